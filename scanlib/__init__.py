@@ -1,0 +1,22 @@
+"""scanlib: differentiable recurrences without torch or JAX.
+
+A define-by-run Tensor and tape autograd engine over NumPy (CPU) and CuPy (GPU), and on it a
+JAX-style `scan` whose VJP is itself a scan. Layers import one way:
+backends <- tape <- ops <- (tracing, autodiff) <- scan <- this public API.
+"""
+
+from . import testing
+from .autodiff import grad, value_and_grad, vjp
+from .backends import cuda_available
+from .ops import *  # noqa: F403
+from .ops import __all__ as _ops_all
+from .tape import Graph, Tensor, enable_grad, no_grad
+from .tracing import make_graph
+
+__version__ = "0.1.0"
+
+__all__ = [
+    *[n for n in _ops_all if n not in ("Primitive", "bind", "elementwise", "sum_to", "getitem")],
+    "Tensor", "Graph", "no_grad", "enable_grad", "grad", "value_and_grad", "vjp",
+    "make_graph", "testing", "cuda_available",
+]

@@ -1,0 +1,182 @@
+"""The functional, JAX-style API over the tape: grad, value_and_grad and vjp, on pytrees.
+
+Each call wraps its inputs as fresh tape leaves, runs f, and walks back to them. Inside an
+outer grad/vjp (or when the inputs themselves require grad) the walk is recorded, which is
+what makes grad(grad(f)) and Hessian-vector products work.
+Imports backends, tape, ops and pytree.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from . import backends, pytree
+from .ops import elementwise as ew
+from .ops import zeros_like
+from .tape import Tensor, backward_pass, differentiating, grad_enabled, is_differentiable_dtype
+from .tape import state as _state
+
+
+def _fresh_input(x, path, who):
+    """A new tape leaf holding x's data; linked to x when x is itself being differentiated."""
+    if isinstance(x, Tensor):
+        t = x
+    elif backends.is_array(x) or isinstance(x, float):
+        t = Tensor(backends.asarray_on(x, backends.device_of(x)) if backends.is_array(x)
+                   else np.asarray(x))
+    else:
+        raise TypeError(f"{who}: {path} is a {type(x).__name__}; differentiate with respect to "
+                        "Tensors, float arrays or Python floats (write 1.0, not 1).")
+    if not is_differentiable_dtype(t.dtype):
+        raise TypeError(f"{who}: {path} has dtype {t.dtype}, which is not differentiable; "
+                        "pass a float array (x.astype('float64')) or choose other argnums.")
+    if t.requires_grad and grad_enabled():
+        return ew.copy(t)  # a node: the outer walk flows through to x
+    return Tensor(t._value, True, _trace=t._trace, _var=t._var)
+
+
+def _should_record(originals, cts=()):
+    """Record the backward walk when an enclosing differentiation could need it."""
+    return grad_enabled() and (
+        _state.STATE.diff_depth > 0
+        or any(isinstance(x, Tensor) and x.requires_grad for x in originals)
+        or any(isinstance(c, Tensor) and c.requires_grad for c in cts)
+        or _state.current_builder() is not None)
+
+
+def _zeros_for(target):
+    return zeros_like(target.detach())
+
+
+def vjp(f, *primals, has_aux=False):
+    """(out, vjp_fn): vjp_fn(cotangent shaped like out) returns one cotangent per primal.
+
+    >>> import scanlib as sl
+    >>> out, back = sl.vjp(lambda x: x * x, sl.tensor([1.0, 2.0]))
+    >>> back(sl.tensor([1.0, 1.0]))
+    (tensor([2., 4.], dtype=float64),)
+    """
+    paths, leaves, treedef = pytree.flatten_with_paths(primals, "primals")
+    with differentiating():
+        inputs = [_fresh_input(x, p, "vjp") for p, x in zip(paths, leaves)]
+        out = f(*pytree.unflatten(treedef, inputs))
+    aux = None
+    if has_aux:
+        out, aux = _split_aux(out, "vjp")
+    out_paths, out_leaves, out_tree = pytree.flatten_with_paths(out, "out")
+
+    def vjp_fn(cotangent):
+        ct_paths, ct_leaves, ct_tree = pytree.flatten_with_paths(cotangent, "cotangent")
+        if ct_tree != out_tree:
+            raise TypeError(f"vjp_fn: the cotangent must have the structure of f's output "
+                            f"({pytree.structure_str(out_tree)}), got "
+                            f"{pytree.structure_str(ct_tree)}")
+        roots, cts = [], []
+        for path, o, c in zip(out_paths, out_leaves, ct_leaves):
+            c = c if isinstance(c, Tensor) else Tensor(backends.asarray_on(c, _dev(o)))
+            if tuple(c.shape) != tuple(np.shape(o)):
+                raise ValueError(f"vjp_fn: {path} has shape {tuple(np.shape(o))} but its "
+                                 f"cotangent has shape {c.shape}")
+            if isinstance(o, Tensor) and o.requires_grad:
+                roots.append(o)
+                cts.append(c)
+        found = (backward_pass(roots, cts, targets=inputs, retain_graph=True,
+                               create_graph=_should_record(leaves, cts)) if roots
+                 else [None] * len(inputs))
+        grads = [g if g is not None else _zeros_for(x) for g, x in zip(found, inputs)]
+        return pytree.unflatten(treedef, grads)
+
+    return (out, vjp_fn, aux) if has_aux else (out, vjp_fn)
+
+
+def _dev(o):
+    return o.device if isinstance(o, Tensor) else backends.device_of(o)
+
+
+def _split_aux(out, who):
+    if not (isinstance(out, tuple) and len(out) == 2):
+        raise TypeError(f"{who}(has_aux=True): f must return a pair (output, aux), got "
+                        f"{type(out).__name__}")
+    return out
+
+
+def value_and_grad(f, argnums=0, has_aux=False):
+    """A function returning (f(*args), gradient of f with respect to args[argnums]).
+
+    f must return a scalar. The gradient has the structure of the chosen argument(s) (a tuple
+    when argnums is a tuple). Arguments f does not depend on get zeros, as in JAX.
+    """
+    multiple = isinstance(argnums, (tuple, list))
+    nums = tuple(argnums) if multiple else (argnums,)
+
+    @functools.wraps(f)
+    def wrapped(*args):
+        for n in nums:
+            if not isinstance(n, int) or not -len(args) <= n < len(args):
+                raise ValueError(f"grad: argnums {argnums!r} is out of range for "
+                                 f"{len(args)} positional arguments")
+        nums_ = tuple(n % len(args) for n in nums)
+        chosen = tuple(args[n] for n in nums_)
+        paths, leaves, treedef = pytree.flatten_with_paths(chosen, "args")
+        paths = [_arg_path(p, nums_) for p in paths]
+        with differentiating():
+            inputs = [_fresh_input(x, p, "grad") for p, x in zip(paths, leaves)]
+            new_chosen = pytree.unflatten(treedef, inputs)
+            call_args = list(args)
+            for n, v in zip(nums_, new_chosen):
+                call_args[n] = v
+            out = f(*call_args)
+        aux = None
+        if has_aux:
+            out, aux = _split_aux(out, "grad")
+        if not isinstance(out, Tensor):
+            if isinstance(out, (float, int)) or backends.is_array(out):
+                out = Tensor(backends.asarray_on(out, "cpu") if not backends.is_array(out)
+                             else out)
+            else:
+                raise TypeError(f"grad: f must return a scalar Tensor, got "
+                                f"{type(out).__name__}")
+        if out.size != 1 or out.ndim != 0:
+            raise TypeError(f"grad: f must return a scalar (shape ()), but it returned shape "
+                            f"{out.shape}. Reduce it (.sum(), .mean()) or use scanlib.vjp for "
+                            "non-scalar outputs.")
+        if out.requires_grad:
+            seed = Tensor(backends.xp_of(out._value).ones_like(out._value))
+            found = backward_pass([out], [seed], targets=inputs,
+                                  create_graph=_should_record(leaves))
+        else:
+            found = [None] * len(inputs)
+        grads = [g if g is not None else _zeros_for(x) for g, x in zip(found, inputs)]
+        g_tree = pytree.unflatten(treedef, grads)
+        g_out = g_tree if multiple else g_tree[0]
+        value = out if _should_record(leaves) else out.detach()
+        return ((value, aux), g_out) if has_aux else (value, g_out)
+
+    return wrapped
+
+
+def _arg_path(path, nums):
+    # "args[0]['h']" names the tuple of chosen arguments; show the real argument index.
+    if path.startswith("args["):
+        idx, rest = path[5:].split("]", 1)
+        return f"args[{nums[int(idx)]}]{rest}"
+    return path
+
+
+def grad(f, argnums=0, has_aux=False):
+    """The gradient of scalar-valued f with respect to args[argnums], as in JAX.
+
+    >>> import scanlib as sl
+    >>> sl.grad(lambda x: (x ** 3).sum())(sl.tensor([1.0, 2.0]))
+    tensor([ 3., 12.], dtype=float64)
+    """
+    vg = value_and_grad(f, argnums, has_aux)
+
+    @functools.wraps(f)
+    def wrapped(*args):
+        value, g = vg(*args)
+        return (g, value[1]) if has_aux else g
+
+    return wrapped

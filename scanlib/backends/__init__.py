@@ -1,0 +1,83 @@
+"""Array backends: the data decides whether NumPy (CPU) or CuPy (GPU) runs an op.
+
+`xp_of(*arrays)` returns the array namespace; `device_of`, `to_device` and `asarray_on` move
+and name data. This is the only package that may import cupy (lazily, in `_cupy.py`); it
+imports nothing else from scanlib.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _cupy
+
+__all__ = [
+    "xp_of", "device_of", "parse_device", "to_device", "asarray_on", "is_array",
+    "cuda_available", "to_numpy",
+]
+
+
+def is_array(x) -> bool:
+    """True for a NumPy ndarray/scalar or a CuPy ndarray."""
+    return isinstance(x, (np.ndarray, np.generic)) or _cupy.is_cupy_array(x)
+
+
+def xp_of(*arrays):
+    """The array namespace (numpy or cupy) of the given arrays; Python scalars count as NumPy."""
+    for a in arrays:
+        if type(a) is not np.ndarray and _cupy.is_cupy_array(a):
+            return _cupy.cupy()
+    return np
+
+
+def device_of(array) -> str:
+    """'cpu' for NumPy data, 'cuda:N' for CuPy data on GPU N."""
+    if type(array) is np.ndarray or not _cupy.is_cupy_array(array):
+        return "cpu"
+    return f"cuda:{array.device.id}"
+
+
+def parse_device(device) -> str:
+    """Normalise 'cpu', 'cuda', 'cuda:N' (or None -> 'cpu') and reject anything else."""
+    if device is None:
+        return "cpu"
+    if not isinstance(device, str):
+        raise TypeError(f"device must be a string such as 'cpu' or 'cuda:0', got {device!r}")
+    name = device.strip().lower()
+    if name == "cpu":
+        return "cpu"
+    if name == "cuda":
+        return "cuda:0"
+    if name.startswith("cuda:") and name[5:].isdigit():
+        return name
+    raise ValueError(f"unknown device {device!r}: use 'cpu', 'cuda' or 'cuda:N'")
+
+
+def cuda_available() -> bool:
+    """True when CuPy imports and sees at least one GPU."""
+    return _cupy.available()
+
+
+def asarray_on(data, device: str, dtype=None):
+    """Turn data (lists, scalars, arrays) into an array on `device`."""
+    if device == "cpu":
+        if _cupy.is_cupy_array(data):
+            data = data.get()
+        return np.asarray(data, dtype=dtype)
+    cp = _cupy.require(device)
+    with cp.cuda.Device(int(device.split(":")[1])):
+        return cp.asarray(data, dtype=dtype)
+
+
+def to_device(array, device: str):
+    """Copy `array` to `device` unless it is already there."""
+    if device_of(array) == device:
+        return array
+    return asarray_on(array, device)
+
+
+def to_numpy(array) -> np.ndarray:
+    """A NumPy array with the data of `array` (a copy from the GPU for CuPy data)."""
+    if _cupy.is_cupy_array(array):
+        return array.get()
+    return np.asarray(array)

@@ -1,0 +1,116 @@
+"""Elementwise primitives with their VJPs: arithmetic, transcendental functions, where,
+comparisons, casts and device moves. Broadcasting is undone by the backward walk, so each rule
+returns a cotangent of the output's shape.
+
+Imports backends, tape and ops.primitive.
+"""
+
+from __future__ import annotations
+
+from .. import backends
+from ..tape import Tensor
+from .primitive import Primitive
+
+
+def _xp(*a):
+    return backends.xp_of(*a)
+
+
+def _is_tensor(x):
+    return type(x) is Tensor
+
+
+# --- arithmetic ---------------------------------------------------------------------------
+add = Primitive("add", lambda x, y: x + y, lambda g, out, x, y: (g, g))
+sub = Primitive("sub", lambda x, y: x - y, lambda g, out, x, y: (g, neg(g)))
+mul = Primitive("mul", lambda x, y: x * y, lambda g, out, x, y: (
+    mul(g, y) if _is_tensor(x) else None, mul(g, x) if _is_tensor(y) else None))
+div = Primitive("div", lambda x, y: x / y, lambda g, out, x, y: (
+    div(g, y) if _is_tensor(x) else None,
+    neg(div(mul(g, out), y)) if _is_tensor(y) else None))
+neg = Primitive("neg", lambda x: -x, lambda g, out, x: (neg(g),))
+
+
+def _pow_vjp(g, out, x, y):
+    gx = gy = None
+    if _is_tensor(x):
+        if isinstance(y, (int, float)) and y == 2:
+            gx = mul(g, mul(x, 2.0))
+        else:
+            gx = mul(g, mul(y, power(x, sub(y, 1) if _is_tensor(y) else y - 1)))
+    if _is_tensor(y):
+        positive = greater(x, 0)
+        safe_x = where(positive, x, 1.0)
+        gy = mul(g, where(positive, mul(out, log(safe_x)), 0.0))
+    return gx, gy
+
+
+power = Primitive("pow", lambda x, y: x**y, _pow_vjp)
+
+
+# --- transcendental -----------------------------------------------------------------------
+exp = Primitive("exp", lambda x: _xp(x).exp(x), lambda g, out, x: (mul(g, out),))
+log = Primitive("log", lambda x: _xp(x).log(x), lambda g, out, x: (div(g, x),))
+log1p = Primitive("log1p", lambda x: _xp(x).log1p(x), lambda g, out, x: (div(g, add(x, 1.0)),))
+sqrt = Primitive("sqrt", lambda x: _xp(x).sqrt(x), lambda g, out, x: (div(mul(g, 0.5), out),))
+sin = Primitive("sin", lambda x: _xp(x).sin(x), lambda g, out, x: (mul(g, cos(x)),))
+cos = Primitive("cos", lambda x: _xp(x).cos(x), lambda g, out, x: (neg(mul(g, sin(x))),))
+tanh = Primitive("tanh", lambda x: _xp(x).tanh(x),
+                 lambda g, out, x: (mul(g, sub(1.0, mul(out, out))),))  # reuses the output
+
+
+def _sigmoid_impl(x):
+    xp = _xp(x)
+    return (xp.tanh(x * 0.5) + 1) * 0.5  # stable for large |x|, unlike 1 / (1 + exp(-x))
+
+
+sigmoid = Primitive("sigmoid", _sigmoid_impl,
+                    lambda g, out, x: (mul(g, mul(out, sub(1.0, out))),))
+sign = Primitive("sign", lambda x: _xp(x).sign(x))
+absolute = Primitive("abs", lambda x: _xp(x).abs(x), lambda g, out, x: (mul(g, sign(x)),))
+
+
+def _max_vjp(g, out, x, y):
+    # Ties split the cotangent evenly, as JAX does.
+    gx = where(greater(x, y), g, where(equal(x, y), mul(g, 0.5), 0.0))
+    return gx, sub(g, gx)
+
+
+def _min_vjp(g, out, x, y):
+    gx = where(less(x, y), g, where(equal(x, y), mul(g, 0.5), 0.0))
+    return gx, sub(g, gx)
+
+
+maximum = Primitive("maximum", lambda x, y: _xp(x, y).maximum(x, y), _max_vjp)
+minimum = Primitive("minimum", lambda x, y: _xp(x, y).minimum(x, y), _min_vjp)
+
+where = Primitive(
+    "where", lambda c, x, y: _xp(c, x, y).where(c, x, y),
+    lambda g, out, c, x, y: (None, where(c, g, 0.0), where(c, 0.0, g)))
+
+# --- comparisons (not differentiable: bool results) ------------------------------------------
+less = Primitive("lt", lambda x, y: x < y)
+less_equal = Primitive("le", lambda x, y: x <= y)
+greater = Primitive("gt", lambda x, y: x > y)
+greater_equal = Primitive("ge", lambda x, y: x >= y)
+equal = Primitive("eq", lambda x, y: x == y)
+not_equal = Primitive("ne", lambda x, y: x != y)
+logical_not = Primitive("not", lambda x: _xp(x).logical_not(x))
+logical_and = Primitive("and", lambda x, y: _xp(x, y).logical_and(x, y))
+logical_or = Primitive("or", lambda x, y: _xp(x, y).logical_or(x, y))
+isfinite = Primitive("isfinite", lambda x: _xp(x).isfinite(x))
+
+# --- identity-like ------------------------------------------------------------------------
+copy = Primitive("copy", lambda x: x, lambda g, out, x: (g,))  # a new node for the same data
+stop_gradient = Primitive("stop_gradient", lambda x: x)
+astype = Primitive("astype", lambda x, dtype: x.astype(dtype, copy=False),
+                   lambda g, out, x, dtype: (g,))  # the walk casts g back to x's dtype
+
+
+def _device_put_impl(x, device):
+    return backends.to_device(x, device)
+
+
+device_put = Primitive(
+    "device_put", _device_put_impl, lambda g, out, x, device: (device_put(g, device=x.device),))
+

@@ -1,0 +1,277 @@
+"""The public functions over tensors: thin wrappers that check arguments and call primitives,
+and composites (mean, softmax, logsumexp, softplus, ...) written with them, which need no VJP
+rule of their own.
+
+Imports backends, tape and the primitive modules of ops.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import backends
+from ..tape import Tensor, is_differentiable_dtype
+from . import elementwise as ew
+from .linalg import einsum_p, matmul_p, parse_einsum
+from .structural import (broadcast_to_p, concatenate_p, getitem, max_p, normalize_axis,
+                         reshape_p, sum_p, sum_to, transpose_p)
+
+__all__ = [
+    "tensor", "as_tensor", "zeros", "ones", "full", "arange", "zeros_like", "ones_like",
+    "exp", "log", "log1p", "sqrt", "sin", "cos", "tanh", "sigmoid", "relu", "softplus", "abs",
+    "maximum", "minimum", "where", "clip", "sum", "mean", "max", "logsumexp", "softmax",
+    "matmul", "einsum", "stack", "concatenate", "reshape", "transpose", "swapaxes",
+    "expand_dims", "squeeze", "broadcast_to", "stop_gradient", "sum_to", "getitem", "sign",
+]
+
+
+# --- creation -----------------------------------------------------------------------------
+def tensor(data, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """Make a Tensor from a list, scalar, NumPy/CuPy array or Tensor.
+
+    >>> x = tensor([1.0, 2.0], requires_grad=True)
+    """
+    if isinstance(data, Tensor):
+        data = data._value
+    if device is None:
+        device = backends.device_of(data) if backends.is_array(data) else "cpu"
+    value = backends.asarray_on(data, backends.parse_device(device), dtype)
+    if value.dtype == object:
+        raise TypeError(f"tensor(): cannot make a numeric array from {type(data).__name__} "
+                        "(ragged lists or non-numeric items?)")
+    if requires_grad and not is_differentiable_dtype(value.dtype):
+        raise TypeError(
+            f"tensor(): only floating-point tensors can require grad, but this one is "
+            f"{value.dtype}. Pass dtype='float64' (or float32) to make it differentiable.")
+    return Tensor(value, bool(requires_grad))
+
+
+def as_tensor(x) -> Tensor:
+    """x if it is a Tensor, else a Tensor (no grad) holding x's data on its own device."""
+    if type(x) is Tensor:
+        return x
+    if backends.is_array(x):
+        return Tensor(x)
+    if isinstance(x, (bool, int, float, complex, list, tuple)):
+        return Tensor(np.asarray(x))
+    raise TypeError(f"expected a Tensor, array or number, got {type(x).__name__}")
+
+
+def _make(fn_name, shape, dtype, device, *args):
+    device = backends.parse_device(device)
+    xp = np if device == "cpu" else backends.xp_of(backends.asarray_on(0, device))
+    return Tensor(getattr(xp, fn_name)(*args, dtype=dtype) if shape is None
+                  else getattr(xp, fn_name)(shape, *args, dtype=dtype))
+
+
+def zeros(shape, dtype=np.float64, device=None) -> Tensor:
+    return _make("zeros", shape, dtype, device)
+
+
+def ones(shape, dtype=np.float64, device=None) -> Tensor:
+    return _make("ones", shape, dtype, device)
+
+
+def full(shape, fill_value, dtype=None, device=None) -> Tensor:
+    return _make("full", shape, dtype, device, fill_value)
+
+
+def arange(start, stop=None, step=1, dtype=None, device=None) -> Tensor:
+    args = (start,) if stop is None else (start, stop, step)
+    return _make("arange", None, dtype, device, *args)
+
+
+def zeros_like(x, dtype=None) -> Tensor:
+    x = as_tensor(x)
+    return zeros(x.shape, dtype or x.dtype, x.device)
+
+
+def ones_like(x, dtype=None) -> Tensor:
+    x = as_tensor(x)
+    return ones(x.shape, dtype or x.dtype, x.device)
+
+
+# --- elementwise ----------------------------------------------------------------------------
+exp, log, log1p, sqrt = ew.exp, ew.log, ew.log1p, ew.sqrt
+sin, cos, tanh, sigmoid = ew.sin, ew.cos, ew.tanh, ew.sigmoid
+abs, sign, maximum, minimum = ew.absolute, ew.sign, ew.maximum, ew.minimum
+stop_gradient = ew.stop_gradient
+
+
+def where(condition, x, y):
+    """Elementwise `x if condition else y`; the gradient flows only to the chosen side."""
+    return ew.where(condition, x, y)
+
+
+def relu(x):
+    """max(x, 0); its gradient at 0 is 0, as in JAX and PyTorch."""
+    return ew.where(ew.greater(x, 0), x, 0.0)
+
+
+def softplus(x):
+    """log(1 + exp(x)), computed without overflow."""
+    return ew.add(ew.maximum(x, 0.0), ew.log1p(ew.exp(ew.neg(ew.absolute(x)))))
+
+
+def clip(x, lo=None, hi=None):
+    """Limit x to [lo, hi]; either bound may be None."""
+    if lo is not None:
+        x = ew.maximum(x, lo)
+    if hi is not None:
+        x = ew.minimum(x, hi)
+    return x
+
+
+# --- reductions -----------------------------------------------------------------------------
+def sum(x, axis=None, keepdims=False):
+    x = as_tensor(x)
+    return sum_p(x, axis=normalize_axis(axis, x.ndim), keepdims=bool(keepdims))
+
+
+def mean(x, axis=None, keepdims=False):
+    x = as_tensor(x)
+    axes = normalize_axis(axis, x.ndim)
+    count = x.size if axes is None else int(np.prod([x.shape[a] for a in axes]))
+    return ew.div(sum_p(x, axis=axes, keepdims=bool(keepdims)), float(count))
+
+
+def max(x, axis=None, keepdims=False):
+    x = as_tensor(x)
+    if x.size == 0:
+        raise ValueError("max() of an empty tensor has no value")
+    return max_p(x, axis=normalize_axis(axis, x.ndim), keepdims=bool(keepdims))
+
+
+def logsumexp(x, axis=None, keepdims=False):
+    """log(sum(exp(x))) along axis, stable for large values."""
+    x = as_tensor(x)
+    axes = normalize_axis(axis, x.ndim)
+    m = ew.stop_gradient(max_p(x, axis=axes, keepdims=True))
+    m = ew.where(ew.isfinite(m), m, 0.0)  # all -inf: keep -inf, not nan
+    out = ew.add(ew.log(sum_p(ew.exp(ew.sub(x, m)), axis=axes, keepdims=True)), m)
+    return out if keepdims else reshape_p(out, shape=_drop(out.shape, axes))
+
+
+def softmax(x, axis=-1):
+    """exp(x) / sum(exp(x)) along axis."""
+    return ew.exp(ew.sub(x, logsumexp(x, axis=axis, keepdims=True)))
+
+
+def _drop(shape, axes):
+    return tuple(s for i, s in enumerate(shape) if axes is not None and i not in axes)
+
+
+# --- shapes ---------------------------------------------------------------------------------
+def reshape(x, *shape):
+    x = as_tensor(x)
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = tuple(shape[0])
+    shape = tuple(int(s) for s in shape)
+    if shape.count(-1) == 1:
+        known = int(np.prod([s for s in shape if s != -1]))
+        if known == 0 or x.size % known:
+            raise ValueError(f"cannot reshape a tensor of shape {x.shape} into {shape}")
+        shape = tuple(x.size // known if s == -1 else s for s in shape)
+    if int(np.prod(shape)) != x.size:
+        raise ValueError(f"cannot reshape a tensor of shape {x.shape} (size {x.size}) into "
+                         f"{shape}: the sizes differ")
+    return x if shape == x.shape else reshape_p(x, shape=shape)
+
+
+def transpose(x, *axes):
+    x = as_tensor(x)
+    if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
+        axes = axes[0]
+    axes = tuple(reversed(range(x.ndim))) if not axes else tuple(a % x.ndim for a in axes)
+    if sorted(axes) != list(range(x.ndim)):
+        raise ValueError(f"transpose: axes {axes} are not a permutation of {x.ndim} axes")
+    return x if axes == tuple(range(x.ndim)) else transpose_p(x, axes=axes)
+
+
+def swapaxes(x, axis1, axis2):
+    x = as_tensor(x)
+    axes = list(range(x.ndim))
+    axes[axis1], axes[axis2] = axes[axis2], axes[axis1]
+    return transpose(x, tuple(axes))
+
+
+def expand_dims(x, axis):
+    x = as_tensor(x)
+    axis = axis % (x.ndim + 1)
+    return reshape_p(x, shape=x.shape[:axis] + (1,) + x.shape[axis:])
+
+
+def squeeze(x, axis=None):
+    x = as_tensor(x)
+    axes = normalize_axis(axis, x.ndim) if axis is not None else tuple(
+        i for i, s in enumerate(x.shape) if s == 1)
+    for a in axes:
+        if x.shape[a] != 1:
+            raise ValueError(f"squeeze: axis {a} has size {x.shape[a]}, not 1 (shape {x.shape})")
+    return reshape_p(x, shape=tuple(s for i, s in enumerate(x.shape) if i not in axes))
+
+
+def broadcast_to(x, shape):
+    x = as_tensor(x)
+    shape = tuple(shape)
+    return x if x.shape == shape else broadcast_to_p(x, shape=shape)
+
+
+def concatenate(xs, axis=0):
+    xs = [as_tensor(x) for x in xs]
+    if not xs:
+        raise ValueError("concatenate needs at least one tensor")
+    return concatenate_p(*xs, axis=axis % xs[0].ndim)
+
+
+def stack(xs, axis=0):
+    xs = [as_tensor(x) for x in xs]
+    if not xs:
+        raise ValueError("stack needs at least one tensor")
+    shapes = {x.shape for x in xs}
+    if len(shapes) > 1:
+        raise ValueError(f"stack: all tensors must have one shape, got {sorted(shapes)}")
+    axis = axis % (xs[0].ndim + 1)
+    return concatenate_p(*[expand_dims(x, axis) for x in xs], axis=axis)
+
+
+# --- linear algebra -------------------------------------------------------------------------
+def matmul(x, y):
+    """x @ y with NumPy's rules (1-d operands are promoted and the added axis removed)."""
+    x, y = as_tensor(x), as_tensor(y)
+    if x.ndim == 0 or y.ndim == 0:
+        raise ValueError(f"matmul: operands must be at least 1-d, got shapes {x.shape} and "
+                         f"{y.shape}; use * for scalars")
+    xv, yv = (reshape_p(x, shape=(1,) + x.shape) if x.ndim == 1 else x,
+              reshape_p(y, shape=y.shape + (1,)) if y.ndim == 1 else y)
+    if xv.shape[-1] != yv.shape[-2]:
+        raise ValueError(
+            f"matmul: shapes {x.shape} and {y.shape} do not line up ({x.shape[-1]} != "
+            f"{yv.shape[-2]}): the last axis of the first must equal the "
+            f"{'only' if y.ndim == 1 else 'second-to-last'} axis of the second.")
+    out = matmul_p(xv, yv)
+    if x.ndim == 1:
+        out = reshape_p(out, shape=out.shape[:-2] + out.shape[-1:])
+    if y.ndim == 1:
+        out = reshape_p(out, shape=out.shape[:-1])
+    return out
+
+
+def einsum(subscripts, *operands):
+    """Einstein summation (`einsum('bi,ij->bj', x, W)`), contracted two operands at a time."""
+    xs = [as_tensor(o) for o in operands]
+    subs, out_sub = parse_einsum(subscripts, len(xs))
+    for sub, x in zip(subs, xs):
+        if len(sub) != x.ndim:
+            raise ValueError(f"einsum: subscripts '{sub}' name {len(sub)} axes but the operand "
+                             f"has shape {x.shape}")
+    if len(xs) <= 2:
+        return einsum_p(*xs, spec=",".join(subs) + "->" + out_sub)
+    acc, acc_sub = xs[0], subs[0]
+    for k in range(1, len(xs)):
+        later = set(out_sub) | set("".join(subs[k + 1:]))
+        new_sub = "".join(dict.fromkeys(c for c in acc_sub + subs[k] if c in later))
+        acc = einsum_p(acc, xs[k], spec=f"{acc_sub},{subs[k]}->{new_sub}")
+        acc_sub = new_sub
+    return acc if acc_sub == out_sub else einsum_p(acc, spec=f"{acc_sub}->{out_sub}")
+

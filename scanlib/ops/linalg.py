@@ -1,0 +1,80 @@
+"""matmul and einsum, with VJPs that are matmuls and einsums again.
+
+Imports backends, tape and the ops below it.
+"""
+
+from __future__ import annotations
+
+from .. import backends
+from .primitive import Primitive
+from .structural import broadcast_to_p, reshape_p, transpose_p
+
+
+def _xp(*a):
+    return backends.xp_of(*a)
+
+
+def _mT(x):
+    axes = tuple(range(x.ndim - 2)) + (x.ndim - 1, x.ndim - 2)
+    return transpose_p(x, axes=axes)
+
+
+# Both operands have ndim >= 2 here; the public matmul promotes vectors first.
+matmul_p = Primitive(
+    "matmul", lambda x, y: x @ y,
+    lambda g, out, x, y: (matmul_p(g, _mT(y)), matmul_p(_mT(x), g)))  # the walk sums batch axes
+
+
+def _einsum_vjp_operand(g, out_sub, others, target_sub, target_shape):
+    """The cotangent of one operand: contract g with the other operands onto its indices.
+
+    Indices of the operand that appear nowhere else were summed away in the forward pass;
+    einsum cannot create them, so they are restored by broadcasting.
+    """
+    available = set(out_sub) | {c for sub, _ in others for c in sub}
+    kept = "".join(c for c in target_sub if c in available)
+    spec = ",".join([out_sub] + [sub for sub, _ in others]) + "->" + kept
+    ct = einsum_p(g, *[x for _, x in others], spec=spec)
+    if kept != target_sub:
+        shape = tuple(target_shape[i] if c in available else 1 for i, c in enumerate(target_sub))
+        ct = broadcast_to_p(reshape_p(ct, shape=shape), shape=target_shape)
+    return ct
+
+
+def _einsum_vjp(g, out, *xs, spec):
+    ins, out_sub = spec.split("->")
+    subs = ins.split(",")
+    cts = []
+    for i, (sub, x) in enumerate(zip(subs, xs)):
+        others = [(s, y) for j, (s, y) in enumerate(zip(subs, xs)) if j != i]
+        cts.append(_einsum_vjp_operand(g, out_sub, others, sub, x.shape))
+    return cts
+
+
+einsum_p = Primitive("einsum", lambda *xs, spec: _xp(*xs).einsum(spec, *xs), _einsum_vjp)
+
+
+def parse_einsum(spec, n_operands):
+    """Validate a subscripts string and make the output explicit ('ij,jk' -> 'ij,jk->ik')."""
+    if not isinstance(spec, str):
+        raise TypeError(f"einsum subscripts must be a string, got {spec!r}")
+    spec = spec.replace(" ", "")
+    if "..." in spec:
+        raise NotImplementedError("einsum: '...' (ellipsis) subscripts are not supported; "
+                                  "name every axis explicitly.")
+    ins, _, out_sub = spec.partition("->")
+    subs = ins.split(",")
+    if len(subs) != n_operands:
+        raise ValueError(f"einsum: '{spec}' names {len(subs)} operands but {n_operands} "
+                         "were given")
+    if "->" not in spec:
+        counts = {}
+        for c in ins.replace(",", ""):
+            counts[c] = counts.get(c, 0) + 1
+        out_sub = "".join(sorted(c for c, k in counts.items() if k == 1))
+    for sub in subs:
+        if len(set(sub)) != len(sub):
+            raise NotImplementedError(
+                f"einsum: repeated index within one operand ('{sub}', a diagonal) is not "
+                "supported; take the diagonal with indexing first.")
+    return subs, out_sub

@@ -1,0 +1,84 @@
+"""Tensor's operators and methods (`+`, `@`, `.sum()`, `[...]`, ...), attached here because
+they call ops, the layer above the tape where Tensor lives.
+
+Imports backends, tape and ops.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import backends
+from ..tape import Tensor
+from . import elementwise as ew
+from . import functions as F
+
+
+def _swap(fn):
+    return lambda self, other: fn(other, self)
+
+
+def _method(fn):
+    return lambda self, *args: fn(self, *args)
+
+
+def _to(self, device):
+    """Move to 'cpu', 'cuda' or 'cuda:N'; differentiable (the gradient moves back)."""
+    device = backends.parse_device(device)
+    if device == self.device:
+        return self
+    if device != "cpu":
+        backends.asarray_on(0, device)  # a clear error when CuPy or the GPU is missing
+    return ew.device_put(self, device=device)
+
+
+def _astype(self, dtype):
+    dtype = np.dtype(dtype)
+    return self if dtype == self.dtype else ew.astype(self, dtype=dtype)
+
+
+# NumPy ufuncs called on Tensors (np.exp(t), ndarray + t) dispatch to scanlib's ops.
+_UFUNCS = {
+    np.add: ew.add, np.subtract: ew.sub, np.multiply: ew.mul, np.true_divide: ew.div,
+    np.power: ew.power, np.negative: ew.neg, np.exp: ew.exp, np.log: ew.log,
+    np.log1p: ew.log1p, np.sqrt: ew.sqrt, np.sin: ew.sin, np.cos: ew.cos, np.tanh: ew.tanh,
+    np.absolute: ew.absolute, np.maximum: ew.maximum, np.minimum: ew.minimum,
+    np.less: ew.less, np.less_equal: ew.less_equal, np.greater: ew.greater,
+    np.greater_equal: ew.greater_equal, np.equal: ew.equal, np.not_equal: ew.not_equal,
+    np.matmul: F.matmul, np.sign: ew.sign,
+}
+
+
+def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
+    op = _UFUNCS.get(ufunc)
+    if method != "__call__" or op is None or kwargs:
+        return NotImplemented
+    return op(*inputs)
+
+
+def install():
+    T = Tensor
+    T.__add__, T.__radd__ = _method(ew.add), _swap(ew.add)
+    T.__sub__, T.__rsub__ = _method(ew.sub), _swap(ew.sub)
+    T.__mul__, T.__rmul__ = _method(ew.mul), _swap(ew.mul)
+    T.__truediv__, T.__rtruediv__ = _method(ew.div), _swap(ew.div)
+    T.__pow__, T.__rpow__ = _method(ew.power), _swap(ew.power)
+    T.__matmul__, T.__rmatmul__ = F.matmul, _swap(F.matmul)
+    T.__neg__ = _method(ew.neg)
+    T.__pos__ = lambda self: self
+    T.__abs__ = _method(ew.absolute)
+    T.__lt__, T.__le__ = _method(ew.less), _method(ew.less_equal)
+    T.__gt__, T.__ge__ = _method(ew.greater), _method(ew.greater_equal)
+    T.__eq__, T.__ne__ = _method(ew.equal), _method(ew.not_equal)
+    T.__invert__ = _method(ew.logical_not)
+    T.__getitem__ = F.getitem
+    T.__array_ufunc__ = _array_ufunc
+    T.sum = lambda self, axis=None, keepdims=False: F.sum(self, axis, keepdims)
+    T.mean = lambda self, axis=None, keepdims=False: F.mean(self, axis, keepdims)
+    T.max = lambda self, axis=None, keepdims=False: F.max(self, axis, keepdims)
+    T.reshape = F.reshape
+    T.transpose = F.transpose
+    T.T = property(lambda self: F.transpose(self))
+    T.astype = _astype
+    T.to = _to
+    T.exp, T.log, T.tanh, T.sqrt = (_method(f) for f in (ew.exp, ew.log, ew.tanh, ew.sqrt))

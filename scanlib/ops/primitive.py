@@ -1,0 +1,108 @@
+"""Primitive: a named operation with its NumPy/CuPy implementation and its VJP rule, and
+`bind`, the one function through which every op runs.
+
+bind computes the result on the data's own backend, checks devices, records an equation when
+a graph is being traced (scan bodies, make_graph) and a tape Node when an input requires grad.
+Imports backends and tape.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import backends
+from ..tape import Tensor, current_builder, grad_enabled, record, type_str
+from ..tape.tensor import is_differentiable_dtype
+
+
+class Primitive:
+    """`impl(*arrays, **params)` computes; `vjp(g, out, *inputs, **params)` returns one
+    cotangent (or None) per input, written with scanlib's own ops so it can be differentiated
+    again. A primitive without vjp is not differentiable (comparisons, sign, stop_gradient).
+    """
+
+    __slots__ = ("name", "impl", "vjp", "multiple_results")
+
+    def __init__(self, name, impl, vjp=None, multiple_results=False):
+        self.name = name
+        self.impl = impl
+        self.vjp = vjp
+        self.multiple_results = multiple_results
+
+    def __call__(self, *args, **params):
+        return bind(self, *args, **params)
+
+    def __repr__(self):
+        return f"Primitive({self.name})"
+
+
+_SCALARS = (int, float, bool, complex)
+
+
+def _describe(args) -> str:
+    parts = []
+    for a in args:
+        if isinstance(a, Tensor):
+            parts.append(type_str(a.shape, a.dtype) + ("" if a.device == "cpu" else f"@{a.device}"))
+        elif hasattr(a, "shape") and hasattr(a, "dtype"):
+            parts.append(type_str(a.shape, a.dtype))
+        else:
+            parts.append(repr(a))
+    return ", ".join(parts)
+
+
+def _check_devices(prim, args, values):
+    devices = {backends.device_of(v) for v in values if not isinstance(v, _SCALARS)}
+    if len(devices) > 1:
+        raise ValueError(
+            f"{prim.name}: inputs live on different devices ({_describe(args)}: "
+            f"{', '.join(sorted(devices))}). Move them to one device first, e.g. x.to('cpu') "
+            "or x.to('cuda')."
+        )
+
+
+def _run_impl(prim, args, values, params):
+    try:
+        return prim.impl(*values, **params)
+    except (ValueError, TypeError, IndexError) as e:
+        raise type(e)(
+            f"{prim.name} failed on inputs ({_describe(args)})"
+            + (f" with {', '.join(f'{k}={v!r}' for k, v in params.items() if not k.startswith('_'))}"
+               if params else "")
+            + f": {e}. Check the shapes above; broadcasting follows NumPy's rules "
+            "(trailing axes must match or be 1)."
+        ) from None
+
+
+def bind(prim, *args, **params):
+    """Apply `prim` to args (Tensors, arrays or Python scalars)."""
+    builder = current_builder()
+    if builder is None:
+        values = [a._value if type(a) is Tensor else a for a in args]
+        if any(type(v) is not np.ndarray and not isinstance(v, (_SCALARS, np.generic))
+               for v in values):
+            _check_devices(prim, args, values)
+        out = _run_impl(prim, args, values, params)
+        inputs, out_vars = args, None
+    else:
+        inputs = [builder.lift(a) if isinstance(a, Tensor) or backends.is_array(a) else a
+                  for a in args]
+        values = [a._value if type(a) is Tensor else a for a in inputs]
+        _check_devices(prim, inputs, values)
+        with np.errstate(all="ignore"):  # stand-in zeros may divide by zero; values unused
+            out = _run_impl(prim, inputs, values, params)
+        tracers = builder.add_eqn(prim, inputs, params, out)
+        out_vars = [t._var for t in tracers] if prim.multiple_results else [tracers._var]
+
+    if (prim.vjp is not None and grad_enabled()
+            and any(type(a) is Tensor and a.requires_grad and a._trace is builder
+                    for a in inputs)):
+        outs = out if prim.multiple_results else [out]
+        if prim.multiple_results or is_differentiable_dtype(outs[0].dtype):
+            recorded = record(prim, list(inputs), params, outs, builder, out_vars)
+            return recorded if prim.multiple_results else recorded[0]
+    if builder is not None:
+        return tracers
+    if prim.multiple_results:
+        return [Tensor(v) for v in out]
+    return Tensor(out)

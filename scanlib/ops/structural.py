@@ -1,0 +1,179 @@
+"""Primitives that move or reduce data without arithmetic per element: reshape, transpose,
+broadcast_to, indexing and its adjoint scatter_add, concatenate, sum and max; plus sum_to, the
+one place that undoes broadcasting.
+
+Imports backends, tape and ops.primitive/elementwise.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import backends
+from ..tape import Tensor
+from .elementwise import astype, div, equal, where
+from .primitive import Primitive
+
+
+def _xp(*a):
+    return backends.xp_of(*a)
+
+
+def normalize_axis(axis, ndim, what="axis"):
+    """None -> None; an int or tuple -> a sorted tuple of non-negative axes (checked)."""
+    if axis is None:
+        return None
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    out = []
+    for a in axes:
+        if not isinstance(a, (int, np.integer)) or isinstance(a, bool):
+            raise TypeError(f"{what} must be an int or a tuple of ints, got {axis!r}")
+        if not -ndim <= a < ndim:
+            raise ValueError(f"{what} {a} is out of range for a tensor with {ndim} dimensions")
+        out.append(int(a) % ndim)
+    return tuple(sorted(set(out)))
+
+
+def _keepdims_shape(shape, axes):
+    return tuple(1 if (axes is None or i in axes) else s for i, s in enumerate(shape))
+
+
+# --- shape ---------------------------------------------------------------------------------
+reshape_p = Primitive("reshape", lambda x, shape: x.reshape(shape),
+                      lambda g, out, x, shape: (reshape_p(g, shape=x.shape),))
+transpose_p = Primitive(
+    "transpose", lambda x, axes: x.transpose(axes),
+    lambda g, out, x, axes: (transpose_p(g, axes=tuple(int(i) for i in np.argsort(axes))),))
+broadcast_to_p = Primitive(
+    "broadcast_to", lambda x, shape: _xp(x).broadcast_to(x, shape),
+    lambda g, out, x, shape: (g,))  # the walk's sum_to folds g back to x's shape
+
+
+# --- indexing -------------------------------------------------------------------------------
+class _Slot:
+    """Stands in an index template for the i-th array index (an input of the equation)."""
+
+    __slots__ = ("i",)
+
+    def __init__(self, i):
+        self.i = i
+
+    def __repr__(self):
+        return f"<index {self.i}>"
+
+
+def _fill(template, arrays):
+    return tuple(arrays[t.i] if type(t) is _Slot else t for t in template)
+
+
+def _scatter_add_impl(g, *arrays, index, shape):
+    xp = _xp(g)
+    out = xp.zeros(shape, dtype=g.dtype)
+    if arrays:
+        xp.add.at(out, _fill(index, arrays), g)  # repeated indices accumulate
+    else:
+        out[index] = g
+    return out
+
+
+getitem_p = Primitive(
+    "getitem", lambda x, *arrays, index: x[_fill(index, arrays)],
+    lambda g, out, x, *arrays, index: (
+        scatter_add_p(g, *arrays, index=index, shape=x.shape), *[None] * len(arrays)))
+scatter_add_p = Primitive(
+    "scatter_add", _scatter_add_impl,
+    lambda g, out, upd, *arrays, index, shape: (
+        getitem_p(g, *arrays, index=index), *[None] * len(arrays)))
+
+
+def split_index(index):
+    """Split a NumPy-style index into a static template and the array indices it holds.
+
+    Boolean masks that are known now become integer arrays (nonzero); a traced boolean mask
+    is an error because the result's shape would depend on values.
+    """
+    items = index if isinstance(index, tuple) else (index,)
+    template, arrays = [], []
+    for item in items:
+        if isinstance(item, list):
+            item = np.asarray(item)
+        if isinstance(item, Tensor) or backends.is_array(item):
+            dtype = np.dtype(item.dtype)
+            if dtype == np.bool_:
+                if isinstance(item, Tensor) and item._trace is not None:
+                    raise TypeError(
+                        "indexing with a traced boolean mask: the result's shape would depend "
+                        "on values, which a traced graph cannot have. Use scanlib.where(mask, "
+                        "x, 0) to keep the shape.")
+                value = item._value if isinstance(item, Tensor) else item
+                for nz in _xp(value).nonzero(value):
+                    template.append(_Slot(len(arrays)))
+                    arrays.append(nz)
+                continue
+            if dtype.kind not in "iu":
+                raise IndexError(f"array indices must be integers or booleans, got {dtype}")
+            if isinstance(item, np.generic):
+                template.append(int(item))
+                continue
+            template.append(_Slot(len(arrays)))
+            arrays.append(item)
+        else:
+            template.append(item)
+    return tuple(template), arrays
+
+
+def getitem(x, index):
+    """x[index] with NumPy's basic and advanced indexing."""
+    template, arrays = split_index(index)
+    return getitem_p(x, *arrays, index=template)
+
+
+# --- concatenate ----------------------------------------------------------------------------
+def _concat_vjp(g, out, *xs, axis):
+    cts, start = [], 0
+    for x in xs:
+        size = x.shape[axis]
+        cts.append(getitem_p(g, index=(slice(None),) * axis + (slice(start, start + size),)))
+        start += size
+    return cts
+
+
+concatenate_p = Primitive("concatenate", lambda *xs, axis: _xp(*xs).concatenate(xs, axis=axis),
+                          _concat_vjp)
+
+
+# --- reductions -----------------------------------------------------------------------------
+def _sum_vjp(g, out, x, axis, keepdims):
+    if not keepdims:
+        g = reshape_p(g, shape=_keepdims_shape(x.shape, axis))
+    return (broadcast_to_p(g, shape=x.shape),)
+
+
+sum_p = Primitive("sum", lambda x, axis, keepdims: _xp(x).sum(x, axis=axis, keepdims=keepdims),
+                  _sum_vjp)
+
+
+def _max_vjp(g, out, x, axis, keepdims):
+    kshape = _keepdims_shape(x.shape, axis)
+    if not keepdims:
+        g, out = reshape_p(g, shape=kshape), reshape_p(out, shape=kshape)
+    hit = equal(x, out)  # ties share the cotangent evenly
+    count = sum_p(astype(hit, dtype=g.dtype), axis=axis, keepdims=True)
+    return (where(hit, div(g, count), 0.0),)
+
+
+max_p = Primitive("max", lambda x, axis, keepdims: _xp(x).max(x, axis=axis, keepdims=keepdims),
+                  _max_vjp)
+
+
+def sum_to(g, shape):
+    """Sum g over the axes that broadcasting added or stretched, so that it has `shape`."""
+    shape = tuple(shape)
+    if g.shape == shape:
+        return g
+    lead = g.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(
+        lead + i for i, s in enumerate(shape) if s == 1 and g.shape[lead + i] != 1)
+    if axes:
+        g = sum_p(g, axis=axes, keepdims=False)
+    return reshape_p(g, shape=shape) if g.shape != shape else g

@@ -1,0 +1,45 @@
+"""Pytrees (nested tuples, lists, dicts, namedtuples, None) through optree, with readable
+paths such as `init['h']` or `xs[1]` for error messages.
+
+Imports tape (Tensors are leaves) and nothing above.
+"""
+
+from __future__ import annotations
+
+import optree
+
+NAMESPACE = "scanlib"
+
+
+def flatten(tree):
+    """(leaves, treedef); None is an empty subtree, as in JAX."""
+    return optree.tree_flatten(tree, none_is_leaf=False, namespace=NAMESPACE)
+
+
+def flatten_with_paths(tree, root: str):
+    """(paths, leaves, treedef) with each path written like `root['h'][0]`."""
+    paths, leaves, treedef = optree.tree_flatten_with_path(
+        tree, none_is_leaf=False, namespace=NAMESPACE)
+    return [keystr(root, p) for p in paths], leaves, treedef
+
+
+def keystr(root: str, path) -> str:
+    return root + "".join(f"[{k!r}]" for k in path)
+
+
+def unflatten(treedef, leaves):
+    return optree.tree_unflatten(treedef, list(leaves))
+
+
+def leaf_names(tree, root: str):
+    """Identifier-like names for the leaves (`params_W`), used as hints in printed graphs."""
+    paths, _, _ = optree.tree_flatten_with_path(tree, none_is_leaf=False, namespace=NAMESPACE)
+    out = []
+    for p in paths:
+        name = "_".join([root] + [str(k) for k in p])
+        out.append(name if name.isidentifier() else None)
+    return out
+
+
+def structure_str(treedef) -> str:
+    return str(treedef).replace("PyTreeSpec(", "").rstrip(")")

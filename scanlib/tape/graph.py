@@ -1,0 +1,196 @@
+"""Recorded graphs: a list of equations in execution order (JAX's jaxpr, simplified), the
+builder that traces Python code into one, and the printer that shows it as straight-line code.
+
+A Graph is what `make_graph` returns and what a scan body is. Imports backends, tape.state and
+tape.tensor.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from .. import backends
+from .tensor import Tensor, type_str
+
+
+class Var:
+    """A value in a graph: known only by its shape and dtype."""
+
+    __slots__ = ("shape", "dtype", "hint")
+
+    def __init__(self, shape, dtype, hint=None):
+        self.shape = tuple(shape)
+        self.dtype = np.dtype(dtype)
+        self.hint = hint
+
+    @property
+    def type(self) -> str:
+        return type_str(self.shape, self.dtype)
+
+    @property
+    def nbytes(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
+
+    def __repr__(self):
+        return f"Var<{self.type}>"
+
+
+class Literal:
+    """A Python scalar written into a graph (it keeps NumPy's weak scalar promotion)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+    def __repr__(self):
+        return repr(self.value)
+
+
+class Eqn:
+    __slots__ = ("prim", "invars", "params", "outvars")
+
+    def __init__(self, prim, invars, params, outvars):
+        self.prim, self.invars, self.params, self.outvars = prim, invars, params, outvars
+
+
+class Graph:
+    """invars -> eqns -> outvars, with constvars bound to `consts` (closed-over tensors)."""
+
+    def __init__(self, invars, constvars, consts, eqns, outvars, name="f"):
+        self.invars = list(invars)
+        self.constvars = list(constvars)
+        self.consts = list(consts)
+        self.eqns = list(eqns)
+        self.outvars = list(outvars)
+        self.name = name
+        self._compiled = None
+
+    def __repr__(self):
+        return format_graph(self)
+
+    __str__ = __repr__
+
+
+class GraphBuilder:
+    """Collects the equations executed while it is the innermost trace (see tape.state)."""
+
+    def __init__(self, device="cpu"):
+        self.device = device
+        self.invars, self.constvars, self.consts, self.eqns = [], [], [], []
+        self._lifted = {}  # id(outer tensor or array) -> tracer standing for it
+        self._keepalive = []
+
+    def _tracer(self, var, value):
+        return Tensor(value, False, _trace=self, _var=var)
+
+    def new_input(self, shape, dtype, hint=None) -> Tensor:
+        """A traced input; its stand-in value is zeros (only shapes and dtypes are used)."""
+        var = Var(shape, dtype, hint)
+        self.invars.append(var)
+        xp = np if self.device == "cpu" else backends.xp_of(backends.asarray_on(0, self.device))
+        return self._tracer(var, xp.zeros(shape, dtype))
+
+    def lift(self, x) -> Tensor:
+        """The tracer for x: x itself if traced here, else a constvar bound to x."""
+        if isinstance(x, Tensor) and x._trace is self:
+            return x
+        tracer = self._lifted.get(id(x))
+        if tracer is None:
+            const = x if isinstance(x, Tensor) else Tensor(x)
+            hint = None
+            var = Var(const.shape, const.dtype, hint)
+            self.constvars.append(var)
+            self.consts.append(const)
+            self._keepalive.append(x)
+            tracer = self._tracer(var, const._value)
+            self._lifted[id(x)] = tracer
+        return tracer
+
+    def add_eqn(self, prim, args, params, out_values):
+        invars = [a._var if isinstance(a, Tensor) else Literal(a) for a in args]
+        outs = out_values if prim.multiple_results else [out_values]
+        outvars = [Var(np.shape(v), v.dtype) for v in outs]
+        self.eqns.append(Eqn(prim, invars, params, outvars))
+        tracers = [self._tracer(var, v) for var, v in zip(outvars, outs)]
+        return tracers if prim.multiple_results else tracers[0]
+
+    def build(self, outs, name="f") -> Graph:
+        outvars = [self.lift(o)._var if isinstance(o, Tensor) else Literal(o) for o in outs]
+        return Graph(self.invars, self.constvars, self.consts, self.eqns, outvars, name)
+
+
+# --- printing -----------------------------------------------------------------------------
+
+def _names():
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    for n in itertools.count(1):
+        for combo in itertools.product(letters, repeat=n):
+            yield "".join(combo)
+
+
+def _fmt_param(value) -> str:
+    if isinstance(value, Graph):
+        return value.name
+    if isinstance(value, np.dtype) or isinstance(value, type):
+        return np.dtype(value).name
+    if isinstance(value, tuple) and any(isinstance(v, slice) for v in value):
+        return "[" + ", ".join(_fmt_index(v) for v in value) + "]"
+    if isinstance(value, slice):
+        return _fmt_index(value)
+    if isinstance(value, np.ndarray):
+        return f"array{type_str(value.shape, value.dtype)}"
+    return repr(value)
+
+
+def _fmt_index(v) -> str:
+    if isinstance(v, slice):
+        parts = ["" if p is None else str(p) for p in (v.start, v.stop, v.step)]
+        text = ":".join(parts[:2]) if v.step is None else ":".join(parts)
+        return text
+    if v is None:
+        return "None"
+    if v is Ellipsis:
+        return "..."
+    return _fmt_param(v)
+
+
+def format_graph(graph: Graph, indent: int = 0, names=None) -> str:
+    names = {} if names is None else names
+    fresh = _names()
+    used = set(names.values()) | {graph.name}
+
+    def name(v):
+        if isinstance(v, Literal):
+            return repr(v.value)
+        if v not in names:
+            if v.hint and v.hint.isidentifier() and v.hint not in used:
+                names[v] = v.hint
+            else:
+                n = next(fresh)
+                while n in used:
+                    n = next(fresh)
+                names[v] = n
+            used.add(names[v])
+        return names[v]
+
+    pad = " " * indent
+    args = ", ".join(f"{name(v)}: {v.type}" for v in graph.invars)
+    if graph.constvars:
+        args += (", " if args else "") + "*, " + ", ".join(
+            f"{name(v)}: {v.type}" for v in graph.constvars)
+    lines = [f"{pad}def {graph.name}({args}):"]
+    for eqn in graph.eqns:
+        ins = [name(v) for v in eqn.invars]
+        sub = [(k, p) for k, p in eqn.params.items() if isinstance(p, Graph)]
+        params = [f"{k}={_fmt_param(p)}" for k, p in eqn.params.items()
+                  if not k.startswith("_") and not isinstance(p, (Graph, list))]
+        outs = ", ".join(f"{name(v)}: {v.type}" for v in eqn.outvars)
+        lines.append(f"{pad}    {outs} = {eqn.prim.name}({', '.join(ins + params)})")
+        for _, body in sub:
+            lines.append(format_graph(body, indent + 8, dict()))
+    outs = ", ".join(name(v) for v in graph.outvars)
+    lines.append(f"{pad}    return {outs}" if graph.outvars else f"{pad}    return ()")
+    return "\n".join(lines)

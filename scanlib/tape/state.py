@@ -1,0 +1,69 @@
+"""Per-thread recording state: is grad recording on, which graph is being traced, how deep
+inside grad/vjp we are. This is the only mutable global state of scanlib.
+
+Imports nothing from scanlib.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+
+
+class _State(threading.local):
+    def __init__(self):
+        self.grad_enabled = True
+        self.builders = []  # stack of GraphBuilder being traced (innermost last)
+        self.diff_depth = 0  # > 0 while inside grad/vjp: their backward must then be recorded
+
+
+STATE = _State()
+
+
+def grad_enabled() -> bool:
+    return STATE.grad_enabled
+
+
+def current_builder():
+    b = STATE.builders
+    return b[-1] if b else None
+
+
+@contextlib.contextmanager
+def no_grad():
+    """Context manager: ops inside record nothing for backward (like torch.no_grad)."""
+    old = STATE.grad_enabled
+    STATE.grad_enabled = False
+    try:
+        yield
+    finally:
+        STATE.grad_enabled = old
+
+
+@contextlib.contextmanager
+def enable_grad(enabled: bool = True):
+    old = STATE.grad_enabled
+    STATE.grad_enabled = enabled
+    try:
+        yield
+    finally:
+        STATE.grad_enabled = old
+
+
+@contextlib.contextmanager
+def differentiating():
+    """Marks code run inside grad/vjp, whose own backward must be recorded for higher order."""
+    STATE.diff_depth += 1
+    try:
+        yield
+    finally:
+        STATE.diff_depth -= 1
+
+
+@contextlib.contextmanager
+def tracing(builder):
+    STATE.builders.append(builder)
+    try:
+        yield builder
+    finally:
+        STATE.builders.pop()

@@ -1,0 +1,154 @@
+"""The Tensor: an immutable array plus what backward needs (requires_grad, the Node that made
+it) and, while a scan body or make_graph is being traced, the graph variable it stands for.
+
+Arithmetic methods are attached by scanlib.ops (the layer above); this file imports only
+backends and tape.state.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import backends
+from . import state
+
+
+def short_dtype(dtype) -> str:
+    """float32 -> f32, int64 -> i64, bool -> bool: the names printed graphs use."""
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return "bool"
+    return {"f": "f", "i": "i", "u": "u", "c": "c"}.get(dtype.kind, dtype.kind) + str(
+        8 * dtype.itemsize
+    )
+
+
+def type_str(shape, dtype) -> str:
+    return f"{short_dtype(dtype)}[{','.join(map(str, shape))}]"
+
+
+def is_differentiable_dtype(dtype) -> bool:
+    return np.dtype(dtype).kind in "fc"
+
+
+class Tensor:
+    """An immutable n-d array that can record the operations applied to it.
+
+    Make one with `scanlib.tensor(data, requires_grad=True)`; after `loss.backward()` the
+    gradient of each leaf that requires grad is in `.grad` (accumulated, as in PyTorch; set it
+    to None to reset).
+    """
+
+    __slots__ = ("_value", "requires_grad", "grad", "_node", "_index", "_trace", "_var",
+                 "__weakref__")
+    # ndarray <op> Tensor must come back to Tensor's reflected operator.
+    __array_priority__ = 1000
+
+    def __init__(self, value, requires_grad=False, *, _node=None, _index=0, _trace=None,
+                 _var=None):
+        self._value = value
+        self.requires_grad = requires_grad
+        self.grad = None
+        self._node = _node
+        self._index = _index
+        self._trace = _trace
+        self._var = _var
+
+    # --- metadata -----------------------------------------------------------------------
+    @property
+    def shape(self) -> tuple:
+        return tuple(self._value.shape)
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._value.dtype
+
+    @property
+    def ndim(self) -> int:
+        return self._value.ndim
+
+    @property
+    def size(self) -> int:
+        return int(self._value.size)
+
+    @property
+    def device(self) -> str:
+        return backends.device_of(self._value)
+
+    @property
+    def is_leaf(self) -> bool:
+        return self._node is None
+
+    def __len__(self):
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self.shape[0]
+
+    # --- leaving the tape -----------------------------------------------------------------
+    def _concrete(self, what: str):
+        if self._trace is not None:
+            raise TypeError(
+                f"{what} needs a concrete value, but this tensor ({type_str(self.shape, self.dtype)})"
+                " is traced (inside a scan body or make_graph), where values are not known yet. "
+                "Use scanlib.where(cond, a, b) instead of Python `if`, keep loop bounds static, "
+                "and return values instead of converting them with float()/.item()/.numpy()."
+            )
+        return self._value
+
+    def numpy(self) -> np.ndarray:
+        """The data as a NumPy array (copied from the GPU for CUDA tensors)."""
+        return backends.to_numpy(self._concrete(".numpy()"))
+
+    def item(self):
+        """The value of a one-element tensor as a Python scalar."""
+        value = self._concrete(".item()")
+        if value.size != 1:
+            raise ValueError(f".item() needs a tensor with one element, got shape {self.shape}")
+        return value.item()
+
+    def detach(self) -> "Tensor":
+        """The same data, cut from the tape (requires_grad=False)."""
+        return Tensor(self._value, False, _trace=self._trace, _var=self._var)
+
+    def __array__(self, dtype=None, copy=None):
+        value = self._concrete("Conversion to a NumPy array")
+        if self.device != "cpu":
+            raise TypeError(
+                f"this tensor lives on {self.device}; NumPy cannot read GPU memory. "
+                "Call .numpy() (which copies) or .to('cpu') first."
+            )
+        return np.asarray(value, dtype=dtype)
+
+    def __bool__(self):
+        value = self._concrete("Python control flow (bool())")
+        if value.size != 1:
+            raise ValueError(
+                f"the truth value of a tensor with shape {self.shape} is ambiguous; "
+                "use .any() style reductions or scanlib.where"
+            )
+        return bool(value)
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __index__(self):
+        if np.dtype(self.dtype).kind not in "iub":
+            raise TypeError(f"only integer tensors can be used as an index, got {self.dtype}")
+        return int(self.item())
+
+    def __hash__(self):
+        return id(self)
+
+    def __repr__(self):
+        if self._trace is not None:
+            return f"Tracer<{type_str(self.shape, self.dtype)}>"
+        body = np.array2string(backends.to_numpy(self._value), separator=", ", prefix="tensor(")
+        extra = [f"dtype={self.dtype}"]
+        if self.device != "cpu":
+            extra.append(f"device='{self.device}'")
+        if self.requires_grad:
+            extra.append("requires_grad=True")
+        return f"tensor({body}, {', '.join(extra)})"

@@ -1,0 +1,61 @@
+"""Gradient checks for users' functions and for scanlib's own tests.
+
+Imports the public API pieces below scanlib/__init__.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import pytree
+from .autodiff import vjp
+from .tape import Tensor
+
+
+def _to_f64(x):
+    return np.array(x.numpy() if isinstance(x, Tensor) else x, dtype=np.float64)
+
+
+def _inner(a_leaves, b_leaves):
+    return float(sum(np.vdot(_to_f64(a), _to_f64(b)).real for a, b in zip(a_leaves, b_leaves)))
+
+
+def check_grads(f, args, order=1, *, eps=1e-6, rtol=1e-5, atol=1e-7, seed=0):
+    """Check f's VJP against central finite differences in one random direction, in float64.
+
+    args is a tuple of pytrees of float arrays/Tensors (cast to float64). With order=2, also
+    checks the VJP of the VJP (second derivatives). Raises AssertionError on a mismatch.
+
+    >>> import scanlib as sl, numpy as np
+    >>> sl.testing.check_grads(lambda x: sl.tanh(x) * x, (np.linspace(-1, 1, 5),), order=2)
+    """
+    rng = np.random.default_rng(seed)
+    paths, leaves, treedef = pytree.flatten_with_paths(tuple(args), "args")
+    base = [_to_f64(x) for x in leaves]
+    direction = [rng.standard_normal(x.shape) for x in base]
+
+    def call(values):
+        return f(*pytree.unflatten(treedef, [Tensor(v) for v in values]))
+
+    out, back = vjp(f, *pytree.unflatten(treedef, [Tensor(v) for v in base]))
+    _, out_leaves, out_tree = pytree.flatten_with_paths(out, "out")
+    ct = [rng.standard_normal(np.shape(o)) for o in out_leaves]
+    grads = pytree.flatten(back(pytree.unflatten(out_tree, [Tensor(c) for c in ct])))[0]
+    analytic = _inner(grads, direction)
+
+    plus = pytree.flatten(call([b + eps * d for b, d in zip(base, direction)]))[0]
+    minus = pytree.flatten(call([b - eps * d for b, d in zip(base, direction)]))[0]
+    numeric = _inner(ct, [(_to_f64(p) - _to_f64(m)) / (2 * eps) for p, m in zip(plus, minus)])
+    if not np.isclose(analytic, numeric, rtol=rtol, atol=atol):
+        raise AssertionError(
+            f"VJP does not match finite differences: <vjp(ct), v> = {analytic!r} but "
+            f"<ct, (f(x+eps v) - f(x-eps v)) / 2eps> = {numeric!r} (order {order})")
+    if order >= 2:
+        ct_t = [Tensor(c) for c in ct]
+
+        def vjp_of(*xs):
+            _, b = vjp(f, *xs)
+            return b(pytree.unflatten(out_tree, ct_t))
+
+        check_grads(vjp_of, args, order=order - 1, eps=eps, rtol=rtol, atol=atol,
+                    seed=seed + 1)

@@ -1,0 +1,86 @@
+"""Tracing Python functions into Graphs: `trace_function` (shared by scan and make_graph) and
+the public `make_graph`, which shows a learner what the tape recorded.
+
+Imports backends, tape, ops and pytree.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+
+from . import backends, pytree
+from .ops import as_tensor
+from .tape import GraphBuilder, Tensor, tracing
+
+
+def abstract_leaf(x, path):
+    """(shape, dtype, device) of a leaf: a Tensor, array or Python scalar."""
+    if isinstance(x, Tensor):
+        return x.shape, x.dtype, x.device
+    if backends.is_array(x):
+        return tuple(x.shape), np.dtype(x.dtype), backends.device_of(x)
+    if isinstance(x, (bool, int, float)):
+        return (), np.asarray(x).dtype, "cpu"
+    raise TypeError(f"{path} is a {type(x).__name__}; pytree leaves must be Tensors, arrays or "
+                    "Python numbers")
+
+
+def trace_function(fn, in_avals, in_tree, *, device="cpu", hints=None, name="f",
+                   split_args=False):
+    """Run fn once on traced inputs with the given (shape, dtype) and record a Graph.
+
+    Returns (graph, out_treedef, out_leaves) where out_leaves are the traced outputs (tracers
+    or outside values the function returned unchanged).
+    """
+    builder = GraphBuilder(device)
+    hints = hints or [None] * len(in_avals)
+    with tracing(builder):
+        tracers = [builder.new_input(shape, dtype, hint)
+                   for (shape, dtype), hint in zip(in_avals, hints)]
+        args = pytree.unflatten(in_tree, tracers)
+        out = fn(*args) if split_args else fn(args)
+        out_leaves, out_tree = pytree.flatten(out)
+        graph = builder.build(out_leaves, name)
+    return graph, out_tree, out_leaves
+
+
+def make_graph(f, *, name=None):
+    """`make_graph(f)(*args)` traces f on args' shapes and dtypes and returns its Graph.
+
+    The Graph prints as straight-line code, one primitive per line:
+
+    >>> import scanlib as sl
+    >>> print(sl.make_graph(lambda x: sl.tanh(x) * 2)(sl.zeros((3,))))
+    def f(x: f64[3]):
+        a: f64[3] = tanh(x)
+        b: f64[3] = mul(a, 2)
+        return b
+    """
+    try:
+        params = list(inspect.signature(f).parameters)
+    except (TypeError, ValueError):
+        params = []
+
+    def traced(*args):
+        paths, leaves, treedef = pytree.flatten_with_paths(tuple(args), "args")
+        avals, hints = [], []
+        for i, arg in enumerate(args):
+            root = params[i] if i < len(params) and params[i].isidentifier() else f"arg{i}"
+            names = pytree.leaf_names(arg, root)
+            hints.extend(names if len(names) > 1 else [root] * len(names))
+        for path, leaf in zip(paths, leaves):
+            shape, dtype, _ = abstract_leaf(leaf, path)
+            avals.append((shape, dtype))
+        devices = {abstract_leaf(leaf, p)[2] for p, leaf in zip(paths, leaves)}
+        graph, _, _ = trace_function(
+            f, avals, treedef, device=devices.pop() if len(devices) == 1 else "cpu",
+            hints=hints, name=name or getattr(f, "__name__", "f").replace("<lambda>", "f"),
+            split_args=True)
+        return graph
+
+    return traced
+
+
+__all__ = ["make_graph", "trace_function", "abstract_leaf", "as_tensor"]
