@@ -11,6 +11,7 @@ from .backends import cuda_available
 from .ops import *  # noqa: F403
 from .ops import __all__ as _ops_all
 from .tape import Graph, Tensor, enable_grad, no_grad
+from .scan import ScanPlan, scan, scan_plan
 from .tracing import make_graph
 
 __version__ = "0.1.0"
@@ -18,5 +19,5 @@ __version__ = "0.1.0"
 __all__ = [
     *[n for n in _ops_all if n not in ("Primitive", "bind", "elementwise", "sum_to", "getitem")],
     "Tensor", "Graph", "no_grad", "enable_grad", "grad", "value_and_grad", "vjp",
-    "make_graph", "testing", "cuda_available",
+    "make_graph", "testing", "cuda_available", "scan", "scan_plan", "ScanPlan",
 ]

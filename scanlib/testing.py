@@ -7,13 +7,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import pytree
+from . import backends, pytree
 from .autodiff import vjp
 from .tape import Tensor
 
 
 def _to_f64(x):
-    return np.array(x.numpy() if isinstance(x, Tensor) else x, dtype=np.float64)
+    return np.array(x.numpy() if isinstance(x, Tensor) else backends.to_numpy(x),
+                    dtype=np.float64)
+
+
+def _device(x):
+    return x.device if isinstance(x, Tensor) else (
+        backends.device_of(x) if backends.is_array(x) else "cpu")
 
 
 def _inner(a_leaves, b_leaves):
@@ -32,15 +38,20 @@ def check_grads(f, args, order=1, *, eps=1e-6, rtol=1e-5, atol=1e-7, seed=0):
     rng = np.random.default_rng(seed)
     paths, leaves, treedef = pytree.flatten_with_paths(tuple(args), "args")
     base = [_to_f64(x) for x in leaves]
+    devices = [_device(x) for x in leaves]  # CuPy data is checked on its GPU
     direction = [rng.standard_normal(x.shape) for x in base]
 
-    def call(values):
-        return f(*pytree.unflatten(treedef, [Tensor(v) for v in values]))
+    def on_devices(values, devs):
+        return [Tensor(backends.asarray_on(v, d)) for v, d in zip(values, devs)]
 
-    out, back = vjp(f, *pytree.unflatten(treedef, [Tensor(v) for v in base]))
+    def call(values):
+        return f(*pytree.unflatten(treedef, on_devices(values, devices)))
+
+    out, back = vjp(f, *pytree.unflatten(treedef, on_devices(base, devices)))
     _, out_leaves, out_tree = pytree.flatten_with_paths(out, "out")
+    out_devices = [_device(o) for o in out_leaves]
     ct = [rng.standard_normal(np.shape(o)) for o in out_leaves]
-    grads = pytree.flatten(back(pytree.unflatten(out_tree, [Tensor(c) for c in ct])))[0]
+    grads = pytree.flatten(back(pytree.unflatten(out_tree, on_devices(ct, out_devices))))[0]
     analytic = _inner(grads, direction)
 
     plus = pytree.flatten(call([b + eps * d for b, d in zip(base, direction)]))[0]
@@ -51,7 +62,7 @@ def check_grads(f, args, order=1, *, eps=1e-6, rtol=1e-5, atol=1e-7, seed=0):
             f"VJP does not match finite differences: <vjp(ct), v> = {analytic!r} but "
             f"<ct, (f(x+eps v) - f(x-eps v)) / 2eps> = {numeric!r} (order {order})")
     if order >= 2:
-        ct_t = [Tensor(c) for c in ct]
+        ct_t = on_devices(ct, out_devices)
 
         def vjp_of(*xs):
             _, b = vjp(f, *xs)

@@ -27,14 +27,39 @@ def abstract_leaf(x, path):
                     "Python numbers")
 
 
+def closure_names(fn) -> dict:
+    """{id(value): name} for the Tensors and arrays fn reads from its closure or globals, so
+    printed graphs call a closed-over weight `W`, not `a`."""
+    names = {}
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return names
+    cells = zip(code.co_freevars, fn.__closure__ or ())
+    pairs = [(n, c.cell_contents) for n, c in cells if _cell_full(c)]
+    pairs += [(n, fn.__globals__[n]) for n in code.co_names if n in fn.__globals__]
+    for n, v in pairs:
+        if isinstance(v, Tensor) or backends.is_array(v):
+            names.setdefault(id(v), n)
+    return names
+
+
+def _cell_full(cell):
+    try:
+        cell.cell_contents
+    except ValueError:
+        return False
+    return True
+
+
 def trace_function(fn, in_avals, in_tree, *, device="cpu", hints=None, name="f",
-                   split_args=False):
+                   split_args=False, const_names=None):
     """Run fn once on traced inputs with the given (shape, dtype) and record a Graph.
 
     Returns (graph, out_treedef, out_leaves) where out_leaves are the traced outputs (tracers
     or outside values the function returned unchanged).
     """
     builder = GraphBuilder(device)
+    builder.const_names = const_names if const_names is not None else closure_names(fn)
     hints = hints or [None] * len(in_avals)
     with tracing(builder):
         tracers = [builder.new_input(shape, dtype, hint)

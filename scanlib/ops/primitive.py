@@ -62,6 +62,8 @@ def _check_devices(prim, args, values):
 
 
 def _run_impl(prim, args, values, params):
+    if prim.multiple_results:  # control flow (scan) reports its own errors
+        return prim.impl(*values, **params)
     try:
         return prim.impl(*values, **params)
     except (ValueError, TypeError, IndexError) as e:

@@ -56,8 +56,9 @@ _RELEASED = (
 )
 
 
-def _fit(g, x):
-    """Undo broadcasting and promotion: the cotangent of x has x's shape and dtype."""
+def fit_cotangent(g, x):
+    """Undo broadcasting and promotion: the cotangent of x has x's shape and dtype (x may be
+    a Tensor or a graph Var)."""
     if g.shape != x.shape:
         g = OPS.sum_to(g, x.shape)
     if g.dtype != x.dtype:
@@ -123,7 +124,7 @@ def backward_pass(roots, root_cts, targets=None, *, retain_graph=False, create_g
                     in_cts = prim.vjp(cts[0], node.out_refs[0](), *inputs, **node.params)
                 for x, gx in zip(inputs, in_cts):
                     if gx is not None and type(x) is Tensor and x.requires_grad:
-                        add_ct(x, _fit(gx, x))
+                        add_ct(x, fit_cotangent(gx, x))
             held.pop(node, None)
             if release:
                 # An input made by a later-walked node must outlive this release: that node's

@@ -59,13 +59,14 @@ class Eqn:
 class Graph:
     """invars -> eqns -> outvars, with constvars bound to `consts` (closed-over tensors)."""
 
-    def __init__(self, invars, constvars, consts, eqns, outvars, name="f"):
+    def __init__(self, invars, constvars, consts, eqns, outvars, name="f", device="cpu"):
         self.invars = list(invars)
         self.constvars = list(constvars)
         self.consts = list(consts)
         self.eqns = list(eqns)
         self.outvars = list(outvars)
         self.name = name
+        self.device = device  # where its inputs live; a const slot may be None (bound later)
         self._compiled = None
 
     def __repr__(self):
@@ -82,6 +83,7 @@ class GraphBuilder:
         self.invars, self.constvars, self.consts, self.eqns = [], [], [], []
         self._lifted = {}  # id(outer tensor or array) -> tracer standing for it
         self._keepalive = []
+        self.const_names = {}  # id(outer value) -> the Python name f used for it
 
     def _tracer(self, var, value):
         return Tensor(value, False, _trace=self, _var=var)
@@ -90,8 +92,20 @@ class GraphBuilder:
         """A traced input; its stand-in value is zeros (only shapes and dtypes are used)."""
         var = Var(shape, dtype, hint)
         self.invars.append(var)
+        return self._tracer(var, self._zeros(shape, dtype))
+
+    def _zeros(self, shape, dtype):
         xp = np if self.device == "cpu" else backends.xp_of(backends.asarray_on(0, self.device))
-        return self._tracer(var, xp.zeros(shape, dtype))
+        return xp.zeros(shape, dtype)
+
+    def new_constvar(self, shape, dtype, value=None, hint=None) -> Tensor:
+        """A constvar bound later (its `consts` slot is None); value stands in while tracing."""
+        if value is None:
+            value = self._zeros(shape, dtype)
+        var = Var(shape, dtype, hint)
+        self.constvars.append(var)
+        self.consts.append(None)
+        return self._tracer(var, value)
 
     def lift(self, x) -> Tensor:
         """The tracer for x: x itself if traced here, else a constvar bound to x."""
@@ -100,8 +114,7 @@ class GraphBuilder:
         tracer = self._lifted.get(id(x))
         if tracer is None:
             const = x if isinstance(x, Tensor) else Tensor(x)
-            hint = None
-            var = Var(const.shape, const.dtype, hint)
+            var = Var(const.shape, const.dtype, self.const_names.get(id(x)))
             self.constvars.append(var)
             self.consts.append(const)
             self._keepalive.append(x)
@@ -119,7 +132,8 @@ class GraphBuilder:
 
     def build(self, outs, name="f") -> Graph:
         outvars = [self.lift(o)._var if isinstance(o, Tensor) else Literal(o) for o in outs]
-        return Graph(self.invars, self.constvars, self.consts, self.eqns, outvars, name)
+        return Graph(self.invars, self.constvars, self.consts, self.eqns, outvars, name,
+                     self.device)
 
 
 # --- printing -----------------------------------------------------------------------------
@@ -194,3 +208,15 @@ def format_graph(graph: Graph, indent: int = 0, names=None) -> str:
     outs = ", ".join(name(v) for v in graph.outvars)
     lines.append(f"{pad}    return {outs}" if graph.outvars else f"{pad}    return ()")
     return "\n".join(lines)
+
+
+def used_vars(eqns, outvars):
+    """The eqns needed for outvars (in order) and every Var they read: dead-code elimination."""
+    live = {v for v in outvars if isinstance(v, Var)}
+    kept = []
+    for eqn in reversed(eqns):
+        if any(v in live for v in eqn.outvars):
+            kept.append(eqn)
+            live.update(v for v in eqn.invars if isinstance(v, Var))
+    kept.reverse()
+    return kept, live

@@ -1,0 +1,204 @@
+"""`scan(f, init, xs)`: argument checks with readable errors, tracing f once into a body
+graph, and binding the scan primitive. `scan_plan` shows what differentiating it saves.
+
+Imports backends, tape, ops, pytree, tracing and the scan modules below it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import backends, pytree
+from ..ops import as_tensor, transpose
+from ..tape import Tensor, type_str
+from ..tracing import closure_names, trace_function
+from .primitive import apply_scan
+
+
+def scan(f, init, xs=None, *, length=None, reverse=False, dim=0):
+    """Loop f over xs carrying state, like `jax.lax.scan`, differentiably.
+
+    `f(carry, x) -> (new_carry, y)`. Returns `(final_carry, ys)` where each leaf of ys stacks
+    the y of every step on axis 0. Its meaning is exactly this loop::
+
+        carry, out = init, [None] * T
+        for t in (reversed(range(T)) if reverse else range(T)):
+            carry, out[t] = f(carry, tree_map(lambda a: take(a, t, axis=dim), xs))
+        ys = tree_map(lambda *leaves: stack(leaves), *out)
+
+    init, xs, the carry and y are pytrees (tuples, lists, dicts, namedtuples, None) of
+    Tensors, arrays or Python numbers. Every xs leaf is scanned along `dim` (negative counts
+    from that leaf's end); with `xs=None`, give `length` and f receives `x=None`. ys stays
+    aligned with xs when `reverse=True`. A Python-number leaf of init takes the dtype f
+    returns for it (so `0.0` works as a float32 accumulator), as in JAX.
+
+    f is traced once into a graph (print it with `scan_plan`), so inside f use scanlib ops
+    and no Python control flow on values. Tensors f closes over get gradients too.
+
+    >>> import scanlib as sl
+    >>> carry, ys = sl.scan(lambda c, x: (c + x, c * x), 0.0, sl.tensor([1.0, 2.0, 3.0]))
+    >>> carry, ys
+    (tensor(6., dtype=float64), tensor([0., 2., 9.], dtype=float64))
+    """
+    prepared = _prepare(f, init, xs, length, reverse, dim)
+    body, init_t, xs_t, T, init_tree, y_tree = prepared
+    outs = apply_scan(body, init_t, xs_t, body.consts, T, reverse)
+    nc = len(init_t)
+    return pytree.unflatten(init_tree, outs[:nc]), pytree.unflatten(y_tree, outs[nc:])
+
+
+# --- argument checks -------------------------------------------------------------------------
+def _check_options(f, length, reverse, dim):
+    if not callable(f):
+        raise TypeError(f"scan: f must be callable as f(carry, x) -> (new_carry, y), got "
+                        f"{type(f).__name__}")
+    if not isinstance(reverse, bool):
+        raise TypeError(f"scan: reverse must be True or False, got {reverse!r}")
+    if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool):
+        raise TypeError(f"scan: dim must be an int (the axis of every xs leaf to scan along), "
+                        f"got {dim!r}")
+    if length is not None:
+        if not isinstance(length, (int, np.integer)) or isinstance(length, bool):
+            raise TypeError(f"scan: length must be an int, got {length!r}")
+        if length < 0:
+            raise ValueError(f"scan: length must be >= 0, got {length}")
+
+
+def _scan_length(paths, leaves, dim, length):
+    if not leaves:
+        if length is None:
+            raise ValueError("scan: xs is None (or has no leaves), so pass length=T to say how "
+                             "many steps to run.")
+        return int(length), []
+    moved, T, first = [], None, None
+    for path, leaf in zip(paths, leaves):
+        if isinstance(leaf, (bool, int, float, complex)) or (
+                (isinstance(leaf, Tensor) or backends.is_array(leaf)) and np.ndim(
+                    leaf._value if isinstance(leaf, Tensor) else leaf) == 0):
+            raise TypeError(
+                f"scan: {path} is a scalar (0-d), which has no axis to scan along. Every xs leaf "
+                f"needs at least one axis; wrap a sequence with scanlib.tensor([...]), or close "
+                f"over the value in f if it is the same at every step.")
+        if not (isinstance(leaf, Tensor) or backends.is_array(leaf)):
+            raise TypeError(f"scan: {path} is a {type(leaf).__name__}; xs leaves must be "
+                            "Tensors or arrays")
+        x = as_tensor(leaf)
+        if not -x.ndim <= dim < x.ndim:
+            raise ValueError(f"scan: dim={dim} is out of range for {path}, which has shape "
+                             f"{x.shape} ({x.ndim} axes)")
+        d = dim % x.ndim
+        n = x.shape[d]
+        if T is None:
+            T, first = n, (path, x.shape)
+        elif n != T:
+            raise ValueError(
+                f"scan: all xs leaves must have the same length along dim={dim}, but "
+                f"{first[0]} has shape {first[1]} (length {T}) and {path} has shape {x.shape} "
+                f"(length {n}). Trim or pad them to one length.")
+        moved.append(x if d == 0 else transpose(x, (d,) + tuple(
+            i for i in range(x.ndim) if i != d)))
+    if length is not None and length != T:
+        raise ValueError(f"scan: length={length} disagrees with xs, whose leaves have length "
+                         f"{T} along dim={dim} ({first[0]} has shape {first[1]}).")
+    return T, moved
+
+
+def _init_leaf(leaf, path):
+    if isinstance(leaf, Tensor):
+        return leaf, False
+    if backends.is_array(leaf):
+        return Tensor(leaf if isinstance(leaf, np.ndarray) or not isinstance(leaf, np.generic)
+                      else np.asarray(leaf)), False
+    if isinstance(leaf, (bool, int, float, complex)):
+        return Tensor(np.asarray(leaf)), True
+    raise TypeError(f"scan: {path} is a {type(leaf).__name__}; init leaves must be Tensors, "
+                    "arrays or Python numbers")
+
+
+def _prepare(f, init, xs, length, reverse, dim):
+    _check_options(f, length, reverse, dim)
+    init_paths, init_leaves, init_tree = pytree.flatten_with_paths(init, "init")
+    xs_paths, xs_leaves, xs_tree = pytree.flatten_with_paths(xs, "xs")
+    T, xs_t = _scan_length(xs_paths, xs_leaves, dim, length)
+    init_t, weak = zip(*[_init_leaf(x, p) for p, x in zip(init_paths, init_leaves)]) \
+        if init_leaves else ((), ())
+    init_t, weak = list(init_t), list(weak)
+    devices = {x.device for x in init_t + xs_t}
+    device = devices.pop() if len(devices) == 1 else "cpu"
+
+    for attempt in range(2):
+        body, trees = _trace_body(f, init_t, xs_t, init_tree, xs_tree, device)
+        carry_tree, y_tree = trees
+        if carry_tree != init_tree:
+            raise TypeError(
+                f"scan: the carry returned by f must have init's structure, but init is "
+                f"{pytree.structure_str(init_tree)} and f returned "
+                f"{pytree.structure_str(carry_tree)}. Return (new_carry, y) with new_carry "
+                f"shaped like init.")
+        retrace = False
+        for i, (path, x, v) in enumerate(zip(init_paths, init_t, body.outvars)):
+            if weak[i] and v.dtype != x.dtype and v.shape == x.shape and attempt == 0:
+                init_t[i] = Tensor(x._value.astype(v.dtype))  # a Python number adopts f's dtype
+                retrace = True
+        if not retrace:
+            break
+    for path, x, v in zip(init_paths, init_t, body.outvars):
+        if (x.shape, x.dtype) != (v.shape, v.dtype):
+            what = "shapes differ" if x.shape != v.shape else "dtypes differ"
+            carry_path = "carry" + path[len("init"):]
+            raise TypeError(
+                f"scan: the carry returned by f must match init, but {path} is "
+                f"{type_str(x.shape, x.dtype)} and the returned {carry_path} is "
+                f"{type_str(v.shape, v.dtype)} ({what}). The carry keeps one shape and dtype "
+                f"for every step; return values that change shape through ys instead"
+                + (", and cast with .astype() where dtypes differ." if what == "dtypes differ"
+                   else "."))
+    return body, init_t, xs_t, T, init_tree, y_tree
+
+
+def _trace_body(f, init_t, xs_t, init_tree, xs_tree, device):
+    trees = []
+    names = pytree.leaf_names(pytree.unflatten(init_tree, init_t), "carry")
+    x_names = pytree.leaf_names(pytree.unflatten(xs_tree, xs_t), "x")
+
+    def body_fn(args):
+        carry, x = args
+        out = f(carry, x)
+        if not (isinstance(out, (tuple, list)) and len(out) == 2):
+            raise TypeError(f"scan: f must return a pair (new_carry, y), got "
+                            f"{_describe(out)}. Return (carry, None) when there is no y.")
+        new_carry, y = out
+        _, c_leaves, c_tree = pytree.flatten_with_paths(new_carry, "carry")
+        y_paths, y_leaves, y_tree = pytree.flatten_with_paths(y, "y")
+        trees.extend([c_tree, y_tree])
+        for p, leaf in zip(y_paths, y_leaves):
+            if not (isinstance(leaf, (Tensor, bool, int, float)) or backends.is_array(leaf)):
+                raise TypeError(f"scan: f returned {p} of type {type(leaf).__name__}; y leaves "
+                                "must be Tensors, arrays or numbers")
+        return [as_tensor(x) for x in c_leaves] + [as_tensor(x) for x in y_leaves]
+
+    in_tree = pytree.flatten((pytree.unflatten(init_tree, init_t),
+                              pytree.unflatten(xs_tree, xs_t)))[1]
+    avals = [(x.shape, x.dtype) for x in init_t] + [(x.shape[1:], x.dtype) for x in xs_t]
+    hints = [_short(n) for n in names] + [_short(n) for n in x_names]
+    graph, _, _ = trace_function(body_fn, avals, in_tree, device=device, hints=hints,
+                                 name="body", const_names=closure_names(f))
+    return graph, trees
+
+
+def _short(name):
+    # "carry" alone is the whole carry; "carry_h" -> "h"; "x_0" -> "x0"
+    if name is None:
+        return None
+    for root in ("carry_", "x_"):
+        if name.startswith(root) and name[len(root):].isidentifier():
+            return name[len(root):]
+    return name.replace("_", "") if name.replace("_", "").isidentifier() else name
+
+
+def _describe(out):
+    if isinstance(out, (tuple, list)):
+        return f"a {type(out).__name__} of length {len(out)}"
+    if isinstance(out, Tensor):
+        return f"a single Tensor ({type_str(out.shape, out.dtype)})"
+    return f"a {type(out).__name__}"

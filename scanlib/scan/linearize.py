@@ -1,0 +1,186 @@
+"""Builds scan's backward body and decides what the forward pass saves for it.
+
+The backward body is traced by walking the forward body's equations in reverse and calling
+each primitive's VJP rule on traced values. Every forward value a rule might read starts as
+a candidate input; dead-code elimination then keeps only the ones actually read: these are the
+residuals. Each gets a policy (the seed's names):
+
+  CLONE                     the incoming carry (stored in a carry history buffer)
+  KEEP                      an intermediate (stacked per step), unless it already is a y or
+                            the next carry, which are stored anyway and only referenced
+  REMOVE_XS                 a slice of xs: the xs array is referenced, nothing is stored
+  REMOVE_ADDITIONAL_INPUTS  a closed-over tensor, or a value computed from closed-over
+                            tensors only: referenced once (recomputed once, not per step)
+
+Imports backends, tape, ops and tracing.
+"""
+
+from __future__ import annotations
+
+from ..ops import as_tensor, zeros
+from ..ops.elementwise import add
+from ..ops.primitive import bind
+from ..tape import GraphBuilder, Graph, Literal, Var, tracing
+from ..tape.backward import fit_cotangent
+from ..tape.graph import used_vars
+from ..tape.tensor import is_differentiable_dtype
+
+CLONE, KEEP = "CLONE", "KEEP"
+REMOVE_XS, REMOVE_ADDITIONAL_INPUTS = "REMOVE_XS", "REMOVE_ADDITIONAL_INPUTS"
+
+
+class Residual:
+    """One value the backward body reads, and where the backward pass gets it from.
+
+    source: ("aug", k) the k-th extra output of the forward scan; ("xs", j) the scanned input
+    xs[j]; ("ys", j) the j-th y output; ("const", l) the l-th closed-over input.
+    """
+
+    def __init__(self, var, policy, source, stored):
+        self.var, self.policy, self.source, self.stored = var, policy, source, stored
+
+
+class Linearization:
+    """What differentiating one scan needs: the forward body extended with the residuals it
+    must output (`aug_body`), the backward body, and the residual list in backward-xs order."""
+
+    def __init__(self, body, aug_body, bwd_body, residuals, float_carry, x_needs, k_needs,
+                 num_ys, bwd_extra_consts):
+        self.body, self.aug_body, self.bwd_body = body, aug_body, bwd_body
+        self.residuals = residuals
+        self.float_carry, self.x_needs, self.k_needs = float_carry, x_needs, k_needs
+        self.num_ys = num_ys
+        self.bwd_extra_consts = bwd_extra_consts
+
+
+def linearize(body: Graph, num_carry: int, x_needs, k_needs) -> Linearization:
+    """Linearize `body` for cotangents flowing to carries (always), xs[j] where x_needs[j] and
+    closed-over inputs where k_needs[l]. Cached on the body graph."""
+    key = (num_carry, tuple(x_needs), tuple(k_needs))
+    cache = body.__dict__.setdefault("_linearizations", {})
+    if key not in cache:
+        cache[key] = _linearize(body, num_carry, list(x_needs), list(k_needs))
+    return cache[key]
+
+
+def _linearize(body, nc, x_needs, k_needs):
+    carry_in, x_in = body.invars[:nc], body.invars[nc:]
+    carry_out, y_out = body.outvars[:nc], body.outvars[nc:]
+    float_carry = [is_differentiable_dtype(v.dtype) for v in carry_in]
+
+    # Which values carry a derivative, and which are fixed for the whole scan.
+    active = {v for v, f in zip(carry_in, float_carry) if f}
+    active |= {v for v, n in zip(x_in, x_needs) if n}
+    active |= {v for v, n in zip(body.constvars, k_needs) if n}
+    const_only = set(body.constvars)
+    for eqn in body.eqns:
+        ins = [v for v in eqn.invars if isinstance(v, Var)]
+        if eqn.prim.vjp is not None and any(v in active for v in ins):
+            active.update(v for v in eqn.outvars if is_differentiable_dtype(v.dtype))
+        if all(v in const_only for v in ins):
+            const_only.update(eqn.outvars)
+
+    device = body.device
+    b = GraphBuilder(device)
+    fwd, candidates = {}, []
+    with tracing(b):
+        ct_carry = [b.new_input(v.shape, v.dtype, f"ct_{_hint(v, i)}")
+                    for i, (v, f) in enumerate(zip(carry_in, float_carry)) if f]
+        accs = [b.new_input(k.shape, k.dtype, f"acc{i}")
+                for i, (k, n) in enumerate(zip(body.constvars, k_needs)) if n]
+        ct_ys = [b.new_input(v.shape, v.dtype, f"ct_y{j}") for j, v in enumerate(y_out)]
+        for l, k in enumerate(body.constvars):
+            value = body.consts[l]._value if body.consts[l] is not None else None
+            fwd[k] = b.new_constvar(k.shape, k.dtype, value, k.hint)
+        for eqn in body.eqns:  # values of closed-over inputs only: recomputed once, not saved
+            if all(v in const_only for v in eqn.outvars):
+                outs = bind(eqn.prim, *[_read(fwd, v) for v in eqn.invars], **eqn.params)
+                fwd.update(zip(eqn.outvars, outs if eqn.prim.multiple_results else [outs]))
+
+        def get(v):
+            if isinstance(v, Literal):
+                return v.value
+            if v not in fwd:
+                fwd[v] = b.new_input(v.shape, v.dtype, v.hint)
+                candidates.append(v)
+            return fwd[v]
+
+        ct = {}
+
+        def accumulate(v, g):
+            if isinstance(v, Var) and v in active and g is not None:
+                g = fit_cotangent(as_tensor(g), v)
+                ct[v] = g if v not in ct else add(ct[v], g)
+
+        for v, g in zip([v for v, f in zip(carry_out, float_carry) if f], ct_carry):
+            accumulate(v, g)
+        for v, g in zip(y_out, ct_ys):
+            accumulate(v, g)
+        for eqn in reversed(body.eqns):
+            if not any(v in ct for v in eqn.outvars):
+                continue
+            gs = [ct.pop(v, None) for v in eqn.outvars]
+            ins = [get(v) for v in eqn.invars]
+            if eqn.prim.multiple_results:
+                in_cts = eqn.prim.vjp(gs, [get(v) for v in eqn.outvars], *ins, _saved=None,
+                                      **eqn.params)
+            else:
+                in_cts = eqn.prim.vjp(gs[0], get(eqn.outvars[0]), *ins, **eqn.params)
+            for v, g in zip(eqn.invars, in_cts):
+                accumulate(v, g)
+
+        def ct_or_zeros(v):
+            return ct[v] if v in ct else zeros(v.shape, v.dtype, device)
+
+        outs = [ct_or_zeros(v) for v, f in zip(carry_in, float_carry) if f]
+        needed_k = [k for k, n in zip(body.constvars, k_needs) if n]
+        outs += [add(acc, ct[k]) if k in ct else acc for acc, k in zip(accs, needed_k)]
+        outs += [ct_or_zeros(v) for v, n in zip(x_in, x_needs) if n]
+        graph = b.build(outs, name="backward_body")
+
+    # Dead-code elimination decides the residuals.
+    eqns, live = used_vars(graph.eqns, graph.outvars)
+    used = [v for v in candidates if fwd[v]._var in live]
+    residuals, extra = [], []
+    for v in used:
+        if v in carry_in:
+            residuals.append(Residual(v, CLONE, ("aug", len(extra)), "carry history"))
+            extra.append(v)
+        elif v in x_in:
+            residuals.append(Residual(v, REMOVE_XS, ("xs", x_in.index(v)), "xs (referenced)"))
+        elif v in y_out:
+            residuals.append(Residual(v, KEEP, ("ys", y_out.index(v)), "ys (referenced)"))
+        elif v in carry_out:
+            residuals.append(Residual(v, KEEP, ("aug", len(extra)), "carry history"))
+            extra.append(v)
+        else:
+            residuals.append(Residual(v, KEEP, ("aug", len(extra)), "stacked"))
+            extra.append(v)
+    for l, k in enumerate(body.constvars):
+        if fwd[k]._var in live:
+            residuals.append(Residual(k, REMOVE_ADDITIONAL_INPUTS, ("const", l), "referenced"))
+    for v in (v for e in body.eqns for v in e.outvars if v in const_only):
+        if fwd[v]._var in live:
+            residuals.append(Residual(v, REMOVE_ADDITIONAL_INPUTS, None, "recomputed once"))
+
+    n_in = len(ct_carry) + len(accs) + len(ct_ys)
+    invars = graph.invars[:n_in] + [fwd[r.var]._var for r in residuals if r.source and
+                                    r.source[0] != "const"]
+    bwd = Graph(invars, graph.constvars, graph.consts, eqns, graph.outvars, "backward_body",
+                graph.device)
+    aug = Graph(body.invars, body.constvars, body.consts, body.eqns, body.outvars + extra,
+                body.name, body.device)
+    n_fwd_consts = len(body.constvars)
+    lin = Linearization(body, aug, bwd, residuals, float_carry, x_needs, k_needs, len(y_out),
+                        graph.consts[n_fwd_consts:])
+    lin.bwd_sources = {fwd[v]._var: v for v in list(fwd) if isinstance(v, Var)}
+    return lin
+
+
+def _read(fwd, v):
+    return v.value if isinstance(v, Literal) else fwd[v]
+
+
+def _hint(v, i):
+    return v.hint if v.hint and v.hint.isidentifier() else f"c{i}"
+

@@ -1,0 +1,105 @@
+"""`scan_plan`: a printable account of what scan does for a given f, for learners and for
+tests: the traced body, the backward body, and every residual with its policy, where it is
+kept, and the bytes it adds beyond ys.
+
+Imports tape, tracing and the scan modules below it.
+"""
+
+from __future__ import annotations
+
+from ..tape import Tensor, format_graph, type_str
+from .api import _prepare
+from .executor import compiled
+from .linearize import linearize
+from .primitive import _needs_grad
+
+
+class ScanPlan:
+    """The body, backward body and residual table of one scan (print it)."""
+
+    def __init__(self, body, backward_body, residuals, length, reverse, names, bwd_names):
+        self.body, self.backward_body = body, backward_body
+        self.residuals = residuals  # list of dicts: name, policy, type, storage, bytes
+        self.length, self.reverse = length, reverse
+        self._names, self._bwd_names = names, bwd_names
+
+    @property
+    def residual_bytes(self) -> int:
+        """Bytes the forward pass stores for backward beyond ys and the inputs."""
+        return sum(r["bytes"] for r in self.residuals)
+
+    def __str__(self):
+        order = "t = T-1 ... 0" if not self.reverse else "t = 0 ... T-1"
+        lines = [f"scan over T = {self.length} steps", "", "forward body (traced once):",
+                 format_graph(self.body, 2, dict(self._names)), "",
+                 f"backward body (a scan too, run {order}):",
+                 format_graph(self.backward_body, 2, dict(self._bwd_names)), "",
+                 "residuals (saved for backward):"]
+        head = ("name", "policy", "type", "kept as", "extra bytes")
+        rows = [head] + [(r["name"], r["policy"], r["type"], r["storage"], f"{r['bytes']:,}")
+                         for r in self.residuals]
+        widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
+        for row in rows:
+            lines.append("  " + "  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
+        lines.append(f"  total stored beyond ys: {self.residual_bytes:,} bytes")
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+
+def scan_plan(f, init, xs=None, *, length=None, reverse=False, dim=0) -> ScanPlan:
+    """What `scan(f, init, xs, ...)` traces and saves when differentiated with respect to
+    init, every float xs leaf, and the closed-over tensors that require grad.
+
+    >>> import scanlib as sl
+    >>> W = sl.tensor([[0.5]], requires_grad=True)
+    >>> plan = sl.scan_plan(lambda h, x: (sl.tanh(h @ W + x),) * 2, sl.zeros((1, 1)),
+    ...                     sl.zeros((5, 1, 1)))
+    >>> [r["policy"] for r in plan.residuals]
+    ['KEEP', 'CLONE', 'REMOVE_ADDITIONAL_INPUTS']
+    """
+    body, init_t, xs_t, T, _, _ = _prepare(f, init, xs, length, reverse, dim)
+    nc = len(init_t)
+    x_needs = [_needs_grad(Tensor(x._value, True)) for x in xs_t]
+    lin = linearize(body, nc, x_needs, [_needs_grad(k) for k in body.consts])
+    run = compiled(lin.aug_body, nc, len(xs_t), reverse)
+    user_plan = run.y_plan[:lin.num_ys]
+    extra_plan = run.y_plan[lin.num_ys:]
+    shared_with_ys = {i for what, i in user_plan if what in ("hist_in", "hist_out")}
+
+    names = {}
+    format_graph(body, 0, names)  # assigns the printed names the table uses
+    rows, counted_hist = [], set()
+    for r in lin.residuals:
+        v = r.var
+        row = {"name": names.get(v, "?"), "policy": r.policy, "type": type_str(v.shape, v.dtype)}
+        kind = r.source[0] if r.source else None
+        if kind == "aug":
+            what, i = extra_plan[r.source[1]]
+            if what in ("hist_in", "hist_out"):
+                y_leaf = next(j for j, (w, k) in enumerate(user_plan)
+                              if w in ("hist_in", "hist_out") and k == i) \
+                    if i in shared_with_ys else None
+                if y_leaf is not None:
+                    row["storage"] = f"carry history, shared with ys[{y_leaf}]"
+                    extra = v.nbytes
+                else:
+                    row["storage"] = f"carry history [T+1, ...] of carry {i}"
+                    extra = (T + 1) * v.nbytes
+                row["bytes"] = 0 if i in counted_hist else extra
+                counted_hist.add(i)
+            else:
+                row["storage"] = "stacked [T, ...]" if what == "stack" else \
+                    "computed for all steps at once"
+                row["bytes"] = T * v.nbytes
+        elif kind == "ys":
+            row["storage"], row["bytes"] = f"ys[{r.source[1]}] (no copy)", 0
+        elif kind == "xs":
+            row["storage"], row["bytes"] = f"xs[{r.source[1]}] (no copy)", 0
+        elif kind == "const":
+            row["storage"], row["bytes"] = "referenced once", 0
+        else:
+            row["storage"], row["bytes"] = "recomputed once per call", v.nbytes
+        rows.append(row)
+    bwd_names = {bv: names[fv] for bv, fv in lin.bwd_sources.items() if fv in names}
+    return ScanPlan(body, lin.bwd_body, rows, T, reverse, names, bwd_names)

@@ -1,0 +1,105 @@
+"""The scan primitive on the tape: its forward is the compiled loop (executor.py) and its VJP
+is another scan, run in the opposite direction over the saved residuals (linearize.py).
+Because that backward scan goes through this same primitive, it can be differentiated again.
+
+Imports backends, tape, ops and the scan modules below it.
+"""
+
+from __future__ import annotations
+
+from .. import backends
+from ..ops.primitive import Primitive, bind
+from ..tape import Tensor, current_builder, grad_enabled
+from ..tape.tensor import is_differentiable_dtype
+from .executor import compiled
+from .linearize import linearize
+
+
+def _scan_impl(*values, body, length, reverse, num_carry, num_xs, _lin=None):
+    nc, nx = num_carry, num_xs
+    run = compiled(body, nc, nx, reverse)
+    carry, ys = run(length, list(values[:nc]), list(values[nc:nc + nx]),
+                    list(values[nc + nx:]))
+    return carry + ys
+
+
+def _needs_grad(x):
+    return (isinstance(x, Tensor) and is_differentiable_dtype(x.dtype)
+            and (x.requires_grad or x._trace is not None))
+
+
+def _scan_vjp(cts, outs, *inputs, _saved, body, length, reverse, num_carry, num_xs,
+              _lin=None):
+    nc, nx = num_carry, num_xs
+    init, xs, consts = inputs[:nc], inputs[nc:nc + nx], inputs[nc + nx:]
+    lin = _lin
+    if lin is None or any(ct is not None for ct in cts[nc + lin.num_ys:]):
+        # Either bound without residuals (inside a traced body), or the residual outputs
+        # themselves have cotangents (a higher-order derivative): linearize the body as bound,
+        # its residual outputs being ordinary ys, and recompute the forward if that needs more.
+        lin = linearize(body, nc, [_needs_grad(x) for x in xs], [_needs_grad(k) for k in consts])
+        if len(lin.aug_body.outvars) > len(body.outvars):
+            outs = bind(scan_p, *inputs, body=lin.aug_body, length=length, reverse=reverse,
+                        num_carry=nc, num_xs=nx, _lin=lin)
+    ny = lin.num_ys
+    extra = outs[nc + ny:]
+
+    def residual_value(r):
+        kind, i = r.source
+        return {"aug": extra, "xs": xs, "ys": outs[nc:nc + ny]}[kind][i]
+
+    xp = backends.xp_of(*[a._value for a in inputs])
+    out_vars = lin.body.outvars
+    ct_carry = [_ct_or_zeros(cts[i], out_vars[i], xp, ())
+                for i, f in enumerate(lin.float_carry) if f]
+    accs = [_ct_or_zeros(None, k, xp, ()) for k, n in zip(consts, lin.k_needs) if n]
+    ct_ys = [_ct_or_zeros(cts[nc + j], out_vars[nc + j], xp, (length,)) for j in range(ny)]
+    residuals = [residual_value(r) for r in lin.residuals
+                 if r.source is not None and r.source[0] != "const"]
+    bwd_init, bwd_xs = ct_carry + accs, ct_ys + residuals
+    res = apply_scan(lin.bwd_body, bwd_init, bwd_xs, list(consts) + lin.bwd_extra_consts,
+                     length, not reverse)
+    n_ct = len(ct_carry)
+    carry_ct_iter = iter(res[:n_ct])
+    acc_iter = iter(res[n_ct:len(bwd_init)])
+    xs_ct_iter = iter(res[len(bwd_init):])
+    out = [next(carry_ct_iter) if f else None for f in lin.float_carry]
+    out += [next(xs_ct_iter) if n else None for n in lin.x_needs]
+    out += [next(acc_iter) if n else None for n in lin.k_needs]
+    return out
+
+
+def _ct_or_zeros(ct, like, xp, lead):
+    """ct, or zeros shaped like `like` (a Tensor or Var) with `lead` axes in front. A y that
+    the loss never read gets a stride-0 view of one zero, not a [T, ...] allocation."""
+    if ct is not None:
+        return ct
+    return Tensor(xp.broadcast_to(xp.zeros((), like.dtype), lead + tuple(like.shape)))
+
+
+scan_p = Primitive("scan", _scan_impl, _scan_vjp, multiple_results=True)
+
+
+def apply_scan(body, init, xs, consts, length, reverse):
+    """Bind scan_p; when the result will be differentiated, bind the body extended with the
+    residuals and keep them alive on the tape node. Returns carry + ys (no residuals)."""
+    nc, nx = len(init), len(xs)
+    builder = current_builder()
+    inputs = list(init) + list(xs) + list(consts)
+    recording = grad_enabled() and any(
+        isinstance(a, Tensor) and a.requires_grad and a._trace is builder for a in inputs)
+    if not recording:
+        return bind(scan_p, *inputs, body=body, length=length, reverse=reverse,
+                    num_carry=nc, num_xs=nx)
+    lin = linearize(body, nc, [_needs_grad(x) for x in xs], [_needs_grad(k) for k in consts])
+    outs = bind(scan_p, *inputs, body=lin.aug_body, length=length, reverse=reverse,
+                num_carry=nc, num_xs=nx, _lin=lin)
+    n_user = nc + lin.num_ys
+    node = next((o._node for o in outs if o._node is not None), None)
+    if node is not None:
+        # Outputs the VJP reads must outlive the user's references to them.
+        keep = list(outs[n_user:])
+        keep += [outs[nc + r.source[1]] for r in lin.residuals
+                 if r.source is not None and r.source[0] == "ys"]
+        node.saved = keep
+    return outs[:n_user]
