@@ -1,0 +1,74 @@
+"""Shared fixtures: the `backend` fixture runs a test on NumPy and, where a GPU is usable, on
+CuPy. SCANLIB_TEST_BACKEND=numpy|cupy restricts the run to one backend (bench/gpu_check.sh
+sets it to cupy).
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+import scanlib as sl
+
+_ALL = ("numpy", "cupy")
+
+
+def _selected():
+    only = os.environ.get("SCANLIB_TEST_BACKEND", "").strip().lower()
+    if not only:
+        return _ALL
+    if only not in _ALL:
+        raise pytest.UsageError(f"SCANLIB_TEST_BACKEND must be numpy or cupy, got {only!r}")
+    return (only,)
+
+
+class Backend:
+    """Makes test data on one backend's device and reads it back as NumPy."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.device = "cpu" if name == "numpy" else "cuda"
+
+    def __repr__(self):
+        return f"Backend({self.name})"
+
+    def tensor(self, data, **kw) -> sl.Tensor:
+        """scanlib.tensor on this backend's device."""
+        return sl.tensor(data, device=self.device, **kw)
+
+    def array(self, data, dtype=None):
+        """A raw NumPy or CuPy array on this backend's device."""
+        return sl.tensor(np.asarray(data, dtype=dtype), device=self.device)._value
+
+    def tree(self, tree):
+        """Every NumPy array leaf of a pytree moved to this device as a raw array."""
+        import optree
+
+        return optree.tree_map(lambda a: self.array(a) if isinstance(a, np.ndarray) else a, tree)
+
+    @staticmethod
+    def numpy(x) -> np.ndarray:
+        """Tensor, CuPy or NumPy data as NumPy."""
+        if isinstance(x, sl.Tensor):
+            return x.numpy()
+        if hasattr(x, "get"):
+            return x.get()
+        return np.asarray(x)
+
+    def check_device(self, t: sl.Tensor):
+        want = "cpu" if self.device == "cpu" else "cuda:0"
+        assert t.device == want, f"result lives on {t.device}, expected {want}"
+
+
+@pytest.fixture(params=_selected())
+def backend(request) -> Backend:
+    if request.param == "cupy" and not sl.cuda_available():
+        pytest.skip("CuPy with a usable CUDA GPU is not available")
+    return Backend(request.param)
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(1234)
