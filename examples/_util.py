@@ -1,0 +1,125 @@
+"""Small helpers the examples share: Adam on Tensors, a text progress bar, PNG output and the
+exit-status convention (0: ran and its check passed, 1: its check failed, 2: bad usage).
+
+Only examples import this file; it uses scanlib's public API and, when present, matplotlib.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+import time
+
+import scanlib as sl
+
+OUT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "out")
+
+
+class Adam:
+    """Adam (Kingma & Ba) on a dict of Tensors, written with Tensor arithmetic, so the same
+    lines run on NumPy and CuPy data. Returns new parameters; Tensors are immutable."""
+
+    def __init__(self, lr=3e-3, b1=0.9, b2=0.999, eps=1e-8):
+        self.lr, self.b1, self.b2, self.eps, self.t = lr, b1, b2, eps, 0
+        self.m = self.v = None
+
+    def step(self, params: dict, grads: dict, lr: float | None = None) -> dict:
+        lr = self.lr if lr is None else lr
+        b1, b2 = self.b1, self.b2
+        with sl.no_grad():
+            if self.m is None:
+                self.m = {k: sl.zeros_like(p) for k, p in params.items()}
+                self.v = {k: sl.zeros_like(p) for k, p in params.items()}
+            self.t += 1
+            self.m = {k: b1 * self.m[k] + (1 - b1) * grads[k] for k in params}
+            self.v = {k: b2 * self.v[k] + (1 - b2) * grads[k] * grads[k] for k in params}
+            c1, c2 = 1 - b1**self.t, 1 - b2**self.t
+            return {k: p - lr * (self.m[k] / c1) / (sl.sqrt(self.v[k] / c2) + self.eps)
+                    for k, p in params.items()}
+
+
+def clip_by_global_norm(grads: dict, max_norm: float) -> tuple[dict, float]:
+    """Scale all gradients together so that their joint L2 norm is at most max_norm."""
+    with sl.no_grad():
+        norm = math.sqrt(sum(float((g * g).sum()) for g in grads.values()))
+        if norm <= max_norm or norm == 0.0:
+            return grads, norm
+        return {k: g * (max_norm / norm) for k, g in grads.items()}, norm
+
+
+class Progress:
+    """A one-line progress bar on a terminal; every ~10% a plain line when output is a file."""
+
+    def __init__(self, total: int, width: int = 28, stream=sys.stdout):
+        self.total, self.width, self.stream = max(total, 1), width, stream
+        self.tty = stream.isatty()
+        self.start = time.perf_counter()
+        self._last_plain = -1
+
+    def update(self, done: int, text: str = ""):
+        elapsed = time.perf_counter() - self.start
+        rate = done / elapsed if elapsed > 0 else 0.0
+        eta = (self.total - done) / rate if rate > 0 else 0.0
+        filled = int(self.width * done / self.total)
+        bar = "#" * filled + "." * (self.width - filled)
+        line = (f"[{bar}] {done:>{len(str(self.total))}}/{self.total}  {text}  "
+                f"{rate:5.1f} it/s  eta {eta:4.0f}s")
+        if self.tty:
+            self.stream.write("\r" + line)
+            self.stream.flush()
+        else:
+            decile = 10 * done // self.total
+            if decile != self._last_plain or done == self.total:
+                self._last_plain = decile
+                self.stream.write(line + "\n")
+                self.stream.flush()
+
+    def close(self):
+        if self.tty:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def pyplot():
+    """matplotlib.pyplot with a file-only backend, or None (and a one-line note) without it."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("note: matplotlib is not installed, so no PNG was written "
+              "(pip install matplotlib, or pip install -e '.[demo]').")
+        return None
+    return plt
+
+
+def save_figure(fig, name: str, out_dir: str | None = None) -> str:
+    out_dir = out_dir or OUT_DIR
+    os.makedirs(out_dir, exist_ok=True)
+    path = os.path.join(out_dir, name)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    return path
+
+
+def check(ok: bool, what: str) -> bool:
+    print(f"  [{'ok' if ok else 'FAILED'}] {what}")
+    return ok
+
+
+def device_or_exit(name: str) -> str:
+    """The device name for --device, or a one-line explanation and exit status 2."""
+    if name == "cpu":
+        return "cpu"
+    if not sl.cuda_available():
+        try:
+            import cupy  # noqa: F401
+        except ImportError:
+            why = "CuPy is not installed (pip install -e '.[cuda12]' or '.[cuda13]')"
+        else:
+            why = "CuPy is installed but sees no usable CUDA GPU"
+        print(f"error: --device {name} needs a CUDA GPU through CuPy, but {why}. "
+              "Run with --device cpu instead.", file=sys.stderr)
+        raise SystemExit(2)
+    return name
