@@ -45,16 +45,28 @@ INT_IDX = np.array([2, 0, 2, 1, 0])  # repeats: the cotangents must add up
 
 
 class Case:
-    def __init__(self, id, fn, ref, *args, order=2):
+    """fn(*consts, *inputs) against ref(*consts, *inputs); consts (masks) are not differentiated
+    and, like the inputs, are put on the backend's device."""
+
+    def __init__(self, id, fn, ref, args, consts=(), order=2):
         self.id, self.fn, self.ref, self.args, self.order = id, fn, ref or fn, args, order
+        self.consts = consts
+
+    def on(self, backend):
+        """fn with its consts on the backend's device bound in front."""
+        consts = [backend.array(c) for c in self.consts]
+        return lambda *xs: self.fn(*consts, *xs)
+
+    def reference(self, *xs):
+        return np.asarray(self.ref(*self.consts, *xs))
 
     def inputs(self, dtype, seed=0):
         rng = np.random.default_rng(seed)
         return [gen(rng, shape).astype(dtype) for gen, shape in self.args]
 
 
-def case(id, fn, *args, ref=None, order=2):
-    return pytest.param(Case(id, fn, ref, *args, order=order), id=id)
+def case(id, fn, *args, ref=None, consts=(), order=2):
+    return pytest.param(Case(id, fn, ref, args, consts, order), id=id)
 
 
 def _np_sigmoid(x):
@@ -115,10 +127,8 @@ CASES = [
     case("minimum", sl.minimum, (D, (3, 4)), (D, (3, 1)), ref=np.minimum),
     case("maximum-scalar", lambda x: sl.maximum(x, 0.1), (A, (5,)),
          ref=lambda x: np.maximum(x, 0.1)),
-    case("where", lambda x, y: sl.where(MASK, x, y), (N, (3, 4)), (N, (3, 4)),
-         ref=lambda x, y: np.where(MASK, x, y)),
-    case("where-bcast", lambda x, y: sl.where(MASK[0], x, y), (N, (3, 4)), (N, ()),
-         ref=lambda x, y: np.where(MASK[0], x, y)),
+    case("where", sl.where, (N, (3, 4)), (N, (3, 4)), ref=np.where, consts=[MASK]),
+    case("where-bcast", sl.where, (N, (3, 4)), (N, ()), ref=np.where, consts=[MASK[0]]),
     case("where-scalar", lambda x: sl.where(x > 0, x, 0.5), (A, (3, 4)),
          ref=lambda x: np.where(x > 0, x, 0.5)),
     # reductions
@@ -224,8 +234,8 @@ def _tol(dtype):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
 def test_forward_matches_numpy(backend, c, dtype):
     xs = c.inputs(dtype)
-    want = np.asarray(c.ref(*xs))
-    out = c.fn(*[backend.tensor(x) for x in xs])
+    want = c.reference(*xs)
+    out = c.on(backend)(*[backend.tensor(x) for x in xs])
     assert isinstance(out, sl.Tensor)
     backend.check_device(out)
     assert out.shape == want.shape
@@ -236,11 +246,11 @@ def test_forward_matches_numpy(backend, c, dtype):
 @pytest.mark.parametrize("c", CASES)
 def test_vjp_float32_matches_float64(backend, c):
     """Gradients keep each input's dtype and shape, and float32 agrees with float64."""
-    ct = np.random.default_rng(7).standard_normal(np.shape(c.ref(*c.inputs(np.float64))))
+    ct = np.random.default_rng(7).standard_normal(c.reference(*c.inputs(np.float64)).shape)
     grads = {}
     for dtype in (np.float32, np.float64):
         xs = [backend.tensor(x) for x in c.inputs(dtype)]
-        out, back = sl.vjp(c.fn, *xs)
+        out, back = sl.vjp(c.on(backend), *xs)
         grads[dtype] = back(backend.tensor(ct.astype(out.dtype)))
         for x, g in zip(xs, grads[dtype]):
             assert g.dtype == x.dtype and g.shape == x.shape
@@ -251,7 +261,7 @@ def test_vjp_float32_matches_float64(backend, c):
 
 @pytest.mark.parametrize("c", CASES)
 def test_grads_match_finite_differences(backend, c):
-    check_grads(c.fn, [backend.array(x) for x in c.inputs(np.float64)], order=c.order)
+    check_grads(c.on(backend), [backend.array(x) for x in c.inputs(np.float64)], order=c.order)
 
 
 # --- cases outside the table ----------------------------------------------------------------
