@@ -125,6 +125,10 @@ def split_index(index):
 def getitem(x, index):
     """x[index] with NumPy's basic and advanced indexing."""
     template, arrays = split_index(index)
+    # Index arrays given as lists or NumPy arrays follow the data to its device, as CuPy
+    # allows; index Tensors stay Tensors (a traced one is an input of the equation).
+    device = x.device if isinstance(x, Tensor) else backends.device_of(x)
+    arrays = [a if isinstance(a, Tensor) else backends.to_device(a, device) for a in arrays]
     return getitem_p(x, *arrays, index=template)
 
 

@@ -164,7 +164,7 @@ def tensor_backward(self, cotangent=None, *, retain_graph=False, create_graph=Fa
             )
         cotangent = Tensor(backends.xp_of(self._value).ones_like(self._value))
     elif not isinstance(cotangent, Tensor):
-        cotangent = Tensor(cotangent)
+        cotangent = Tensor(backends.asarray_on(cotangent, self.device))
     if cotangent.shape != self.shape:
         raise ValueError(
             f"backward(): the cotangent has shape {cotangent.shape} but the tensor has shape "
