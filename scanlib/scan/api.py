@@ -12,6 +12,7 @@ from .. import backends, pytree
 from ..ops import as_tensor, transpose
 from ..tape import Tensor, type_str
 from ..tracing import closure_names, trace_function
+from .cache import canonical
 from .primitive import apply_scan
 
 
@@ -40,9 +41,9 @@ def scan(f, init, xs=None, *, length=None, reverse=False, dim=0):
     >>> carry, ys
     (tensor(6., dtype=float64), tensor([0., 2., 9.], dtype=float64))
     """
-    prepared = _prepare(f, init, xs, length, reverse, dim)
-    body, init_t, xs_t, T, init_tree, y_tree = prepared
-    outs = apply_scan(body, init_t, xs_t, body.consts, T, reverse)
+    body, consts, init_t, xs_t, T, init_tree, y_tree = _prepare(f, init, xs, length, reverse,
+                                                                dim)
+    outs = apply_scan(body, init_t, xs_t, consts, T, reverse)
     nc = len(init_t)
     return pytree.unflatten(init_tree, outs[:nc]), pytree.unflatten(y_tree, outs[nc:])
 
@@ -153,7 +154,7 @@ def _prepare(f, init, xs, length, reverse, dim):
                 f"for every step; return values that change shape through ys instead"
                 + (", and cast with .astype() where dtypes differ." if what == "dtypes differ"
                    else "."))
-    return body, init_t, xs_t, T, init_tree, y_tree
+    return canonical(body), body.consts, init_t, xs_t, T, init_tree, y_tree
 
 
 def _trace_body(f, init_t, xs_t, init_tree, xs_tree, device):

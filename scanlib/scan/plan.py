@@ -58,10 +58,10 @@ def scan_plan(f, init, xs=None, *, length=None, reverse=False, dim=0) -> ScanPla
     >>> [r["policy"] for r in plan.residuals]
     ['KEEP', 'CLONE', 'REMOVE_ADDITIONAL_INPUTS']
     """
-    body, init_t, xs_t, T, _, _ = _prepare(f, init, xs, length, reverse, dim)
+    body, consts, init_t, xs_t, T, _, _ = _prepare(f, init, xs, length, reverse, dim)
     nc = len(init_t)
     x_needs = [_needs_grad(Tensor(x._value, True)) for x in xs_t]
-    lin = linearize(body, nc, x_needs, [_needs_grad(k) for k in body.consts])
+    lin = linearize(body, nc, x_needs, [_needs_grad(k) for k in consts])
     run = compiled(lin.aug_body, nc, len(xs_t), reverse)
     user_plan = run.y_plan[:lin.num_ys]
     extra_plan = run.y_plan[lin.num_ys:]

@@ -220,3 +220,47 @@ def used_vars(eqns, outvars):
             live.update(v for v in eqn.invars if isinstance(v, Var))
     kept.reverse()
     return kept, live
+
+
+def fingerprint(graph: Graph):
+    """A hashable summary of everything that decides what a graph computes (primitives,
+    params, literals, shapes, dtypes, wiring), but not its names or constant values. Two
+    traces of the same function on same-shaped inputs have equal fingerprints."""
+    fp = graph.__dict__.get("_fingerprint")
+    if fp is None:
+        index = {}
+
+        def ref(v):
+            if isinstance(v, Literal):
+                return ("lit", type(v.value).__name__, repr(v.value))
+            return index.setdefault(v, len(index))
+
+        head = tuple((v.shape, v.dtype.str) for v in graph.invars + graph.constvars)
+        for v in graph.invars + graph.constvars:
+            ref(v)
+        body = []
+        for eqn in graph.eqns:
+            ins = tuple(ref(v) for v in eqn.invars)
+            outs = tuple((ref(v), v.shape, v.dtype.str) for v in eqn.outvars)
+            params = tuple(sorted((k, _param_fp(p)) for k, p in eqn.params.items()
+                                  if not k.startswith("_")))
+            body.append((eqn.prim.name, id(eqn.prim), ins, outs, params))
+        fp = (head, tuple(body), tuple(ref(v) for v in graph.outvars))
+        graph._fingerprint = fp
+    return fp
+
+
+def _param_fp(p):
+    if isinstance(p, Graph):
+        return ("graph", fingerprint(p))
+    if isinstance(p, (tuple, list)):
+        return tuple(_param_fp(x) for x in p)
+    if isinstance(p, slice):
+        return ("slice", p.start, p.stop, p.step)
+    if isinstance(p, np.dtype):
+        return ("dtype", p.str)
+    try:
+        hash(p)
+        return p
+    except TypeError:
+        return ("repr", repr(p))
