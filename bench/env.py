@@ -1,0 +1,110 @@
+"""Thread settings and a description of the machine, for the output and the JSON.
+
+`set_threads` must run before NumPy is imported to take effect through the environment
+(OpenBLAS/MKL read it once); after that it falls back to threadpoolctl where installed.
+Imports only the standard library at module level.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import platform
+import sys
+
+THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+               "BLIS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
+_LIMITER = []  # keeps a threadpoolctl limiter alive for the whole run
+
+
+def set_threads(n: int) -> str:
+    """Ask every BLAS/OpenMP pool (and XLA) for n threads; return how it was done."""
+    for var in THREAD_VARS:
+        os.environ[var] = str(n)
+    if n == 1 and "jax" not in sys.modules:
+        flags = os.environ.get("XLA_FLAGS", "")
+        if "intra_op_parallelism_threads" not in flags:
+            os.environ["XLA_FLAGS"] = (flags + " --xla_cpu_multi_thread_eigen=false "
+                                       "intra_op_parallelism_threads=1").strip()
+    how = "environment, before NumPy was imported"
+    if "numpy" in sys.modules:
+        try:
+            from threadpoolctl import threadpool_limits
+        except ImportError:
+            how = ("NumPy was already imported and threadpoolctl is not installed: the "
+                   "thread setting may not have taken effect")
+        else:
+            _LIMITER.append(threadpool_limits(limits=n))
+            how = "threadpoolctl (NumPy was already imported)"
+    return how
+
+
+def set_torch_threads(n: int) -> None:
+    """torch keeps its own pools; called only when a torch contender runs."""
+    import torch
+
+    torch.set_num_threads(n)
+    try:
+        torch.set_num_interop_threads(n)
+    except RuntimeError:  # allowed once, before any parallel work
+        pass
+
+
+def _version(name):
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def machine_info() -> dict:
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        usable = os.cpu_count()
+    return {
+        "cpu": _cpu_model(), "cpu_count": os.cpu_count(), "usable_cpus": usable,
+        "platform": platform.platform(), "python": sys.version.split()[0],
+        "versions": {n: _version(n) for n in ("numpy", "scanlib", "torch", "jax", "jaxlib",
+                                                "autograd", "mygrad", "threadpoolctl")},
+    }
+
+
+def thread_info(requested: int, how: str) -> dict:
+    info = {"requested": requested, "how": how,
+            "env": {v: os.environ.get(v) for v in THREAD_VARS},
+            "XLA_FLAGS": os.environ.get("XLA_FLAGS")}
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        info["pools"] = "threadpoolctl not installed"
+    else:
+        info["pools"] = [{k: p.get(k) for k in ("user_api", "internal_api", "num_threads",
+                                                 "version", "architecture")}
+                         for p in threadpool_info()]
+    if "torch" in sys.modules:
+        info["torch_threads"] = sys.modules["torch"].get_num_threads()
+    return info
+
+
+def describe(machine: dict, threads: dict) -> str:
+    pools = threads["pools"]
+    pool_s = (", ".join(f"{p['internal_api']} {p['version']} x{p['num_threads']}"
+                        for p in pools) if isinstance(pools, list) else pools)
+    v = machine["versions"]
+    return (f"machine: {machine['cpu']}, {machine['usable_cpus']} usable of "
+            f"{machine['cpu_count']} CPUs, {machine['platform']}, Python {machine['python']}\n"
+            f"threads: {threads['requested']} requested via {threads['how']}; pools: {pool_s}"
+            + (f"; torch {threads['torch_threads']}" if "torch_threads" in threads else "")
+            + "\nversions: " + ", ".join(f"{k} {x}" for k, x in v.items() if x))

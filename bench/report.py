@@ -1,0 +1,101 @@
+"""What the benchmark prints and writes: the gradient and timing tables, the JSON record and a
+PNG chart (when matplotlib is installed; otherwise a note says it was skipped).
+
+Imports the standard library, and matplotlib inside `write_chart` only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+
+def _ms(s):
+    return "-" if s is None else f"{s * 1e3:.3f}" if s < 0.01 else f"{s * 1e3:.2f}"
+
+
+def _mb(rec):
+    if rec.get("peak_bytes") is None:
+        return "-"
+    return f"{rec['peak_bytes'] / 2**20:.2f}"
+
+
+def table(results) -> str:
+    """One row per workload and contender: medians, spread, ratios, first call, memory."""
+    head = ("workload", "contender", "median ms", "IQR %", "reps", "x manual", "us/step",
+            "first ms", "peak MB", "grad rel", "")
+    rows = [head]
+    for r in results:
+        if r["status"] != "ok" or "median_s" not in r:
+            rows.append((r["workload"], r["contender"], r["status"], "", "", "", "", "", "",
+                         "", r["note"][:70]))
+            continue
+        iqr = 100 * (r["p75_s"] - r["p25_s"]) / r["median_s"]
+        grad = r.get("grad_max_rel")
+        flag = "" if r.get("grad_ok") in (True, None) else "GRAD MISMATCH"
+        if r["contender"].startswith("jax"):
+            flag = (flag + f" compile+trace {r['first_call_extra_s'] * 1e3:.0f} ms").strip()
+        rows.append((r["workload"], r["contender"], _ms(r["median_s"]), f"{iqr:.0f}",
+                     str(r["reps"]), "-" if r.get("ratio") is None else f"{r['ratio']:.2f}",
+                     f"{r['us_per_step']:.2f}", _ms(r["first_call_s"]), _mb(r),
+                     "-" if grad is None else f"{grad:.1e}", flag))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
+    lines = []
+    for k, row in enumerate(rows):
+        lines.append("  ".join(c.ljust(w) if i < 2 or i == len(row) - 1 else c.rjust(w)
+                               for i, (c, w) in enumerate(zip(row, widths))).rstrip())
+        if k == 0:
+            lines.append("-" * len(lines[0]))
+    lines.append("x manual: median / numpy-manual's median in this run. peak MB: tracemalloc, "
+                 "one forward+backward, above what was allocated before\n"
+                 "(torch and JAX allocate outside tracemalloc's view: '-'). IQR %: "
+                 "interquartile range / median.")
+    return "\n".join(lines)
+
+
+def write_json(path, payload):
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(payload, f, indent=1, default=float)
+
+
+def write_chart(path, results) -> str:
+    """Ratios to numpy-manual, one panel per workload (log scale). Returns what happened."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return "chart skipped: matplotlib is not installed"
+    workloads = list(dict.fromkeys(r["workload"] for r in results))
+    timed = [r for r in results if r.get("ratio")]
+    if not timed:
+        return "chart skipped: nothing was timed"
+    cols = min(4, len(workloads))
+    rows = -(-len(workloads) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 0.35 * 10 * rows + 1),
+                             squeeze=False)
+    for ax, w in zip(axes.flat, workloads):
+        rs = [r for r in timed if r["workload"] == w]
+        names = [r["contender"] for r in rs]
+        ratios = [r["ratio"] for r in rs]
+        colors = ["tab:orange" if n.startswith("scanlib") else
+                  "tab:gray" if n.startswith("numpy") else "tab:blue" for n in names]
+        ax.barh(range(len(rs)), ratios, color=colors)
+        ax.set_yticks(range(len(rs)), names, fontsize=8)
+        ax.invert_yaxis()
+        ax.set_xscale("log")
+        ax.axvline(1.0, color="k", lw=0.8)
+        for i, v in enumerate(ratios):
+            ax.text(v, i, f" {v:.2f}", va="center", fontsize=7)
+        ref = next((r for r in rs if r["contender"] == "numpy-manual"), None)
+        ax.set_title(f"{w}" + (f" (manual {ref['median_s'] * 1e3:.2f} ms)" if ref else ""),
+                     fontsize=9)
+    for ax in list(axes.flat)[len(workloads):]:
+        ax.axis("off")
+    fig.suptitle("forward + backward time / numpy-manual (lower is better)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return f"chart: {path}"
