@@ -81,8 +81,10 @@ class CompiledBody:
         return batched_impl(eqn, flags, shapes)
 
     def _find_accumulators(self):
-        """Carries updated as `acc + term`, read nowhere else: summed per chunk."""
-        self.acc = {}  # carry index -> (index of the add eqn, term var)
+        """Carries updated as `acc + term` and read by no other equation. Without ys reading
+        them they are summed per chunk (`acc`); when ys read them and the term is
+        carry-independent, their history is one cumulative sum per chunk (`prefix`)."""
+        self.acc, self.prefix = {}, {}  # carry index -> (index of the add eqn, term var)
         for i, (cin, cout) in enumerate(zip(self.carry_in, self.carry_out)):
             n = self.producer.get(cout) if _is_var(cout) else None
             if n is None or self.eqns[n].prim.name != "add":
@@ -90,13 +92,16 @@ class CompiledBody:
             a, b = self.eqns[n].invars
             term = b if a is cin else a if b is cin else None
             if (term is None or not _is_var(term) or term is cin or term.shape != cin.shape
-                    or self.kind[term] == CONST or self.uses[cin] != 1
-                    or self.out_uses[cin] or self.uses[cout] or self.out_uses[cout] != 1):
+                    or term.dtype != cin.dtype or self.kind[term] == CONST
+                    or self.uses[cin] != 1 or self.uses[cout]):
                 continue
-            self.acc[i] = (n, term)
+            if not self.out_uses[cin] and self.out_uses[cout] == 1:
+                self.acc[i] = (n, term)
+            elif self.kind[term] == XS:
+                self.prefix[i] = (n, term)
 
     def _split_step_work(self):
-        acc_adds = {n for n, _ in self.acc.values()}
+        acc_adds = {n for n, _ in list(self.acc.values()) + list(self.prefix.values())}
         step_eqns = [n for n, e in enumerate(self.eqns)
                      if self.kind[e.outvars[0]] == STEP and n not in acc_adds]
         critical = set()
@@ -112,7 +117,7 @@ class CompiledBody:
                 stack.extend(w for w in self.eqns[n].invars if _is_var(w))
 
         for i, v in enumerate(self.carry_out):
-            if i not in self.acc:
+            if i not in self.acc and i not in self.prefix:
                 mark(v)
         self.fused = self._fuse_accumulator_terms(critical)
         while True:  # step work off the critical path runs batched, if it can
@@ -248,7 +253,9 @@ class CompiledBody:
             elif v in self.carry_in:
                 hist.add(self.carry_in.index(v))
                 self.y_plan.append(("hist_in", self.carry_in.index(v)))
-            elif v in self.carry_out and kind[v] == STEP and self.producer[v] in self.critical:
+            elif v in self.carry_out and kind[v] == STEP and (
+                    self.producer[v] in self.critical
+                    or self.carry_out.index(v) in self.prefix):
                 hist.add(self.carry_out.index(v))
                 self.y_plan.append(("hist_out", self.carry_out.index(v)))
             else:
@@ -262,12 +269,25 @@ class CompiledBody:
         self.stacked_ys, self.hist = list(stacked_ys), sorted(hist)
         at = "t" if self.reverse else "t + 1"
         for i in self.hist:
-            step.append(f"H{i}[{at}] = {ref_step(self.carry_out[i])}")
+            if i not in self.prefix:
+                step.append(f"H{i}[{at}] = {ref_step(self.carry_out[i])}")
+        env["_accumulate"] = lambda a: backends.xp_of(a).add.accumulate(a, axis=0, out=a)
+        for i, (_, term) in self.prefix.items():
+            # The loop's own order of additions: H[t+1] = H[t] + term[t], as one cumsum.
+            if i not in self.hist:
+                chunk_pre.append(f"A{i} = A{i} + {ref_batch(term)}.sum(axis=0)")
+            elif self.reverse:
+                chunk_pre += [f"H{i}[t0:t1] = {ref_batch(term)}",
+                              f"_accumulate(H{i}[t0:t1 + 1][::-1])", f"A{i} = H{i}[t0]"]
+            else:
+                chunk_pre += [f"H{i}[t0 + 1:t1 + 1] = {ref_batch(term)}",
+                              f"_accumulate(H{i}[t0:t1 + 1])", f"A{i} = H{i}[t1]"]
         for i, plan in self.fused.items():
             chunk_post.append(f"A{i} = A{i} + {self._fused_expr(plan, ref_batch, env)}")
         for v, s in stacks.items():  # last: every batched reader above has asked for its stack
             step.append(f"{s}[t - t0] = {ref_step(v)}")
-        loop_carries = [i for i in range(self.num_carry) if i not in self.acc]
+        summed = set(self.acc) | set(self.prefix)
+        loop_carries = [i for i in range(self.num_carry) if i not in summed]
         if loop_carries:
             step.append(", ".join(f"c{i}" for i in loop_carries) + " = "
                         + ", ".join(ref_step(self.carry_out[i]) for i in loop_carries))
@@ -285,13 +305,14 @@ class CompiledBody:
             chunks, steps = "range(0, T, C)", "range(t0, t1)"
         lines = [f"def run({', '.join(params)}):"]
         lines += ["    " + s for s in prologue]
-        lines += [f"    A{i} = c{i}" for i in self.acc]
+        lines += [f"    A{i} = c{i}" for i in sorted(summed)]
         lines += [f"    for t0 in {chunks}:", "        t1 = min(t0 + C, T)"]
         lines += ["        " + s for s in chunk_pre]
-        lines += [f"        for t in {steps}:"]
-        lines += ["            " + s for s in (step or ["pass"])]
+        if step:
+            lines += [f"        for t in {steps}:"]
+            lines += ["            " + s for s in step]
         lines += ["        " + s for s in chunk_post]
-        ret = [f"A{i}" if i in self.acc else f"c{i}" for i in range(self.num_carry)]
+        ret = [f"A{i}" if i in summed else f"c{i}" for i in range(self.num_carry)]
         ret += [arg for what, arg in self.y_plan if what == "broadcast"]
         lines.append(f"    return ({', '.join(ret)}{',' if ret else ''})")
         self.source = "\n".join(lines)
