@@ -19,6 +19,7 @@ import inspect
 import string
 import sys
 import time
+import warnings
 
 import numpy as np
 
@@ -45,6 +46,12 @@ ALLOWED = set(string.ascii_letters + string.digits + string.punctuation + " \n")
 def gather_docstrings(modules=MODULES) -> str:
     """The docstrings of the modules, their public classes, functions and methods, in a
     deterministic order, deduplicated, reduced to printable ASCII."""
+    with warnings.catch_warnings():  # reading some attributes warns of their deprecation
+        warnings.simplefilter("ignore")
+        return _gather(modules)
+
+
+def _gather(modules) -> str:
     seen, docs = set(), []
 
     def add(obj):
