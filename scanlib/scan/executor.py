@@ -40,6 +40,15 @@ def _is_var(v):
     return not isinstance(v, Literal)
 
 
+def _accumulate_in_place(a):
+    """a[t] += a[t-1] along axis 0, in the loop's order of additions."""
+    xp = backends.xp_of(a)
+    if xp is np:
+        np.add.accumulate(a, axis=0, out=a)
+    else:  # a GPU scan kernel need not support its output overlapping its input
+        a[...] = xp.add.accumulate(a, axis=0)
+
+
 class CompiledBody:
     """A body graph turned into `run(T, C, *init, *xs, *consts, *stacks)`."""
 
@@ -271,7 +280,7 @@ class CompiledBody:
         for i in self.hist:
             if i not in self.prefix:
                 step.append(f"H{i}[{at}] = {ref_step(self.carry_out[i])}")
-        env["_accumulate"] = lambda a: backends.xp_of(a).add.accumulate(a, axis=0, out=a)
+        env["_accumulate"] = _accumulate_in_place
         for i, (_, term) in self.prefix.items():
             # The loop's own order of additions: H[t+1] = H[t] + term[t], as one cumsum.
             if i not in self.hist:
