@@ -65,25 +65,23 @@ def main(argv=None) -> int:
 
     plan = sl.scan_plan(rnn_step, h0, xs)
     print("W, U and b are closed over: they become the body's additional inputs (after *).\n"
-          "They require grad; xs does not.\n")
-    print(plan.body)
-    print("\nIts VJP is another scan, run from t = T-1 down to 0. Its carry is the carry's\n"
-          "cotangent plus one accumulator per additional input; its xs are the cotangents\n"
-          "of ys and the residuals saved by the forward pass:\n")
-    print(plan.backward_body)
+          "The VJP is another scan over a traced backward body, run from t = T-1 down to 0.\n"
+          "Its carry is the carry's cotangent plus one accumulator per additional input;\n"
+          "its xs are the cotangents of ys and the residuals the forward pass saved.\n"
+          "scan_plan plans for gradients with respect to init, the float xs and the\n"
+          "closed-over tensors that require grad (W, U and b here).\n")
+    graphs, sep, table = str(plan).partition("\nresiduals")
+    print(graphs)
 
     section("3. What the forward pass saves for backward (the residual plan)")
     print("KEEP: an intermediate, stacked per step.  CLONE: the incoming carry, per step.\n"
           "REMOVE_XS: a slice of xs, read from xs itself.  REMOVE_ADDITIONAL_INPUTS: a\n"
           "closed-over tensor, referenced once.  A residual that is also a y is not stored\n"
           "twice.\n")
-    print(f"  {'name':<8} {'policy':<26} {'type':<14} {'kept as':<34} extra bytes")
-    for r in plan.residuals:
-        print(f"  {r['name']:<8} {r['policy']:<26} {r['type']:<14} {r['storage']:<34} "
-              f"{r['bytes']:,}")
+    print(sep.strip() + table)
     one = T * B * H * 4
-    print(f"\nstored beyond ys: {plan.residual_bytes:,} bytes; one extra [T, B, H] float32 "
-          f"array would be {one:,} bytes ({plan.residual_bytes / one:.2f}x that)")
+    print(f"\nFor comparison, one extra [T, B, H] float32 array would be {one:,} bytes; this "
+          f"plan stores {plan.residual_bytes / one:.1%} of that.")
 
     section("4. Check: the scan against the same recurrence as a Python loop on the tape")
 

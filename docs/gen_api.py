@@ -1,0 +1,319 @@
+"""Generate docs/api.md from scanlib.__all__, and refresh the printed output in
+docs/tutorial.md, by running every example.
+
+    python docs/gen_api.py           # rewrite docs/api.md and the outputs in docs/tutorial.md
+    python docs/gen_api.py --check   # exit 1 if either file is out of date (a test runs this)
+
+For each public name the one-line description is the first line of its own docstring, and
+the example is the `>>>` example of that docstring; names whose docstring has none (or that
+have no docstring of their own, such as primitives) take theirs from FALLBACK below. Every
+example is executed and its real output written, so the reference cannot drift silently.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import doctest
+import inspect
+import io
+import os
+import re
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, ROOT)
+
+import scanlib as sl  # noqa: E402
+
+# name -> (signature or None, one-line description or None, example source or None).
+# None means "take it from the docstring".
+FALLBACK = {
+    "tensor": (None, None, "sl.tensor([[1, 2], [3, 4]], dtype='float32')\n"
+               "sl.tensor([1.0, 2.0], requires_grad=True)"),
+    "as_tensor": (None, None, "sl.as_tensor(np.arange(3))"),
+    "zeros": (None, "A Tensor of zeros (float64 unless dtype is given).",
+              "sl.zeros((2, 3), dtype='float32')"),
+    "ones": (None, "A Tensor of ones.", "sl.ones(3)"),
+    "full": (None, "A Tensor filled with fill_value.", "sl.full((2, 2), 7.0)"),
+    "arange": (None, "Evenly spaced values, as numpy.arange.", "sl.arange(0, 1, 0.25)"),
+    "zeros_like": (None, "Zeros with x's shape, dtype and device.",
+                   "sl.zeros_like(sl.tensor([1.0, 2.0]))"),
+    "ones_like": (None, "Ones with x's shape, dtype and device.",
+                  "sl.ones_like(sl.tensor([[1, 2]]))"),
+    "exp": ("exp(x)", "Elementwise e**x; its VJP reuses the output.",
+            "sl.exp(sl.tensor([0.0, 1.0]))"),
+    "log": ("log(x)", "Elementwise natural logarithm.", "sl.log(sl.tensor([1.0, np.e]))"),
+    "log1p": ("log1p(x)", "Elementwise log(1 + x), accurate for small x.",
+              "sl.log1p(sl.tensor([0.0, 1e-10]))"),
+    "sqrt": ("sqrt(x)", "Elementwise square root.", "sl.sqrt(sl.tensor([4.0, 9.0]))"),
+    "sin": ("sin(x)", "Elementwise sine.", "sl.sin(sl.tensor([0.0, np.pi / 2]))"),
+    "cos": ("cos(x)", "Elementwise cosine.", "sl.cos(sl.tensor([0.0, np.pi]))"),
+    "tanh": ("tanh(x)", "Elementwise hyperbolic tangent; its VJP reuses the output.",
+             "sl.grad(lambda x: sl.tanh(x).sum())(sl.tensor([0.0, 1.0]))"),
+    "sigmoid": ("sigmoid(x)", "Elementwise logistic function 1 / (1 + exp(-x)), stable for "
+                "large |x|.", "sl.sigmoid(sl.tensor([-100.0, 0.0, 100.0]))"),
+    "relu": (None, None, "sl.relu(sl.tensor([-1.0, 0.0, 2.0]))"),
+    "softplus": (None, None, "sl.softplus(sl.tensor([-1000.0, 0.0, 1000.0]))"),
+    "abs": ("abs(x)", "Elementwise absolute value.", "sl.abs(sl.tensor([-2.0, 3.0]))"),
+    "maximum": ("maximum(x, y)", "Elementwise maximum; ties split the gradient evenly.",
+                "sl.maximum(sl.tensor([1.0, 5.0]), 3.0)"),
+    "minimum": ("minimum(x, y)", "Elementwise minimum; ties split the gradient evenly.",
+                "sl.minimum(sl.tensor([1.0, 5.0]), 3.0)"),
+    "where": (None, None, "sl.where(sl.tensor([True, False]), sl.tensor([1.0, 2.0]), 0.0)"),
+    "clip": (None, None, "sl.clip(sl.tensor([-2.0, 0.5, 2.0]), -1.0, 1.0)"),
+    "sum": (None, "Sum over axis (all axes when None), as numpy.sum.",
+            "sl.sum(sl.tensor([[1.0, 2.0], [3.0, 4.0]]), axis=0)"),
+    "mean": (None, "Mean over axis (all axes when None), as numpy.mean.",
+             "sl.mean(sl.tensor([[1.0, 2.0], [3.0, 4.0]]), axis=1)"),
+    "max": (None, "Maximum over axis; ties share the gradient evenly.",
+            "sl.max(sl.tensor([[1.0, 5.0], [3.0, 4.0]]), axis=1)"),
+    "logsumexp": (None, None, "sl.logsumexp(sl.tensor([1000.0, 1000.0]))"),
+    "softmax": (None, None, "sl.softmax(sl.tensor([0.0, np.log(3.0)]))"),
+    "matmul": (None, None, "sl.matmul(sl.ones((2, 3)), sl.ones(3))"),
+    "einsum": (None, None, "sl.einsum('ij,j->i', sl.ones((2, 3)), sl.arange(3.0))"),
+    "stack": (None, "Join same-shaped tensors along a new axis.",
+              "sl.stack([sl.zeros(2), sl.ones(2)], axis=1)"),
+    "concatenate": (None, "Join tensors along an existing axis.",
+                    "sl.concatenate([sl.zeros(2), sl.ones(1)])"),
+    "reshape": (None, "The same data in a new shape (one axis may be -1).",
+                "sl.reshape(sl.arange(6.0), (2, -1))"),
+    "transpose": (None, "Permute axes (reverse them when none are given).",
+                  "sl.transpose(sl.zeros((2, 3, 4)), (2, 0, 1)).shape"),
+    "swapaxes": (None, "Exchange two axes.", "sl.swapaxes(sl.zeros((2, 3)), 0, 1).shape"),
+    "expand_dims": (None, "Insert an axis of size 1 at position axis.",
+                    "sl.expand_dims(sl.zeros(3), 0).shape"),
+    "squeeze": (None, "Remove axes of size 1 (all of them, or those named).",
+                "sl.squeeze(sl.zeros((1, 3, 1))).shape"),
+    "broadcast_to": (None, "Broadcast to a shape, as numpy.broadcast_to; the gradient is "
+                     "summed back.", "sl.broadcast_to(sl.tensor([1.0, 2.0]), (2, 2))"),
+    "stop_gradient": ("stop_gradient(x)", "x's value, through which no gradient flows.",
+                      "sl.grad(lambda x: (x * sl.stop_gradient(x)).sum())(sl.tensor([3.0]))"),
+    "sign": ("sign(x)", "Elementwise sign (-1, 0 or 1); not differentiable.",
+             "sl.sign(sl.tensor([-2.0, 0.0, 5.0]))"),
+    "Tensor": (None, None,
+               "x = sl.tensor([1.0, 2.0], requires_grad=True)\n"
+               "loss = (x * x).sum()\n"
+               "loss.backward()\n"
+               "x.grad"),
+    "Graph": (None, "A traced function: invars, equations in execution order, outvars and "
+              "the closed-over constants; printing it shows straight-line code.",
+              "print(sl.make_graph(lambda x: sl.exp(x) + 1.0)(sl.zeros(2)))"),
+    "no_grad": (None, None,
+                "x = sl.tensor([1.0], requires_grad=True)\n"
+                "with sl.no_grad():\n"
+                "    y = x * 2\n"
+                "y.requires_grad"),
+    "enable_grad": ("enable_grad(enabled=True)",
+                    "Context manager that turns recording back on (or off) inside no_grad.",
+                    "x = sl.tensor([1.0], requires_grad=True)\n"
+                    "with sl.no_grad(), sl.enable_grad():\n"
+                    "    y = x * 2\n"
+                    "y.requires_grad"),
+    "grad": (None, None, None),
+    "value_and_grad": (None, None,
+                       "sl.value_and_grad(lambda w: (w ** 2).sum())(sl.tensor([1.0, 2.0]))"),
+    "vjp": (None, None, None),
+    "make_graph": (None, None, None),
+    "testing": ("scanlib.testing.check_grads(f, args, order=1, *, eps=1e-6, rtol=1e-5, "
+                "atol=1e-7, seed=0)",
+                "Gradient checks: `check_grads` compares f's VJP (and with order=2 the VJP of "
+                "the VJP) with central finite differences in a random direction, in float64; "
+                "it raises AssertionError on a mismatch.",
+                "sl.testing.check_grads(lambda x: sl.tanh(x) * x, (np.linspace(-1, 1, 5),), "
+                "order=2)"),
+    "cuda_available": (None, None, "isinstance(sl.cuda_available(), bool)  # True or False, by machine"),
+    "scan": (None, None, None),
+    "scan_plan": (None, None, None),
+    "ScanPlan": (None, None,
+                 "W = sl.tensor([[0.5]], requires_grad=True)\n"
+                 "plan = sl.scan_plan(lambda h, x: (sl.tanh(h @ W + x),) * 2, sl.zeros((1, 1)),"
+                 " sl.zeros((5, 1, 1)))\n"
+                 "print(plan)"),
+}
+
+
+# --- running examples like a Python prompt ---------------------------------------------------
+def new_namespace() -> dict:
+    ns = {"sl": sl, "np": np, "scanlib": sl}
+    exec("import scanlib as sl\nimport numpy as np", ns)
+    return ns
+
+
+def run_chunk(source: str, ns: dict) -> str:
+    """Execute one statement as the interactive prompt would (echoing expression values)."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = compile(source, "<example>", "single")
+        old_hook = sys.displayhook
+        sys.displayhook = lambda v: None if v is None else print(repr(v))
+        try:
+            exec(code, ns)
+        finally:
+            sys.displayhook = old_hook
+    return out.getvalue()
+
+
+def split_statements(source: str) -> list[str]:
+    """Top-level statements of a snippet (a block such as `with ...:` stays whole)."""
+    chunks, current = [], []
+    for line in source.splitlines():
+        if current and line and not line[0].isspace() and not line.startswith((")", "]", "}")):
+            chunks.append("\n".join(current))
+            current = []
+        current.append(line)
+    if current:
+        chunks.append("\n".join(current))
+    return chunks
+
+
+def as_doctest(source: str, ns: dict) -> str:
+    lines = []
+    for chunk in split_statements(source):
+        first, *rest = chunk.splitlines()
+        lines.append(">>> " + first)
+        lines.extend("... " + r for r in rest)
+        if rest and rest[-1].startswith(" "):
+            lines.append("...")
+        out = run_chunk(chunk + ("\n" if rest else ""), ns)
+        lines.extend(_doctest_safe(out).rstrip("\n").splitlines() if out.strip() else [])
+    return "\n".join(lines)
+
+
+def _doctest_safe(out: str) -> str:
+    # doctest reads a blank line as the end of the expected output.
+    return "\n".join(line if line.strip() else "<BLANKLINE>" for line in out.splitlines())
+
+
+def docstring_example(doc: str) -> str | None:
+    examples = doctest.DocTestParser().get_examples(doc)
+    lines = [ex.source.rstrip("\n") for ex in examples if not ex.source.startswith("import ")]
+    return "\n".join(lines) or None
+
+
+# --- the API reference ----------------------------------------------------------------------
+def own_doc(obj) -> str | None:
+    """obj's own docstring (not one inherited from its class, as primitives have)."""
+    doc = getattr(obj, "__doc__", None)
+    if doc is None or (not inspect.isclass(obj) and not inspect.ismodule(obj)
+                       and not callable(getattr(obj, "__wrapped__", None))
+                       and doc is type(obj).__doc__):
+        return None
+    return inspect.cleandoc(doc)
+
+
+def signature(name, obj) -> str:
+    try:
+        text = f"{name}{inspect.signature(obj)}"
+    except (TypeError, ValueError):
+        return name
+    text = re.sub(r"<class '(?:[\w]+\.)*(\w+)'>", r"\1", text)  # dtype=<class 'numpy.float64'>
+    return re.sub(r"'([\w.\[\], |]+)'", r"\1", text)  # string annotations: -> 'Tensor'
+
+
+def anchors(names) -> dict:
+    """GitHub's heading anchors: lower-case, with -1, -2 ... for repeats (tensor, Tensor)."""
+    seen, out = {}, {}
+    for n in names:
+        base = n.lower()
+        k = seen.get(base, 0)
+        out[n] = base if k == 0 else f"{base}-{k}"
+        seen[base] = k + 1
+    return out
+
+
+def api_markdown() -> str:
+    lines = [
+        "# API reference",
+        "",
+        "Every public name in `scanlib.__all__`, in that order, with a one-line description "
+        "and an example whose output was produced by running it (`import scanlib as sl`, "
+        "`import numpy as np`). Generated by `python docs/gen_api.py` from the docstrings; "
+        "a test checks that it is up to date.",
+        "",
+    ]
+    links = anchors(sl.__all__)
+    index = ", ".join(f"[`{n}`](#{links[n]})" for n in sl.__all__)
+    lines += [index, ""]
+    for name in sl.__all__:
+        obj = getattr(sl, name)
+        sig, desc, example = FALLBACK.get(name, (None, None, None))
+        doc = own_doc(obj)
+        if desc is None:
+            if not doc:
+                raise SystemExit(f"gen_api: scanlib.{name} has no docstring and no FALLBACK "
+                                 "description; add one.")
+            desc = doc.split("\n\n")[0].replace("\n", " ")
+        if example is None and doc:
+            example = docstring_example(doc)
+        if example is None:
+            raise SystemExit(f"gen_api: scanlib.{name} has no example; add one to its "
+                             "docstring or to FALLBACK.")
+        sig = sig or signature(name, obj)
+        lines += [f"## {name}", "", f"`{sig}`", "", desc, ""]
+        block = as_doctest(example, new_namespace())
+        lines += ["```python", block, "```", ""]
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+# --- refreshing the outputs in a markdown file of >>> blocks ----------------------------------
+_BLOCK = re.compile(r"```python\n(.*?)```", re.S)
+
+
+def refresh_markdown(text: str) -> str:
+    """Re-run every ```python block that holds >>> examples (one namespace per file, in
+    order) and write each example's real output under it."""
+    ns = new_namespace()
+
+    def redo(match):
+        body = match.group(1)
+        if ">>>" not in body:
+            return match.group(0)
+        sources, lines = [], body.splitlines()
+        for line in lines:
+            if line.startswith(">>> "):
+                sources.append(line[4:])
+            elif line.startswith("...") and sources:
+                sources[-1] += "\n" + line[4:]
+        return "```python\n" + "\n".join(_example_block(s, ns) for s in sources) + "\n```"
+
+    return _BLOCK.sub(redo, text)
+
+
+def _example_block(source: str, ns: dict) -> str:
+    first, *rest = source.splitlines()
+    lines = [">>> " + first] + ["... " + r for r in rest]
+    multiline_block = bool(rest) and first.rstrip().endswith(":")
+    out = run_chunk(source + ("\n" if multiline_block else ""), ns)
+    if out.strip():
+        lines += _doctest_safe(out).rstrip("\n").splitlines()
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    check = "--check" in argv
+    targets = {os.path.join(HERE, "api.md"): lambda _: api_markdown(),
+               os.path.join(HERE, "tutorial.md"): refresh_markdown}
+    stale = []
+    for path, make in targets.items():
+        old = open(path).read() if os.path.exists(path) else ""
+        new = make(old)
+        if new != old:
+            stale.append(os.path.relpath(path, ROOT))
+            if not check:
+                with open(path, "w") as f:
+                    f.write(new)
+    if check and stale:
+        print(f"out of date: {', '.join(stale)}; run python docs/gen_api.py", file=sys.stderr)
+        return 1
+    print(("up to date: " if check else "wrote: ") + ", ".join(
+        os.path.relpath(p, ROOT) for p in (targets if check else stale)) if (check or stale)
+        else "nothing changed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
