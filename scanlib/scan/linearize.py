@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from ..ops import as_tensor, zeros
 from ..ops.elementwise import add
+from ..ops.structural import concatenate_p, scatter_add_p
 from ..ops.primitive import bind
 from ..tape import GraphBuilder, Graph, Literal, Var, tracing
 from ..tape.backward import fit_cotangent
@@ -105,12 +106,11 @@ def _linearize(body, nc, x_needs, k_needs):
                 candidates.append(v)
             return fwd[v]
 
-        ct = {}
+        ct = _Cotangents(b)
 
         def accumulate(v, g):
             if isinstance(v, Var) and v in active and g is not None:
-                g = fit_cotangent(as_tensor(g), v)
-                ct[v] = g if v not in ct else add(ct[v], g)
+                ct.add(v, fit_cotangent(as_tensor(g), v))
 
         for v, g in zip([v for v, f in zip(carry_out, float_carry) if f], ct_carry):
             accumulate(v, g)
@@ -130,11 +130,11 @@ def _linearize(body, nc, x_needs, k_needs):
                 accumulate(v, g)
 
         def ct_or_zeros(v):
-            return ct[v] if v in ct else zeros(v.shape, v.dtype, device)
+            return ct.pop(v) if v in ct else zeros(v.shape, v.dtype, device)
 
         outs = [ct_or_zeros(v) for v, f in zip(carry_in, float_carry) if f]
         needed_k = [k for k, n in zip(body.constvars, k_needs) if n]
-        outs += [add(acc, ct[k]) if k in ct else acc for acc, k in zip(accs, needed_k)]
+        outs += [add(acc, ct.pop(k)) if k in ct else acc for acc, k in zip(accs, needed_k)]
         outs += [ct_or_zeros(v) for v, n in zip(x_in, x_needs) if n]
         graph = b.build(outs, name="backward_body")
 
@@ -175,6 +175,59 @@ def _linearize(body, nc, x_needs, k_needs):
                         graph.consts[n_fwd_consts:])
     lin.bwd_sources = {fwd[v]._var: v for v in list(fwd) if isinstance(v, Var)}
     return lin
+
+
+class _Cotangents:
+    """Cotangents of forward values, summed when read. Pieces that are the adjoints of
+    slices covering one axis (an LSTM's four gates) are joined with one concatenate instead
+    of being added as four zero-padded arrays."""
+
+    def __init__(self, builder):
+        self.builder = builder
+        self.parts = {}
+
+    def __contains__(self, v):
+        return v in self.parts
+
+    def add(self, v, g):
+        self.parts.setdefault(v, []).append((g, self._slice_of(g, v)))
+
+    def pop(self, v, default=None):
+        parts = self.parts.pop(v, None)
+        if parts is None:
+            return default
+        pieces = [p for _, p in parts]
+        if len(parts) > 1 and all(pieces) and len({p[0] for p in pieces}) == 1:
+            axis = pieces[0][0]
+            pieces.sort(key=lambda p: p[1])
+            bounds = [(p[1], p[2]) for p in pieces]
+            if bounds[0][0] == 0 and bounds[-1][1] == v.shape[axis] and all(
+                    a[1] == b[0] for a, b in zip(bounds, bounds[1:])):
+                return concatenate_p(*[p[3] for p in pieces], axis=axis)
+        total = parts[0][0]
+        for g, _ in parts[1:]:
+            total = add(total, g)
+        return total
+
+    def _slice_of(self, g, v):
+        """(axis, start, stop, piece) when g = scatter_add(piece) into one basic slice of v."""
+        eqns = self.builder.eqns
+        if not eqns or eqns[-1].outvars[0] is not getattr(g, "_var", None):
+            return None
+        eqn = eqns[-1]
+        if eqn.prim is not scatter_add_p or len(eqn.invars) != 1:
+            return None
+        index = eqn.params["index"]
+        cut = [i for i, s in enumerate(index) if s != slice(None)]
+        if len(index) > len(v.shape) or len(cut) != 1 or not isinstance(index[cut[0]], slice):
+            return None
+        axis, sl = cut[0], index[cut[0]]
+        start, stop, step = sl.indices(v.shape[axis])
+        if step != 1 or not isinstance(eqn.invars[0], Var):
+            return None
+        var = eqn.invars[0]
+        piece = self.builder._tracer(var, self.builder._zeros(var.shape, var.dtype))
+        return axis, start, stop, piece
 
 
 def _read(fwd, v):
