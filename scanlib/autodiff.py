@@ -15,7 +15,8 @@ import numpy as np
 from . import backends, pytree
 from .ops import elementwise as ew
 from .ops import zeros_like
-from .tape import Tensor, backward_pass, differentiating, grad_enabled, is_differentiable_dtype
+from .tape import (Tensor, backward_pass, differentiating, enable_grad, grad_enabled,
+                   is_differentiable_dtype)
 from .tape import state as _state
 
 
@@ -61,7 +62,8 @@ def vjp(f, *primals, has_aux=False):
     paths, leaves, treedef = pytree.flatten_with_paths(primals, "primals")
     with differentiating():
         inputs = [_fresh_input(x, p, "vjp") for p, x in zip(paths, leaves)]
-        out = f(*pytree.unflatten(treedef, inputs))
+        with enable_grad():  # asked for explicitly: record f even inside no_grad()
+            out = f(*pytree.unflatten(treedef, inputs))
     aux = None
     if has_aux:
         out, aux = _split_aux(out, "vjp")
@@ -127,7 +129,8 @@ def value_and_grad(f, argnums=0, has_aux=False):
             call_args = list(args)
             for n, v in zip(nums_, new_chosen):
                 call_args[n] = v
-            out = f(*call_args)
+            with enable_grad():  # asked for explicitly: record f even inside no_grad()
+                out = f(*call_args)
         aux = None
         if has_aux:
             out, aux = _split_aux(out, "grad")

@@ -278,6 +278,10 @@ def test_backward_with_cotangent(backend):
     x.grad = None
     (x * 2.0).backward(backend.array([1.0, 1.0, 1.0]))  # a raw array works too
     np.testing.assert_allclose(x.grad.numpy(), [2.0, 2.0, 2.0])
+    x.grad = None
+    (x * 2.0).backward([1.0, 2.0, 3.0])  # and a list, put on the tensor's device
+    np.testing.assert_allclose(x.grad.numpy(), [2.0, 4.0, 6.0])
+    backend.check_device(x.grad)
 
 
 def test_backward_through_shared_subexpressions(backend):
@@ -309,6 +313,20 @@ def test_no_grad(backend):
     assert (x * 2.0).requires_grad
     with pytest.raises(RuntimeError, match="does not require grad"):
         y.sum().backward()
+
+
+def test_functional_grad_works_inside_no_grad(backend):
+    # grad/vjp are explicit requests: no_grad() must not turn them into silent zeros.
+    x = backend.tensor([1.0, 2.0])
+    w = backend.tensor([1.0, 2.0], requires_grad=True)
+    with sl.no_grad():
+        np.testing.assert_allclose(sl.grad(lambda x: (x * x).sum())(x).numpy(), [2.0, 4.0])
+        value, g = sl.value_and_grad(lambda w: (w**3).sum())(w)
+        np.testing.assert_allclose(g.numpy(), [3.0, 12.0])
+        assert not g.requires_grad and not value.requires_grad  # nothing links to the tape
+        (g2,) = sl.vjp(lambda x: sl.sin(x), x)[1](backend.tensor([1.0, 1.0]))
+        np.testing.assert_allclose(g2.numpy(), np.cos([1.0, 2.0]))
+        assert not (w * 2.0).requires_grad  # and no_grad still holds outside grad's f
 
 
 def test_comparisons_are_bool_and_not_differentiable(backend):
