@@ -78,11 +78,17 @@ def main(argv=None) -> int:
     machine = env.machine_info()
     threads = env.thread_info(args.threads, how)
     print(env.describe(machine, threads), flush=True)
+    warnings = [w for w in [env.busy_warning(machine, machine["load_average_at_start"])] if w]
 
     t0 = time.perf_counter()
     out = harness.run(cfg)
     results = out["results"]
     print("\n" + report.table(results))
+    machine["load_average_at_end"] = env.load_average()
+    end = env.busy_warning(machine, machine["load_average_at_end"])
+    warnings += [end] if end and not warnings else []
+    for w in warnings:
+        print(w)
     print(f"\ntotal {time.perf_counter() - t0:.1f} s; command: python -m bench "
           + " ".join(sys.argv[1:] if argv is None else argv))
 
@@ -91,7 +97,8 @@ def main(argv=None) -> int:
         "command": "python -m bench " + " ".join(sys.argv[1:] if argv is None else argv),
         "created": stamp, "size": args.size, "machine": machine, "threads": threads,
         "config": {k: v for k, v in vars(cfg).items() if k != "verbose"},
-        "tolerance": harness.TOLERANCE, "skipped": out["skipped"], "results": results,
+        "tolerance": harness.TOLERANCE, "skipped": out["skipped"], "warnings": warnings,
+        "results": results,
     }
     for name in (f"bench-{args.size}-{stamp}", f"latest-{args.size}"):
         report.write_json(os.path.join(args.out, name + ".json"), payload)

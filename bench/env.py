@@ -68,6 +68,21 @@ def _cpu_model():
     return platform.processor() or platform.machine()
 
 
+def load_average():
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:  # not available on this platform
+        return None
+
+
+def busy_warning(machine: dict, load) -> str | None:
+    """A note when other work competes for the CPUs (the load counts this process too)."""
+    if load and load[0] > machine["usable_cpus"] - 0.5:
+        return (f"WARNING: load average {load[0]} on {machine['usable_cpus']} usable CPUs: "
+                "other processes compete with the benchmark; expect noisy timings.")
+    return None
+
+
 def machine_info() -> dict:
     try:
         usable = len(os.sched_getaffinity(0))
@@ -75,6 +90,7 @@ def machine_info() -> dict:
         usable = os.cpu_count()
     return {
         "cpu": _cpu_model(), "cpu_count": os.cpu_count(), "usable_cpus": usable,
+        "load_average_at_start": load_average(),
         "platform": platform.platform(), "python": sys.version.split()[0],
         "versions": {n: _version(n) for n in ("numpy", "scanlib", "torch", "jax", "jaxlib",
                                                 "autograd", "mygrad", "threadpoolctl")},
@@ -104,7 +120,8 @@ def describe(machine: dict, threads: dict) -> str:
                         for p in pools) if isinstance(pools, list) else pools)
     v = machine["versions"]
     return (f"machine: {machine['cpu']}, {machine['usable_cpus']} usable of "
-            f"{machine['cpu_count']} CPUs, {machine['platform']}, Python {machine['python']}\n"
+            f"{machine['cpu_count']} CPUs, {machine['platform']}, Python {machine['python']}, "
+            f"load average {machine['load_average_at_start']}\n"
             f"threads: {threads['requested']} requested via {threads['how']}; pools: {pool_s}"
             + (f"; torch {threads['torch_threads']}" if "torch_threads" in threads else "")
             + "\nversions: " + ", ".join(f"{k} {x}" for k, x in v.items() if x))
