@@ -84,6 +84,9 @@ def main(argv=None) -> int:
     out = harness.run(cfg)
     results = out["results"]
     print("\n" + report.table(results))
+    checks = report.targets(results)
+    scope = "" if args.size == "full" else " (they are stated for the full sizes)"
+    print(f"\nissue 4 targets, this run{scope}:\n" + report.targets_text(checks))
     machine["load_average_at_end"] = env.load_average()
     end = env.busy_warning(machine, machine["load_average_at_end"])
     warnings += [end] if end and not warnings else []
@@ -98,7 +101,7 @@ def main(argv=None) -> int:
         "created": stamp, "size": args.size, "machine": machine, "threads": threads,
         "config": {k: v for k, v in vars(cfg).items() if k != "verbose"},
         "tolerance": harness.TOLERANCE, "skipped": out["skipped"], "warnings": warnings,
-        "results": results,
+        "targets": checks, "results": results,
     }
     for name in (f"bench-{args.size}-{stamp}", f"latest-{args.size}"):
         report.write_json(os.path.join(args.out, name + ".json"), payload)

@@ -99,3 +99,56 @@ def write_chart(path, results) -> str:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return f"chart: {path}"
+
+
+def _find(results, workload, contender):
+    return next((r for r in results if r["workload"] == workload
+                 and r["contender"] == contender and "median_s" in r), None)
+
+
+def targets(results) -> list:
+    """Issue 4's targets for scanlib-scan (and scanlib-loop), checked against this run.
+
+    Each entry: {"target", "value", "met"} (met is None where a number is missing).
+    """
+    out = []
+
+    def check(text, value, limit, fmt):
+        out.append({"target": text, "value": None if value is None else fmt.format(value),
+                    "met": None if value is None else bool(value <= limit)})
+
+    def field(w, c, key):
+        r = _find(results, w, c)
+        return None if r is None else r.get(key)
+
+    for w in ("rnn", "rnn-large", "lstm"):
+        check(f"{w}: scanlib-scan <= 1.0x numpy-manual", field(w, "scanlib-scan", "ratio"),
+              1.0, "{:.2f}x")
+    check("linrec: scanlib-scan <= 1.5x numpy-manual", field("linrec", "scanlib-scan", "ratio"),
+          1.5, "{:.2f}x")
+    check("cumsum: scanlib-scan <= 1 us/step", field("cumsum", "scanlib-scan", "us_per_step"),
+          1.0, "{:.2f} us/step")
+    mem, ref = field("rnn", "scanlib-scan", "peak_bytes"), field("rnn", "numpy-manual",
+                                                                "peak_bytes")
+    check("rnn: scanlib-scan peak memory <= 1.2x numpy-manual",
+          mem / ref if mem is not None and ref else None, 1.2, "{:.2f}x")
+    extra = field("rnn", "scanlib-scan", "first_call_extra_s")
+    check("rnn: scanlib-scan first call <= 10 ms more than the median",
+          None if extra is None else extra * 1e3, 10.0, "{:+.1f} ms")
+    t1 = field("rnn-t1", "scanlib-scan", "median_s")
+    check("rnn-t1: one scan call (T=1, fresh closure) <= 1 ms",
+          None if t1 is None else t1 * 1e3, 1.0, "{:.2f} ms")
+    for w in dict.fromkeys(r["workload"] for r in results):
+        loop = field(w, "scanlib-loop", "median_s")
+        for peer in ("autograd", "mygrad"):
+            other = field(w, peer, "median_s")
+            if loop is not None and other is not None:
+                check(f"{w}: scanlib-loop faster than {peer}", loop / other, 1.0,
+                      "{:.2f}x " + peer)
+    return out
+
+
+def targets_text(checks) -> str:
+    mark = {True: "met ", False: "MISS", None: "n/a "}
+    return "\n".join(f"  [{mark[c['met']]}] {c['target']}: {c['value'] or 'not measured'}"
+                     for c in checks)
