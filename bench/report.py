@@ -22,13 +22,12 @@ def _mb(rec):
 
 def table(results) -> str:
     """One row per workload and contender: medians, spread, ratios, first call, memory."""
-    head = ("workload", "contender", "median ms", "IQR %", "reps", "x manual", "us/step",
-            "first ms", "peak MB", "grad rel", "")
+    head = ("workload", "contender", "median ms", "IQR %", "reps", "x manual", "cpu x",
+            "us/step", "first ms", "peak MB", "grad rel", "")
     rows = [head]
     for r in results:
         if r["status"] != "ok" or "median_s" not in r:
-            rows.append((r["workload"], r["contender"], r["status"], "", "", "", "", "", "",
-                         "", r["note"][:70]))
+            rows.append((r["workload"], r["contender"], r["status"], *[""] * 8, r["note"][:70]))
             continue
         iqr = 100 * (r["p75_s"] - r["p25_s"]) / r["median_s"]
         grad = r.get("grad_max_rel")
@@ -37,6 +36,7 @@ def table(results) -> str:
             flag = (flag + f" compile+trace {r['first_call_extra_s'] * 1e3:.0f} ms").strip()
         rows.append((r["workload"], r["contender"], _ms(r["median_s"]), f"{iqr:.0f}",
                      str(r["reps"]), "-" if r.get("ratio") is None else f"{r['ratio']:.2f}",
+                     "-" if r.get("cpu_ratio") is None else f"{r['cpu_ratio']:.2f}",
                      f"{r['us_per_step']:.2f}", _ms(r["first_call_s"]), _mb(r),
                      "-" if grad is None else f"{grad:.1e}", flag))
     widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
@@ -49,7 +49,9 @@ def table(results) -> str:
     lines.append("x manual: median / numpy-manual's median in this run. peak MB: tracemalloc, "
                  "one forward+backward, above what was allocated before\n"
                  "(torch and JAX allocate outside tracemalloc's view: '-'). IQR %: "
-                 "interquartile range / median.")
+                 "interquartile range / median.\n"
+                 "cpu x: the same ratio of process CPU time (all threads), which other "
+                 "processes on the machine disturb less than wall time.")
     return "\n".join(lines)
 
 
