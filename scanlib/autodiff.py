@@ -15,8 +15,14 @@ import numpy as np
 from . import backends, pytree
 from .ops import elementwise as ew
 from .ops import zeros_like
-from .tape import (Tensor, backward_pass, differentiating, enable_grad, grad_enabled,
-                   is_differentiable_dtype)
+from .tape import (
+    Tensor,
+    backward_pass,
+    differentiating,
+    enable_grad,
+    grad_enabled,
+    is_differentiable_dtype,
+)
 from .tape import state as _state
 
 

@@ -59,6 +59,7 @@ def test_grad_has_aux(backend):
     (value, aux2), g2 = sl.value_and_grad(f, has_aux=True)(x)
     np.testing.assert_allclose(value.numpy(), 5.0)
     np.testing.assert_allclose(g2.numpy(), [2.0, 4.0])
+    assert aux2["note"] == "kept"
     with pytest.raises(TypeError, match="pair"):
         sl.grad(lambda x: x.sum(), has_aux=True)(x)
 
@@ -171,6 +172,7 @@ def test_vjp_has_aux(backend):
     x = backend.tensor([2.0])
     out, back, aux = sl.vjp(lambda x: (x * 3.0, "aux"), x, has_aux=True)
     assert aux == "aux"
+    np.testing.assert_allclose(out.numpy(), [6.0])
     np.testing.assert_allclose(back(backend.tensor([1.0]))[0].numpy(), [3.0])
 
 
@@ -366,9 +368,9 @@ def test_numpy_asarray_and_repr(backend):
     np.testing.assert_array_equal(x.numpy(), [1.0, 2.0])
 
 
-def test_ndarray_op_tensor_is_a_tensor():
-    a = np.array([1.0, 2.0])
-    x = sl.tensor([3.0, 4.0], requires_grad=True)
+def test_ndarray_op_tensor_is_a_tensor(backend):
+    a = backend.array([1.0, 2.0])
+    x = backend.tensor([3.0, 4.0], requires_grad=True)
     for out in (a + x, a - x, a * x, a / x, a**x, a @ x, np.exp(x), np.float64(2.0) * x,
                 a < x):
         assert isinstance(out, sl.Tensor), type(out)

@@ -142,7 +142,7 @@ def test_ragged_data(backend):
 
 
 def test_vjp_cotangent_structure_and_shape(backend):
-    out, back = sl.vjp(lambda x: (x, x * 2.0), backend.tensor([1.0, 2.0]))
+    _, back = sl.vjp(lambda x: (x, x * 2.0), backend.tensor([1.0, 2.0]))
     with pytest.raises(TypeError, match="structure"):
         back(backend.tensor([1.0, 1.0]))
     with pytest.raises(ValueError, match=r"out\[1\] has shape \(2,\).*\(3,\)"):

@@ -229,7 +229,7 @@ CASES = [
 
 
 def _tol(dtype):
-    return dict(rtol=2e-5, atol=1e-5) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-12)
+    return {"rtol": 2e-5, "atol": 1e-5} if dtype == np.float32 else {"rtol": 1e-12, "atol": 1e-12}
 
 
 @pytest.mark.parametrize("c", CASES)
