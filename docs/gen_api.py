@@ -26,13 +26,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 
-import scanlib as sl  # noqa: E402
+import scanlib as sl
 
 # name -> (signature or None, one-line description or None, example source or None).
 # None means "take it from the docstring".
 FALLBACK = {
-    "tensor": (None, None, "sl.tensor([[1, 2], [3, 4]], dtype='float32')\n"
-               "sl.tensor([1.0, 2.0], requires_grad=True)"),
+    "tensor": (None, None, ("sl.tensor([[1, 2], [3, 4]], dtype='float32')\n"
+               "sl.tensor([1.0, 2.0], requires_grad=True)")),
     "as_tensor": (None, None, "sl.as_tensor(np.arange(3))"),
     "zeros": (None, "A Tensor of zeros (float64 unless dtype is given).",
               "sl.zeros((2, 3), dtype='float32')"),
@@ -53,8 +53,8 @@ FALLBACK = {
     "cos": ("cos(x)", "Elementwise cosine.", "sl.cos(sl.tensor([0.0, np.pi]))"),
     "tanh": ("tanh(x)", "Elementwise hyperbolic tangent; its VJP reuses the output.",
              "sl.grad(lambda x: sl.tanh(x).sum())(sl.tensor([0.0, 1.0]))"),
-    "sigmoid": ("sigmoid(x)", "Elementwise logistic function 1 / (1 + exp(-x)), stable for "
-                "large |x|.", "sl.sigmoid(sl.tensor([-100.0, 0.0, 100.0]))"),
+    "sigmoid": ("sigmoid(x)", ("Elementwise logistic function 1 / (1 + exp(-x)), stable for "
+                "large |x|."), "sl.sigmoid(sl.tensor([-100.0, 0.0, 100.0]))"),
     "relu": (None, None, "sl.relu(sl.tensor([-1.0, 0.0, 2.0]))"),
     "softplus": (None, None, "sl.softplus(sl.tensor([-1000.0, 0.0, 1000.0]))"),
     "abs": ("abs(x)", "Elementwise absolute value.", "sl.abs(sl.tensor([-2.0, 3.0]))"),
@@ -87,58 +87,58 @@ FALLBACK = {
                     "sl.expand_dims(sl.zeros(3), 0).shape"),
     "squeeze": (None, "Remove axes of size 1 (all of them, or those named).",
                 "sl.squeeze(sl.zeros((1, 3, 1))).shape"),
-    "broadcast_to": (None, "Broadcast to a shape, as numpy.broadcast_to; the gradient is "
-                     "summed back.", "sl.broadcast_to(sl.tensor([1.0, 2.0]), (2, 2))"),
+    "broadcast_to": (None, ("Broadcast to a shape, as numpy.broadcast_to; the gradient is "
+                     "summed back."), "sl.broadcast_to(sl.tensor([1.0, 2.0]), (2, 2))"),
     "stop_gradient": ("stop_gradient(x)", "x's value, through which no gradient flows.",
                       "sl.grad(lambda x: (x * sl.stop_gradient(x)).sum())(sl.tensor([3.0]))"),
     "sign": ("sign(x)", "Elementwise sign (-1, 0 or 1); not differentiable.",
              "sl.sign(sl.tensor([-2.0, 0.0, 5.0]))"),
     "Tensor": (None, None,
-               "x = sl.tensor([1.0, 2.0], requires_grad=True)\n"
+               ("x = sl.tensor([1.0, 2.0], requires_grad=True)\n"
                "loss = (x * x).sum()\n"
                "loss.backward()\n"
-               "x.grad"),
-    "Graph": (None, "A traced function: invars, equations in execution order, outvars and "
-              "the closed-over constants; printing it shows straight-line code.",
+               "x.grad")),
+    "Graph": (None, ("A traced function: invars, equations in execution order, outvars and "
+              "the closed-over constants; printing it shows straight-line code."),
               "print(sl.make_graph(lambda x: sl.exp(x) + 1.0)(sl.zeros(2)))"),
     "no_grad": (None, None,
-                "x = sl.tensor([1.0], requires_grad=True)\n"
+                ("x = sl.tensor([1.0], requires_grad=True)\n"
                 "with sl.no_grad():\n"
                 "    y = x * 2\n"
-                "y.requires_grad"),
+                "y.requires_grad")),
     "enable_grad": ("enable_grad(enabled=True)",
                     "Context manager that turns recording back on (or off) inside no_grad.",
-                    "x = sl.tensor([1.0], requires_grad=True)\n"
+                    ("x = sl.tensor([1.0], requires_grad=True)\n"
                     "with sl.no_grad(), sl.enable_grad():\n"
                     "    y = x * 2\n"
-                    "y.requires_grad"),
+                    "y.requires_grad")),
     "grad": (None, None, None),
     "value_and_grad": (None, None,
                        "sl.value_and_grad(lambda w: (w ** 2).sum())(sl.tensor([1.0, 2.0]))"),
     "vjp": (None, None, None),
     "make_graph": (None, None, None),
-    "testing": ("scanlib.testing.check_grads(f, args, order=1, *, eps=1e-6, rtol=1e-5, "
-                "atol=1e-7, seed=0)",
-                "Gradient checks: `check_grads` compares f's VJP (and with order=2 the VJP of "
+    "testing": (("scanlib.testing.check_grads(f, args, order=1, *, eps=1e-6, rtol=1e-5, "
+                "atol=1e-7, seed=0)"),
+                ("Gradient checks: `check_grads` compares f's VJP (and with order=2 the VJP of "
                 "the VJP) with central finite differences in a random direction, in float64; "
-                "it raises AssertionError on a mismatch.",
-                "sl.testing.check_grads(lambda x: sl.tanh(x) * x, (np.linspace(-1, 1, 5),), "
-                "order=2)"),
+                "it raises AssertionError on a mismatch."),
+                ("sl.testing.check_grads(lambda x: sl.tanh(x) * x, (np.linspace(-1, 1, 5),), "
+                "order=2)")),
     "cuda_available": (None, None, "isinstance(sl.cuda_available(), bool)  # True or False, by machine"),
     "scan": (None, None, None),
     "scan_plan": (None, None, None),
     "ScanPlan": (None, None,
-                 "W = sl.tensor([[0.5]], requires_grad=True)\n"
+                 ("W = sl.tensor([[0.5]], requires_grad=True)\n"
                  "plan = sl.scan_plan(lambda h, x: (sl.tanh(h @ W + x),) * 2, sl.zeros((1, 1)),"
                  " sl.zeros((5, 1, 1)))\n"
-                 "print(plan)"),
+                 "print(plan)")),
 }
 
 
 # --- running examples like a Python prompt ---------------------------------------------------
 def new_namespace() -> dict:
     ns = {"sl": sl, "np": np, "scanlib": sl}
-    exec("import scanlib as sl\nimport numpy as np", ns)
+    exec("import scanlib as sl\nimport numpy as np", ns)  # noqa: S102 (running examples is the job)
     return ns
 
 
@@ -150,7 +150,7 @@ def run_chunk(source: str, ns: dict) -> str:
         old_hook = sys.displayhook
         sys.displayhook = lambda v: None if v is None else print(repr(v))
         try:
-            exec(code, ns)
+            exec(code, ns)  # noqa: S102
         finally:
             sys.displayhook = old_hook
     return out.getvalue()
@@ -228,10 +228,10 @@ def api_markdown() -> str:
     lines = [
         "# API reference",
         "",
-        "Every public name in `scanlib.__all__`, in that order, with a one-line description "
+        ("Every public name in `scanlib.__all__`, in that order, with a one-line description "
         "and an example whose output was produced by running it (`import scanlib as sl`, "
         "`import numpy as np`). Generated by `python docs/gen_api.py` from the docstrings; "
-        "a test checks that it is up to date.",
+        "a test checks that it is up to date."),
         "",
     ]
     links = anchors(sl.__all__)
@@ -259,7 +259,7 @@ def api_markdown() -> str:
 
 
 # --- refreshing the outputs in a markdown file of >>> blocks ----------------------------------
-_BLOCK = re.compile(r"```python\n(.*?)```", re.S)
+_BLOCK = re.compile(r"```python\n(.*?)```", re.DOTALL)
 
 
 def refresh_markdown(text: str) -> str:
@@ -292,6 +292,11 @@ def _example_block(source: str, ns: dict) -> str:
     return "\n".join(lines)
 
 
+def read(path: str) -> str:
+    with open(path) as f:
+        return f.read()
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     check = "--check" in argv
@@ -299,7 +304,7 @@ def main(argv=None) -> int:
                os.path.join(HERE, "tutorial.md"): refresh_markdown}
     stale = []
     for path, make in targets.items():
-        old = open(path).read() if os.path.exists(path) else ""
+        old = read(path) if os.path.exists(path) else ""
         new = make(old)
         if new != old:
             stale.append(os.path.relpath(path, ROOT))

@@ -21,9 +21,9 @@ import itertools
 import sys
 import time
 
+import _util
 import numpy as np
 
-import _util
 import scanlib as sl
 
 TRUE = {
@@ -129,10 +129,10 @@ def main(argv=None) -> int:
     fit = probabilities(logits)
     perm = list(best_permutation(fit, TRUE))
     A_fit = fit["A"][perm][:, perm]
-    np.set_printoptions(precision=3, suppress=True)
-    print(f"\ntransition matrix, true:\n{TRUE['A']}\nfitted (states relabelled "
-          f"{perm}):\n{A_fit}")
-    print(f"emission matrix, true:\n{TRUE['B']}\nfitted:\n{fit['B'][perm]}")
+    with np.printoptions(precision=3, suppress=True):
+        print(f"\ntransition matrix, true:\n{TRUE['A']}\nfitted (states relabelled "
+              f"{perm}):\n{A_fit}")
+        print(f"emission matrix, true:\n{TRUE['B']}\nfitted:\n{fit['B'][perm]}")
     print(f"largest error: transitions {np.abs(A_fit - TRUE['A']).max():.3f}, emissions "
           f"{np.abs(fit['B'][perm] - TRUE['B']).max():.3f}")
     print(f"log-likelihood per observation: start {ll_init:.4f}, fitted {ll_fit:.4f}, "

@@ -17,9 +17,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+import _util
 import numpy as np
 
-import _util
 import scanlib as sl
 
 

@@ -18,9 +18,9 @@ import argparse
 import sys
 import time
 
+import _util
 import numpy as np
 
-import _util
 import scanlib as sl
 
 NAMES = ("rho", "omega", "q", "r")

@@ -18,9 +18,9 @@ import argparse
 import sys
 import time
 
+import _util
 import numpy as np
 
-import _util
 import scanlib as sl
 
 
@@ -105,8 +105,8 @@ def main(argv=None) -> int:
 
     errors = {k: abs(fit[k] - true[k]) / true[k] for k in true}
     print(f"\n{'':>6} {'true':>7} {'start':>7} {'fitted':>7} {'rel.err':>8}")
-    for k in true:
-        print(f"{k:>6} {true[k]:7.4f} {guess[k]:7.4f} {fit[k]:7.4f} {errors[k]:8.1%}")
+    for k, value in true.items():
+        print(f"{k:>6} {value:7.4f} {guess[k]:7.4f} {fit[k]:7.4f} {errors[k]:8.1%}")
     print(f"mean squared error {first:.5f} -> {final:.5f} (noise variance "
           f"{args.noise ** 2:.5f})   ({time.perf_counter() - start:.1f}s)")
 

@@ -52,7 +52,7 @@ def main(argv=None) -> int:
     same = np.allclose(w.grad.numpy(), sl.grad(predict)(w.detach(), x).numpy())
     print(f"(sl.grad(predict)(w, x) gives the same: {same})")
 
-    section(f"2. A scan traces its body once: the tanh RNN  h = tanh(h W + x U + b)")
+    section("2. A scan traces its body once: the tanh RNN  h = tanh(h W + x U + b)")
     W = sl.tensor(rng.normal(0, 1 / np.sqrt(H), (H, H)), dtype="float32", requires_grad=True)
     U = sl.tensor(rng.normal(0, 1 / np.sqrt(D), (D, H)), dtype="float32", requires_grad=True)
     b = sl.tensor(np.zeros(H), dtype="float32", requires_grad=True)
