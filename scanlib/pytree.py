@@ -1,7 +1,7 @@
 """Pytrees (nested tuples, lists, dicts, namedtuples, None) through optree, with readable
 paths such as `init['h']` or `xs[1]` for error messages.
 
-Imports tape (Tensors are leaves) and nothing above.
+Imports optree only; any object that is not a container (a Tensor, an array) is a leaf.
 """
 
 from __future__ import annotations

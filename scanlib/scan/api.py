@@ -104,16 +104,31 @@ def _scan_length(paths, leaves, dim, length):
     return T, moved
 
 
-def _init_leaf(leaf, path):
+def _init_leaf(leaf, path, device):
+    """(Tensor, weak): a Python number becomes a 0-d tensor on the scan's device whose dtype
+    may still adopt the one f returns for it."""
     if isinstance(leaf, Tensor):
         return leaf, False
     if backends.is_array(leaf):
-        return Tensor(leaf if isinstance(leaf, np.ndarray) or not isinstance(leaf, np.generic)
-                      else np.asarray(leaf)), False
+        return Tensor(np.asarray(leaf) if isinstance(leaf, np.generic) else leaf), False
     if isinstance(leaf, (bool, int, float, complex)):
-        return Tensor(np.asarray(leaf)), True
+        return Tensor(backends.asarray_on(leaf, device)), True
     raise TypeError(f"scan: {path} is a {type(leaf).__name__}; init leaves must be Tensors, "
                     "arrays or Python numbers")
+
+
+def _device_of_leaves(leaves, paths):
+    """The one device of the array leaves (Python numbers follow it); two is an error."""
+    found = {}
+    for p, x in zip(paths, leaves):
+        if isinstance(x, Tensor) or backends.is_array(x):
+            d = x.device if isinstance(x, Tensor) else backends.device_of(x)
+            found.setdefault(d, p)
+    if len(found) > 1:
+        (d1, p1), (d2, p2) = list(found.items())[:2]
+        raise ValueError(f"scan: inputs live on different devices: {p1} is on {d1} and {p2} "
+                         f"on {d2}. Move them to one device with .to('{d1}') or .to('{d2}').")
+    return next(iter(found), "cpu")
 
 
 def _prepare(f, init, xs, length, reverse, dim):
@@ -121,11 +136,10 @@ def _prepare(f, init, xs, length, reverse, dim):
     init_paths, init_leaves, init_tree = pytree.flatten_with_paths(init, "init")
     xs_paths, xs_leaves, xs_tree = pytree.flatten_with_paths(xs, "xs")
     T, xs_t = _scan_length(xs_paths, xs_leaves, dim, length)
-    init_t, weak = zip(*[_init_leaf(x, p) for p, x in zip(init_paths, init_leaves)]) \
+    device = _device_of_leaves(init_leaves + xs_leaves, init_paths + xs_paths)
+    init_t, weak = zip(*[_init_leaf(x, p, device) for p, x in zip(init_paths, init_leaves)]) \
         if init_leaves else ((), ())
     init_t, weak = list(init_t), list(weak)
-    devices = {x.device for x in init_t + xs_t}
-    device = devices.pop() if len(devices) == 1 else "cpu"
 
     for attempt in range(2):
         body, trees = _trace_body(f, init_t, xs_t, init_tree, xs_tree, device)
@@ -176,7 +190,7 @@ def _trace_body(f, init_t, xs_t, init_tree, xs_tree, device):
             if not (isinstance(leaf, (Tensor, bool, int, float)) or backends.is_array(leaf)):
                 raise TypeError(f"scan: f returned {p} of type {type(leaf).__name__}; y leaves "
                                 "must be Tensors, arrays or numbers")
-        return [as_tensor(x) for x in c_leaves] + [as_tensor(x) for x in y_leaves]
+        return [_on_device(x, device) for x in c_leaves + y_leaves]
 
     in_tree = pytree.flatten((pytree.unflatten(init_tree, init_t),
                               pytree.unflatten(xs_tree, xs_t)))[1]
@@ -185,6 +199,13 @@ def _trace_body(f, init_t, xs_t, init_tree, xs_tree, device):
     graph, _, _ = trace_function(body_fn, avals, in_tree, device=device, hints=hints,
                                  name="body", const_names=closure_names(f))
     return graph, trees
+
+
+def _on_device(x, device):
+    """f's outputs as tensors; a Python number f returns lives where the scan runs."""
+    if isinstance(x, (bool, int, float, complex)):
+        return Tensor(backends.asarray_on(x, device))
+    return as_tensor(x)
 
 
 def _short(name):

@@ -159,6 +159,11 @@ def _fmt_param(value) -> str:
     return repr(value)
 
 
+def _fmt_index_param(index) -> str:
+    items = index if isinstance(index, tuple) else (index,)
+    return "[" + ", ".join(_fmt_index(v) for v in items) + "]"
+
+
 def _fmt_index(v) -> str:
     if isinstance(v, slice):
         parts = ["" if p is None else str(p) for p in (v.start, v.stop, v.step)]
@@ -199,7 +204,8 @@ def format_graph(graph: Graph, indent: int = 0, names=None) -> str:
     for eqn in graph.eqns:
         ins = [name(v) for v in eqn.invars]
         sub = [(k, p) for k, p in eqn.params.items() if isinstance(p, Graph)]
-        params = [f"{k}={_fmt_param(p)}" for k, p in eqn.params.items()
+        params = [f"{k}={_fmt_index_param(p) if k == 'index' else _fmt_param(p)}"
+                  for k, p in eqn.params.items()
                   if not k.startswith("_") and not isinstance(p, (Graph, list))]
         outs = ", ".join(f"{name(v)}: {v.type}" for v in eqn.outvars)
         lines.append(f"{pad}    {outs} = {eqn.prim.name}({', '.join(ins + params)})")
