@@ -42,4 +42,8 @@ def leaf_names(tree, root: str):
 
 
 def structure_str(treedef) -> str:
-    return str(treedef).replace("PyTreeSpec(", "").rstrip(")")
+    """`(*, {'h': *})` for a treedef: the PyTreeSpec(...) wrapper and namespace dropped."""
+    text = str(treedef)
+    if text.startswith("PyTreeSpec(") and text.endswith(")"):
+        text = text[len("PyTreeSpec("):-1]
+    return text.split(", namespace=")[0]

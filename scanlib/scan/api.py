@@ -104,6 +104,9 @@ def _scan_length(paths, leaves, dim, length):
     return T, moved
 
 
+_NARROWEST = {"f": np.float16, "i": np.int8, "u": np.uint8, "c": np.complex64, "b": np.bool_}
+
+
 def _init_leaf(leaf, path, device):
     """(Tensor, weak): a Python number becomes a 0-d tensor on the scan's device whose dtype
     may still adopt the one f returns for it."""
@@ -141,22 +144,23 @@ def _prepare(f, init, xs, length, reverse, dim):
         if init_leaves else ((), ())
     init_t, weak = list(init_t), list(weak)
 
-    for attempt in range(2):
-        body, trees = _trace_body(f, init_t, xs_t, init_tree, xs_tree, device)
-        carry_tree, y_tree = trees
-        if carry_tree != init_tree:
-            raise TypeError(
-                f"scan: the carry returned by f must have init's structure, but init is "
-                f"{pytree.structure_str(init_tree)} and f returned "
-                f"{pytree.structure_str(carry_tree)}. Return (new_carry, y) with new_carry "
-                f"shaped like init.")
-        retrace = False
-        for i, (path, x, v) in enumerate(zip(init_paths, init_t, body.outvars)):
-            if weak[i] and v.dtype != x.dtype and v.shape == x.shape and attempt == 0:
-                init_t[i] = Tensor(x._value.astype(v.dtype))  # a Python number adopts f's dtype
-                retrace = True
-        if not retrace:
-            break
+    if any(weak):
+        # A Python number has no dtype of its own (JAX calls it weakly typed): trace once with
+        # the narrowest dtype of its kind; whatever f promotes it to is the dtype it takes.
+        # `c + x` with float32 x gives float32; `c + 1.0` alone keeps NumPy's float64.
+        trial = [Tensor(x._value.astype(_NARROWEST[x.dtype.kind])) if w else x
+                 for x, w in zip(init_t, weak)]
+        trial_body, _ = _trace_body(f, trial, xs_t, init_tree, xs_tree, device)
+        for i, (x, t, v) in enumerate(zip(init_t, trial, trial_body.outvars)):
+            if weak[i] and v.dtype != t.dtype and v.shape == x.shape:
+                init_t[i] = Tensor(x._value.astype(v.dtype))
+    body, (carry_tree, y_tree) = _trace_body(f, init_t, xs_t, init_tree, xs_tree, device)
+    if carry_tree != init_tree:
+        raise TypeError(
+            f"scan: the carry returned by f must have init's structure, but init is "
+            f"{pytree.structure_str(init_tree)} and f returned "
+            f"{pytree.structure_str(carry_tree)}. Return (new_carry, y) with new_carry "
+            f"shaped like init.")
     for path, x, v in zip(init_paths, init_t, body.outvars):
         if (x.shape, x.dtype) != (v.shape, v.dtype):
             what = "shapes differ" if x.shape != v.shape else "dtypes differ"

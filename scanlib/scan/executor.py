@@ -161,12 +161,14 @@ class CompiledBody:
                     plan = ("sum", x, axes)
                     self.fused_eqns.add(n)
                 elif eqn.prim.name == "matmul" and all(
-                        _is_var(v) and len(v.shape) == 2 for v in eqn.invars):
+                        _is_var(v) and len(v.shape) == 2 and self.kind[v] != CONST
+                        for v in eqn.invars):
                     p, q = eqn.invars
                     pn = self.producer.get(p)
                     if (pn is not None and pn not in critical and self.uses[p] == 1
                             and self.eqns[pn].prim.name == "transpose"
-                            and self.eqns[pn].params["axes"] == (1, 0)):
+                            and self.eqns[pn].params["axes"] == (1, 0)
+                            and self.kind[self.eqns[pn].invars[0]] != CONST):
                         plan = ("atb", self.eqns[pn].invars[0], q)  # sum_t a_t.T @ q_t
                         self.fused_eqns.update((n, pn))
                     else:

@@ -18,8 +18,10 @@ Imports backends, tape, ops and tracing.
 from __future__ import annotations
 
 from ..ops import as_tensor, zeros
+from ..ops import elementwise as ew
 from ..ops.elementwise import add
-from ..ops.structural import concatenate_p, scatter_add_p
+from ..ops.structural import (broadcast_to_p, concatenate_p, getitem_p, reshape_p,
+                              scatter_add_p, transpose_p)
 from ..ops.primitive import bind
 from ..tape import GraphBuilder, Graph, Literal, Var, tracing
 from ..tape.backward import fit_cotangent
@@ -98,12 +100,19 @@ def _linearize(body, nc, x_needs, k_needs):
                 outs = bind(eqn.prim, *[_read(fwd, v) for v in eqn.invars], **eqn.params)
                 fwd.update(zip(eqn.outvars, outs if eqn.prim.multiple_results else [outs]))
 
+        producer = {v: e for e in body.eqns for v in e.outvars}
+
         def get(v):
             if isinstance(v, Literal):
                 return v.value
             if v not in fwd:
-                fwd[v] = b.new_input(v.shape, v.dtype, v.hint)
-                candidates.append(v)
+                eqn = producer.get(v)
+                if eqn is not None and _is_view(eqn):
+                    # Never save a reshape/transpose of a value: save the value, redo the view.
+                    fwd[v] = bind(eqn.prim, get(eqn.invars[0]), *eqn.invars[1:], **eqn.params)
+                else:
+                    fwd[v] = b.new_input(v.shape, v.dtype, v.hint)
+                    candidates.append(v)
             return fwd[v]
 
         ct = _Cotangents(b)
@@ -228,6 +237,14 @@ class _Cotangents:
         var = eqn.invars[0]
         piece = self.builder._tracer(var, self.builder._zeros(var.shape, var.dtype))
         return axis, start, stop, piece
+
+
+_VIEWS = {reshape_p, transpose_p, broadcast_to_p, getitem_p, ew.copy}
+
+
+def _is_view(eqn):
+    """Equations that only rearrange one input's data (cheaper to redo than to store)."""
+    return eqn.prim in _VIEWS and len(eqn.invars) == 1 and isinstance(eqn.invars[0], Var)
 
 
 def _read(fwd, v):

@@ -7,7 +7,7 @@ Imports tape, tracing and the scan modules below it.
 
 from __future__ import annotations
 
-from ..tape import Tensor, format_graph, type_str
+from ..tape import format_graph, type_str
 from .api import _prepare
 from .executor import compiled
 from .linearize import linearize
@@ -48,8 +48,9 @@ class ScanPlan:
 
 
 def scan_plan(f, init, xs=None, *, length=None, reverse=False, dim=0) -> ScanPlan:
-    """What `scan(f, init, xs, ...)` traces and saves when differentiated with respect to
-    init, every float xs leaf, and the closed-over tensors that require grad.
+    """What `scan(f, init, xs, ...)` traces, and what it saves when differentiated: the carry
+    always carries a gradient; xs leaves and closed-over tensors do where they require grad
+    (exactly as scan itself decides).
 
     >>> import scanlib as sl
     >>> W = sl.tensor([[0.5]], requires_grad=True)
@@ -60,7 +61,7 @@ def scan_plan(f, init, xs=None, *, length=None, reverse=False, dim=0) -> ScanPla
     """
     body, consts, init_t, xs_t, T, _, _ = _prepare(f, init, xs, length, reverse, dim)
     nc = len(init_t)
-    x_needs = [_needs_grad(Tensor(x._value, True)) for x in xs_t]
+    x_needs = [_needs_grad(x) for x in xs_t]
     lin = linearize(body, nc, x_needs, [_needs_grad(k) for k in consts])
     run = compiled(lin.aug_body, nc, len(xs_t), reverse)
     user_plan = run.y_plan[:lin.num_ys]
