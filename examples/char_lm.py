@@ -202,11 +202,11 @@ def parse_args(argv):
     p.add_argument("--hidden", type=int, default=128, help="LSTM hidden size")
     p.add_argument("--seq-len", type=int, default=64, help="characters per training window")
     p.add_argument("--batch", type=int, default=32, help="windows per step")
-    p.add_argument("--lr", type=float, default=4e-3, help="Adam learning rate")
+    p.add_argument("--lr", type=float, default=1.5e-2, help="Adam learning rate")
     p.add_argument("--seed", type=int, default=0, help="random seed")
     p.add_argument("--device", default="cpu", help="cpu or cuda (cuda:N)")
     p.add_argument("--sample-len", type=int, default=160, help="characters per sample")
-    p.add_argument("--evals", type=int, default=6, help="validation evaluations during training")
+    p.add_argument("--evals", type=int, default=10, help="validation evaluations during training")
     p.add_argument("--out-dir", default=None, help="where the PNG goes (default examples/out)")
     args = p.parse_args(argv)
     for name in ("steps", "hidden", "seq_len", "batch", "sample_len", "evals"):

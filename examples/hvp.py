@@ -69,7 +69,8 @@ def main(argv=None) -> int:
     rng = np.random.default_rng(args.seed)
     H, D = args.hidden, args.inputs
 
-    params = {"W": sl.tensor(rng.normal(0, 0.6, (H, H))), "U": sl.tensor(rng.normal(0, 0.6, (D, H))),
+    params = {"W": sl.tensor(rng.normal(0, 0.6, (H, H))),
+              "U": sl.tensor(rng.normal(0, 0.6, (D, H))),
               "b": sl.tensor(rng.normal(0, 0.2, H))}
     v = {k: sl.tensor(rng.standard_normal(x.shape)) for k, x in params.items()}
     xs = sl.tensor(rng.standard_normal((args.length, args.batch, D)))

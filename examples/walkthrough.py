@@ -68,8 +68,7 @@ def main(argv=None) -> int:
           "The VJP is another scan over a traced backward body, run from t = T-1 down to 0.\n"
           "Its carry is the carry's cotangent plus one accumulator per additional input;\n"
           "its xs are the cotangents of ys and the residuals the forward pass saved.\n"
-          "scan_plan plans for gradients with respect to init, the float xs and the\n"
-          "closed-over tensors that require grad (W, U and b here).\n")
+          "Gradients flow to the carry and to what requires grad: W, U and b here, not xs.\n")
     graphs, sep, table = str(plan).partition("\nresiduals")
     print(graphs)
 
