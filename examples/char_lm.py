@@ -1,7 +1,7 @@
 """A character-level LSTM language model, written with scanlib.scan, trained on the docstrings
 of Python's own standard library (gathered at run time: no download).
 
-    python examples/char_lm.py                    # about a minute and a half on 2 CPU cores
+    python examples/char_lm.py                    # about a minute on 2 CPU cores
     python examples/char_lm.py --steps 2000 --hidden 256 --device cuda
 
 What it does, in order: gathers the text; checks the model's gradient against finite
@@ -235,6 +235,10 @@ def main(argv=None) -> int:
     data = np.array([stoi[ch] for ch in text], dtype=np.int64)
     split = int(0.9 * len(data))
     train, val = data[:split], data[split:]
+    if args.seq_len + 2 > len(val):
+        print(f"error: --seq-len {args.seq_len} is longer than the validation text "
+              f"({len(val):,} characters); choose a smaller one.", file=sys.stderr)
+        return 2
     print(f"corpus: {len(text):,} characters of docstrings from {len(MODULES)} stdlib modules, "
           f"vocabulary {len(vocab)}; train {len(train):,} / validation {len(val):,}")
     print(f"model: LSTM, hidden {args.hidden}, {args.seq_len} steps per scan, batch "
@@ -306,4 +310,8 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        print("\ninterrupted", file=sys.stderr)
+        sys.exit(130)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 import subprocess
 import sys
 
@@ -69,6 +70,8 @@ def test_char_lm_bad_argument_exits_2(capsys):
         char_lm.main(["--steps", "0"])
     assert e.value.code == 2
     assert "--steps must be at least 1" in capsys.readouterr().err
+    assert char_lm.main(["--seq-len", "10000000"]) == 2
+    assert "--seq-len 10000000 is longer than the validation text" in capsys.readouterr().err
 
 
 def test_kalman_tiny(capsys):
@@ -114,8 +117,10 @@ def test_walkthrough_tiny(capsys):
     assert "def predict(w: f64[3,2], x: f64[4,3]):" in out
     assert "def body(" in out and "tanh(" in out
     assert "def backward_body(" in out
-    for policy in ("KEEP", "CLONE", "REMOVE_XS", "REMOVE_ADDITIONAL_INPUTS"):
-        assert policy in out
+    table = out.split("residuals (saved for backward):", 1)[1]
+    for name, policy in (("f", "KEEP"), ("x", "REMOVE_XS"), ("carry", "CLONE"),
+                         ("W", "REMOVE_ADDITIONAL_INPUTS")):
+        assert re.search(rf"^\s+{name}\s+{policy}\s", table, re.MULTILINE), (name, policy)
     assert "[ok] scan and loop agree" in out
 
 
