@@ -56,6 +56,7 @@ class Progress:
         self.tty = stream.isatty()
         self.start = time.perf_counter()
         self._last_plain = -1
+        self._line = ""  # the bar as last drawn on a terminal
 
     def update(self, done: int, text: str = ""):
         elapsed = time.perf_counter() - self.start
@@ -66,6 +67,7 @@ class Progress:
         line = (f"[{bar}] {done:>{len(str(self.total))}}/{self.total}  {text}  "
                 f"{rate:5.1f} it/s  eta {eta:4.0f}s")
         if self.tty:
+            self._line = line
             self.stream.write("\r" + line)
             self.stream.flush()
         else:
@@ -75,8 +77,16 @@ class Progress:
                 self.stream.write(line + "\n")
                 self.stream.flush()
 
-    def close(self):
+    def note(self, text: str):
+        """A line printed above the bar (which is then drawn again below it)."""
         if self.tty:
+            self.stream.write("\r\033[K" + text + "\n" + self._line)
+        else:
+            self.stream.write(text + "\n")
+        self.stream.flush()
+
+    def close(self):
+        if self.tty and self._line:
             self.stream.write("\n")
             self.stream.flush()
 

@@ -266,9 +266,7 @@ def main(argv=None) -> int:
     for step in range(args.steps + 1):
         if step in eval_at:
             val_history.append((step, val_loss(params)))
-            if step and bar.tty:
-                bar.stream.write("\n")
-            print(f"  step {step:>5}  validation loss {val_history[-1][1]:.3f}")
+            bar.note(f"  step {step:>5}  validation loss {val_history[-1][1]:.3f}")
         if step == args.steps:
             break
         x, y = windows(train, rng.integers(0, len(train) - args.seq_len - 1, args.batch),
