@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import backends, pytree
 from ..ops import as_tensor, transpose
-from ..tape import Tensor, type_str
+from ..tape import Literal, Tensor, type_str
 from ..tracing import closure_names, trace_function
 from .cache import canonical
 from .primitive import apply_scan
@@ -104,7 +104,33 @@ def _scan_length(paths, leaves, dim, length):
     return T, moved
 
 
-_NARROWEST = {"f": np.float16, "i": np.int8, "u": np.uint8, "c": np.complex64, "b": np.bool_}
+# Probe dtypes for Python-number init leaves: the bottom of NumPy's promotion order of each
+# kind, so that whatever f combines them with decides the dtype.
+_PROBE = {"f": np.float16, "i": np.bool_, "c": np.complex64, "b": np.bool_}
+_PYTHON_ZERO = {"f": 0.0, "i": 0, "c": 0j, "b": False}
+
+
+def _adopt_weak_dtypes(f, init_t, weak, xs_t, init_tree, xs_tree, device):
+    """A Python number in init has no dtype of its own (JAX: weakly typed). Trace f once with
+    a probe dtype and follow which carries meet typed data (xs, closed-over arrays, other
+    carries): those take the dtype NumPy gives `number op data` (0.0 + float32 -> float32),
+    the others keep NumPy's default (float64, int64), as the Python loop would."""
+    probe = [Tensor(x._value.astype(_PROBE[x.dtype.kind])) if w else x
+             for x, w in zip(init_t, weak)]
+    try:
+        body, _ = _trace_body(f, probe, xs_t, init_tree, xs_tree, device)
+    except Exception:  # f cannot run on the probe dtype: keep NumPy's defaults
+        return init_t
+    untyped = {v for v, w in zip(body.invars, weak) if w}
+    for eqn in body.eqns:
+        if all(isinstance(a, Literal) or a in untyped for a in eqn.invars):
+            untyped.update(eqn.outvars)
+    out = list(init_t)
+    for i, (x, w, v) in enumerate(zip(init_t, weak, body.outvars)):
+        if w and not isinstance(v, Literal) and v not in untyped and v.shape == x.shape:
+            out[i] = Tensor(x._value.astype(np.result_type(_PYTHON_ZERO[x.dtype.kind],
+                                                           v.dtype)))
+    return out
 
 
 def _init_leaf(leaf, path, device):
@@ -145,15 +171,7 @@ def _prepare(f, init, xs, length, reverse, dim):
     init_t, weak = list(init_t), list(weak)
 
     if any(weak):
-        # A Python number has no dtype of its own (JAX calls it weakly typed): trace once with
-        # the narrowest dtype of its kind; whatever f promotes it to is the dtype it takes.
-        # `c + x` with float32 x gives float32; `c + 1.0` alone keeps NumPy's float64.
-        trial = [Tensor(x._value.astype(_NARROWEST[x.dtype.kind])) if w else x
-                 for x, w in zip(init_t, weak)]
-        trial_body, _ = _trace_body(f, trial, xs_t, init_tree, xs_tree, device)
-        for i, (x, t, v) in enumerate(zip(init_t, trial, trial_body.outvars)):
-            if weak[i] and v.dtype != t.dtype and v.shape == x.shape:
-                init_t[i] = Tensor(x._value.astype(v.dtype))
+        init_t = _adopt_weak_dtypes(f, init_t, weak, xs_t, init_tree, xs_tree, device)
     body, (carry_tree, y_tree) = _trace_body(f, init_t, xs_t, init_tree, xs_tree, device)
     if carry_tree != init_tree:
         raise TypeError(
