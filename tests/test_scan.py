@@ -458,17 +458,9 @@ def test_python_scalar_init_adopts_body_dtype_when_f_ignores_it(backend):
     assert carry.dtype == np.float32 and ys.dtype == np.float32
 
 
-NARROW_PROBE_BUG = pytest.mark.xfail(
-    strict=True, reason="bug: the weak-type probe traces a Python-number init as float16/int8 "
-    "and cannot tell 'f kept the probe dtype' from 'f promoted to that dtype', so float16 and "
-    "int8 xs give a float64/int64 carry and uint8 gives int16 (the loop: the xs dtype)")
-
-
 @pytest.mark.parametrize("dtype, init", [
-    ("float32", 0.0), ("float64", 0.0), ("int32", 0), ("int16", 0),
-    pytest.param("float16", 0.0, marks=NARROW_PROBE_BUG),
-    pytest.param("int8", 0, marks=NARROW_PROBE_BUG),
-    pytest.param("uint8", 0, marks=NARROW_PROBE_BUG),
+    ("float32", 0.0), ("float64", 0.0), ("float16", 0.0), ("int32", 0), ("int16", 0),
+    ("int8", 0), ("uint8", 0),
 ])
 def test_python_number_init_adopts_the_dtype_of_an_accumulator(backend, dtype, init):
     # The issue and scan's docstring: "`0.0` works as a float32 accumulator", as in JAX, where
@@ -616,6 +608,125 @@ def test_torch_style_backward_matches_loop(backend, rng):
         return W.grad, xs.grad
 
     assert_trees_close(run(sl.scan), run(loop_scan))
+
+
+# --- inputs used twice, outside grad, deeper derivatives ---------------------------------
+def _grads_agree(run, args, wrt=(0, 1, 2)):
+    """Values and gradients of a weighted sum of run(scan_fn, *args) agree for scan and loop."""
+    cts = cotangents_like(run(loop_scan, *args))
+
+    def loss(scan_fn):
+        return lambda *a: weighted_sum(run(scan_fn, *a), cts)
+
+    assert_trees_close(sl.value_and_grad(loss(sl.scan), argnums=wrt)(*args),
+                       sl.value_and_grad(loss(loop_scan), argnums=wrt)(*args))
+
+
+def test_the_same_tensor_as_two_xs_leaves(make):
+    def run(scan_fn, i, a, p):
+        return scan_fn(lambda c, x: (sl.tanh(c * p + x[0] * x[1]), x[0] - 2 * x[1]), i, (a, a))
+
+    _grads_agree(run, (make(3), make(4, 3), make(3)))
+
+
+def test_closure_over_the_tensors_that_are_also_init_and_xs(make):
+    def run(scan_fn, i, a, p):
+        return scan_fn(lambda c, x: (sl.tanh(c * p + x * a.sum(0) + i), c * a[0]), a[0] + i, a)
+
+    _grads_agree(run, (make(3), make(4, 3), make(3)))
+
+
+def test_carry_leaf_replaced_by_a_python_number(make):
+    def make_f(p):
+        return lambda c, x: ((1.0, c[1] * p + x * c[0]), (c[0], 2))
+
+    got, _ = compare_with_loop(make_f, ((0.0, make(3)), make(4, 3), make(3)), wrt=(1, 2))
+    np.testing.assert_array_equal(as_np(got[1][0]), [0.0, 1.0, 1.0, 1.0])
+    np.testing.assert_array_equal(as_np(got[1][1]), [2, 2, 2, 2])
+
+
+def test_scan_under_no_grad_records_nothing(make):
+    W = make(3, 3)
+    W.requires_grad = True
+    with sl.no_grad():
+        carry, ys = sl.scan(lambda h, x: (sl.tanh(h @ W + x), h), make(3), make(4, 3))
+    assert not carry.requires_grad and not ys.requires_grad
+
+
+def test_grad_of_grad_with_slices_transposes_and_reshapes_in_the_body(make):
+    def body(c, x, p):
+        a = c[:, :2] * p[:2]
+        b = sl.transpose(c)[2:]
+        n = sl.tanh(sl.concatenate([a, sl.transpose(b) * x[:, 2:]], axis=1) + x)
+        return n, sl.reshape(n, (8,))[3:6]
+
+    def grad_norm(scan_fn):
+        def loss(i, x, p):
+            carry, ys = scan_fn(lambda c, x: body(c, x, p), i, x)
+            return (ys**2).sum() + carry.sum()
+
+        return lambda *a: sum(((g * g).sum() for g in sl.grad(loss, argnums=(0, 1, 2))(*a)), 0.0)
+
+    args = (make(2, 4), make(5, 2, 4), make(4))
+    assert_trees_close(sl.grad(grad_norm(sl.scan), argnums=(0, 1, 2))(*args),
+                       sl.grad(grad_norm(loop_scan), argnums=(0, 1, 2))(*args))
+
+
+def test_grad_of_grad_through_nested_scans(make):
+    def loss(scan_fn):
+        return lambda i, x, p: scan_fn(
+            lambda c, x: scan_fn(lambda ci, xi: (sl.tanh(ci * p + xi * c), ci * xi), c, x),
+            i, x)[1].sum()
+
+    def grad_norm(scan_fn):
+        return lambda *a: sum(((g * g).sum() for g in
+                               sl.grad(loss(scan_fn), argnums=(0, 1, 2))(*a)), 0.0)
+
+    args = (make(3), make(4, 2, 3), make(3))
+    assert_trees_close(sl.grad(grad_norm(sl.scan), argnums=(0, 1, 2))(*args),
+                       sl.grad(grad_norm(loop_scan), argnums=(0, 1, 2))(*args))
+
+
+def test_third_derivative(make):
+    p, xs, h0 = make(3), make(4, 3), make(3)
+
+    def third(scan_fn):
+        g1 = sl.grad(lambda p: scan_fn(lambda c, x: (sl.tanh(c * p + x), None), h0, xs)[0].sum())
+        g2 = sl.grad(lambda p: (g1(p) ** 2).sum())
+        return sl.grad(lambda p: (g2(p) ** 2).sum())(p)
+
+    assert_trees_close(third(sl.scan), third(loop_scan))
+
+
+def test_reverse_nested_scan_with_negative_dim(make):
+    def make_f(p):
+        return lambda c, x: sl.scan(lambda ci, xi: (sl.sin(ci * p) + xi, ci), c, x, dim=-1,
+                                    reverse=True)
+
+    compare_with_loop(make_f, (make(3), make(4, 3, 5), make(3)), wrt=(0, 1, 2), reverse=True)
+
+
+def test_length_0_inner_scan_inside_a_body(make):
+    def make_f(p):
+        def f(c, x):
+            inner, _ = sl.scan(lambda ci, xi: (ci * p + xi, ci), c, x[:0])
+            return inner * 2 + x.sum(0), c
+
+        return f
+
+    compare_with_loop(make_f, (make(3), make(4, 2, 3), make(3)), wrt=(0, 1, 2))
+
+
+def test_float32_grad_of_grad_stays_float32(backend, rng):
+    W = backend.tensor(rng.standard_normal((3, 3)).astype(np.float32))
+    xs = backend.tensor(rng.standard_normal((4, 3)).astype(np.float32))
+    h0 = backend.tensor(np.ones(3, np.float32))
+
+    def loss(W):
+        return sl.scan(lambda c, x: (sl.tanh(c @ W + x), c), h0, xs)[1].sum()
+
+    gg = sl.grad(lambda W: (sl.grad(loss)(W) ** 2).sum())(W)
+    assert gg.dtype == np.float32
 
 
 # --- long recurrences -----------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """Property-based tests: random scan bodies built from the primitive set (add, sub, mul, tanh,
 sin, cos, exp of bounded values, sigmoid, relu, where, maximum, sums, slices and concatenate,
-softmax, matmul with closed-over weights, NumPy and Python constants), random carries, ys with aliasing, reverse and dim, all compared with the
-loop oracle in values and gradients (float64).
+softmax, matmul with closed-over weights, NumPy and Python constants, inner scans), random
+carries, ys with aliasing, reverse and dim, all compared with the loop oracle in values and
+gradients, and in second derivatives (float64).
 """
 
 from __future__ import annotations
@@ -10,7 +11,14 @@ import importlib
 
 import numpy as np
 import pytest
-from test_scan_oracle import assert_trees_close, compare_with_loop, loop_scan
+from test_scan_oracle import (
+    assert_trees_close,
+    compare_with_loop,
+    cotangents_like,
+    leaves,
+    loop_scan,
+    weighted_sum,
+)
 
 import scanlib as sl
 
@@ -57,7 +65,7 @@ def programs(draw, max_T=4, min_T=1):
     n_pool = n_carry + n_xs
     ops = []
     for _ in range(draw(st.integers(1, 6))):
-        kind = draw(st.sampled_from(["unary", "binary", "closed", "matmul"]))
+        kind = draw(st.sampled_from(["unary", "binary", "closed", "matmul", "inner"]))
         a = draw(st.integers(0, n_pool - 1))
         if kind == "unary":
             ops.append(("unary", draw(st.sampled_from(sorted(UNARY))), a, None))
@@ -67,8 +75,10 @@ def programs(draw, max_T=4, min_T=1):
         elif kind == "closed":
             ops.append(("closed", draw(st.sampled_from(sorted(BINARY))), a,
                         draw(st.sampled_from(CLOSED))))
-        else:
+        elif kind == "matmul":
             ops.append(("matmul", draw(st.booleans()), a, None))
+        else:  # an inner scan from carry pool[a] over 2 steps made from pool[b]
+            ops.append(("inner", draw(st.booleans()), a, draw(st.integers(0, n_pool - 1))))
         n_pool += 1
     # New carries: raw pool values only for inputs (aliasing: unchanged carry, carry from x),
     # else squashed with tanh so long products stay bounded.
@@ -83,8 +93,9 @@ def programs(draw, max_T=4, min_T=1):
     }
 
 
-def build_body(prog, K):
-    """make_f(params) for a program; K is a closed-over NumPy constant."""
+def build_body(prog, K, inner_scan=sl.scan):
+    """make_f(params) for a program; K is a closed-over NumPy constant; inner scans in the body
+    run with inner_scan (the loop oracle for the reference)."""
     n_carry = prog["n_carry"]
 
     def make_f(params):
@@ -98,8 +109,14 @@ def build_body(prog, K):
                     pool.append(BINARY[name](pool[a], pool[b]))
                 elif kind == "closed":
                     pool.append(BINARY[name](pool[a], closed[b]))
-                else:  # name: whether to use W's transpose
+                elif kind == "matmul":  # name: whether to use W's transpose
                     pool.append(pool[a] @ (sl.transpose(params["W"]) if name else params["W"]))
+                else:  # name: reverse the inner scan
+                    inner_xs = sl.stack([pool[b], sl.sin(pool[b]) * K])
+                    c, ys = inner_scan(
+                        lambda ci, xi: (sl.tanh(ci * params["v"] + xi), sl.cos(ci) * xi),
+                        pool[a], inner_xs, reverse=name)
+                    pool.append(c + ys.sum(0))
             new = tuple(pool[j] if raw and j < n_carry + prog["n_xs"] else sl.tanh(pool[j])
                         for j, raw in prog["carries"])
             y = None if prog["ys"] is None else [None if j is None else pool[j]
@@ -129,7 +146,8 @@ def test_random_bodies_match_the_loop_across_chunks(prog):
         check_program(prog)
 
 
-def check_program(prog):
+def program_args(prog):
+    """(init, xs, params, K, scan keywords, argnums to differentiate) for a program."""
     rng = np.random.default_rng(prog["seed"])
     D, batch, T = prog["D"], prog["batch"], prog["T"]
     shape = batch + (D,)
@@ -141,9 +159,38 @@ def check_program(prog):
               "v": sl.tensor(rng.standard_normal(D))}
     K = rng.standard_normal(D)
     kw = {"length": T} if xs is None else {"dim": dim}
+    kw["reverse"] = prog["reverse"]
+    return init, xs, params, K, kw, (0, 2) if xs is None else (0, 1, 2)
+
+
+def check_program(prog):
+    init, xs, params, K, kw, wrt = program_args(prog)
     compare_with_loop(build_body(prog, K), (init, xs, params),
-                      wrt=(0, 2) if xs is None else (0, 1, 2), rtol=1e-10, atol=1e-10,
-                      reverse=prog["reverse"], nonzero_grads=False, **kw)
+                      loop_make_f=build_body(prog, K, inner_scan=loop_scan), wrt=wrt,
+                      rtol=1e-10, atol=1e-10, nonzero_grads=False, **kw)
+
+
+@settings(SETTINGS, max_examples=80)
+@given(programs(max_T=3))
+def test_random_bodies_second_derivatives_match_the_loop(prog):
+    # d/dargs of |d loss/dargs|^2: the backward scan differentiated again.
+    init, xs, params, K, kw, wrt = program_args(prog)
+    bodies = {sl.scan: build_body(prog, K), loop_scan: build_body(prog, K, loop_scan)}
+    cts = cotangents_like(loop_scan(bodies[loop_scan](params), init, xs, **kw))
+
+    def grad_norm(scan_fn):
+        def loss(init, xs, params):
+            return weighted_sum(scan_fn(bodies[scan_fn](params), init, xs, **kw), cts)
+
+        def g(*args):
+            grads = sl.grad(loss, argnums=wrt)(*args)
+            return sum(((a * a).sum() for a in leaves(grads)), 0.0)
+
+        return g
+
+    got = sl.grad(grad_norm(sl.scan), argnums=wrt)(init, xs, params)
+    want = sl.grad(grad_norm(loop_scan), argnums=wrt)(init, xs, params)
+    assert_trees_close(got, want, rtol=1e-9, atol=1e-9)
 
 
 @st.composite

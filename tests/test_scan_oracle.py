@@ -92,16 +92,18 @@ def weighted_sum(tree, cts):
 
 
 def compare_with_loop(make_f, args, *, wrt=(0,), rtol=RTOL, atol=ATOL, check_grad=True,
-                      nonzero_grads=True, **scan_kw):
+                      nonzero_grads=True, loop_make_f=None, **scan_kw):
     """scan vs the loop: values of (carry, ys) and gradients of a random weighted sum of them
     with respect to args[i] for i in wrt. args = (init, xs, params); f = make_f(params).
     Unless nonzero_grads=False, some gradient must be nonzero (a degenerate test otherwise).
+    loop_make_f, if given, builds the loop's body (say, with loops where f has inner scans).
 
     Returns (scan outputs, loop outputs) for further checks.
     """
 
     def run(scan_fn, init, xs, params):
-        return scan_fn(make_f(params), init, xs, **scan_kw)
+        build = loop_make_f if scan_fn is loop_scan and loop_make_f is not None else make_f
+        return scan_fn(build(params), init, xs, **scan_kw)
 
     got = run(sl.scan, *args)
     want = run(loop_scan, *args)
