@@ -21,13 +21,16 @@ class Primitive:
     again. A primitive without vjp is not differentiable (comparisons, sign, stop_gradient).
     """
 
-    __slots__ = ("name", "impl", "vjp", "multiple_results")
+    __slots__ = ("name", "impl", "vjp", "multiple_results", "sparse_index")
 
-    def __init__(self, name, impl, vjp=None, multiple_results=False):
+    def __init__(self, name, impl, vjp=None, multiple_results=False, sparse_index=None):
         self.name = name
         self.impl = impl
         self.vjp = vjp
         self.multiple_results = multiple_results
+        # For indexing: sparse_index(*arrays, **params) is the index whose entries the output
+        # reads, so the walk can add g there in place (`ct[index] += g`) when not recording.
+        self.sparse_index = sparse_index
 
     def __call__(self, *args, **params):
         return bind(self, *args, **params)

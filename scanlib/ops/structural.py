@@ -79,7 +79,8 @@ def _scatter_add_impl(g, *arrays, index, shape):
 getitem_p = Primitive(
     "getitem", lambda x, *arrays, index: x[_fill(index, arrays)],
     lambda g, out, x, *arrays, index: (
-        scatter_add_p(g, *arrays, index=index, shape=x.shape), *[None] * len(arrays)))
+        scatter_add_p(g, *arrays, index=index, shape=x.shape), *[None] * len(arrays)),
+    sparse_index=lambda x, *arrays, index: _fill(index, arrays))
 scatter_add_p = Primitive(
     "scatter_add", _scatter_add_impl,
     lambda g, out, upd, *arrays, index, shape: (

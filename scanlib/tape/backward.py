@@ -66,36 +66,90 @@ def fit_cotangent(g, x):
     return g
 
 
+class _Cotangents:
+    """Where the walk keeps cotangents: per node output, per leaf, or per target.
+
+    When the walk is not recorded, sums go in place into arrays the walk allocated itself
+    (never into one a rule returned, which may be shared), and the adjoint of indexing adds
+    g into one such array instead of building a zero-padded copy per use: a loop over xs[t]
+    then costs O(T), not O(T^2).
+    """
+
+    def __init__(self, targets, in_place):
+        self.target_index = None if targets is None else {id(t): i for i, t in enumerate(targets)}
+        self.targets = [None] * (0 if targets is None else len(targets))
+        self.nodes, self.leaves = {}, {}  # node -> [ct per output]; id(leaf) -> (leaf, ct)
+        self.in_place, self.owned = in_place, set()
+
+    def stops(self, x):
+        return self.target_index is not None and id(x) in self.target_index
+
+    def get(self, x):
+        if self.stops(x):
+            return self.targets[self.target_index[id(x)]]
+        if x._node is not None:
+            cts = self.nodes.get(x._node)
+            return None if cts is None else cts[x._index]
+        entry = self.leaves.get(id(x))
+        return None if entry is None else entry[1]
+
+    def _set(self, x, g):
+        if self.stops(x):
+            self.targets[self.target_index[id(x)]] = g
+        elif x._node is not None:
+            cts = self.nodes.get(x._node)
+            if cts is None:
+                cts = self.nodes[x._node] = [None] * len(x._node.out_refs)
+            cts[x._index] = g
+        elif self.target_index is None:
+            self.leaves[id(x)] = (x, g)
+
+    def add(self, x, g):
+        old = self.get(x)
+        if old is None:
+            self._set(x, g)
+        elif id(old) in self.owned and hasattr(old._value, "__iadd__") and old._value.ndim:
+            old._value += g._value
+        else:
+            total = OPS.add(old, g)
+            if self.in_place:
+                self.owned.add(id(total))
+            self._set(x, total)
+
+    def add_at(self, x, index, g):
+        """ct(x)[index] += g, into an array the walk owns."""
+        old = self.get(x)
+        if old is None or id(old) not in self.owned:
+            xp = backends.xp_of(g._value)
+            buf = Tensor(xp.zeros(x.shape, x.dtype))
+            if old is not None:
+                buf._value += old._value
+            self.owned.add(id(buf))
+            self._set(x, buf)
+            old = buf
+        value = g._value.astype(x.dtype, copy=False)
+        if any(not isinstance(i, (int, slice, type(None), type(Ellipsis))) for i in index):
+            backends.xp_of(value).add.at(old._value, index, value)  # repeats accumulate
+        else:
+            old._value[index] += value
+
+    def pop_node(self, node):
+        cts = self.nodes.pop(node, None)
+        if cts is not None:
+            self.owned.difference_update(id(c) for c in cts if c is not None)  # handed out
+        return cts
+
+
 def backward_pass(roots, root_cts, targets=None, *, retain_graph=False, create_graph=False):
     """Propagate cotangents from `roots` back through the tape.
 
     With `targets`, return a list with the cotangent reaching each target (None where no path
     exists); the walk stops at targets. Without, accumulate into `.grad` of every leaf.
     """
-    target_index = None if targets is None else {id(t): i for i, t in enumerate(targets)}
-    target_cts = [None] * (0 if targets is None else len(targets))
-    node_cts = {}
-    leaves = {}  # id -> (leaf, cotangent)
-
-    def add_ct(x, g):
-        if target_index is not None and id(x) in target_index:
-            i = target_index[id(x)]
-            target_cts[i] = g if target_cts[i] is None else OPS.add(target_cts[i], g)
-        elif x._node is not None:
-            cts = node_cts.get(x._node)
-            if cts is None:
-                cts = node_cts[x._node] = [None] * len(x._node.out_refs)
-            old = cts[x._index]
-            cts[x._index] = g if old is None else OPS.add(old, g)
-        elif target_index is None:
-            old = leaves.get(id(x))
-            leaves[id(x)] = (x, g if old is None else OPS.add(old[1], g))
-
-    def stops(x):
-        return target_index is not None and id(x) in target_index
+    ct = _Cotangents(targets, in_place=not create_graph and state.current_builder() is None)
 
     # Nodes reachable from the roots, found with an explicit stack (no recursion).
-    seen, stack = set(), [r._node for r in roots if r._node is not None and not stops(r)]
+    seen, stack = set(), [r._node for r in roots if r._node is not None and not ct.stops(r)]
     while stack:
         node = stack.pop()
         if node in seen:
@@ -104,7 +158,7 @@ def backward_pass(roots, root_cts, targets=None, *, retain_graph=False, create_g
             raise RuntimeError(_RELEASED)
         seen.add(node)
         for x in node.inputs:
-            if type(x) is Tensor and x.requires_grad and x._node is not None and not stops(x):
+            if type(x) is Tensor and x.requires_grad and x._node is not None and not ct.stops(x):
                 stack.append(x._node)
     order = sorted(seen, key=lambda n: n.seq, reverse=True)
 
@@ -112,19 +166,25 @@ def backward_pass(roots, root_cts, targets=None, *, retain_graph=False, create_g
     held = {}
     with state.enable_grad(create_graph):
         for r, g in zip(roots, root_cts):
-            add_ct(r, g)
+            ct.add(r, g)
         for node in order:
-            cts = node_cts.pop(node, None)
+            cts = ct.pop_node(node)
             if cts is not None:
                 prim, inputs = node.prim, node.inputs
-                if prim.multiple_results:
+                if ct.in_place and prim.sparse_index is not None:
+                    x = inputs[0]
+                    if x.requires_grad:
+                        values = [a._value if type(a) is Tensor else a for a in inputs]
+                        ct.add_at(x, prim.sparse_index(*values, **node.params), cts[0])
+                    in_cts = ()
+                elif prim.multiple_results:
                     outs = [ref() for ref in node.out_refs]
                     in_cts = prim.vjp(cts, outs, *inputs, _saved=node.saved, **node.params)
                 else:
                     in_cts = prim.vjp(cts[0], node.out_refs[0](), *inputs, **node.params)
                 for x, gx in zip(inputs, in_cts):
                     if gx is not None and type(x) is Tensor and x.requires_grad:
-                        add_ct(x, fit_cotangent(gx, x))
+                        ct.add(x, fit_cotangent(gx, x))
             held.pop(node, None)
             if release:
                 # An input made by a later-walked node must outlive this release: that node's
@@ -136,8 +196,8 @@ def backward_pass(roots, root_cts, targets=None, *, retain_graph=False, create_g
                 node.saved = None
 
     if targets is not None:
-        return target_cts
-    for leaf, g in leaves.values():
+        return ct.targets
+    for leaf, g in ct.leaves.values():
         if not create_graph:
             g = g.detach()
         leaf.grad = g if leaf.grad is None else OPS.add(leaf.grad, g)
