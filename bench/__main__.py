@@ -105,7 +105,9 @@ def main(argv=None) -> int:
     }
     for name in (f"bench-{args.size}-{stamp}", f"latest-{args.size}"):
         report.write_json(os.path.join(args.out, name + ".json"), payload)
-    print(f"json: {os.path.join(args.out, f'latest-{args.size}.json')}")
+    with open(os.path.join(args.out, f"latest-{args.size}.md"), "w") as f:
+        f.write(report.markdown(payload))
+    print(f"json: {os.path.join(args.out, f'latest-{args.size}.json')} (and .md)")
     if not args.no_chart:
         print(report.write_chart(os.path.join(args.out, f"latest-{args.size}.png"), results))
     bad = [r for r in results if r.get("grad_ok") is False or r["status"] == "error"]

@@ -83,6 +83,21 @@ def busy_warning(machine: dict, load) -> str | None:
     return None
 
 
+def git_state() -> dict | None:
+    """The commit the benchmarked code came from, and whether the working tree differed."""
+    import subprocess
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, check=True,
+                                capture_output=True, text=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               cwd=root, check=True, capture_output=True, text=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return {"commit": commit, "modified_files": dirty.split()[1::2]}
+
+
 def machine_info() -> dict:
     try:
         usable = len(os.sched_getaffinity(0))
@@ -90,7 +105,7 @@ def machine_info() -> dict:
         usable = os.cpu_count()
     return {
         "cpu": _cpu_model(), "cpu_count": os.cpu_count(), "usable_cpus": usable,
-        "load_average_at_start": load_average(),
+        "load_average_at_start": load_average(), "git": git_state(),
         "platform": platform.platform(), "python": sys.version.split()[0],
         "versions": {n: _version(n) for n in ("numpy", "scanlib", "torch", "jax", "jaxlib",
                                                 "autograd", "mygrad", "threadpoolctl")},
@@ -124,4 +139,7 @@ def describe(machine: dict, threads: dict) -> str:
             f"load average {machine['load_average_at_start']}\n"
             f"threads: {threads['requested']} requested via {threads['how']}; pools: {pool_s}"
             + (f"; torch {threads['torch_threads']}" if "torch_threads" in threads else "")
-            + "\nversions: " + ", ".join(f"{k} {x}" for k, x in v.items() if x))
+            + "\nversions: " + ", ".join(f"{k} {x}" for k, x in v.items() if x)
+            + (f"\ncode: commit {g['commit']}" + (f", modified: {' '.join(g['modified_files'])}"
+                                                 if g["modified_files"] else "")
+               if (g := machine.get("git")) else ""))

@@ -178,6 +178,9 @@ def _time_interleaved(cfg, records, runners):
 def run_workload(cfg, wl, contenders):
     """One workload, every contender: {contender name: result record}."""
     inputs, consts = make_data(wl, cfg.size, cfg.seed)
+    # One untimed call of the reference first: BLAS start-up and the first touch of memory of
+    # these sizes would otherwise land in whichever first call happens to come first.
+    BY_CONTENDER[REFERENCE].build(wl, inputs, consts).run()
     records, runners = _build_and_check(cfg, wl, contenders, inputs, consts)
     _time_interleaved(cfg, records, runners)
     for c in contenders:

@@ -154,3 +154,38 @@ def targets_text(checks) -> str:
     mark = {True: "met ", False: "MISS", None: "n/a "}
     return "\n".join(f"  [{mark[c['met']]}] {c['target']}: {c['value'] or 'not measured'}"
                      for c in checks)
+
+
+def markdown(payload) -> str:
+    """The run as Markdown: where it ran, then one table (for NOTES.md or the README)."""
+    m, th = payload["machine"], payload["threads"]
+    pools = th["pools"]
+    pool_s = (", ".join(f"{p['internal_api']} {p['version']} x{p['num_threads']}" for p in pools)
+              if isinstance(pools, list) else pools)
+    git = m.get("git") or {}
+    modified = git.get("modified_files")
+    code = f"code at commit {git.get('commit', '?')}" + (
+        f", modified: {', '.join(modified)}" if modified else "")
+    where = (f"{m['cpu']}, {m['usable_cpus']} usable CPUs, {m['platform']}, Python "
+             f"{m['python']}; threads {th['requested']} ({pool_s}); load average "
+             f"{m['load_average_at_start']} at start, {m.get('load_average_at_end')} at end.")
+    head = ("| workload | contender | median ms | IQR % | x manual | cpu x | us/step | "
+            "first ms | peak MB | grad rel |")
+    lines = [f"`{payload['command'].strip()}` ({payload['created']}; {code})", "", where, "",
+             head, "|---|---|" + "---:|" * 8]
+    for r in payload["results"]:
+        if "median_s" not in r:
+            lines.append(f"| {r['workload']} | {r['contender']} | {r['status']}: "
+                         f"{r['note'][:60]} | | | | | | | |")
+            continue
+        iqr = 100 * (r["p75_s"] - r["p25_s"]) / r["median_s"]
+        lines.append(
+            f"| {r['workload']} | {r['contender']} | {_ms(r['median_s'])} | {iqr:.0f} | "
+            f"{r['ratio']:.2f} | {r.get('cpu_ratio') or 0:.2f} | {r['us_per_step']:.2f} | "
+            f"{_ms(r['first_call_s'])} | {_mb(r)} | {r.get('grad_max_rel', 0):.1e} |")
+    if payload.get("targets"):
+        mark = {True: "met", False: "MISS", None: "n/a"}
+        lines += ["", "Issue 4 targets in this run:", ""]
+        lines += [f"- {mark[c['met']]}: {c['target']}: {c['value'] or 'not measured'}"
+                  for c in payload["targets"]]
+    return "\n".join(lines) + "\n"
