@@ -49,14 +49,21 @@ power = Primitive("pow", lambda x, y: x**y, _pow_vjp)
 
 
 # --- transcendental -----------------------------------------------------------------------
-exp = Primitive("exp", lambda x: _xp(x).exp(x), lambda g, out, x: (mul(g, out),))
-log = Primitive("log", lambda x: _xp(x).log(x), lambda g, out, x: (div(g, x),))
-log1p = Primitive("log1p", lambda x: _xp(x).log1p(x), lambda g, out, x: (div(g, add(x, 1.0)),))
-sqrt = Primitive("sqrt", lambda x: _xp(x).sqrt(x), lambda g, out, x: (div(mul(g, 0.5), out),))
-sin = Primitive("sin", lambda x: _xp(x).sin(x), lambda g, out, x: (mul(g, cos(x)),))
-cos = Primitive("cos", lambda x: _xp(x).cos(x), lambda g, out, x: (neg(mul(g, sin(x))),))
+exp = Primitive("exp", lambda x: _xp(x).exp(x), lambda g, out, x: (mul(g, out),),
+    doc='exp(x): elementwise e**x; the VJP reuses the output (g * out).')
+log = Primitive("log", lambda x: _xp(x).log(x), lambda g, out, x: (div(g, x),),
+    doc='log(x): elementwise natural logarithm; VJP g / x.')
+log1p = Primitive("log1p", lambda x: _xp(x).log1p(x), lambda g, out, x: (div(g, add(x, 1.0)),),
+    doc='log1p(x): elementwise log(1 + x), accurate for small x.')
+sqrt = Primitive("sqrt", lambda x: _xp(x).sqrt(x), lambda g, out, x: (div(mul(g, 0.5), out),),
+    doc='sqrt(x): elementwise square root; VJP g / (2 out).')
+sin = Primitive("sin", lambda x: _xp(x).sin(x), lambda g, out, x: (mul(g, cos(x)),),
+    doc='sin(x): elementwise sine.')
+cos = Primitive("cos", lambda x: _xp(x).cos(x), lambda g, out, x: (neg(mul(g, sin(x))),),
+    doc='cos(x): elementwise cosine.')
 tanh = Primitive("tanh", lambda x: _xp(x).tanh(x),
-                 lambda g, out, x: (mul(g, sub(1.0, mul(out, out))),))  # reuses the output
+                 lambda g, out, x: (mul(g, sub(1.0, mul(out, out))),),
+    doc='tanh(x): elementwise hyperbolic tangent; VJP g * (1 - out**2).')  # reuses the output
 
 
 def _sigmoid_impl(x):
@@ -65,9 +72,12 @@ def _sigmoid_impl(x):
 
 
 sigmoid = Primitive("sigmoid", _sigmoid_impl,
-                    lambda g, out, x: (mul(g, mul(out, sub(1.0, out))),))
-sign = Primitive("sign", lambda x: _xp(x).sign(x))
-absolute = Primitive("abs", lambda x: _xp(x).abs(x), lambda g, out, x: (mul(g, sign(x)),))
+                    lambda g, out, x: (mul(g, mul(out, sub(1.0, out))),),
+    doc='sigmoid(x): 1 / (1 + exp(-x)), stable for large |x|; VJP g * out * (1 - out).')
+sign = Primitive("sign", lambda x: _xp(x).sign(x),
+    doc='sign(x): -1, 0 or 1 elementwise (not differentiable).')
+absolute = Primitive("abs", lambda x: _xp(x).abs(x), lambda g, out, x: (mul(g, sign(x)),),
+    doc='abs(x): elementwise |x|; VJP g * sign(x) (0 at 0).')
 
 
 def _max_vjp(g, out, x, y):
@@ -81,8 +91,10 @@ def _min_vjp(g, out, x, y):
     return gx, sub(g, gx)
 
 
-maximum = Primitive("maximum", lambda x, y: _xp(x, y).maximum(x, y), _max_vjp)
-minimum = Primitive("minimum", lambda x, y: _xp(x, y).minimum(x, y), _min_vjp)
+maximum = Primitive("maximum", lambda x, y: _xp(x, y).maximum(x, y), _max_vjp,
+    doc='maximum(x, y): elementwise larger value; ties split the gradient evenly.')
+minimum = Primitive("minimum", lambda x, y: _xp(x, y).minimum(x, y), _min_vjp,
+    doc='minimum(x, y): elementwise smaller value; ties split the gradient evenly.')
 
 where = Primitive(
     "where", lambda c, x, y: _xp(c, x, y).where(c, x, y),
@@ -102,7 +114,8 @@ isfinite = Primitive("isfinite", lambda x: _xp(x).isfinite(x))
 
 # --- identity-like ------------------------------------------------------------------------
 copy = Primitive("copy", lambda x: x, lambda g, out, x: (g,))  # a new node for the same data
-stop_gradient = Primitive("stop_gradient", lambda x: x)
+stop_gradient = Primitive("stop_gradient", lambda x: x,
+    doc="stop_gradient(x): x's value, with no gradient flowing through it.")
 astype = Primitive("astype", lambda x, dtype: x.astype(dtype, copy=False),
                    lambda g, out, x, dtype: (g,))  # the walk casts g back to x's dtype
 

@@ -65,28 +65,34 @@ def _make(fn_name, shape, dtype, device, *args):
 
 
 def zeros(shape, dtype=np.float64, device=None) -> Tensor:
+    """A Tensor of zeros (float64 unless dtype is given) on device ('cpu' by default)."""
     return _make("zeros", shape, dtype, device)
 
 
 def ones(shape, dtype=np.float64, device=None) -> Tensor:
+    """A Tensor of ones (float64 unless dtype is given)."""
     return _make("ones", shape, dtype, device)
 
 
 def full(shape, fill_value, dtype=None, device=None) -> Tensor:
+    """A Tensor filled with fill_value."""
     return _make("full", shape, dtype, device, fill_value)
 
 
 def arange(start, stop=None, step=1, dtype=None, device=None) -> Tensor:
+    """Evenly spaced values in [start, stop), as numpy.arange."""
     args = (start,) if stop is None else (start, stop, step)
     return _make("arange", None, dtype, device, *args)
 
 
 def zeros_like(x, dtype=None) -> Tensor:
+    """Zeros with x's shape, dtype (unless given) and device."""
     x = as_tensor(x)
     return zeros(x.shape, dtype or x.dtype, x.device)
 
 
 def ones_like(x, dtype=None) -> Tensor:
+    """Ones with x's shape, dtype (unless given) and device."""
     x = as_tensor(x)
     return ones(x.shape, dtype or x.dtype, x.device)
 
@@ -124,11 +130,13 @@ def clip(x, lo=None, hi=None):
 
 # --- reductions -----------------------------------------------------------------------------
 def sum(x, axis=None, keepdims=False):
+    """Sum over axis (an int, a tuple, or None for all axes)."""
     x = as_tensor(x)
     return sum_p(x, axis=normalize_axis(axis, x.ndim), keepdims=bool(keepdims))
 
 
 def mean(x, axis=None, keepdims=False):
+    """Mean over axis (an int, a tuple, or None for all axes)."""
     x = as_tensor(x)
     axes = normalize_axis(axis, x.ndim)
     count = x.size if axes is None else int(np.prod([x.shape[a] for a in axes]))
@@ -136,6 +144,7 @@ def mean(x, axis=None, keepdims=False):
 
 
 def max(x, axis=None, keepdims=False):
+    """Maximum over axis; ties share the gradient evenly."""
     x = as_tensor(x)
     if x.size == 0:
         raise ValueError("max() of an empty tensor has no value")
@@ -163,6 +172,7 @@ def _drop(shape, axes):
 
 # --- shapes ---------------------------------------------------------------------------------
 def reshape(x, *shape):
+    """x with a new shape of the same size (one entry may be -1)."""
     x = as_tensor(x)
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
@@ -179,6 +189,7 @@ def reshape(x, *shape):
 
 
 def transpose(x, *axes):
+    """x with its axes permuted (reversed when no axes are given)."""
     x = as_tensor(x)
     if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
         axes = axes[0]
@@ -189,6 +200,7 @@ def transpose(x, *axes):
 
 
 def swapaxes(x, axis1, axis2):
+    """x with two axes exchanged."""
     x = as_tensor(x)
     axes = list(range(x.ndim))
     axes[axis1], axes[axis2] = axes[axis2], axes[axis1]
@@ -196,12 +208,14 @@ def swapaxes(x, axis1, axis2):
 
 
 def expand_dims(x, axis):
+    """x with a new axis of length 1 at position axis."""
     x = as_tensor(x)
     axis = axis % (x.ndim + 1)
     return reshape_p(x, shape=x.shape[:axis] + (1,) + x.shape[axis:])
 
 
 def squeeze(x, axis=None):
+    """x without its length-1 axes (or only the given ones)."""
     x = as_tensor(x)
     axes = normalize_axis(axis, x.ndim) if axis is not None else tuple(
         i for i, s in enumerate(x.shape) if s == 1)
@@ -212,12 +226,14 @@ def squeeze(x, axis=None):
 
 
 def broadcast_to(x, shape):
+    """x repeated (without copying) to shape, by NumPy's broadcasting rules."""
     x = as_tensor(x)
     shape = tuple(shape)
     return x if x.shape == shape else broadcast_to_p(x, shape=shape)
 
 
 def concatenate(xs, axis=0):
+    """Join a sequence of tensors along an existing axis."""
     xs = [as_tensor(x) for x in xs]
     if not xs:
         raise ValueError("concatenate needs at least one tensor")
@@ -225,6 +241,7 @@ def concatenate(xs, axis=0):
 
 
 def stack(xs, axis=0):
+    """Join same-shaped tensors along a new axis."""
     xs = [as_tensor(x) for x in xs]
     if not xs:
         raise ValueError("stack needs at least one tensor")

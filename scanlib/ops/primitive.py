@@ -21,10 +21,11 @@ class Primitive:
     again. A primitive without vjp is not differentiable (comparisons, sign, stop_gradient).
     """
 
-    __slots__ = ("name", "impl", "vjp", "multiple_results", "sparse_index")
-
-    def __init__(self, name, impl, vjp=None, multiple_results=False, sparse_index=None):
+    def __init__(self, name, impl, vjp=None, multiple_results=False, sparse_index=None,
+                 doc=None):
         self.name = name
+        if doc:
+            self.__doc__ = doc
         self.impl = impl
         self.vjp = vjp
         self.multiple_results = multiple_results

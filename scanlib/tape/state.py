@@ -42,6 +42,7 @@ def no_grad():
 
 @contextlib.contextmanager
 def enable_grad(enabled: bool = True):
+    """Context manager: turn recording on (or off with enabled=False) inside a no_grad()."""
     old = STATE.grad_enabled
     STATE.grad_enabled = enabled
     try:
