@@ -45,7 +45,7 @@ def closure_names(fn) -> dict:
 
 def _cell_full(cell):
     try:
-        cell.cell_contents
+        cell.cell_contents  # noqa: B018 (an empty cell raises)
     except ValueError:
         return False
     return True

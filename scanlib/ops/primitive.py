@@ -71,10 +71,10 @@ def _run_impl(prim, args, values, params):
     try:
         return prim.impl(*values, **params)
     except (ValueError, TypeError, IndexError) as e:
+        shown = ", ".join(f"{k}={v!r}" for k, v in params.items() if not k.startswith("_"))
         raise type(e)(
             f"{prim.name} failed on inputs ({_describe(args)})"
-            + (f" with {', '.join(f'{k}={v!r}' for k, v in params.items() if not k.startswith('_'))}"
-               if params else "")
+            + (f" with {shown}" if shown else "")
             + f": {e}. Check the shapes above; broadcasting follows NumPy's rules "
             "(trailing axes must match or be 1)."
         ) from None

@@ -149,7 +149,7 @@ class CompiledBody:
         """How each accumulator's sum over a chunk is taken; `fused_eqns` are skipped."""
         self.fused_eqns = set()
         plans = {}
-        for i, (n_add, term) in self.acc.items():
+        for i, (_, term) in self.acc.items():
             n = self.producer.get(term)
             plan = ("sum0", term)
             if n is not None and n not in critical and self.uses[term] == 1:
@@ -361,7 +361,7 @@ class CompiledBody:
 
     def __call__(self, length, init, xs, consts):
         """Run the loop; returns (final carry values, ys arrays)."""
-        T, g = length, self.graph
+        T = length
         arrays = init + xs + consts
         xp = backends.xp_of(*arrays) if arrays else np
         ys_vars = self.y_out

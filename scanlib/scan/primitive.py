@@ -31,7 +31,7 @@ def _needs_grad(x):
 def _scan_vjp(cts, outs, *inputs, _saved, body, length, reverse, num_carry, num_xs,
               _lin=None):
     nc, nx = num_carry, num_xs
-    init, xs, consts = inputs[:nc], inputs[nc:nc + nx], inputs[nc + nx:]
+    xs, consts = inputs[nc:nc + nx], inputs[nc + nx:]
     lin = _lin
     if lin is None or any(ct is not None for ct in cts[nc + lin.num_ys:]):
         # Either bound without residuals (inside a traced body), or the residual outputs

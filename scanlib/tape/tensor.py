@@ -10,7 +10,6 @@ from __future__ import annotations
 import numpy as np
 
 from .. import backends
-from . import state
 
 
 def short_dtype(dtype) -> str:
@@ -88,8 +87,9 @@ class Tensor:
     def _concrete(self, what: str):
         if self._trace is not None:
             raise TypeError(
-                f"{what} needs a concrete value, but this tensor ({type_str(self.shape, self.dtype)})"
-                " is traced (inside a scan body or make_graph), where values are not known yet. "
+                f"{what} needs a concrete value, but this tensor "
+                f"({type_str(self.shape, self.dtype)}) is traced (inside a scan body or "
+                "make_graph), where values are not known yet. "
                 "Use scanlib.where(cond, a, b) instead of Python `if`, keep loop bounds static, "
                 "and return values instead of converting them with float()/.item()/.numpy()."
             )
