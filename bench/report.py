@@ -68,6 +68,7 @@ def write_chart(path, results) -> str:
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        import matplotlib.ticker
     except ImportError:
         return "chart skipped: matplotlib is not installed"
     workloads = list(dict.fromkeys(r["workload"] for r in results))
@@ -88,6 +89,7 @@ def write_chart(path, results) -> str:
         ax.set_yticks(range(len(rs)), names, fontsize=8)
         ax.invert_yaxis()
         ax.set_xscale("log")
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())  # no crowded labels
         ax.axvline(1.0, color="k", lw=0.8)
         for i, v in enumerate(ratios):
             ax.text(v, i, f" {v:.2f}", va="center", fontsize=7)
