@@ -23,8 +23,27 @@ def _is_tensor(x):
 # --- arithmetic ---------------------------------------------------------------------------
 add = Primitive("add", lambda x, y: x + y, lambda g, out, x, y: (g, g))
 sub = Primitive("sub", lambda x, y: x - y, lambda g, out, x, y: (g, neg(g)))
+def _is_broadcast_one(g):
+    """g is a constant 1 stretched by broadcasting: the cotangent `sum` hands back."""
+    v = g._value
+    return (type(g) is Tensor and g._trace is None and not g.requires_grad
+            and not any(getattr(v, "strides", (1,))) and v.size > 0 and v.flat[0] == 1)
+
+
+def _scale(g, y):
+    """g * y; when g is a broadcast 1 (a loss `sum(ys * P)`), y itself seen through a
+    broadcast, so a [T, ...] cotangent is not allocated and filled with copies of P."""
+    if isinstance(y, Tensor) and _is_broadcast_one(g) and g.dtype == y.dtype:
+        if y.shape == g.shape:
+            return copy(y)
+        if len(y.shape) <= len(g.shape):
+            from .structural import broadcast_to_p  # structural imports this module
+            return broadcast_to_p(y, shape=g.shape)
+    return mul(g, y)
+
+
 mul = Primitive("mul", lambda x, y: x * y, lambda g, out, x, y: (
-    mul(g, y) if _is_tensor(x) else None, mul(g, x) if _is_tensor(y) else None))
+    _scale(g, y) if _is_tensor(x) else None, _scale(g, x) if _is_tensor(y) else None))
 div = Primitive("div", lambda x, y: x / y, lambda g, out, x, y: (
     div(g, y) if _is_tensor(x) else None,
     neg(div(mul(g, out), y)) if _is_tensor(y) else None))

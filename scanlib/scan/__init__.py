@@ -1,8 +1,10 @@
 """scan: a JAX-style scan primitive whose VJP is a reversed scan.
 
 api.py (checks, tracing, `scan`) -> primitive.py (the tape primitive and its VJP) ->
-linearize.py (backward body, residual policies) and executor.py (the compiled loop) ->
-batching.py (hoisting carry-independent work out of the loop); plan.py prints all of it.
+linearize.py (backward body, residual policies) and executor.py (the compiled loop: its
+schedule.py says where each equation runs, codegen.py writes it as Python, batching.py
+runs carry-independent work for many steps at once); cache.py reuses all of it across calls,
+and plan.py prints it.
 """
 
 from .api import scan
