@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import backends
-from ..tape import Tensor, current_builder, grad_enabled, record, type_str
+from ..tape import Tensor, record, type_str
+from ..tape.state import STATE as _STATE
 from ..tape.tensor import is_differentiable_dtype
 
 
@@ -80,14 +81,21 @@ def _run_impl(prim, args, values, params):
         ) from None
 
 
+# Types whose values need no device check (NumPy data or Python numbers); others are looked at.
+_CPU_TYPES = frozenset({np.ndarray, float, int, bool, complex, np.float64, np.float32,
+                        np.float16, np.int64, np.int32, np.bool_})
+
+
 def bind(prim, *args, **params):
     """Apply `prim` to args (Tensors, arrays or Python scalars)."""
-    builder = current_builder()
+    builders = _STATE.builders
+    builder = builders[-1] if builders else None
     if builder is None:
         values = [a._value if type(a) is Tensor else a for a in args]
-        if any(type(v) is not np.ndarray and not isinstance(v, (_SCALARS, np.generic))
-               for v in values):
-            _check_devices(prim, args, values)
+        for v in values:  # the common all-NumPy case costs one set lookup per argument
+            if type(v) not in _CPU_TYPES and not isinstance(v, np.generic):
+                _check_devices(prim, args, values)
+                break
         out = _run_impl(prim, args, values, params)
         inputs, out_vars = args, None
     else:
@@ -100,13 +108,14 @@ def bind(prim, *args, **params):
         tracers = builder.add_eqn(prim, inputs, params, out)
         out_vars = [t._var for t in tracers] if prim.multiple_results else [tracers._var]
 
-    if (prim.vjp is not None and grad_enabled()
-            and any(type(a) is Tensor and a.requires_grad and a._trace is builder
-                    for a in inputs)):
-        outs = out if prim.multiple_results else [out]
-        if prim.multiple_results or is_differentiable_dtype(outs[0].dtype):
-            recorded = record(prim, list(inputs), params, outs, builder, out_vars)
-            return recorded if prim.multiple_results else recorded[0]
+    if prim.vjp is not None and _STATE.grad_enabled:
+        for a in inputs:
+            if type(a) is Tensor and a.requires_grad and a._trace is builder:
+                outs = out if prim.multiple_results else [out]
+                if prim.multiple_results or is_differentiable_dtype(outs[0].dtype):
+                    recorded = record(prim, list(inputs), params, outs, builder, out_vars)
+                    return recorded if prim.multiple_results else recorded[0]
+                break
     if builder is not None:
         return tracers
     if prim.multiple_results:
