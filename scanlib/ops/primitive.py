@@ -66,19 +66,23 @@ def _check_devices(prim, args, values):
         )
 
 
+def _explained(e, prim, args, params):
+    """e, restated with the primitive, its inputs' types and how broadcasting works."""
+    shown = ", ".join(f"{k}={v!r}" for k, v in params.items() if not k.startswith("_"))
+    return type(e)(
+        f"{prim.name} failed on inputs ({_describe(args)})"
+        + (f" with {shown}" if shown else "")
+        + f": {e}. Check the shapes above; broadcasting follows NumPy's rules "
+        "(trailing axes must match or be 1).")
+
+
 def _run_impl(prim, args, values, params):
     if prim.multiple_results:  # control flow (scan) reports its own errors
         return prim.impl(*values, **params)
     try:
         return prim.impl(*values, **params)
     except (ValueError, TypeError, IndexError) as e:
-        shown = ", ".join(f"{k}={v!r}" for k, v in params.items() if not k.startswith("_"))
-        raise type(e)(
-            f"{prim.name} failed on inputs ({_describe(args)})"
-            + (f" with {shown}" if shown else "")
-            + f": {e}. Check the shapes above; broadcasting follows NumPy's rules "
-            "(trailing axes must match or be 1)."
-        ) from None
+        raise _explained(e, prim, args, params) from None
 
 
 # Types whose values need no device check (NumPy data or Python numbers); others are looked at.
@@ -96,7 +100,12 @@ def bind(prim, *args, **params):
             if type(v) not in _CPU_TYPES and not isinstance(v, np.generic):
                 _check_devices(prim, args, values)
                 break
-        out = _run_impl(prim, args, values, params)
+        try:
+            out = prim.impl(*values, **params)
+        except (ValueError, TypeError, IndexError) as e:
+            if prim.multiple_results:
+                raise
+            raise _explained(e, prim, args, params) from None
         inputs, out_vars = args, None
     else:
         inputs = [builder.lift(a) if isinstance(a, Tensor) or backends.is_array(a) else a

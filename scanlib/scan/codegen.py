@@ -117,7 +117,7 @@ def generate(sch):
             return f"{lhs} = {_INLINE[name].format(*args)}"
         env[f"_f{n}"], env[f"_p{n}"] = eqn.prim.impl, eqn.params
         extra = f", **_p{n}" if eqn.params else ""
-        return f"{lhs} = _f{n}({', '.join(args)}{extra})"
+        return f"{lhs} = _f{n}({', '.join(args)}{extra})  # {name}"
 
     # Work outside the per-step loop.
     for n, eqn in enumerate(sch.eqns):
@@ -127,12 +127,14 @@ def generate(sch):
         elif out_kind == XS:
             env[f"_b{n}"] = sch.batched[n]
             chunk_pre.append(f"{names[eqn.outvars[0]]} = "
-                             f"_b{n}({', '.join(ref_batch(v) for v in eqn.invars)})")
+                             f"_b{n}({', '.join(ref_batch(v) for v in eqn.invars)})"
+                             f"  # {eqn.prim.name}, for steps t0..t1-1")
     for n, fn in sch.deferred.items():
         eqn = sch.eqns[n]
         env[f"_b{n}"] = fn
         chunk_post.append(f"{names[eqn.outvars[0]]} = "
-                          f"_b{n}({', '.join(ref_batch(v) for v in eqn.invars)})")
+                          f"_b{n}({', '.join(ref_batch(v) for v in eqn.invars)})"
+                          f"  # {eqn.prim.name}, deferred, for steps t0..t1-1")
 
     # Outputs: where each y lives, and the per-step slots values are written to.
     y_plan, stacked_ys, hist = [], {}, set()

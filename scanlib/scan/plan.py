@@ -15,13 +15,17 @@ from .primitive import _needs_grad
 
 
 class ScanPlan:
-    """The body, backward body and residual table of one scan (print it)."""
+    """The body, backward body and residual table of one scan (print it). `forward_source`
+    and `backward_source` are the Python the two loops actually run, generated from the
+    bodies: work on closed-over values before the loop, carry-independent work once per
+    chunk of steps, and only the carry's own chain per step."""
 
     def __init__(self, body, backward_body, residuals, length, reverse, names, bwd_names):
         self.body, self.backward_body = body, backward_body
         self.residuals = residuals  # list of dicts: name, policy, type, storage, bytes
         self.length, self.reverse = length, reverse
         self._names, self._bwd_names = names, bwd_names
+        self.forward_source = self.backward_source = ""  # the Python each loop runs
 
     @property
     def residual_bytes(self) -> int:
@@ -103,4 +107,9 @@ def scan_plan(f, init, xs=None, *, length=None, reverse=False, dim=0) -> ScanPla
             row["storage"], row["bytes"] = "recomputed once per call", v.nbytes
         rows.append(row)
     bwd_names = {bv: names[fv] for bv, fv in lin.bwd_sources.items() if fv in names}
-    return ScanPlan(body, lin.bwd_body, rows, T, reverse, names, bwd_names)
+    plan = ScanPlan(body, lin.bwd_body, rows, T, reverse, names, bwd_names)
+    n_bwd_carry = sum(lin.float_carry) + sum(lin.k_needs)
+    plan.forward_source = run.source
+    plan.backward_source = compiled(lin.bwd_body, n_bwd_carry,
+                                    len(lin.bwd_body.invars) - n_bwd_carry, not reverse).source
+    return plan

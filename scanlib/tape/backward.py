@@ -42,6 +42,12 @@ class Node:
 def record(prim, inputs, params, out_values, trace, out_vars, saved=None):
     """Wrap raw outputs as Tensors that remember `prim` was applied to `inputs`."""
     node = Node(prim, inputs, params, saved)
+    if len(out_values) == 1:  # the common case, without the comprehensions
+        v = out_values[0]
+        out = Tensor(v, is_differentiable_dtype(v.dtype), _node=node, _index=0, _trace=trace,
+                     _var=None if out_vars is None else out_vars[0])
+        node.out_refs = [weakref.ref(out)]
+        return [out]
     outs = [Tensor(v, is_differentiable_dtype(v.dtype), _node=node, _index=i, _trace=trace,
                    _var=None if out_vars is None else out_vars[i])
             for i, v in enumerate(out_values)]
@@ -135,8 +141,9 @@ class _Cotangents:
 
     def pop_node(self, node):
         cts = self.nodes.pop(node, None)
-        if cts is not None:
-            self.owned.difference_update(id(c) for c in cts if c is not None)  # handed out
+        if cts is not None and self.owned:
+            for c in cts:  # handed to a rule now: no longer the walk's to change in place
+                self.owned.discard(id(c))
         return cts
 
 

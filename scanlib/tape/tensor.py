@@ -56,7 +56,7 @@ class Tensor:
     # --- metadata -----------------------------------------------------------------------
     @property
     def shape(self) -> tuple:
-        return tuple(self._value.shape)
+        return self._value.shape  # a tuple already, for NumPy and CuPy
 
     @property
     def dtype(self) -> np.dtype:
