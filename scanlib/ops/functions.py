@@ -14,7 +14,7 @@ from ..tape import Tensor, is_differentiable_dtype
 from . import elementwise as ew
 from .linalg import einsum_p, matmul_p, parse_einsum
 from .structural import (broadcast_to_p, concatenate_p, getitem, max_p, normalize_axis,
-                         reshape_p, sum_p, sum_to, transpose_p)
+                         reshape_p, stack_p, sum_p, sum_to, transpose_p)
 
 __all__ = [
     "tensor", "as_tensor", "zeros", "ones", "full", "arange", "zeros_like", "ones_like",
@@ -248,8 +248,7 @@ def stack(xs, axis=0):
     shapes = {x.shape for x in xs}
     if len(shapes) > 1:
         raise ValueError(f"stack: all tensors must have one shape, got {sorted(shapes)}")
-    axis = axis % (xs[0].ndim + 1)
-    return concatenate_p(*[expand_dims(x, axis) for x in xs], axis=axis)
+    return stack_p(*xs, axis=axis % (xs[0].ndim + 1))
 
 
 # --- linear algebra -------------------------------------------------------------------------

@@ -133,18 +133,60 @@ def getitem(x, index):
     return getitem_p(x, *arrays, index=template)
 
 
-# --- concatenate ----------------------------------------------------------------------------
-def _concat_vjp(g, out, *xs, axis):
-    cts, start = [], 0
-    for x in xs:
-        size = x.shape[axis]
-        cts.append(getitem_p(g, index=(slice(None),) * axis + (slice(start, start + size),)))
-        start += size
-    return cts
+# --- joining and splitting ------------------------------------------------------------------
+# Each pair is the other's VJP, and the split side is one multi-output primitive: stacking T
+# step results costs one equation forward and one backward, not T.
+def _filled(cts, outs):
+    """cts with each None replaced by zeros shaped like the matching output."""
+    like = next(c for c in cts if c is not None)
+    xp = _xp(like._value)
+    return [c if c is not None else Tensor(xp.zeros(o.shape, like.dtype))
+            for c, o in zip(cts, outs)]
 
 
-concatenate_p = Primitive("concatenate", lambda *xs, axis: _xp(*xs).concatenate(xs, axis=axis),
-                          _concat_vjp)
+def _split_impl(x, sizes, axis):
+    bounds = np.cumsum((0,) + tuple(sizes))
+    lead = (slice(None),) * axis
+    return [x[lead + (slice(a, b),)] for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+def _unstack_impl(x, axis):
+    lead = (slice(None),) * axis
+    return [x[lead + (i,)] for i in range(x.shape[axis])]
+
+
+concatenate_p = Primitive(
+    "concatenate", lambda *xs, axis: _xp(*xs).concatenate(xs, axis=axis),
+    lambda g, out, *xs, axis: split_p(g, sizes=tuple(x.shape[axis] for x in xs), axis=axis))
+split_p = Primitive(
+    "split", _split_impl,
+    lambda cts, outs, x, sizes, axis, _saved=None: (
+        concatenate_p(*_filled(cts, outs_or_shapes(outs, x, sizes, axis)), axis=axis),),
+    multiple_results=True)
+stack_p = Primitive(
+    "stack", lambda *xs, axis: _xp(*xs).stack(xs, axis=axis),
+    lambda g, out, *xs, axis: unstack_p(g, axis=axis))
+unstack_p = Primitive(
+    "unstack", _unstack_impl,
+    lambda cts, outs, x, axis, _saved=None: (
+        stack_p(*_filled(cts, outs_or_shapes(outs, x, None, axis)), axis=axis),),
+    multiple_results=True)
+
+
+class _Shape:
+    __slots__ = ("shape",)
+
+    def __init__(self, shape):
+        self.shape = shape
+
+
+def outs_or_shapes(outs, x, sizes, axis):
+    """Something with .shape for each piece (outputs may have been freed)."""
+    if sizes is None:
+        piece = x.shape[:axis] + x.shape[axis + 1:]
+        return [o if o is not None else _Shape(piece) for o in outs]
+    return [o if o is not None else _Shape(x.shape[:axis] + (s,) + x.shape[axis + 1:])
+            for o, s in zip(outs, sizes)]
 
 
 # --- reductions -----------------------------------------------------------------------------
