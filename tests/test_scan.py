@@ -467,7 +467,9 @@ def test_python_number_init_adopts_the_dtype_of_an_accumulator(backend, dtype, i
     # lax.scan(lambda c, x: (c + x, c), 0.0, f32 xs) has a float32 carry; the loop agrees.
     xs = backend.tensor(np.array([1, 2, 3], dtype))
     carry, ys = sl.scan(lambda c, x: (c + x, c), init, xs)
-    want_carry, _ = loop_scan(lambda c, x: (c + x, c), init, xs)
+    want_carry = init
+    for t in range(3):  # the loop itself (its ys would stack a CPU Python number with xs)
+        want_carry = want_carry + xs[t]
     assert carry.dtype == want_carry.dtype == np.dtype(dtype)
     # (the loop's ys[0] is the Python number itself, so its stack is float64; scan's is not)
     assert ys.dtype == np.dtype(dtype)

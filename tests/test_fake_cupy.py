@@ -1,0 +1,29 @@
+"""The CuPy code paths, on a machine without a GPU: the scan and op tests run again with the
+strict NumPy-backed fake in tests/fake_cupy standing in for CuPy (skipped where a real CuPy
+imports; there the `backend` fixture runs them on the GPU instead)."""
+
+import importlib.util
+import os
+import subprocess
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+@pytest.mark.skipif(importlib.util.find_spec("cupy") is not None,
+                    reason="a real CuPy is installed: the backend fixture covers it")
+def test_scan_and_ops_on_the_fake_cupy_backend():
+    env = dict(os.environ, SCANLIB_TEST_BACKEND="cupy",
+               PYTHONPATH=os.pathsep.join([os.path.join(HERE, "fake_cupy"),
+                                           os.environ.get("PYTHONPATH", "")]))
+    files = ["test_scan.py", "test_scan_errors.py", "test_scan_plan.py", "test_scan_hypothesis.py",
+             "test_ops.py", "test_autodiff.py", "test_tape.py", "test_engine_errors.py"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-o", "addopts=",
+         *[os.path.join(HERE, f) for f in files]],
+        env=env, capture_output=True, text=True, timeout=600)
+    tail = proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert proc.returncode == 0, tail
+    assert " passed" in tail and "failed" not in tail, tail
