@@ -177,6 +177,11 @@ def _arg_path(path, nums):
 def grad(f, argnums=0, has_aux=False):
     """The gradient of scalar-valued f with respect to args[argnums], as in JAX.
 
+    As with torch.func, an argument that is a Tensor with requires_grad=True keeps its link
+    to the caller's tape: the gradient's own computation is recorded so that it can be
+    differentiated again. Pass arrays or detached tensors when that is not wanted (it is
+    slower).
+
     >>> import scanlib as sl
     >>> sl.grad(lambda x: (x ** 3).sum())(sl.tensor([1.0, 2.0]))
     tensor([ 3., 12.], dtype=float64)

@@ -39,8 +39,8 @@ class Residual:
     xs[j]; ("ys", j) the j-th y output; ("const", l) the l-th closed-over input.
     """
 
-    def __init__(self, var, policy, source, stored):
-        self.var, self.policy, self.source, self.stored = var, policy, source, stored
+    def __init__(self, var, policy, source):
+        self.var, self.policy, self.source = var, policy, source
 
 
 class Linearization:
@@ -153,24 +153,24 @@ def _linearize(body, nc, x_needs, k_needs):
     residuals, extra = [], []
     for v in used:
         if v in carry_in:
-            residuals.append(Residual(v, CLONE, ("aug", len(extra)), "carry history"))
+            residuals.append(Residual(v, CLONE, ("aug", len(extra))))
             extra.append(v)
         elif v in x_in:
-            residuals.append(Residual(v, REMOVE_XS, ("xs", x_in.index(v)), "xs (referenced)"))
+            residuals.append(Residual(v, REMOVE_XS, ("xs", x_in.index(v))))
         elif v in y_out:
-            residuals.append(Residual(v, KEEP, ("ys", y_out.index(v)), "ys (referenced)"))
+            residuals.append(Residual(v, KEEP, ("ys", y_out.index(v))))
         elif v in carry_out:
-            residuals.append(Residual(v, KEEP, ("aug", len(extra)), "carry history"))
+            residuals.append(Residual(v, KEEP, ("aug", len(extra))))
             extra.append(v)
         else:
-            residuals.append(Residual(v, KEEP, ("aug", len(extra)), "stacked"))
+            residuals.append(Residual(v, KEEP, ("aug", len(extra))))
             extra.append(v)
     for l, k in enumerate(body.constvars):
         if fwd[k]._var in live:
-            residuals.append(Residual(k, REMOVE_ADDITIONAL_INPUTS, ("const", l), "referenced"))
+            residuals.append(Residual(k, REMOVE_ADDITIONAL_INPUTS, ("const", l)))
     for v in (v for e in body.eqns for v in e.outvars if v in const_only):
         if fwd[v]._var in live:
-            residuals.append(Residual(v, REMOVE_ADDITIONAL_INPUTS, None, "recomputed once"))
+            residuals.append(Residual(v, REMOVE_ADDITIONAL_INPUTS, None))
 
     n_in = len(ct_carry) + len(accs) + len(ct_ys)
     invars = graph.invars[:n_in] + [fwd[r.var]._var for r in residuals if r.source and
