@@ -2,9 +2,8 @@
 recurrence as a Python loop on the tape, ys stacked with scanlib.stack).
 
 Both differentiate with scanlib.value_and_grad and define the body afresh on every call, as
-inside a training step. scanlib-loop takes xs as a list of per-step arrays: indexing one
-(T, ...) tensor with xs[t] would give each step a full-size scatter_add in backward (T^2
-work; see NOTES.md). Imports scanlib, NumPy and bench's own modules.
+inside a training step. scanlib-loop takes xs as a list of per-step arrays, as the other
+loop contenders do (see NOTES.md on xs[t]). Imports scanlib, NumPy and bench's own modules.
 """
 
 from __future__ import annotations
