@@ -7,13 +7,15 @@ imports nothing else from scanlib.
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 from . import _cupy
 
 __all__ = [
     "xp_of", "device_of", "parse_device", "to_device", "asarray_on", "is_array",
-    "cuda_available", "to_numpy",
+    "cuda_available", "to_numpy", "namespace", "on_device",
 ]
 
 
@@ -56,6 +58,19 @@ def parse_device(device) -> str:
 def cuda_available() -> bool:
     """True when CuPy imports and sees at least one GPU."""
     return _cupy.available()
+
+
+def namespace(device: str):
+    """The array module for a device: numpy for 'cpu', cupy for 'cuda:N' (a clear error when
+    CuPy or the GPU is missing)."""
+    return np if device == "cpu" else _cupy.require(device)
+
+
+def on_device(device: str):
+    """A context in which new arrays of `namespace(device)` are made on that device."""
+    if device == "cpu":
+        return contextlib.nullcontext()
+    return _cupy.require(device).cuda.Device(int(device.split(":")[1]))
 
 
 def asarray_on(data, device: str, dtype=None):

@@ -59,9 +59,10 @@ def as_tensor(x) -> Tensor:
 
 def _make(fn_name, shape, dtype, device, *args):
     device = backends.parse_device(device)
-    xp = np if device == "cpu" else backends.xp_of(backends.asarray_on(0, device))
-    return Tensor(getattr(xp, fn_name)(*args, dtype=dtype) if shape is None
-                  else getattr(xp, fn_name)(shape, *args, dtype=dtype))
+    make = getattr(backends.namespace(device), fn_name)
+    with backends.on_device(device):
+        value = make(*args, dtype=dtype) if shape is None else make(shape, *args, dtype=dtype)
+    return Tensor(value)
 
 
 def zeros(shape, dtype=np.float64, device=None) -> Tensor:

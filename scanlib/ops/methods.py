@@ -28,7 +28,7 @@ def _to(self, device):
     if device == self.device:
         return self
     if device != "cpu":
-        backends.asarray_on(0, device)  # a clear error when CuPy or the GPU is missing
+        backends.namespace(device)  # a clear error when CuPy or the GPU is missing
     return ew.device_put(self, device=device)
 
 

@@ -95,8 +95,8 @@ class GraphBuilder:
         return self._tracer(var, self._zeros(shape, dtype))
 
     def _zeros(self, shape, dtype):
-        xp = np if self.device == "cpu" else backends.xp_of(backends.asarray_on(0, self.device))
-        return xp.zeros(shape, dtype)
+        with backends.on_device(self.device):
+            return backends.namespace(self.device).zeros(shape, dtype)
 
     def new_constvar(self, shape, dtype, value=None, hint=None) -> Tensor:
         """A constvar bound later (its `consts` slot is None); value stands in while tracing."""
