@@ -11,7 +11,6 @@ import inspect
 import numpy as np
 
 from . import backends, pytree
-from .ops import as_tensor
 from .tape import GraphBuilder, Tensor, tracing
 
 
@@ -108,4 +107,4 @@ def make_graph(f, *, name=None):
     return traced
 
 
-__all__ = ["make_graph", "trace_function", "abstract_leaf", "as_tensor"]
+__all__ = ["abstract_leaf", "closure_names", "make_graph", "trace_function"]
