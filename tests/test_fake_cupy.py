@@ -27,3 +27,17 @@ def test_scan_and_ops_on_the_fake_cupy_backend():
     tail = proc.stdout[-3000:] + proc.stderr[-2000:]
     assert proc.returncode == 0, tail
     assert " passed" in tail and "failed" not in tail, tail
+
+
+@pytest.mark.skipif(importlib.util.find_spec("cupy") is not None,
+                    reason="a real CuPy is installed")
+def test_demo_runs_with_device_cuda_on_the_fake_cupy(tmp_path):
+    env = dict(os.environ, MPLBACKEND="Agg",
+               PYTHONPATH=os.pathsep.join([os.path.join(HERE, "fake_cupy"),
+                                           os.environ.get("PYTHONPATH", "")]))
+    demo = os.path.join(os.path.dirname(HERE), "examples", "char_lm.py")
+    proc = subprocess.run([sys.executable, demo, "--device", "cuda", "--steps", "5",
+                           "--hidden", "8", "--seq-len", "8"],
+                          env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "on cuda" in proc.stdout, proc.stdout[-2000:]
