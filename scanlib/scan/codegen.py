@@ -20,6 +20,8 @@ from .schedule import CONST, STEP, XS, is_var
 # Operators written inline (saves a Python call per equation and step).
 _INLINE = {"add": "({0} + {1})", "sub": "({0} - {1})", "mul": "({0} * {1})",
            "div": "({0} / {1})", "neg": "(-{0})", "matmul": "({0} @ {1})", "pow": "({0} ** {1})"}
+# Primitives whose result is a view of their input: no bytes of their own.
+_VIEWS = {"reshape", "transpose", "broadcast_to", "getitem", "copy", "stop_gradient"}
 # Primitives that can write into a given array: their ufunc in the array namespace.
 _UFUNC = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "true_divide",
           "neg": "negative", "pow": "power", "exp": "exp", "log": "log", "log1p": "log1p",
@@ -122,6 +124,8 @@ def generate(sch):
     # Work outside the per-step loop.
     for n, eqn in enumerate(sch.eqns):
         out_kind = kind[eqn.outvars[0]]
+        if n not in sch.live:
+            continue
         if out_kind == CONST:
             prologue.append(call(n, eqn, [ref_batch(v) for v in eqn.invars]))
         elif out_kind == XS:
@@ -240,9 +244,10 @@ def generate(sch):
     source = "\n".join(lines)
     exec(compile(source, f"<scan body {g.name}>", "exec"), env)
 
-    # Bytes per step of what is batched per chunk: sets the chunk length.
-    per_step = sum(v.nbytes for e in sch.eqns for v in e.outvars
-                   if kind[v] == XS or sch.producer[v] in sch.deferred)
+    # Bytes per step of what is batched per chunk (views cost none): sets the chunk length.
+    per_step = sum(v.nbytes for n, e in enumerate(sch.eqns) for v in e.outvars
+                   if n in sch.live and e.prim.name not in _VIEWS
+                   and (kind[v] == XS or n in sch.deferred))
     per_step += sum(v.nbytes for v in stacks)
     layout = Layout(y_plan, list(stacked_ys), hist, list(stacks), per_step)
     return source, env["run"], layout

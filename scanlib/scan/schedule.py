@@ -38,6 +38,7 @@ class Schedule:
         self._classify()
         self._find_accumulators()
         self._split_step_work()
+        self._find_live()
 
     def is_step_value(self, v):
         """Computed per step (a carry input or a critical equation's output)."""
@@ -157,3 +158,20 @@ class Schedule:
                         self.fused_eqns.add(n)
             plans[i] = plan
         return plans
+
+    def _find_live(self):
+        """`live`: the equations whose results something reads, once fusion has replaced
+        some of them (a transpose only a fused matmul read is not computed at all)."""
+        reads = {v for v in self.graph.outvars if is_var(v)}
+        for plan in self.fused.values():
+            reads.update(v for v in plan[1:] if is_var(v) and not isinstance(v, tuple))
+        reads.update(term for _, term in self.prefix.values())
+        summed = {n for n, _ in list(self.acc.values()) + list(self.prefix.values())}
+        self.live = set()
+        for n in reversed(range(len(self.eqns))):
+            eqn = self.eqns[n]
+            if n in summed or n in self.fused_eqns:
+                continue
+            if n in self.critical or n in self.deferred or any(v in reads for v in eqn.outvars):
+                self.live.add(n)
+                reads.update(v for v in eqn.invars if is_var(v))
