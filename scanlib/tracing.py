@@ -35,7 +35,13 @@ def closure_names(fn) -> dict:
         return names
     cells = zip(code.co_freevars, fn.__closure__ or ())
     pairs = [(n, c.cell_contents) for n, c in cells if _cell_full(c)]
-    pairs += [(n, fn.__globals__[n]) for n in code.co_names if n in fn.__globals__]
+    # Globals read by fn or by functions defined inside it (a scan body's lambda).
+    codes, global_names = [code], []
+    while codes:
+        c = codes.pop()
+        global_names += c.co_names
+        codes += [k for k in c.co_consts if hasattr(k, "co_names")]
+    pairs += [(n, fn.__globals__[n]) for n in global_names if n in fn.__globals__]
     for n, v in pairs:
         if isinstance(v, Tensor) or backends.is_array(v):
             names.setdefault(id(v), n)
