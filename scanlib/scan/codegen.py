@@ -114,6 +114,9 @@ def generate(sch):
         if out is not None:
             if name == "sigmoid":
                 return f"_sigmoid_out({args[0]}, {out})"
+            if name == "concatenate":
+                return (f"xp.concatenate(({', '.join(args)},), axis={eqn.params['axis']}, "
+                        f"out={out})")
             return f"xp.{_UFUNC[name]}({', '.join(args)}, out={out})"
         if name in _INLINE and not eqn.params:
             return f"{lhs} = {_INLINE[name].format(*args)}"
@@ -195,10 +198,12 @@ def generate(sch):
             continue
         v, name = eqn.outvars[0], eqn.prim.name
         args = [ref_step(a) for a in eqn.invars]
-        can_out = ((name in _UFUNC or name == "sigmoid") and not eqn.params
+        can_out = (((name in _UFUNC or name == "sigmoid") and not eqn.params
+                    or name == "concatenate")
                    and not eqn.prim.multiple_results and len(v.shape) > 0)
+        elementwise = name not in ("matmul", "concatenate")
         donor = next((u for u in eqn.invars if private(u) and u.shape == v.shape
-                      and u.dtype == v.dtype), None) if can_out and name != "matmul" else None
+                      and u.dtype == v.dtype), None) if can_out and elementwise else None
         if can_out and slots.get(v):
             target = slots[v][0]
             step += [call(n, eqn, args, out=target), f"{names[v]} = {target}"]
