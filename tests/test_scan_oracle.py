@@ -119,7 +119,8 @@ def compare_with_loop(make_f, args, *, wrt=(0,), rtol=RTOL, atol=ATOL, check_gra
         assert_trees_close(v_got, v_want, rtol, atol)
         assert_trees_close(g_got, g_want, rtol, atol, what="gradient")
         # A gradient that is zero everywhere would agree with a broken scan trivially.
-        assert not nonzero_grads or any(np.any(as_np(g) != 0) for g in leaves(g_want)), "degenerate test: zero grads"
+        assert not nonzero_grads or any(np.any(as_np(g) != 0) for g in leaves(g_want)), \
+            "degenerate test: zero grads"
     return got, want
 
 

@@ -5,7 +5,6 @@ implicitly, so code that forgets which device its data is on fails here as it wo
 It checks dispatch and device discipline, not GPU numerics or speed: bench/gpu_check.sh on a
 real GPU does that. tests/test_fake_cupy.py runs part of the suite with it.
 """
-import contextlib
 import types
 import numpy as _np
 
@@ -71,7 +70,7 @@ class ndarray(_np.ndarray):
         return _wrap(func(*_base(list(args)), **{k: _base(v) for k, v in kwargs.items()}))
 
     def __getitem__(self, index):
-        return _wrap(self.view(_np.ndarray)[_base(index) if isinstance(index, tuple) else _base(index)])
+        return _wrap(self.view(_np.ndarray)[_base(index)])
 
     def __setitem__(self, index, value):
         _reject([value])
