@@ -205,8 +205,8 @@ def generate(sch):
         donor = next((u for u in eqn.invars if private(u) and u.shape == v.shape
                       and u.dtype == v.dtype), None) if can_out and elementwise else None
         if can_out and slots.get(v):
-            target = slots[v][0]
-            step += [call(n, eqn, args, out=target), f"{names[v]} = {target}"]
+            target = slots[v][0]  # take the slot's view once, then compute into it
+            step += [f"{names[v]} = {target}", call(n, eqn, args, out=names[v])]
             written.add((v, target))
         elif donor is not None:
             step += [call(n, eqn, args, out=names[donor]), f"{names[v]} = {names[donor]}"]
