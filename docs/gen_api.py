@@ -77,6 +77,7 @@ FALLBACK = {
     "softmax": (None, None, "sl.softmax(sl.tensor([0.0, np.log(3.0)]))"),
     "matmul": (None, None, "sl.matmul(sl.ones((2, 3)), sl.ones(3))"),
     "einsum": (None, None, "sl.einsum('ij,j->i', sl.ones((2, 3)), sl.arange(3.0))"),
+    "vdot": (None, None, "sl.vdot(sl.ones((2, 3)), sl.arange(6.0))"),
     "stack": (None, "Join same-shaped tensors along a new axis.",
               "sl.stack([sl.zeros(2), sl.ones(2)], axis=1)"),
     "concatenate": (None, "Join tensors along an existing axis.",

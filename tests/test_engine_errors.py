@@ -46,6 +46,14 @@ def test_structural_mismatches_name_shapes(backend):
         a.reshape(5)
 
 
+def test_vdot_mismatches_name_sizes_and_dtypes(backend):
+    a = backend.tensor(np.ones((2, 3)))
+    with pytest.raises(ValueError, match=r"6 and 5 elements.*\(2, 3\) and \(5,\)"):
+        sl.vdot(a, backend.tensor(np.ones(5)))
+    with pytest.raises(TypeError, match="second operand is complex"):
+        sl.vdot(a, backend.tensor(np.ones((2, 3), dtype=np.complex128)))
+
+
 def test_device_mismatch_names_both_devices(backend):
     if backend.name != "cupy":
         pytest.skip("needs two devices: runs on the CuPy backend")

@@ -162,6 +162,9 @@ CASES = [
     case("matmul-bcast-batch", lambda x, y: x @ y, (N, (3, 4)), (N, (2, 4, 5))),
     case("matmul-bcast-both", lambda x, y: x @ y, (N, (2, 1, 3, 4)), (N, (5, 4, 2))),
     case("matmul-batched-vec", lambda x, y: x @ y, (N, (2, 3, 4)), (N, (4,))),
+    case("vdot", sl.vdot, (N, (3, 4)), (N, (3, 4)), ref=np.vdot),
+    case("vdot-reshaped", sl.vdot, (N, (2, 6)), (N, (3, 4)), ref=np.vdot),
+    case("vdot-vectors", sl.vdot, (N, (5,)), (N, (5,)), ref=np.vdot),
     case("einsum-1-transpose", lambda x: sl.einsum("ij->ji", x), (N, (3, 4)),
          ref=lambda x: np.einsum("ij->ji", x)),
     case("einsum-1-sum", lambda x: sl.einsum("ijk->j", x), (N, (2, 3, 4)),
@@ -284,6 +287,16 @@ def test_check_grads_catches_a_wrong_second_derivative(backend):
     check_grads(bad, [x], order=1)
     with pytest.raises(AssertionError):
         check_grads(bad, [x], order=2)
+
+
+def test_loss_cotangent_is_not_a_copy(backend):
+    """The cotangent of x in `vdot(x, P)` or `sum(x * P)` is P itself (seen through a view),
+    so a loss over a [T, ...] stack costs no second [T, ...] array."""
+    P = backend.tensor(np.arange(6.0).reshape(2, 3))
+    for loss in (lambda x: sl.vdot(x, P), lambda x: sl.sum(x * P)):
+        g = sl.grad(loss)(backend.tensor(np.ones((2, 3))))
+        np.testing.assert_array_equal(backend.numpy(g), np.arange(6.0).reshape(2, 3))
+        assert g._value.base is P._value or g._value is P._value
 
 
 def test_ties_share_the_cotangent(backend):

@@ -30,9 +30,9 @@ def _is_broadcast_one(g):
             and not any(getattr(v, "strides", (1,))) and v.size > 0 and v.flat[0] == 1)
 
 
-def _scale(g, y):
-    """g * y; when g is a broadcast 1 (a loss `sum(ys * P)`), y itself seen through a
-    broadcast, so a [T, ...] cotangent is not allocated and filled with copies of P."""
+def scale_cotangent(g, y):
+    """g * y; when g is a broadcast 1 (a loss `sum(ys * P)` or `vdot(ys, P)`), y itself seen
+    through a broadcast, so a [T, ...] cotangent is not allocated and filled with copies of P."""
     if isinstance(y, Tensor) and _is_broadcast_one(g) and g.dtype == y.dtype:
         if y.shape == g.shape:
             return copy(y)
@@ -43,7 +43,7 @@ def _scale(g, y):
 
 
 mul = Primitive("mul", lambda x, y: x * y, lambda g, out, x, y: (
-    _scale(g, y) if _is_tensor(x) else None, _scale(g, x) if _is_tensor(y) else None))
+    scale_cotangent(g, y) if _is_tensor(x) else None, scale_cotangent(g, x) if _is_tensor(y) else None))
 div = Primitive("div", lambda x, y: x / y, lambda g, out, x, y: (
     div(g, y) if _is_tensor(x) else None,
     neg(div(mul(g, out), y)) if _is_tensor(y) else None))

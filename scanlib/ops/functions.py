@@ -12,7 +12,7 @@ import numpy as np
 from .. import backends
 from ..tape import Tensor, is_differentiable_dtype
 from . import elementwise as ew
-from .linalg import einsum_p, matmul_p, parse_einsum
+from .linalg import einsum_p, matmul_p, parse_einsum, vdot_p
 from .structural import (broadcast_to_p, concatenate_p, getitem, max_p, normalize_axis,
                          reshape_p, stack_p, sum_p, sum_to, transpose_p)
 
@@ -20,7 +20,7 @@ __all__ = [
     "tensor", "as_tensor", "zeros", "ones", "full", "arange", "zeros_like", "ones_like",
     "exp", "log", "log1p", "sqrt", "sin", "cos", "tanh", "sigmoid", "relu", "softplus", "abs",
     "maximum", "minimum", "where", "clip", "sum", "mean", "max", "logsumexp", "softmax",
-    "matmul", "einsum", "stack", "concatenate", "reshape", "transpose", "swapaxes",
+    "matmul", "einsum", "vdot", "stack", "concatenate", "reshape", "transpose", "swapaxes",
     "expand_dims", "squeeze", "broadcast_to", "stop_gradient", "sum_to", "getitem", "sign",
 ]
 
@@ -272,6 +272,20 @@ def matmul(x, y):
     if y.ndim == 1:
         out = reshape_p(out, shape=out.shape[:-1])
     return out
+
+
+def vdot(x, y):
+    """sum(x * y) over every element, as a 0-d tensor, without forming x * y (NumPy's vdot
+    for real data: operands of any shapes with one number of elements)."""
+    x, y = as_tensor(x), as_tensor(y)
+    for name, t in (("first", x), ("second", y)):
+        if np.dtype(t.dtype).kind == "c":
+            raise TypeError(f"vdot: the {name} operand is complex ({t.dtype}); vdot here is "
+                            "for real data. Use sl.sum(x * y) and conjugate by hand.")
+    if x.size != y.size:
+        raise ValueError(f"vdot: the operands have {x.size} and {y.size} elements (shapes "
+                         f"{x.shape} and {y.shape}); they must have the same number.")
+    return vdot_p(x, y)
 
 
 def einsum(subscripts, *operands):

@@ -1,4 +1,4 @@
-"""matmul and einsum, with VJPs that are matmuls and einsums again.
+"""matmul, einsum and vdot, with VJPs that are matmuls, einsums and products again.
 
 Imports backends, tape and the ops below it.
 """
@@ -6,6 +6,7 @@ Imports backends, tape and the ops below it.
 from __future__ import annotations
 
 from .. import backends
+from .elementwise import scale_cotangent
 from .primitive import Primitive
 from .structural import broadcast_to_p, reshape_p, transpose_p
 
@@ -23,6 +24,19 @@ def _mT(x):
 matmul_p = Primitive(
     "matmul", lambda x, y: x @ y,
     lambda g, out, x, y: (matmul_p(g, _mT(y)), matmul_p(_mT(x), g)))  # the walk sums batch axes
+
+
+def _vdot_vjp(g, out, x, y):
+    """d/dx sum(x * y) = g * y, shaped like x. A loss's g is 1: then y itself, not a copy."""
+    def one(a, b):
+        ct = scale_cotangent(broadcast_to_p(g, shape=b.shape), b)
+        return ct if ct.shape == a.shape else reshape_p(ct, shape=a.shape)
+    return one(x, y), one(y, x)
+
+
+# Real operands of one size; sum(x * y) without materializing x * y (a loss over a [T, ...]
+# stack of outputs then needs no second [T, ...] array).
+vdot_p = Primitive("vdot", lambda x, y: _xp(x, y).asarray(_xp(x, y).vdot(x, y)), _vdot_vjp)
 
 
 def _einsum_vjp_operand(g, out_sub, others, target_sub, target_shape):

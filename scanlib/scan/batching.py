@@ -23,16 +23,26 @@ _ELEMENTWISE = {p.name for p in (
     ew.astype)}
 
 
-def _elementwise(prim, params, batched, shapes, out_shape):
-    rank = len(out_shape)
+# Elementwise primitives a NumPy/CuPy ufunc computes into a given array (`out=`).
+UFUNCS = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "true_divide",
+          "neg": "negative", "pow": "power", "exp": "exp", "log": "log", "log1p": "log1p",
+          "sqrt": "sqrt", "sin": "sin", "cos": "cos", "tanh": "tanh", "abs": "absolute",
+          "maximum": "maximum", "minimum": "minimum"}
 
-    def run(*args):
+
+def _aligned(batched, shapes, rank):
+    """Batched inputs of a lower per-step rank get 1s after their T axis, so that they
+    broadcast against the others step by step, not against the T axis."""
+    def fix(args):
         T = next(a.shape[0] for a, b in zip(args, batched) if b)
-        fixed = [a.reshape((T,) + (1,) * (rank - len(s)) + tuple(s)) if b and len(s) < rank
-                 else a for a, b, s in zip(args, batched, shapes)]
-        return prim.impl(*fixed, **params)
+        return [a.reshape((T,) + (1,) * (rank - len(s)) + tuple(s)) if b and len(s) < rank
+                else a for a, b, s in zip(args, batched, shapes)]
+    return fix
 
-    return run
+
+def _elementwise(prim, params, batched, shapes, out_shape):
+    fix = _aligned(batched, shapes, len(out_shape))
+    return lambda *args: prim.impl(*fix(args), **params)
 
 
 def _matmul(prim, params, batched, shapes, out_shape):
@@ -92,6 +102,21 @@ _RULES = {
     broadcast_to_p.name: _broadcast_to, sum_p.name: _reduce, max_p.name: _reduce,
     getitem_p.name: _getitem, einsum_p.name: _einsum,
 }
+
+
+def batched_into(eqn, batched, shapes):
+    """Like batched_impl, but the function writes its result into a given array:
+    fn(*args, out=array of the batched result's shape). None where no ufunc or matmul can."""
+    name = eqn.prim.name
+    if name in UFUNCS and not eqn.params:
+        ufunc, fix = UFUNCS[name], _aligned(batched, shapes, len(eqn.outvars[0].shape))
+
+        def run(*args, out):
+            return getattr(backends.xp_of(out), ufunc)(*fix(args), out=out)
+        return run
+    if name == matmul_p.name and batched_impl(eqn, batched, shapes) is not None:
+        return lambda x, y, out: backends.xp_of(out).matmul(x, y, out=out)
+    return None
 
 
 def batched_impl(eqn, batched, shapes):

@@ -15,6 +15,7 @@ import collections
 import numpy as np
 
 from .. import backends
+from .batching import UFUNCS
 from .schedule import CONST, STEP, XS, is_var
 
 # Operators written inline (saves a Python call per equation and step).
@@ -23,10 +24,7 @@ _INLINE = {"add": "({0} + {1})", "sub": "({0} - {1})", "mul": "({0} * {1})",
 # Primitives whose result is a view of their input: no bytes of their own.
 _VIEWS = {"reshape", "transpose", "broadcast_to", "getitem", "copy", "stop_gradient"}
 # Primitives that can write into a given array: their ufunc in the array namespace.
-_UFUNC = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "true_divide",
-          "neg": "negative", "pow": "power", "exp": "exp", "log": "log", "log1p": "log1p",
-          "sqrt": "sqrt", "sin": "sin", "cos": "cos", "tanh": "tanh", "abs": "absolute",
-          "maximum": "maximum", "minimum": "minimum", "matmul": "matmul"}
+_UFUNC = {**UFUNCS, "matmul": "matmul"}
 
 
 def _sigmoid_out(x, out):
@@ -124,28 +122,11 @@ def generate(sch):
         extra = f", **_p{n}" if eqn.params else ""
         return f"{lhs} = _f{n}({', '.join(args)}{extra})  # {name}"
 
-    # Work outside the per-step loop.
-    for n, eqn in enumerate(sch.eqns):
-        out_kind = kind[eqn.outvars[0]]
-        if n not in sch.live:
-            continue
-        if out_kind == CONST:
-            prologue.append(call(n, eqn, [ref_batch(v) for v in eqn.invars]))
-        elif out_kind == XS:
-            env[f"_b{n}"] = sch.batched[n]
-            chunk_pre.append(f"{names[eqn.outvars[0]]} = "
-                             f"_b{n}({', '.join(ref_batch(v) for v in eqn.invars)})"
-                             f"  # {eqn.prim.name}, for steps t0..t1-1")
-    for n, fn in sch.deferred.items():
-        eqn = sch.eqns[n]
-        env[f"_b{n}"] = fn
-        chunk_post.append(f"{names[eqn.outvars[0]]} = "
-                          f"_b{n}({', '.join(ref_batch(v) for v in eqn.invars)})"
-                          f"  # {eqn.prim.name}, deferred, for steps t0..t1-1")
-
-    # Outputs: where each y lives, and the per-step slots values are written to.
+    # Outputs: where each y lives, and the per-step slots values are written to. A y made
+    # by batched work is computed straight into its stack (`into`) when nothing else reads it.
     y_plan, stacked_ys, hist = [], {}, set()
     slots = collections.defaultdict(list)
+    into, y_copies = {}, []
     for v in sch.y_out:
         if not is_var(v) or kind[v] == CONST:
             y_plan.append(("broadcast", ref_batch(v) if is_var(v) else literal(v)))
@@ -161,11 +142,52 @@ def generate(sch):
         else:
             if v not in stacked_ys:
                 k = stacked_ys[v] = len(stacked_ys)
+                n = sch.producer.get(v)
                 if sch.is_step_value(v):
                     slots[v].append(f"Y{k}[t]")
+                elif (n is not None and not sch.uses[v] and sch.out_uses[v] == 1
+                      and sch.batched_into(n) is not None):
+                    into[n] = f"Y{k}[t0:t1]"
                 else:
-                    chunk_post.append(f"Y{k}[t0:t1] = {ref_batch(v)}")
+                    y_copies.append(f"Y{k}[t0:t1] = {ref_batch(v)}")
             y_plan.append(("stack", stacked_ys[v]))
+
+    # Work outside the per-step loop. A batched result nothing else reads may be written
+    # over by the one equation that reads it (`out=`), so a chunk holds fewer arrays.
+    chunk_names, fresh_batch, allocated = [], set(), []
+
+    def batch_stmt(n, eqn, note):
+        v = eqn.outvars[0]
+        args = ", ".join(ref_batch(u) for u in eqn.invars)
+        target = into.get(n)
+        if target is None and sch.batched_into(n) is not None:
+            donor = next((u for u in eqn.invars if u in fresh_batch and sch.uses[u] == 1
+                          and not sch.out_uses[u] and u.shape == v.shape
+                          and u.dtype == v.dtype), None)
+            target = None if donor is None else names[donor]
+        chunk_names.append(names[v])
+        if target is None:
+            if eqn.prim.name not in _VIEWS:
+                allocated.append(v)
+            env[f"_b{n}"] = sch.batched[n] if n in sch.batched else sch.deferred[n]
+            if sch.batched_into(n) is not None:
+                fresh_batch.add(v)
+            return f"{names[v]} = _b{n}({args})  # {note}"
+        env[f"_o{n}"] = sch.batched_into(n)
+        return f"{names[v]} = _o{n}({args}, out={target})  # {note}"
+
+    for n, eqn in enumerate(sch.eqns):
+        out_kind = kind[eqn.outvars[0]]
+        if n not in sch.live:
+            continue
+        if out_kind == CONST:
+            prologue.append(call(n, eqn, [ref_batch(v) for v in eqn.invars]))
+        elif out_kind == XS:
+            chunk_pre.append(batch_stmt(n, eqn, f"{eqn.prim.name}, for steps t0..t1-1"))
+    for n in sch.deferred:
+        eqn = sch.eqns[n]
+        chunk_post.append(batch_stmt(n, eqn, f"{eqn.prim.name}, deferred, for steps t0..t1-1"))
+    chunk_post += y_copies
     hist = sorted(hist)
     at = "t" if sch.reverse else "t + 1"
     for i in hist:
@@ -243,6 +265,11 @@ def generate(sch):
         lines += [f"        for t in {steps}:"]
         lines += ["            " + s for s in step]
     lines += ["        " + s for s in chunk_post]
+    # Drop this chunk's arrays before the next chunk makes its own, so that two chunks'
+    # temporaries are never alive at once (views of them included).
+    chunk_names += [step_slices[v] for v in step_slices if v not in sch.x_in]
+    if chunk_names:
+        lines.append(f"        del {', '.join(chunk_names)}")
     ret = [f"A{i}" if i in summed else f"c{i}" for i in range(sch.num_carry)]
     ret += [arg for what, arg in y_plan if what == "broadcast"]
     lines.append(f"    return ({', '.join(ret)}{',' if ret else ''})")
@@ -250,10 +277,7 @@ def generate(sch):
     exec(compile(source, f"<scan body {g.name}>", "exec"), env)
 
     # Bytes per step of what is batched per chunk (views cost none): sets the chunk length.
-    per_step = sum(v.nbytes for n, e in enumerate(sch.eqns) for v in e.outvars
-                   if n in sch.live and e.prim.name not in _VIEWS
-                   and (kind[v] == XS or n in sch.deferred))
-    per_step += sum(v.nbytes for v in stacks)
+    per_step = sum(v.nbytes for v in allocated) + sum(v.nbytes for v in stacks)
     layout = Layout(y_plan, list(stacked_ys), hist, list(stacks), per_step)
     return source, env["run"], layout
 

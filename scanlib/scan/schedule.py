@@ -18,7 +18,7 @@ import collections
 
 from ..tape import Literal
 from ..tape.graph import used_vars
-from .batching import batched_impl
+from .batching import batched_impl, batched_into
 
 CONST, XS, STEP = "const", "xs", "step"
 
@@ -66,10 +66,15 @@ class Schedule:
         self.uses = collections.Counter(v for e in self.eqns for v in e.invars if is_var(v))
         self.out_uses = collections.Counter(v for v in self.graph.outvars if is_var(v))
 
-    def _batch_fn(self, eqn, kind):
+    def _batch_fn(self, eqn, kind, rule=batched_impl):
         flags = [is_var(v) and kind[v] != CONST for v in eqn.invars]
         shapes = [v.shape if is_var(v) else () for v in eqn.invars]
-        return batched_impl(eqn, flags, shapes)
+        return rule(eqn, flags, shapes)
+
+    def batched_into(self, n):
+        """For a batched or deferred equation, its function that writes into a given array
+        (`fn(*args, out=...)`), or None."""
+        return self._batch_fn(self.eqns[n], self.kind, batched_into)
 
     def _find_accumulators(self):
         """Carries updated as `acc + term` and read by no other equation. Without ys reading
