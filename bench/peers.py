@@ -51,7 +51,8 @@ def build_autograd(wl, inputs, consts):
     import autograd.numpy as anp
 
     ops = types.SimpleNamespace(tanh=anp.tanh, sigmoid=lambda x: 0.5 * (anp.tanh(0.5 * x) + 1),
-                                sum=anp.sum, stack=anp.stack)
+                                vdot=lambda a, b: anp.tensordot(a, b, a.ndim),  # no vdot VJP
+                                stack=anp.stack)
     args = {"params": inputs["params"], "init": inputs["init"],
             "xs": split_xs(inputs["xs"], length(inputs))}
 
@@ -72,7 +73,13 @@ def build_mygrad(wl, inputs, consts):
     import mygrad as mg
     from mygrad.nnet.activations import sigmoid
 
-    ops = types.SimpleNamespace(tanh=mg.tanh, sigmoid=sigmoid, sum=mg.sum, stack=mg.stack)
+    letters = "abcdefgh"
+
+    def vdot(a, b):  # mygrad has no vdot; einsum contracts without forming a * b
+        s = letters[:a.ndim]
+        return mg.einsum(f"{s},{s}->", a, b)
+
+    ops = types.SimpleNamespace(tanh=mg.tanh, sigmoid=sigmoid, vdot=vdot, stack=mg.stack)
     T = length(inputs)
 
     def run():
@@ -101,8 +108,9 @@ def _torch_setup(inputs, consts):
 
 
 def _torch_ops(torch):
-    return types.SimpleNamespace(tanh=torch.tanh, sigmoid=torch.sigmoid, sum=torch.sum,
-                                 stack=torch.stack)
+    return types.SimpleNamespace(  # torch.vdot takes 1-d operands; reshape is a view here
+        tanh=torch.tanh, sigmoid=torch.sigmoid, stack=torch.stack,
+        vdot=lambda a, b: torch.vdot(a.reshape(-1), b.reshape(-1)))
 
 
 def _torch_to_numpy(names):
@@ -152,7 +160,7 @@ def build_jax(wl, inputs, consts):
     import jax.numpy as jnp
 
     jax.config.update("jax_enable_x64", True)  # float64 workloads; float32 data stays float32
-    ops = types.SimpleNamespace(tanh=jnp.tanh, sigmoid=jax.nn.sigmoid, sum=jnp.sum,
+    ops = types.SimpleNamespace(tanh=jnp.tanh, sigmoid=jax.nn.sigmoid, vdot=jnp.vdot,
                                 stack=jnp.stack)
 
     def f(a, c):

@@ -23,7 +23,7 @@ def _scanlib():
 
 
 def _ops(sl):
-    return types.SimpleNamespace(tanh=sl.tanh, sigmoid=sl.sigmoid, sum=sl.sum, stack=sl.stack)
+    return types.SimpleNamespace(tanh=sl.tanh, sigmoid=sl.sigmoid, vdot=sl.vdot, stack=sl.stack)
 
 
 def _to_numpy(result):
