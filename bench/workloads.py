@@ -5,7 +5,8 @@ contender runs the same arithmetic with its own array library. Inputs are one di
 {"params": {...}, "init": carry, "xs": xs}; every leaf of it is differentiated. The loss is
 sum(ys * P) + sum(carry_T * Q) with fixed random P and Q ("consts"), so the cotangents of
 both ys and the final carry are non-trivial; each contender writes it with its library's vdot
-(or the nearest op with a gradient), as numpy-manual does, so no one has to form ys * P. Imports NumPy only.
+(or the nearest op with a gradient), as numpy-manual does, so no one has to form ys * P.
+Imports NumPy only.
 """
 
 from __future__ import annotations

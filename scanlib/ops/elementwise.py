@@ -43,7 +43,8 @@ def scale_cotangent(g, y):
 
 
 mul = Primitive("mul", lambda x, y: x * y, lambda g, out, x, y: (
-    scale_cotangent(g, y) if _is_tensor(x) else None, scale_cotangent(g, x) if _is_tensor(y) else None))
+    scale_cotangent(g, y) if _is_tensor(x) else None,
+    scale_cotangent(g, x) if _is_tensor(y) else None))
 div = Primitive("div", lambda x, y: x / y, lambda g, out, x, y: (
     div(g, y) if _is_tensor(x) else None,
     neg(div(mul(g, out), y)) if _is_tensor(y) else None))
