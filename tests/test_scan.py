@@ -6,6 +6,7 @@ int carries, nested and chained scans, higher order, .backward(), long recurrenc
 
 from __future__ import annotations
 
+import importlib
 import sys
 from collections import namedtuple
 
@@ -61,9 +62,11 @@ def test_rnn_matches_loop_values_and_grads(make, reverse):
 
 
 @pytest.mark.parametrize("reverse", [False, True])
-def test_rnn_long_enough_to_run_in_chunks(make, reverse):
-    # With B=32, H=128 the executor's 1 MiB chunk budget splits T=40 into uneven chunks of
-    # steps (about 20 forward, 14 backward): batched work and gradient sums cross chunk edges.
+def test_rnn_long_enough_to_run_in_chunks(make, reverse, monkeypatch):
+    # With B=32, H=128 a 512 KiB chunk budget splits T=40 into chunks of steps (14 forward,
+    # 16 backward, the last one shorter): batched work and gradient sums cross chunk edges.
+    monkeypatch.setattr(importlib.import_module("scanlib.scan.executor"), "CHUNK_BYTES", 1 << 19)
+
     def make_f(p):
         def f(h, x):
             h = sl.tanh(h @ p["W"] + x @ p["U"] + p["b"])

@@ -15,7 +15,7 @@ from .. import backends
 from .codegen import generate
 from .schedule import Schedule
 
-CHUNK_BYTES = 1 << 20  # budget for the per-chunk temporaries of batched work
+CHUNK_BYTES = 1 << 19  # budget for the per-chunk temporaries of batched work
 MIN_CHUNK = 16
 
 
