@@ -45,10 +45,25 @@ def _elementwise(prim, params, batched, shapes, out_shape):
     return lambda *args: prim.impl(*fix(args), **params)
 
 
+def _rows_times(x, y, out=None):
+    """x[T, ..., K] @ y[K, N] as one 2-d product over all of x's rows. NumPy runs a stacked
+    matmul as one small product per leading index: 1.2-1.7x slower at these sizes, 3x when
+    y is a transposed view (the `g @ U.T` of a backward body)."""
+    xp = backends.xp_of(x, y)
+    K, N = y.shape
+    if out is None:
+        return xp.matmul(x.reshape(-1, K), y).reshape(x.shape[:-1] + (N,))
+    if not out.flags.c_contiguous:  # its 2-d reshape would be a copy, not a view
+        return xp.matmul(x, y, out=out)
+    xp.matmul(x.reshape(-1, K), y, out=out.reshape(-1, N))
+    return out
+
+
 def _matmul(prim, params, batched, shapes, out_shape):
     bx, by = batched
-    if (bx and (by or len(shapes[1]) == 2) and (not by or len(shapes[0]) == len(shapes[1]))) \
-            or (by and not bx and len(shapes[0]) == 2):
+    if bx and not by and len(shapes[1]) == 2:
+        return _rows_times
+    if (bx and by and len(shapes[0]) == len(shapes[1])) or (by and not bx and len(shapes[0]) == 2):
         return lambda x, y: x @ y
     return None
 
@@ -114,8 +129,12 @@ def batched_into(eqn, batched, shapes):
         def run(*args, out):
             return getattr(backends.xp_of(out), ufunc)(*fix(args), out=out)
         return run
-    if name == matmul_p.name and batched_impl(eqn, batched, shapes) is not None:
-        return lambda x, y, out: backends.xp_of(out).matmul(x, y, out=out)
+    if name == matmul_p.name:
+        fn = batched_impl(eqn, batched, shapes)
+        if fn is _rows_times:
+            return _rows_times
+        if fn is not None:
+            return lambda x, y, out: backends.xp_of(out).matmul(x, y, out=out)
     return None
 
 
