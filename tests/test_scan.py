@@ -79,6 +79,37 @@ def test_rnn_long_enough_to_run_in_chunks(make, reverse, monkeypatch):
     compare_with_loop(make_f, args, wrt=(0, 1, 2), reverse=reverse)
 
 
+@pytest.mark.parametrize("reverse", [False, True])
+def test_batched_work_written_in_place_across_chunks(make, reverse, monkeypatch):
+    # Carry-independent work here runs per chunk and writes over its own temporaries
+    # (exp(u) * 2 - 1 in one array), a y made that way goes straight into its stack, and
+    # x @ U runs as one product over all rows. Small chunks make every chunk edge count.
+    monkeypatch.setattr(importlib.import_module("scanlib.scan.executor"), "CHUNK_BYTES", 1)
+
+    def make_f(p):
+        def f(h, x):
+            u = x @ p["U"]
+            a = sl.exp(u) * 2.0 - 1.0
+            h = sl.tanh(h @ p["W"] + a)
+            return h, (sl.sin(x) * 3.0 + 1.0, u, h * a)
+
+        return f
+
+    compare_with_loop(make_f, rnn_args(make, T=37), wrt=(0, 1, 2), reverse=reverse)
+
+
+def test_rows_times_writes_into_a_strided_out():
+    """The batched `x @ W` of a loop also fills an output that is not in C order."""
+    batching = importlib.import_module("scanlib.scan.batching")
+    rng = np.random.default_rng(0)
+    x, W = rng.standard_normal((4, 3, 5)), rng.standard_normal((5, 2))
+    out = np.zeros((4, 2, 3)).transpose(0, 2, 1)
+    assert not out.flags.c_contiguous
+    batching._rows_times(x, W, out=out)
+    np.testing.assert_allclose(out, x @ W, rtol=1e-12)
+    np.testing.assert_allclose(batching._rows_times(x, W), x @ W, rtol=1e-12)
+
+
 def test_reverse_runs_backwards_and_keeps_ys_aligned_with_xs(backend):
     xs = backend.tensor([1.0, 10.0, 100.0])
     carry, ys = sl.scan(lambda c, x: (c + x, c), 0.0, xs, reverse=True)

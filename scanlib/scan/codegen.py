@@ -160,11 +160,13 @@ def generate(sch):
         v = eqn.outvars[0]
         args = ", ".join(ref_batch(u) for u in eqn.invars)
         target = into.get(n)
-        if target is None and sch.batched_into(n) is not None:
+        if target is None and eqn.prim.name in UFUNCS:  # elementwise: in place is safe
             donor = next((u for u in eqn.invars if u in fresh_batch and sch.uses[u] == 1
                           and not sch.out_uses[u] and u.shape == v.shape
                           and u.dtype == v.dtype), None)
-            target = None if donor is None else names[donor]
+            if donor is not None:
+                target = names[donor]
+                fresh_batch.add(v)  # v owns the donor's array now
         chunk_names.append(names[v])
         if target is None:
             if eqn.prim.name not in _VIEWS:
