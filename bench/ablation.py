@@ -34,6 +34,12 @@ REVISIONS = [
     ("a6cdfdc", "+ in-place sums in the walk; views recomputed, not saved"),
     ("be4a2f5", "+ results written into their slots (out=), dead temporaries reused, "
                 "sum's broadcast 1 not multiplied"),
+    ("abf5083", "(the code at the end of the first session; LSTM gate copy into its slot)"),
+    ("9f7f186", "+ scanlib.vdot for the loss; batched results into their stacks or over a "
+                "dead temporary; a chunk's arrays freed before the next"),
+    ("3b2ec18", "+ chunk budget 512 KiB instead of 1 MiB"),
+    ("8d34ac4", "+ x[T, ..., K] @ W as one 2-d product over all rows"),
+    ("84846cc", "+ W.T read per step copied once into C order"),
 ]
 
 

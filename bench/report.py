@@ -23,7 +23,7 @@ def _mb(rec):
 def table(results) -> str:
     """One row per workload and contender: medians, spread, ratios, first call, memory."""
     head = ("workload", "contender", "median ms", "IQR %", "reps", "x manual", "cpu x",
-            "us/step", "first ms", "peak MB", "grad rel", "")
+            "us/step", "first ms", "peak MiB", "grad rel", "")
     rows = [head]
     for r in results:
         if r["status"] != "ok" or "median_s" not in r:
@@ -46,7 +46,7 @@ def table(results) -> str:
                                for i, (c, w) in enumerate(zip(row, widths))).rstrip())
         if k == 0:
             lines.append("-" * len(lines[0]))
-    lines.append("x manual: median / numpy-manual's median in this run. peak MB: tracemalloc, "
+    lines.append("x manual: median / numpy-manual's median in this run. peak MiB: tracemalloc, "
                  "one forward+backward, above what was allocated before\n"
                  "(torch and JAX allocate outside tracemalloc's view: '-'). IQR %: "
                  "interquartile range / median.\n"
@@ -172,7 +172,7 @@ def markdown(payload) -> str:
              f"{m['python']}; threads {th['requested']} ({pool_s}); load average "
              f"{m['load_average_at_start']} at start, {m.get('load_average_at_end')} at end.")
     head = ("| workload | contender | median ms | IQR % | x manual | cpu x | us/step | "
-            "first ms | peak MB | grad rel |")
+            "first ms | peak MiB | grad rel |")
     lines = [f"`{payload['command'].strip()}` ({payload['created']}; {code})", "", where, "",
              head, "|---|---|" + "---:|" * 8]
     for r in payload["results"]:
