@@ -98,6 +98,19 @@ def test_batched_work_written_in_place_across_chunks(make, reverse, monkeypatch)
     compare_with_loop(make_f, rnn_args(make, T=37), wrt=(0, 1, 2), reverse=reverse)
 
 
+@pytest.mark.parametrize("reverse", [False, True])
+def test_vdot_in_the_body(make, reverse):
+    # A per-step scalar from vdot (a 0-d y), one carry-independent and one on the carry.
+    def make_f(p):
+        def f(h, x):
+            h = sl.tanh(h @ p["W"] + x @ p["U"])
+            return h, (sl.vdot(h, h @ p["W"]), sl.vdot(x, x))
+
+        return f
+
+    compare_with_loop(make_f, rnn_args(make, T=6), wrt=(0, 1, 2), reverse=reverse)
+
+
 def test_rows_times_writes_into_a_strided_out():
     """The batched `x @ W` of a loop also fills an output that is not in C order."""
     batching = importlib.import_module("scanlib.scan.batching")
