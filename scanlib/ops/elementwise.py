@@ -32,13 +32,12 @@ def _is_broadcast_one(g):
 
 def scale_cotangent(g, y):
     """g * y; when g is a broadcast 1 (a loss `sum(ys * P)` or `vdot(ys, P)`), y itself seen
-    through a broadcast, so a [T, ...] cotangent is not allocated and filled with copies of P."""
-    if isinstance(y, Tensor) and _is_broadcast_one(g) and g.dtype == y.dtype:
-        if y.shape == g.shape:
-            return copy(y)
-        if len(y.shape) <= len(g.shape):
-            from .structural import broadcast_to_p  # structural imports this module
-            return broadcast_to_p(y, shape=g.shape)
+    through a broadcast: a [T, ...] cotangent is not allocated and filled with copies of P, and
+    the view is read-only, so writing into such a gradient cannot change P."""
+    if (isinstance(y, Tensor) and _is_broadcast_one(g) and g.dtype == y.dtype
+            and len(y.shape) <= len(g.shape)):
+        from .structural import broadcast_to_p  # structural imports this module
+        return broadcast_to_p(y, shape=g.shape)
     return mul(g, y)
 
 
