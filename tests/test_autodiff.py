@@ -246,6 +246,28 @@ def test_grad_inside_backward_style_code(backend):
 
 
 # --- torch-style backward ---------------------------------------------------------------------
+def test_returned_gradients_do_not_share_memory(backend):
+    """add's rule hands one array to both of its inputs; each gradient returned still owns
+    its memory, so clipping one in place (as NumPy code does) leaves the others alone."""
+    x, y = backend.tensor([0.1, 0.2]), backend.tensor([0.3, 0.4])
+
+    def f(x, y):
+        return sl.sum(sl.tanh(x + y))
+
+    gx, gy = sl.grad(f, argnums=(0, 1))(x, y)
+    xp = sl.backends.xp_of(gx._value)
+    assert not xp.shares_memory(gx._value, gy._value)
+    want = 1 - np.tanh([0.4, 0.6]) ** 2
+    gx._value[...] = 0.0
+    np.testing.assert_allclose(backend.numpy(gy), want, rtol=1e-12)
+
+    xl = backend.tensor([0.1, 0.2], requires_grad=True)
+    yl = backend.tensor([0.3, 0.4], requires_grad=True)
+    f(xl, yl).backward()
+    assert not xp.shares_memory(xl.grad._value, yl.grad._value)
+    np.testing.assert_allclose(backend.numpy(xl.grad), want, rtol=1e-12)
+
+
 def test_backward_fills_grad_of_leaves(backend):
     w = backend.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
     b = backend.tensor([0.5, 0.5], requires_grad=True)

@@ -203,12 +203,30 @@ def backward_pass(roots, root_cts, targets=None, *, retain_graph=False, create_g
                 node.saved = None
 
     if targets is not None:
-        return ct.targets
-    for leaf, g in ct.leaves.values():
+        return ct.targets if create_graph else _unshared(ct.targets)
+    leaves = list(ct.leaves.values())
+    grads = [g for _, g in leaves] if create_graph else _unshared([g for _, g in leaves])
+    for (leaf, _), g in zip(leaves, grads):
         if not create_graph:
             g = g.detach()
         leaf.grad = g if leaf.grad is None else OPS.add(leaf.grad, g)
     return None
+
+
+def _unshared(grads):
+    """Rules may hand one array to several inputs (add's returns g twice): each gradient the
+    walk returns gets memory of its own, so changing one in place cannot change another."""
+    seen, out = set(), []
+    for g in grads:
+        if g is not None:
+            owner = g._value
+            while getattr(owner, "base", None) is not None:
+                owner = owner.base
+            if id(owner) in seen:
+                g = Tensor(g._value.copy())
+            seen.add(id(owner))
+        out.append(g)
+    return out
 
 
 def tensor_backward(self, cotangent=None, *, retain_graph=False, create_graph=False):
