@@ -30,14 +30,15 @@ def _is_broadcast_one(g):
             and not any(getattr(v, "strides", (1,))) and v.size > 0 and v.flat[0] == 1)
 
 
-def scale_cotangent(g, y):
-    """g * y; when g is a broadcast 1 (a loss `sum(ys * P)` or `vdot(ys, P)`), y itself seen
-    through a broadcast: a [T, ...] cotangent is not allocated and filled with copies of P, and
-    the view is read-only, so writing into such a gradient cannot change P."""
-    if (isinstance(y, Tensor) and _is_broadcast_one(g) and g.dtype == y.dtype
-            and len(y.shape) <= len(g.shape)):
+def scale_cotangent(g, y, shape=None):
+    """g * y, of the given shape (g's by default); when g is a broadcast 1 (a loss
+    `sum(ys * P)` or `vdot(ys, P)`), y itself seen through a broadcast: a [T, ...] cotangent is
+    not allocated and filled with copies of P, and the view is read-only, so writing into such
+    a gradient cannot change P."""
+    shape = g.shape if shape is None else shape
+    if isinstance(y, Tensor) and _is_broadcast_one(g) and g.dtype == y.dtype:
         from .structural import broadcast_to_p  # structural imports this module
-        return broadcast_to_p(y, shape=g.shape)
+        return broadcast_to_p(y, shape=shape)
     return mul(g, y)
 
 

@@ -29,7 +29,7 @@ matmul_p = Primitive(
 def _vdot_vjp(g, out, x, y):
     """d/dx sum(x * y) = g * y, shaped like x. A loss's g is 1: then y itself, not a copy."""
     def one(a, b):
-        ct = scale_cotangent(broadcast_to_p(g, shape=b.shape), b)
+        ct = scale_cotangent(g, b, b.shape)
         return ct if ct.shape == a.shape else reshape_p(ct, shape=a.shape)
     return one(x, y), one(y, x)
 
