@@ -1,5 +1,5 @@
 """The benchmark in bench/ cannot rot: numpy-manual's hand-written BPTT (and the hoisted
-variant) against central finite differences in float64, and `python -m bench` at a tiny size,
+variant) against central finite differences in float64, and `python -m bench --quick`,
 whose every available contender must agree with numpy-manual and whose JSON must be written.
 """
 
@@ -72,12 +72,14 @@ def test_a_wrong_gradient_is_caught():
 
 
 def test_quick_benchmark_runs_and_every_contender_agrees(tmp_path):
-    cmd = [sys.executable, "-m", "bench", "--size", "tiny", "--budget", "0.005", "--warmup", "0",
+    # --quick as the issue asks, with fewer timed calls: the test checks that it runs and
+    # agrees, not how fast it is.
+    cmd = [sys.executable, "-m", "bench", "--quick", "--budget", "0.005", "--warmup", "0",
            "--out", str(tmp_path)]
     proc = subprocess.run(cmd, check=False, cwd=ROOT, capture_output=True, text=True, timeout=240)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "threads: 1 requested" in proc.stdout
-    data = json.loads((tmp_path / "latest-tiny.json").read_text())
+    data = json.loads((tmp_path / "latest-quick.json").read_text())
     assert data["threads"]["requested"] == 1 and data["machine"]["cpu_count"]
     skipped = {s["contender"] for s in data["skipped"]}
     ran = {r["contender"] for r in data["results"]}
