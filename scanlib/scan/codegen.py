@@ -4,7 +4,9 @@ per-step critical work (`CompiledBody.source` shows it).
 
 Per step it allocates as little as NumPy allows: a value that ends in a stack or history
 buffer is computed straight into its slot (`xp.tanh(a, out=H0[t + 1])`), and an elementwise
-result may reuse the array of a temporary that nothing else reads.
+result may reuse the array of a temporary that nothing else reads. Work batched over a chunk
+of steps does the same with whole chunks (`out=Y0[t0:t1]`), and a chunk's arrays are freed
+before the next chunk allocates its own.
 Imports backends and the scan modules below it.
 """
 
@@ -57,56 +59,87 @@ class Layout:
 
 def generate(sch):
     """(source, run function, Layout) for a Schedule."""
-    g, kind = sch.graph, sch.kind
-    names = {}
-    for i, v in enumerate(sch.carry_in):
-        names[v] = f"c{i}"
-    for j, v in enumerate(sch.x_in):
-        names[v] = f"X{j}"
-    for l, v in enumerate(g.constvars):
-        names[v] = f"k{l}"
-    for n, e in enumerate(sch.eqns):
-        for j, v in enumerate(e.outvars):
-            names[v] = f"v{n}_{j}"
-    env = {"_sigmoid_out": _sigmoid_out, "_accumulate": _accumulate_in_place}
-    prologue, chunk_pre, step, chunk_post = [], [], [], []
-    step_slices, chunk_slices, stacks = {}, {}, {}
+    w = _LoopWriter(sch)
+    w.place_outputs()
+    w.batch_work()
+    w.accumulators()
+    w.step_work()
+    source = w.source()
+    exec(compile(source, f"<scan body {sch.graph.name}>", "exec"), w.env)
+    return source, w.env["run"], w.layout()
 
-    def literal(v):
-        name = f"_l{len(env)}"
-        env[name] = v.value
+
+class _LoopWriter:
+    """Writes the loop for one Schedule, section by section: the prologue (once), the work
+    before and after each chunk's steps, and the per-step body. Values are named by role:
+    c carries, X xs, k constants, v<n>_<j> results of equation n, Y stacked ys, H carry
+    histories, S per-chunk scratch stacks, A accumulators; the functions and literals the
+    code calls live in `env` (_f, _b, _o, _l)."""
+
+    def __init__(self, sch):
+        self.sch = sch
+        names = self.names = {}
+        for i, v in enumerate(sch.carry_in):
+            names[v] = f"c{i}"
+        for j, v in enumerate(sch.x_in):
+            names[v] = f"X{j}"
+        for i, v in enumerate(sch.graph.constvars):
+            names[v] = f"k{i}"
+        for n, e in enumerate(sch.eqns):
+            for j, v in enumerate(e.outvars):
+                names[v] = f"v{n}_{j}"
+        self.env = {"_sigmoid_out": _sigmoid_out, "_accumulate": _accumulate_in_place}
+        self.prologue, self.chunk_pre, self.step, self.chunk_post = [], [], [], []
+        self.step_slices, self.chunk_slices, self.stacks = {}, {}, {}
+        # Where outputs go: filled by place_outputs.
+        self.y_plan, self.stacked_ys, self.hist = [], {}, set()
+        self.slots = collections.defaultdict(list)  # per-step value -> the slots it fills
+        self.into = {}  # batched equation -> the stack slice it writes its result into
+        self.y_copies = []
+        # What a chunk allocates and frees: filled by batch_work and step_work.
+        self.chunk_names, self.fresh_batch, self.allocated = [], set(), []
+
+    # --- how the code refers to a value -------------------------------------------------------
+    def literal(self, v):
+        name = f"_l{len(self.env)}"
+        self.env[name] = v.value
         return name
 
-    def ref_step(v):
+    def ref_step(self, v):
+        """v as the per-step body reads it (the step's row of an xs or batched value)."""
         if not is_var(v):
-            return literal(v)
-        if kind[v] == XS:
-            if v not in step_slices:
-                j = sch.x_in.index(v) if v in sch.x_in else None
-                step_slices[v] = f"x{j}" if j is not None else names[v] + "_t"
-                src = f"X{j}[t]" if j is not None else f"{names[v]}[t - t0]"
-                step.append(f"{step_slices[v]} = {src}")
-            return step_slices[v]
-        return names[v]
+            return self.literal(v)
+        if self.sch.kind[v] == XS:
+            if v not in self.step_slices:
+                x_in = self.sch.x_in
+                j = x_in.index(v) if v in x_in else None
+                self.step_slices[v] = f"x{j}" if j is not None else self.names[v] + "_t"
+                src = f"X{j}[t]" if j is not None else f"{self.names[v]}[t - t0]"
+                self.step.append(f"{self.step_slices[v]} = {src}")
+            return self.step_slices[v]
+        return self.names[v]
 
-    def ref_batch(v):
+    def ref_batch(self, v):
+        """v as work on a whole chunk reads it (a step value through its scratch stack)."""
+        sch = self.sch
         if not is_var(v):
-            return literal(v)
-        if kind[v] == CONST:
-            return names[v]
+            return self.literal(v)
+        if sch.kind[v] == CONST:
+            return self.names[v]
         if v in sch.x_in:
-            if v not in chunk_slices:
-                chunk_slices[v] = f"Xc{sch.x_in.index(v)}"
-                chunk_pre.insert(0, f"{chunk_slices[v]} = {names[v]}[t0:t1]")
-            return chunk_slices[v]
+            if v not in self.chunk_slices:
+                self.chunk_slices[v] = f"Xc{sch.x_in.index(v)}"
+                self.chunk_pre.insert(0, f"{self.chunk_slices[v]} = {self.names[v]}[t0:t1]")
+            return self.chunk_slices[v]
         if sch.is_step_value(v):
-            if v not in stacks:
-                stacks[v] = f"S{len(stacks)}"
-            return f"{stacks[v]}[:t1 - t0]"
-        return names[v]
+            if v not in self.stacks:
+                self.stacks[v] = f"S{len(self.stacks)}"
+            return f"{self.stacks[v]}[:t1 - t0]"
+        return self.names[v]
 
-    def call(n, eqn, args, out=None):
-        lhs = ", ".join(names[v] for v in eqn.outvars) + (
+    def call(self, n, eqn, args, out=None):
+        """The statement computing equation n, into `out` where given."""
+        lhs = ", ".join(self.names[v] for v in eqn.outvars) + (
             "," if eqn.prim.multiple_results else "")
         name = eqn.prim.name
         if out is not None:
@@ -118,177 +151,199 @@ def generate(sch):
             return f"xp.{_UFUNC[name]}({', '.join(args)}, out={out})"
         if name in _INLINE and not eqn.params:
             return f"{lhs} = {_INLINE[name].format(*args)}"
-        env[f"_f{n}"], env[f"_p{n}"] = eqn.prim.impl, eqn.params
+        self.env[f"_f{n}"], self.env[f"_p{n}"] = eqn.prim.impl, eqn.params
         extra = f", **_p{n}" if eqn.params else ""
         return f"{lhs} = _f{n}({', '.join(args)}{extra})  # {name}"
 
-    # Outputs: where each y lives, and the per-step slots values are written to. A y made
-    # by batched work is computed straight into its stack (`into`) when nothing else reads it.
-    y_plan, stacked_ys, hist = [], {}, set()
-    slots = collections.defaultdict(list)
-    into, y_copies = {}, []
-    for v in sch.y_out:
-        if not is_var(v) or kind[v] == CONST:
-            y_plan.append(("broadcast", ref_batch(v) if is_var(v) else literal(v)))
-        elif v in sch.x_in:
-            y_plan.append(("xs", sch.x_in.index(v)))
-        elif v in sch.carry_in:
-            hist.add(sch.carry_in.index(v))
-            y_plan.append(("hist_in", sch.carry_in.index(v)))
-        elif v in sch.carry_out and kind[v] == STEP and (
-                sch.producer[v] in sch.critical or sch.carry_out.index(v) in sch.prefix):
-            hist.add(sch.carry_out.index(v))
-            y_plan.append(("hist_out", sch.carry_out.index(v)))
-        else:
-            if v not in stacked_ys:
-                k = stacked_ys[v] = len(stacked_ys)
-                n = sch.producer.get(v)
-                if sch.is_step_value(v):
-                    slots[v].append(f"Y{k}[t]")
-                elif (n is not None and not sch.uses[v] and sch.out_uses[v] == 1
-                      and sch.batched_into(n) is not None):
-                    into[n] = f"Y{k}[t0:t1]"
-                else:
-                    y_copies.append(f"Y{k}[t0:t1] = {ref_batch(v)}")
-            y_plan.append(("stack", stacked_ys[v]))
+    # --- the sections -------------------------------------------------------------------------
+    def place_outputs(self):
+        """Where each y lives. A y that is the carry shares the carry's history buffer; a y
+        made by batched work is computed straight into its stack (`into`) when nothing else
+        reads it; a per-step y fills its stack's row."""
+        sch = self.sch
+        for v in sch.y_out:
+            if not is_var(v) or sch.kind[v] == CONST:
+                self.y_plan.append(("broadcast", self.ref_batch(v) if is_var(v)
+                                    else self.literal(v)))
+            elif v in sch.x_in:
+                self.y_plan.append(("xs", sch.x_in.index(v)))
+            elif v in sch.carry_in:
+                self.hist.add(sch.carry_in.index(v))
+                self.y_plan.append(("hist_in", sch.carry_in.index(v)))
+            elif v in sch.carry_out and sch.kind[v] == STEP and (
+                    sch.producer[v] in sch.critical or sch.carry_out.index(v) in sch.prefix):
+                self.hist.add(sch.carry_out.index(v))
+                self.y_plan.append(("hist_out", sch.carry_out.index(v)))
+            else:
+                if v not in self.stacked_ys:
+                    k = self.stacked_ys[v] = len(self.stacked_ys)
+                    n = sch.producer.get(v)
+                    if sch.is_step_value(v):
+                        self.slots[v].append(f"Y{k}[t]")
+                    elif (n is not None and not sch.uses[v] and sch.out_uses[v] == 1
+                          and sch.batched_into(n) is not None):
+                        self.into[n] = f"Y{k}[t0:t1]"
+                    else:
+                        self.y_copies.append(f"Y{k}[t0:t1] = {self.ref_batch(v)}")
+                self.y_plan.append(("stack", self.stacked_ys[v]))
 
-    # Work outside the per-step loop. A batched result nothing else reads may be written
-    # over by the one equation that reads it (`out=`), so a chunk holds fewer arrays.
-    chunk_names, fresh_batch, allocated = [], set(), []
+    def batch_work(self):
+        """Work outside the per-step loop: constants once, carry-independent work before each
+        chunk's steps, deferred work after them."""
+        sch = self.sch
+        # A constant view (W.T) that a per-step matmul reads is copied once into C order:
+        # BLAS on a transposed operand was up to 1.6x slower per step at these sizes.
+        step_matmul_reads = {v for n in sch.critical if sch.eqns[n].prim.name == "matmul"
+                             for v in sch.eqns[n].invars}
+        for n, eqn in enumerate(sch.eqns):
+            out_kind = sch.kind[eqn.outvars[0]]
+            if n not in sch.live:
+                continue
+            if out_kind == CONST:
+                self.prologue.append(self.call(n, eqn, [self.ref_batch(v) for v in eqn.invars]))
+                v = eqn.outvars[0]
+                if eqn.prim.name in _VIEWS and v in step_matmul_reads:
+                    self.prologue.append(f"{self.names[v]} = xp.ascontiguousarray("
+                                         f"{self.names[v]})")
+            elif out_kind == XS:
+                self.chunk_pre.append(self._batched(n, eqn, "for steps t0..t1-1"))
+        for n in sch.deferred:
+            self.chunk_post.append(self._batched(n, sch.eqns[n], "deferred, for steps t0..t1-1"))
+        self.chunk_post += self.y_copies
 
-    def batch_stmt(n, eqn, note):
-        v = eqn.outvars[0]
-        args = ", ".join(ref_batch(u) for u in eqn.invars)
-        target = into.get(n)
+    def _batched(self, n, eqn, note):
+        """The statement for batched equation n. A batched result nothing else reads may be
+        written over by the one elementwise equation that reads it (`out=`), so a chunk
+        holds fewer arrays."""
+        sch, v = self.sch, eqn.outvars[0]
+        args = ", ".join(self.ref_batch(u) for u in eqn.invars)
+        target = self.into.get(n)
         if target is None and eqn.prim.name in UFUNCS:  # elementwise: in place is safe
-            donor = next((u for u in eqn.invars if u in fresh_batch and sch.uses[u] == 1
-                          and not sch.out_uses[u] and u.shape == v.shape
-                          and u.dtype == v.dtype), None)
+            donor = next((u for u in eqn.invars if u in self.fresh_batch
+                          and sch.uses[u] == 1 and not sch.out_uses[u]
+                          and u.shape == v.shape and u.dtype == v.dtype), None)
             if donor is not None:
-                target = names[donor]
-                fresh_batch.add(v)  # v owns the donor's array now
-        chunk_names.append(names[v])
+                target = self.names[donor]
+                self.fresh_batch.add(v)  # v owns the donor's array now
+        self.chunk_names.append(self.names[v])
+        note = f"{eqn.prim.name}, {note}"
         if target is None:
             if eqn.prim.name not in _VIEWS:
-                allocated.append(v)
-            env[f"_b{n}"] = sch.batched[n] if n in sch.batched else sch.deferred[n]
+                self.allocated.append(v)
+            self.env[f"_b{n}"] = sch.batched[n] if n in sch.batched else sch.deferred[n]
             if sch.batched_into(n) is not None:
-                fresh_batch.add(v)
-            return f"{names[v]} = _b{n}({args})  # {note}"
-        env[f"_o{n}"] = sch.batched_into(n)
-        return f"{names[v]} = _o{n}({args}, out={target})  # {note}"
+                self.fresh_batch.add(v)
+            return f"{self.names[v]} = _b{n}({args})  # {note}"
+        self.env[f"_o{n}"] = sch.batched_into(n)
+        return f"{self.names[v]} = _o{n}({args}, out={target})  # {note}"
 
-    # A constant view (W.T) that a per-step matmul reads is copied once into C order: BLAS
-    # on a transposed operand was up to 1.6x slower per step at these sizes.
-    step_matmul_reads = {v for n in sch.critical if sch.eqns[n].prim.name == "matmul"
-                         for v in sch.eqns[n].invars}
-    for n, eqn in enumerate(sch.eqns):
-        out_kind = kind[eqn.outvars[0]]
-        if n not in sch.live:
-            continue
-        if out_kind == CONST:
-            prologue.append(call(n, eqn, [ref_batch(v) for v in eqn.invars]))
-            v = eqn.outvars[0]
-            if eqn.prim.name in _VIEWS and v in step_matmul_reads:
-                prologue.append(f"{names[v]} = xp.ascontiguousarray({names[v]})")
-        elif out_kind == XS:
-            chunk_pre.append(batch_stmt(n, eqn, f"{eqn.prim.name}, for steps t0..t1-1"))
-    for n in sch.deferred:
-        eqn = sch.eqns[n]
-        chunk_post.append(batch_stmt(n, eqn, f"{eqn.prim.name}, deferred, for steps t0..t1-1"))
-    chunk_post += y_copies
-    hist = sorted(hist)
-    at = "t" if sch.reverse else "t + 1"
-    for i in hist:
-        if i not in sch.prefix:
-            slots[sch.carry_out[i]].append(f"H{i}[{at}]")
-    for i, (_, term) in sch.prefix.items():
-        # The loop's own order of additions: H[t+1] = H[t] + term[t], as one cumsum.
-        if i not in hist:
-            chunk_pre.append(f"A{i} = A{i} + {ref_batch(term)}.sum(axis=0)")
-        elif sch.reverse:
-            chunk_pre += [f"H{i}[t0:t1] = {ref_batch(term)}",
-                          f"_accumulate(H{i}[t0:t1 + 1][::-1])", f"A{i} = H{i}[t0]"]
-        else:
-            chunk_pre += [f"H{i}[t0 + 1:t1 + 1] = {ref_batch(term)}",
-                          f"_accumulate(H{i}[t0:t1 + 1])", f"A{i} = H{i}[t1]"]
-    for i, plan in sch.fused.items():
-        chunk_post.append(f"A{i} = A{i} + {_fused_expr(plan, ref_batch, env)}")
-    for v, s in stacks.items():  # every batched reader above has asked for its stack by now
-        slots[v].append(f"{s}[t - t0]")
+    def accumulators(self):
+        """History slots of the carries, cumulative-sum carries, and the per-chunk sums of
+        the gradient accumulators; then the scratch stacks the batched work asked for."""
+        sch = self.sch
+        self.hist = sorted(self.hist)
+        at = "t" if sch.reverse else "t + 1"
+        for i in self.hist:
+            if i not in sch.prefix:
+                self.slots[sch.carry_out[i]].append(f"H{i}[{at}]")
+        for i, (_, term) in sch.prefix.items():
+            # The loop's own order of additions: H[t+1] = H[t] + term[t], as one cumsum.
+            if i not in self.hist:
+                self.chunk_pre.append(f"A{i} = A{i} + {self.ref_batch(term)}.sum(axis=0)")
+            elif sch.reverse:
+                self.chunk_pre += [f"H{i}[t0:t1] = {self.ref_batch(term)}",
+                                   f"_accumulate(H{i}[t0:t1 + 1][::-1])", f"A{i} = H{i}[t0]"]
+            else:
+                self.chunk_pre += [f"H{i}[t0 + 1:t1 + 1] = {self.ref_batch(term)}",
+                                   f"_accumulate(H{i}[t0:t1 + 1])", f"A{i} = H{i}[t1]"]
+        for i, plan in sch.fused.items():
+            self.chunk_post.append(f"A{i} = A{i} + {_fused_expr(plan, self.ref_batch, self.env)}")
+        for v, s in self.stacks.items():  # every batched reader has asked for its stack by now
+            self.slots[v].append(f"{s}[t - t0]")
 
-    # The per-step work.
-    written, fresh = set(), set()
+    def step_work(self):
+        """The per-step body: the critical equations, each written into its slot or over a
+        temporary of this step that nothing else reads, then the slots, then the carries."""
+        sch, names, step, slots = self.sch, self.names, self.step, self.slots
+        written, fresh = set(), set()
 
-    def private(u):  # a temporary this step made and nothing else reads: its array is free
-        return (is_var(u) and u in fresh and sch.uses[u] == 1 and not sch.out_uses[u]
-                and u not in slots)
+        def private(u):  # a temporary this step made and nothing else reads: its array is free
+            return (is_var(u) and u in fresh and sch.uses[u] == 1 and not sch.out_uses[u]
+                    and u not in slots)
 
-    for n, eqn in enumerate(sch.eqns):
-        if n not in sch.critical:
-            continue
-        v, name = eqn.outvars[0], eqn.prim.name
-        args = [ref_step(a) for a in eqn.invars]
-        can_out = (((name in _UFUNC or name == "sigmoid") and not eqn.params
-                    or name == "concatenate")
-                   and not eqn.prim.multiple_results and len(v.shape) > 0)
-        elementwise = name not in ("matmul", "concatenate")
-        donor = next((u for u in eqn.invars if private(u) and u.shape == v.shape
-                      and u.dtype == v.dtype), None) if can_out and elementwise else None
-        if can_out and slots.get(v):
-            target = slots[v][0]  # take the slot's view once, then compute into it
-            step += [f"{names[v]} = {target}", call(n, eqn, args, out=names[v])]
-            written.add((v, target))
-        elif donor is not None:
-            step += [call(n, eqn, args, out=names[donor]), f"{names[v]} = {names[donor]}"]
-            fresh.add(v)
-        else:
-            step.append(call(n, eqn, args))
-            if can_out:
+        for n, eqn in enumerate(sch.eqns):
+            if n not in sch.critical:
+                continue
+            v, name = eqn.outvars[0], eqn.prim.name
+            args = [self.ref_step(a) for a in eqn.invars]
+            can_out = (((name in _UFUNC or name == "sigmoid") and not eqn.params
+                        or name == "concatenate")
+                       and not eqn.prim.multiple_results and len(v.shape) > 0)
+            elementwise = name not in ("matmul", "concatenate")
+            donor = next((u for u in eqn.invars if private(u) and u.shape == v.shape
+                          and u.dtype == v.dtype), None) if can_out and elementwise else None
+            if can_out and slots.get(v):
+                target = slots[v][0]  # take the slot's view once, then compute into it
+                step += [f"{names[v]} = {target}", self.call(n, eqn, args, out=names[v])]
+                written.add((v, target))
+            elif donor is not None:
+                step += [self.call(n, eqn, args, out=names[donor]),
+                         f"{names[v]} = {names[donor]}"]
                 fresh.add(v)
-    for v, targets in slots.items():
-        for target in targets:
-            if (v, target) not in written:
-                step.append(f"{target} = {ref_step(v)}")
-    summed = set(sch.acc) | set(sch.prefix)
-    loop_carries = [i for i in range(sch.num_carry) if i not in summed]
-    if loop_carries:
-        step.append(", ".join(f"c{i}" for i in loop_carries) + " = "
-                    + ", ".join(ref_step(sch.carry_out[i]) for i in loop_carries))
+            else:
+                step.append(self.call(n, eqn, args))
+                if can_out:
+                    fresh.add(v)
+        for v, targets in slots.items():
+            for target in targets:
+                if (v, target) not in written:
+                    step.append(f"{target} = {self.ref_step(v)}")
+        loop_carries = [i for i in range(sch.num_carry) if i not in self._summed()]
+        if loop_carries:
+            step.append(", ".join(f"c{i}" for i in loop_carries) + " = "
+                        + ", ".join(self.ref_step(sch.carry_out[i]) for i in loop_carries))
 
-    params = (["xp", "T", "C"] + [f"c{i}" for i in range(sch.num_carry)]
-              + [f"X{j}" for j in range(sch.num_xs)]
-              + [f"k{l}" for l in range(len(g.constvars))]
-              + [f"Y{k}" for k in range(len(stacked_ys))] + [f"H{i}" for i in hist]
-              + [f"S{k}" for k in range(len(stacks))])
-    if sch.reverse:
-        chunks, steps = "range((T - 1) // C * C, -1, -C)", "range(t1 - 1, t0 - 1, -1)"
-    else:
-        chunks, steps = "range(0, T, C)", "range(t0, t1)"
-    lines = [f"def run({', '.join(params)}):"]
-    lines += ["    " + s for s in prologue]
-    lines += [f"    A{i} = c{i}" for i in sorted(summed)]
-    lines += [f"    for t0 in {chunks}:", "        t1 = min(t0 + C, T)"]
-    lines += ["        " + s for s in chunk_pre]
-    if step:
-        lines += [f"        for t in {steps}:"]
-        lines += ["            " + s for s in step]
-    lines += ["        " + s for s in chunk_post]
-    # Drop this chunk's arrays before the next chunk makes its own, so that two chunks'
-    # temporaries are never alive at once (views of them included).
-    chunk_names += [step_slices[v] for v in step_slices if v not in sch.x_in]
-    if chunk_names:
-        lines.append(f"        del {', '.join(chunk_names)}")
-    ret = [f"A{i}" if i in summed else f"c{i}" for i in range(sch.num_carry)]
-    ret += [arg for what, arg in y_plan if what == "broadcast"]
-    lines.append(f"    return ({', '.join(ret)}{',' if ret else ''})")
-    source = "\n".join(lines)
-    exec(compile(source, f"<scan body {g.name}>", "exec"), env)
+    def _summed(self):
+        return set(self.sch.acc) | set(self.sch.prefix)
 
-    # Bytes per step of what is batched per chunk (views cost none): sets the chunk length.
-    per_step = sum(v.nbytes for v in allocated) + sum(v.nbytes for v in stacks)
-    layout = Layout(y_plan, list(stacked_ys), hist, list(stacks), per_step)
-    return source, env["run"], layout
+    def source(self):
+        """The function `run`, from the sections."""
+        sch, summed = self.sch, self._summed()
+        params = (["xp", "T", "C"] + [f"c{i}" for i in range(sch.num_carry)]
+                  + [f"X{j}" for j in range(sch.num_xs)]
+                  + [f"k{i}" for i in range(len(sch.graph.constvars))]
+                  + [f"Y{k}" for k in range(len(self.stacked_ys))]
+                  + [f"H{i}" for i in self.hist] + [f"S{k}" for k in range(len(self.stacks))])
+        if sch.reverse:
+            chunks, steps = "range((T - 1) // C * C, -1, -C)", "range(t1 - 1, t0 - 1, -1)"
+        else:
+            chunks, steps = "range(0, T, C)", "range(t0, t1)"
+        lines = [f"def run({', '.join(params)}):"]
+        lines += ["    " + s for s in self.prologue]
+        lines += [f"    A{i} = c{i}" for i in sorted(summed)]
+        lines += [f"    for t0 in {chunks}:", "        t1 = min(t0 + C, T)"]
+        lines += ["        " + s for s in self.chunk_pre]
+        if self.step:
+            lines += [f"        for t in {steps}:"]
+            lines += ["            " + s for s in self.step]
+        lines += ["        " + s for s in self.chunk_post]
+        # Drop this chunk's arrays before the next chunk makes its own, so that two chunks'
+        # temporaries are never alive at once (views of them included).
+        dropped = self.chunk_names + [self.step_slices[v] for v in self.step_slices
+                                      if v not in sch.x_in]
+        if dropped:
+            lines.append(f"        del {', '.join(dropped)}")
+        ret = [f"A{i}" if i in summed else f"c{i}" for i in range(sch.num_carry)]
+        ret += [arg for what, arg in self.y_plan if what == "broadcast"]
+        lines.append(f"    return ({', '.join(ret)}{',' if ret else ''})")
+        return "\n".join(lines)
+
+    def layout(self):
+        # Bytes per step of what is batched per chunk (views cost none): sets the chunk length.
+        per_step = (sum(v.nbytes for v in self.allocated)
+                    + sum(v.nbytes for v in self.stacks))
+        return Layout(self.y_plan, list(self.stacked_ys), self.hist, list(self.stacks),
+                      per_step)
 
 
 def _fused_expr(plan, ref_batch, env):
