@@ -96,7 +96,9 @@ class Tensor:
         return self._value
 
     def numpy(self) -> np.ndarray:
-        """The data as a NumPy array (copied from the GPU for CUDA tensors)."""
+        """The data as a NumPy array (copied from the GPU for CUDA tensors). On the CPU it is
+        the tensor's own memory, not a copy; where that memory is another tensor's (the
+        gradient of x in `vdot(x, P)` is P itself) the array is read-only."""
         return backends.to_numpy(self._concrete(".numpy()"))
 
     def item(self):
