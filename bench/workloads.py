@@ -1,6 +1,6 @@
 """The workloads: shapes, seeded data, the recurrence body and the scalar loss.
 
-A body is written once, against an `ops` namespace (tanh, sigmoid, sum, stack), so every
+A body is written once, against an `ops` namespace (tanh, sigmoid, vdot, stack), so every
 contender runs the same arithmetic with its own array library. Inputs are one dict,
 {"params": {...}, "init": carry, "xs": xs}; every leaf of it is differentiated. The loss is
 sum(ys * P) + sum(carry_T * Q) with fixed random P and Q ("consts"), so the cotangents of
