@@ -3,13 +3,17 @@
 #   1. install optree (and pytest/hypothesis) from a wheel directory if they are missing,
 #   2. run the whole test suite on the CuPy backend,
 #   3. time a tanh RNN forward+backward with scanlib on the GPU and on the CPU,
-# and print a summary table last. Exit status: 0 only if the tests passed.
+#   4. run the benchmark's GPU column: every workload of `python -m bench` with scanlib on the
+#      GPU (scan and loop) against torch CUDA and JAX on the GPU, numpy-manual on the CPU as 1.0x,
+# and print the benchmark table and a summary last. Exit status: 0 only if the tests passed.
+# Where $OUT is set (the device tool), the logs and the benchmark's JSON are copied there.
 #
 #   bench/gpu_check.sh                       wheels from ./wheels (see bench/fetch_wheels.sh)
 #   SCANLIB_WHEELS=/path bench/gpu_check.sh  wheels from elsewhere
 #   SCANLIB_TEST_BACKEND=numpy bench/gpu_check.sh   the same run without a GPU (CPU only)
 #   PYTHON=python3.12 bench/gpu_check.sh     choose the interpreter
 #   SCANLIB_TIMING_IMPL=loop bench/gpu_check.sh     time the Python loop instead of scan
+#   SCANLIB_GPU_BENCH=0 bench/gpu_check.sh   skip step 4 (SCANLIB_GPU_BENCH_TIMEOUT: its limit, s)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root="$(pwd)"
@@ -127,6 +131,26 @@ else
     summary+=("timing|failed|rc=$trc: $(tail -n 1 "$work/timing.err")")
     cat "$work/timing.err" >&2
     status=1
+fi
+
+# --- 4. the benchmark's GPU column ---------------------------------------------------------------
+if [ "$backend" = cupy ] && [ "${SCANLIB_GPU_BENCH:-1}" = 1 ]; then
+    note "benchmark: scanlib on the GPU against torch CUDA and JAX there"
+    gpu_contenders="numpy-manual,scanlib-scan,scanlib-scan-cuda,scanlib-loop-cuda"
+    gpu_contenders="$gpu_contenders,torch-loop-cuda,torch-scan-cuda,jax-scan-jit-gpu"
+    # Bounded, so that the summary still prints inside a device lease (default 300 s).
+    PYTHONUNBUFFERED=1 timeout "${SCANLIB_GPU_BENCH_TIMEOUT:-300}" "$py" -m bench \
+        --contenders "$gpu_contenders" --budget 0.5 --warmup 1 --no-chart --out "$work/bench" \
+        > "$work/bench.log" 2>&1
+    brc=$?
+    summary+=("bench|gpu column|rc=$brc; $(grep -c 'skipping' "$work/bench.log") contenders skipped")
+    grep -E '^skipping|ERROR|DISAGREES' "$work/bench.log"
+    sed -n '/^workload/,/^x manual/p' "$work/bench.log"
+    if [ "$brc" -ne 0 ]; then tail -n 20 "$work/bench.log"; fi
+fi
+if [ -n "${OUT:-}" ] && [ -d "${OUT:-}" ]; then
+    cp "$work"/*.log "$work"/*.txt "$OUT"/ 2>/dev/null
+    cp "$work"/bench/latest-full.json "$work"/bench/latest-full.md "$OUT"/ 2>/dev/null
 fi
 
 # --- summary (last) -------------------------------------------------------------------------------

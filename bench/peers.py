@@ -1,5 +1,8 @@
 """The peers, each used only where it happens to be installed (never a dependency):
-HIPS autograd, mygrad, torch-loop, torch-scan (torch._higher_order_ops.scan), jax-scan-jit.
+HIPS autograd, mygrad, torch-loop, torch-scan (torch._higher_order_ops.scan), jax-scan-jit,
+and on a GPU torch-loop-cuda, torch-scan-cuda and jax-scan-jit-gpu (data moved there once,
+outside the timed call; each call waits for the GPU before it returns; TF32 off, so float32
+products are as exact as CuPy's).
 
 Every import sits inside a function, so `python -m bench` sets thread settings first and a
 missing package is a skip with a reason, not an error. Imports NumPy and bench's own modules.
@@ -7,6 +10,7 @@ missing package is a skip with a reason, not an error. Imports NumPy and bench's
 
 from __future__ import annotations
 
+import functools
 import importlib
 import types
 
@@ -98,11 +102,13 @@ def build_mygrad(wl, inputs, consts):
 
 
 # --- torch ------------------------------------------------------------------------------------
-def _torch_setup(inputs, consts):
+def _torch_setup(inputs, consts, device):
     import torch
 
-    leaves = map_tree(lambda a: torch.from_numpy(np.array(a)).requires_grad_(), inputs)
-    c = map_tree(lambda a: torch.from_numpy(np.array(a)), consts)
+    if device != "cpu":
+        torch.backends.cuda.matmul.allow_tf32 = False
+    leaves = map_tree(lambda a: torch.from_numpy(np.array(a)).to(device).requires_grad_(), inputs)
+    c = map_tree(lambda a: torch.from_numpy(np.array(a)).to(device), consts)
     flat = flatten(leaves)
     return torch, leaves, c, list(flat), list(flat.values())
 
@@ -116,12 +122,23 @@ def _torch_ops(torch):
 def _torch_to_numpy(names):
     def to_numpy(r):
         value, grads = r
-        return float(value), {n: g.numpy() for n, g in zip(names, grads)}
+        return float(value), {n: g.detach().cpu().numpy() for n, g in zip(names, grads)}
     return to_numpy
 
 
-def build_torch_loop(wl, inputs, consts):
-    torch, leaves, c, names, flat = _torch_setup(inputs, consts)
+def _torch_synced(torch, run, device):
+    if device == "cpu":
+        return run
+
+    def synced():
+        out = run()
+        torch.cuda.synchronize()
+        return out
+    return synced
+
+
+def build_torch_loop(wl, inputs, consts, device="cpu"):
+    torch, leaves, c, names, flat = _torch_setup(inputs, consts, device)
     ops = _torch_ops(torch)
 
     def run():
@@ -131,11 +148,11 @@ def build_torch_loop(wl, inputs, consts):
         out = loop_loss(wl.kind, ops, leaves["params"], leaves["init"], steps, c)
         return out.detach(), torch.autograd.grad(out, flat)
 
-    return Runner(run, _torch_to_numpy(names))
+    return Runner(_torch_synced(torch, run, device), _torch_to_numpy(names))
 
 
-def build_torch_scan(wl, inputs, consts):
-    torch, leaves, c, names, flat = _torch_setup(inputs, consts)
+def build_torch_scan(wl, inputs, consts, device="cpu"):
+    torch, leaves, c, names, flat = _torch_setup(inputs, consts, device)
     from torch._higher_order_ops.scan import scan
 
     ops = _torch_ops(torch)
@@ -151,15 +168,27 @@ def build_torch_scan(wl, inputs, consts):
         out = loss(ops, ys, carry, c)
         return out.detach(), torch.autograd.grad(out, flat)
 
-    return Runner(run, _torch_to_numpy(names))
+    return Runner(_torch_synced(torch, run, device), _torch_to_numpy(names))
+
+
+def _torch_cuda():
+    reason = _missing("torch")()
+    if reason:
+        return reason
+    import torch
+
+    return None if torch.cuda.is_available() else "torch sees no CUDA GPU"
 
 
 # --- JAX --------------------------------------------------------------------------------------
-def build_jax(wl, inputs, consts):
+def build_jax(wl, inputs, consts, platform="cpu"):
     import jax
     import jax.numpy as jnp
 
     jax.config.update("jax_enable_x64", True)  # float64 workloads; float32 data stays float32
+    if platform != "cpu":  # no TF32 in float32 products, as in CuPy and torch here
+        jax.config.update("jax_default_matmul_precision", "highest")
+    device = jax.devices(platform)[0]  # explicit: JAX would pick a GPU by default
     ops = types.SimpleNamespace(tanh=jnp.tanh, sigmoid=jax.nn.sigmoid, vdot=jnp.vdot,
                                 stack=jnp.stack)
 
@@ -170,12 +199,25 @@ def build_jax(wl, inputs, consts):
         return loss(ops, ys, carry, c)
 
     fn = jax.jit(jax.value_and_grad(f))
-    args, c = jax.device_put(inputs), jax.device_put(consts)
+    args, c = jax.device_put(inputs, device), jax.device_put(consts, device)
 
     def run():
         return jax.block_until_ready(fn(args, c))
 
     return Runner(run, lambda r: (float(r[0]), flatten(map_tree(np.asarray, r[1]))))
+
+
+def _jax_gpu():
+    reason = _missing("jax")()
+    if reason:
+        return reason
+    import jax
+
+    try:
+        jax.devices("gpu")
+    except RuntimeError as e:
+        return f"JAX has no GPU backend ({str(e)[:80]})"
+    return None
 
 
 CONTENDERS = [
@@ -191,4 +233,10 @@ CONTENDERS = [
               note="torch._higher_order_ops.scan, eager"),
     Contender("jax-scan-jit", "jax", build_jax, available=_missing("jax"), memory_visible=False,
               note="jax.jit(value_and_grad) of lax.scan; first call includes compilation"),
+    Contender("torch-loop-cuda", "torch", functools.partial(build_torch_loop, device="cuda"),
+              available=_torch_cuda, memory_visible=False, note="torch-loop on the GPU"),
+    Contender("torch-scan-cuda", "torch", functools.partial(build_torch_scan, device="cuda"),
+              available=_torch_cuda, memory_visible=False, note="torch-scan on the GPU"),
+    Contender("jax-scan-jit-gpu", "jax", functools.partial(build_jax, platform="gpu"),
+              available=_jax_gpu, memory_visible=False, note="jax-scan-jit on the GPU"),
 ]

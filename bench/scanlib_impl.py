@@ -1,5 +1,7 @@
 """scanlib's contenders: scanlib-scan (the library's scan) and scanlib-loop (the same
-recurrence as a Python loop on the tape, ys stacked with scanlib.stack).
+recurrence as a Python loop on the tape, ys stacked with scanlib.stack), on the CPU and, as
+scanlib-scan-cuda and scanlib-loop-cuda, on a GPU through CuPy (the data moved there once,
+outside the timed call; each call ends by reading the loss back, which waits for the GPU).
 
 Both differentiate with scanlib.value_and_grad and define the body afresh on every call, as
 inside a training step. scanlib-loop takes xs as a list of per-step arrays, as the other
@@ -8,9 +10,8 @@ loop contenders do (see NOTES.md on xs[t]). Imports scanlib, NumPy and bench's o
 
 from __future__ import annotations
 
+import functools
 import types
-
-import numpy as np
 
 from .contender import Contender, Runner
 from .workloads import flatten, length, loop_loss, loss, map_tree, split_xs, step
@@ -28,22 +29,42 @@ def _ops(sl):
 
 def _to_numpy(result):
     value, g = result
-    return float(value.item()), flatten(map_tree(np.asarray, g))
+    return float(value.item()), flatten(map_tree(lambda t: t.numpy(), g))
+
+
+def _on(sl, device):
+    """NumPy data as the call takes it: the arrays themselves on the CPU, Tensors on a GPU."""
+    return (lambda a: a) if device == "cpu" else (lambda a: sl.tensor(a, device=device))
+
+
+def _synced(run, device):
+    """On a GPU, a call ends when the loss is back on the host: the copy waits for every
+    kernel queued before it, the backward's included."""
+    if device == "cpu":
+        return run
+
+    def synced():
+        out = run()
+        out[0].item()
+        return out
+    return synced
 
 
 def _restack(steps):
-    """Per-step gradient tensors -> one (T, ...) NumPy array (a dict of them for dict xs)."""
+    """Per-step gradient tensors -> one (T, ...) tensor (a dict of them for dict xs)."""
+    sl = _scanlib()
     if isinstance(steps[0], dict):
-        return {k: np.stack([s[k].numpy() for s in steps]) for k in steps[0]}
-    return np.stack([s.numpy() for s in steps])
+        return {k: sl.stack([s[k] for s in steps]) for k in steps[0]}
+    return sl.stack(steps)
 
 
-def build_loop(wl, inputs, consts):
+def build_loop(wl, inputs, consts, device="cpu"):
     sl = _scanlib()
     ops = _ops(sl)
-    args = {"params": inputs["params"], "init": inputs["init"],
-            "xs": split_xs(inputs["xs"], length(inputs))}
-    c = map_tree(sl.tensor, consts)
+    on = _on(sl, device)
+    args = {"params": map_tree(on, inputs["params"]), "init": map_tree(on, inputs["init"]),
+            "xs": [map_tree(on, x) for x in split_xs(inputs["xs"], length(inputs))]}
+    c = map_tree(on, consts)
 
     def f(a):
         return loop_loss(wl.kind, ops, a["params"], a["init"], a["xs"], c)
@@ -54,13 +75,15 @@ def build_loop(wl, inputs, consts):
         value, g = vg(args)
         return value, {"params": g["params"], "init": g["init"], "xs": _restack(g["xs"])}
 
-    return Runner(run, _to_numpy)
+    return Runner(_synced(run, device), _to_numpy)
 
 
-def build_scan(wl, inputs, consts):
+def build_scan(wl, inputs, consts, device="cpu"):
     sl = _scanlib()
     ops = _ops(sl)
-    c = map_tree(sl.tensor, consts)
+    on = _on(sl, device)
+    c = map_tree(on, consts)
+    args = map_tree(on, inputs)
 
     def f(a):
         params = a["params"]
@@ -72,7 +95,7 @@ def build_scan(wl, inputs, consts):
         return loss(ops, ys, carry, c)
 
     vg = sl.value_and_grad(f)
-    return Runner(lambda: vg(inputs), _to_numpy)
+    return Runner(_synced(lambda: vg(args), device), _to_numpy)
 
 
 def _scan_available():
@@ -83,9 +106,22 @@ def _scan_available():
     return None if hasattr(sl, "scan") else "scanlib.scan does not exist yet"
 
 
+def _cuda_available():
+    reason = _scan_available()
+    if reason:
+        return reason
+    return None if _scanlib().cuda_available() else "no GPU that CuPy can use"
+
+
 CONTENDERS = [
     Contender("scanlib-scan", "scanlib", build_scan, available=_scan_available,
               note="scanlib.scan + value_and_grad"),
     Contender("scanlib-loop", "scanlib", build_loop,
               note="Python loop on the tape, scanlib.stack; xs as per-step leaves"),
+    Contender("scanlib-scan-cuda", "scanlib", functools.partial(build_scan, device="cuda"),
+              available=_cuda_available, memory_visible=False,
+              note="scanlib.scan on the GPU (CuPy)"),
+    Contender("scanlib-loop-cuda", "scanlib", functools.partial(build_loop, device="cuda"),
+              available=_cuda_available, memory_visible=False,
+              note="Python loop on the tape on the GPU (CuPy)"),
 ]
