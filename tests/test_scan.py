@@ -111,6 +111,26 @@ def test_vdot_in_the_body(make, reverse):
     compare_with_loop(make_f, rnn_args(make, T=6), wrt=(0, 1, 2), reverse=reverse)
 
 
+@pytest.mark.parametrize("reverse", [False, True])
+def test_readouts_of_the_carry_read_its_history_across_chunks(make, reverse, monkeypatch):
+    # ys computed from the new and the incoming carry (a readout h @ V) run after each chunk's
+    # steps, reading the carry's history buffer in place (no per-step copy into scratch).
+    monkeypatch.setattr(importlib.import_module("scanlib.scan.executor"), "CHUNK_BYTES", 1)
+
+    def make_f(p):
+        def f(h, x):
+            new = sl.tanh(h @ p["W"] + x @ p["U"])
+            return new, (new, new @ p["W"], sl.sin(h))
+
+        return f
+
+    init, xs, params = rnn_args(make, T=37)
+    compare_with_loop(make_f, (init, xs, params), wrt=(0, 1, 2), reverse=reverse)
+    plan = sl.scan_plan(make_f(params), init, xs, reverse=reverse)
+    assert "H0[t0" in plan.forward_source and "S0[t - t0] =" not in plan.forward_source, \
+        plan.forward_source
+
+
 def test_rows_times_writes_into_a_strided_out():
     """The batched `x @ W` of a loop also fills an output that is not in C order."""
     batching = importlib.import_module("scanlib.scan.batching")

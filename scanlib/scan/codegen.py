@@ -132,10 +132,27 @@ class _LoopWriter:
                 self.chunk_pre.insert(0, f"{self.chunk_slices[v]} = {self.names[v]}[t0:t1]")
             return self.chunk_slices[v]
         if sch.is_step_value(v):
+            rows = self._history_rows(v)
+            if rows is not None:
+                return rows
             if v not in self.stacks:
                 self.stacks[v] = f"S{len(self.stacks)}"
             return f"{self.stacks[v]}[:t1 - t0]"
         return self.names[v]
+
+    def _history_rows(self, v):
+        """The chunk's rows of v in a carry history buffer, where v is kept there anyway (a
+        carry that is also a y): read in place, not copied into a scratch stack per step.
+        Asked only after place_outputs has chosen the histories."""
+        sch = self.sch
+        for i in self.hist:
+            if i in sch.prefix:
+                continue
+            if v is sch.carry_out[i]:  # written at H[t + 1] (forward) or H[t] (reverse)
+                return f"H{i}[t0:t1]" if sch.reverse else f"H{i}[t0 + 1:t1 + 1]"
+            if v is sch.carry_in[i]:  # read from H[t] (forward) or H[t + 1] (reverse)
+                return f"H{i}[t0 + 1:t1 + 1]" if sch.reverse else f"H{i}[t0:t1]"
+        return None
 
     def call(self, n, eqn, args, out=None):
         """The statement computing equation n, into `out` where given."""
