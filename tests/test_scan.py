@@ -63,8 +63,8 @@ def test_rnn_matches_loop_values_and_grads(make, reverse):
 
 @pytest.mark.parametrize("reverse", [False, True])
 def test_rnn_long_enough_to_run_in_chunks(make, reverse, monkeypatch):
-    # With B=32, H=128 a 512 KiB chunk budget splits T=40 into chunks of steps (14 forward,
-    # 16 backward, the last one shorter): batched work and gradient sums cross chunk edges.
+    # With B=32, H=128 a 512 KiB chunk budget splits T=40 into chunks of 14, 14 and 12 steps
+    # (forward and backward): batched work and gradient sums cross chunk edges.
     monkeypatch.setattr(importlib.import_module("scanlib.scan.executor"), "CHUNK_BYTES", 1 << 19)
 
     def make_f(p):
