@@ -234,8 +234,10 @@ class _LoopWriter:
         holds fewer arrays."""
         sch, v = self.sch, eqn.outvars[0]
         args = ", ".join(self.ref_batch(u) for u in eqn.invars)
+        into_fn = sch.batched_into(n)
         target = self.into.get(n)
-        if target is None and eqn.prim.name in UFUNCS:  # elementwise: in place is safe
+        if target is None and into_fn is not None and eqn.prim.name in UFUNCS:
+            # elementwise, so writing over an input is safe (a matmul's would not be)
             donor = next((u for u in eqn.invars if u in self.fresh_batch
                           and sch.uses[u] == 1 and not sch.out_uses[u]
                           and u.shape == v.shape and u.dtype == v.dtype), None)
@@ -248,10 +250,10 @@ class _LoopWriter:
             if eqn.prim.name not in _VIEWS:
                 self.allocated.append(v)
             self.env[f"_b{n}"] = sch.batched[n] if n in sch.batched else sch.deferred[n]
-            if sch.batched_into(n) is not None:
+            if into_fn is not None:
                 self.fresh_batch.add(v)
             return f"{self.names[v]} = _b{n}({args})  # {note}"
-        self.env[f"_o{n}"] = sch.batched_into(n)
+        self.env[f"_o{n}"] = into_fn
         return f"{self.names[v]} = _o{n}({args}, out={target})  # {note}"
 
     def accumulators(self):

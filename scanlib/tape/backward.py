@@ -205,10 +205,10 @@ def backward_pass(roots, root_cts, targets=None, *, retain_graph=False, create_g
     if targets is not None:
         return ct.targets if create_graph else _unshared(ct.targets)
     leaves = list(ct.leaves.values())
-    grads = [g for _, g in leaves] if create_graph else _unshared([g for _, g in leaves])
+    grads = [g for _, g in leaves]
+    if not create_graph:
+        grads = [g.detach() for g in _unshared(grads)]
     for (leaf, _), g in zip(leaves, grads):
-        if not create_graph:
-            g = g.detach()
         leaf.grad = g if leaf.grad is None else OPS.add(leaf.grad, g)
     return None
 
