@@ -39,6 +39,11 @@ def _fresh_input(x, path, who):
     if not is_differentiable_dtype(t.dtype):
         raise TypeError(f"{who}: {path} has dtype {t.dtype}, which is not differentiable; "
                         "pass a float array (x.astype('float64')) or choose other argnums.")
+    builder = _state.current_builder()
+    if builder is not None:
+        # Inside a traced body the gradient is computed on the graph: a closed-over tensor
+        # or a number becomes a value of that graph first, or f's ops would not reach it.
+        t = builder.lift(t)
     if t.requires_grad and grad_enabled():
         return ew.copy(t)  # a node: the outer walk flows through to x
     return Tensor(t._value, True, _trace=t._trace, _var=t._var)

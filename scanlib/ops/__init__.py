@@ -1,7 +1,7 @@
 """Ops: primitives with their VJPs (elementwise, structural, linalg), the public functions
 built on them, and Tensor's operators.
 
-Imports backends and tape. Installs the three ops the backward walk needs into tape.backward.
+Imports backends and tape. Installs the four ops the tape needs into tape.backward.
 """
 
 from ..tape import backward as _backward
@@ -14,5 +14,6 @@ methods.install()
 _backward.OPS.add = elementwise.add
 _backward.OPS.sum_to = functions.sum_to
 _backward.OPS.astype = lambda g, dtype: elementwise.astype(g, dtype=dtype)
+_backward.OPS.stop_gradient = elementwise.stop_gradient
 
 __all__ = ["Primitive", "bind", "elementwise", *_functions_all]

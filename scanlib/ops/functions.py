@@ -30,7 +30,12 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False) -> Tensor:
     """Make a Tensor from a list, scalar, NumPy/CuPy array or Tensor.
 
     >>> x = tensor([1.0, 2.0], requires_grad=True)
+
+    Of a Tensor it makes a new one with no gradient history, also inside a traced scan body
+    (where it is a stop_gradient of the traced value, cast and moved as asked).
     """
+    if isinstance(data, Tensor) and data._trace is not None:
+        return _traced_tensor(data, dtype, device, requires_grad)
     if isinstance(data, Tensor):
         data = data._value
     if device is None:
@@ -44,6 +49,20 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False) -> Tensor:
             f"tensor(): only floating-point tensors can require grad, but this one is "
             f"{value.dtype}. Pass dtype='float64' (or float32) to make it differentiable.")
     return Tensor(value, bool(requires_grad))
+
+
+def _traced_tensor(x, dtype, device, requires_grad):
+    out = ew.stop_gradient(x)
+    if dtype is not None and np.dtype(dtype) != out.dtype:
+        out = ew.astype(out, dtype=np.dtype(dtype))
+    if device is not None and backends.parse_device(device) != x.device:
+        out = ew.device_put(out, device=backends.parse_device(device))
+    if requires_grad:  # a new leaf of the tape, as in the loop
+        if not is_differentiable_dtype(out.dtype):
+            raise TypeError(f"tensor(): only floating-point tensors can require grad, but "
+                            f"this one is {out.dtype}.")
+        out = Tensor(out._value, True, _trace=out._trace, _var=out._var)
+    return out
 
 
 def as_tensor(x) -> Tensor:

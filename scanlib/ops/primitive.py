@@ -12,6 +12,7 @@ import numpy as np
 
 from .. import backends
 from ..tape import Tensor, record, type_str
+from ..tape.graph import escaped_tracer_error
 from ..tape.state import STATE as _STATE
 from ..tape.tensor import is_differentiable_dtype
 
@@ -90,12 +91,27 @@ _CPU_TYPES = frozenset({np.ndarray, float, int, bool, complex, np.float64, np.fl
                         np.float16, np.int64, np.int32, np.bool_})
 
 
+def _cut(tracers, multiple):
+    from .elementwise import stop_gradient  # elementwise imports this module
+
+    cut = [stop_gradient(t) if is_differentiable_dtype(t.dtype) else t
+           for t in (tracers if multiple else [tracers])]
+    return cut if multiple else cut[0]
+
+
 def bind(prim, *args, **params):
     """Apply `prim` to args (Tensors, arrays or Python scalars)."""
     builders = _STATE.builders
     builder = builders[-1] if builders else None
     if builder is None:
-        values = [a._value if type(a) is Tensor else a for a in args]
+        values = []
+        for a in args:
+            if type(a) is Tensor:
+                if a._trace is not None:  # a tracer whose trace has ended
+                    raise escaped_tracer_error(a)
+                values.append(a._value)
+            else:
+                values.append(a)
         for v in values:  # the common all-NumPy case costs one set lookup per argument
             if type(v) not in _CPU_TYPES and not isinstance(v, np.generic):
                 _check_devices(prim, args, values)
@@ -115,6 +131,10 @@ def bind(prim, *args, **params):
         with np.errstate(all="ignore"):  # stand-in zeros may divide by zero; values unused
             out = _run_impl(prim, inputs, values, params)
         tracers = builder.add_eqn(prim, inputs, params, out)
+        if builder.grad_at_start and not _STATE.grad_enabled and prim.vjp is not None:
+            # no_grad() inside a traced body: the loop records no node here, so the graph
+            # must cut the gradient too.
+            tracers = _cut(tracers, prim.multiple_results)
         out_vars = [t._var for t in tracers] if prim.multiple_results else [tracers._var]
 
     if prim.vjp is not None and _STATE.grad_enabled:

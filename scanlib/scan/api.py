@@ -10,13 +10,13 @@ import numpy as np
 
 from .. import backends, pytree
 from ..ops import as_tensor, transpose
-from ..tape import Literal, Tensor, type_str
+from ..tape import Literal, Tensor, current_builder, type_str
 from ..tracing import closure_names, trace_function
 from .cache import canonical
 from .primitive import apply_scan
 
 
-def scan(f, init, xs=None, *, length=None, reverse=False, dim=0):
+def scan(f, init, xs=None, *, length=None, reverse=False, dim=0, interpret=None):
     """Loop f over xs carrying state, like `jax.lax.scan`, differentiably.
 
     `f(carry, x) -> (new_carry, y)`. Returns `(final_carry, ys)` where each leaf of ys stacks
@@ -36,14 +36,22 @@ def scan(f, init, xs=None, *, length=None, reverse=False, dim=0):
     f is traced once into a graph (print it with `scan_plan`), so inside f use scanlib ops
     and no Python control flow on values. Tensors f closes over get gradients too.
 
+    `interpret=True` runs the traced body step by step with the reference interpreter (one
+    primitive at a time, no loop compiler), forward and backward, and so do the scans nested
+    in f unless they say otherwise: slower, for when you suspect the compiler.
+
     >>> import scanlib as sl
     >>> carry, ys = sl.scan(lambda c, x: (c + x, c * x), 0.0, sl.tensor([1.0, 2.0, 3.0]))
     >>> carry, ys
     (tensor(6., dtype=float64), tensor([0., 2., 9.], dtype=float64))
     """
+    if interpret is None:  # a scan nested in an interpreted one is interpreted too
+        interpret = getattr(current_builder(), "interpret", False)
+    if not isinstance(interpret, bool):
+        raise TypeError(f"scan: interpret must be True, False or None, got {interpret!r}")
     body, consts, init_t, xs_t, T, init_tree, y_tree = _prepare(f, init, xs, length, reverse,
-                                                                dim)
-    outs = apply_scan(body, init_t, xs_t, consts, T, reverse)
+                                                                dim, interpret)
+    outs = apply_scan(body, init_t, xs_t, consts, T, reverse, interpret)
     nc = len(init_t)
     return pytree.unflatten(init_tree, outs[:nc]), pytree.unflatten(y_tree, outs[nc:])
 
@@ -160,7 +168,7 @@ def _device_of_leaves(leaves, paths):
     return next(iter(found), "cpu")
 
 
-def _prepare(f, init, xs, length, reverse, dim):
+def _prepare(f, init, xs, length, reverse, dim, interpret=False):
     _check_options(f, length, reverse, dim)
     init_paths, init_leaves, init_tree = pytree.flatten_with_paths(init, "init")
     xs_paths, xs_leaves, xs_tree = pytree.flatten_with_paths(xs, "xs")
@@ -172,7 +180,8 @@ def _prepare(f, init, xs, length, reverse, dim):
 
     if any(weak):
         init_t = _adopt_weak_dtypes(f, init_t, weak, xs_t, init_tree, xs_tree, device)
-    body, (carry_tree, y_tree) = _trace_body(f, init_t, xs_t, init_tree, xs_tree, device)
+    body, (carry_tree, y_tree) = _trace_body(f, init_t, xs_t, init_tree, xs_tree, device,
+                                             interpret)
     if carry_tree != init_tree:
         raise TypeError(
             f"scan: the carry returned by f must have init's structure, but init is "
@@ -193,7 +202,7 @@ def _prepare(f, init, xs, length, reverse, dim):
     return canonical(body), body.consts, init_t, xs_t, T, init_tree, y_tree
 
 
-def _trace_body(f, init_t, xs_t, init_tree, xs_tree, device):
+def _trace_body(f, init_t, xs_t, init_tree, xs_tree, device, interpret=False):
     trees = []
     names = pytree.leaf_names(pytree.unflatten(init_tree, init_t), "carry")
     x_names = pytree.leaf_names(pytree.unflatten(xs_tree, xs_t), "x")
@@ -219,7 +228,8 @@ def _trace_body(f, init_t, xs_t, init_tree, xs_tree, device):
     avals = [(x.shape, x.dtype) for x in init_t] + [(x.shape[1:], x.dtype) for x in xs_t]
     hints = [_short(n) for n in names] + [_short(n) for n in x_names]
     graph, _, _ = trace_function(body_fn, avals, in_tree, device=device, hints=hints,
-                                 name="body", const_names=closure_names(f))
+                                 name="body", const_names=closure_names(f),
+                                 interpret=interpret)
     return graph, trees
 
 

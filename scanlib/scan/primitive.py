@@ -12,14 +12,17 @@ from ..ops.primitive import Primitive, bind
 from ..tape import Tensor, current_builder, grad_enabled
 from ..tape.tensor import is_differentiable_dtype
 from .executor import compiled
+from .interpret import run_interpreted
 from .linearize import linearize
 
 
-def _scan_impl(*values, body, length, reverse, num_carry, num_xs, _lin=None):
+def _scan_impl(*values, body, length, reverse, num_carry, num_xs, interpret=False, _lin=None):
     nc, nx = num_carry, num_xs
-    run = compiled(body, nc, nx, reverse)
-    carry, ys = run(length, list(values[:nc]), list(values[nc:nc + nx]),
-                    list(values[nc + nx:]))
+    init, xs, consts = list(values[:nc]), list(values[nc:nc + nx]), list(values[nc + nx:])
+    if interpret:
+        carry, ys = run_interpreted(body, length, init, xs, consts, reverse, nc)
+    else:
+        carry, ys = compiled(body, nc, nx, reverse)(length, init, xs, consts)
     return carry + ys
 
 
@@ -29,7 +32,7 @@ def _needs_grad(x):
 
 
 def _scan_vjp(cts, outs, *inputs, _saved, body, length, reverse, num_carry, num_xs,
-              _lin=None):
+              interpret=False, _lin=None):
     nc, nx = num_carry, num_xs
     xs, consts = inputs[nc:nc + nx], inputs[nc + nx:]
     lin = _lin
@@ -40,7 +43,7 @@ def _scan_vjp(cts, outs, *inputs, _saved, body, length, reverse, num_carry, num_
         lin = linearize(body, nc, [_needs_grad(x) for x in xs], [_needs_grad(k) for k in consts])
         if len(lin.aug_body.outvars) > len(body.outvars):
             outs = bind(scan_p, *inputs, body=lin.aug_body, length=length, reverse=reverse,
-                        num_carry=nc, num_xs=nx, _lin=lin)
+                        num_carry=nc, num_xs=nx, _lin=lin, **_mode(interpret))
     ny = lin.num_ys
     extra = outs[nc + ny:]
 
@@ -58,7 +61,7 @@ def _scan_vjp(cts, outs, *inputs, _saved, body, length, reverse, num_carry, num_
                  if r.source is not None and r.source[0] != "const"]
     bwd_init, bwd_xs = ct_carry + accs, ct_ys + residuals
     res = apply_scan(lin.bwd_body, bwd_init, bwd_xs, list(consts) + lin.bwd_extra_consts,
-                     length, not reverse)
+                     length, not reverse, interpret)
     n_ct = len(ct_carry)
     carry_ct_iter = iter(res[:n_ct])
     acc_iter = iter(res[n_ct:len(bwd_init)])
@@ -80,9 +83,16 @@ def _ct_or_zeros(ct, like, xp, lead):
 scan_p = Primitive("scan", _scan_impl, _scan_vjp, multiple_results=True)
 
 
-def apply_scan(body, init, xs, consts, length, reverse):
+def _mode(interpret):
+    # Only a reference-interpreted scan has the param, so printed graphs stay as they were;
+    # it is part of the fingerprint, so a cached graph never changes a scan's mode.
+    return {"interpret": True} if interpret else {}
+
+
+def apply_scan(body, init, xs, consts, length, reverse, interpret=False):
     """Bind scan_p; when the result will be differentiated, bind the body extended with the
-    residuals and keep them alive on the tape node. Returns carry + ys (no residuals)."""
+    residuals and keep them alive on the tape node. Returns carry + ys (no residuals).
+    `interpret`: run it (and the backward scan) with the reference interpreter."""
     nc, nx = len(init), len(xs)
     builder = current_builder()
     inputs = list(init) + list(xs) + list(consts)
@@ -90,10 +100,10 @@ def apply_scan(body, init, xs, consts, length, reverse):
         isinstance(a, Tensor) and a.requires_grad and a._trace is builder for a in inputs)
     if not recording:
         return bind(scan_p, *inputs, body=body, length=length, reverse=reverse,
-                    num_carry=nc, num_xs=nx)
+                    num_carry=nc, num_xs=nx, **_mode(interpret))
     lin = linearize(body, nc, [_needs_grad(x) for x in xs], [_needs_grad(k) for k in consts])
     outs = bind(scan_p, *inputs, body=lin.aug_body, length=length, reverse=reverse,
-                num_carry=nc, num_xs=nx, _lin=lin)
+                num_carry=nc, num_xs=nx, _lin=lin, **_mode(interpret))
     n_user = nc + lin.num_ys
     node = next((o._node for o in outs if o._node is not None), None)
     if node is not None:

@@ -7,7 +7,8 @@ works at the default recursion limit), cotangents are popped as the walk goes, a
 visited nodes drop their inputs afterwards so the graph's memory is released.
 
 Imports tape.state and tape.tensor. The walk needs three differentiable ops (add, sum_to,
-astype); scanlib.ops installs them in OPS, so that this layer never imports the one above.
+astype) and Tensor.detach of a tracer needs stop_gradient; scanlib.ops installs them in OPS,
+so that this layer never imports the one above.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from .. import backends
 from . import state
 from .tensor import Tensor, is_differentiable_dtype, type_str
 
-OPS = types.SimpleNamespace(add=None, sum_to=None, astype=None)
+OPS = types.SimpleNamespace(add=None, sum_to=None, astype=None, stop_gradient=None)
 
 _seq = itertools.count()
 

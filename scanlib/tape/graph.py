@@ -84,6 +84,9 @@ class GraphBuilder:
         self._lifted = {}  # id(outer tensor or array) -> tracer standing for it
         self._keepalive = []
         self.const_names = {}  # id(outer value) -> the Python name f used for it
+        self.interpret = False  # scans traced here run on the reference interpreter
+        self.closed = False  # set when its trace ends (tape.state.tracing)
+        self.grad_at_start = True  # recording was on when the trace began
 
     def _tracer(self, var, value):
         return Tensor(value, False, _trace=self, _var=var)
@@ -111,6 +114,8 @@ class GraphBuilder:
         """The tracer for x: x itself if traced here, else a constvar bound to x."""
         if isinstance(x, Tensor) and x._trace is self:
             return x
+        if isinstance(x, Tensor) and x._trace is not None and x._trace.closed:
+            raise escaped_tracer_error(x)
         tracer = self._lifted.get(id(x))
         if tracer is None:
             const = x if isinstance(x, Tensor) else Tensor(x)
@@ -134,6 +139,15 @@ class GraphBuilder:
         outvars = [self.lift(o)._var if isinstance(o, Tensor) else Literal(o) for o in outs]
         return Graph(self.invars, self.constvars, self.consts, self.eqns, outvars, name,
                      self.device)
+
+
+def escaped_tracer_error(x) -> TypeError:
+    """The error for a tracer used after its trace ended (JAX: UnexpectedTracerError)."""
+    return TypeError(
+        f"a value ({type_str(x.shape, x.dtype)}) computed inside a scan body (or make_graph) "
+        "escaped it and is used after the trace ended; there it stood for every step at "
+        "once and has no value of its own. Return it from f through the carry or y instead "
+        "of keeping it in a list, a global or an attribute.")
 
 
 # --- printing -----------------------------------------------------------------------------

@@ -63,8 +63,12 @@ def differentiating():
 
 @contextlib.contextmanager
 def tracing(builder):
+    """Make builder the innermost trace. On leaving, it is closed: a tracer of it that escaped
+    (kept in a list, a global) has no value and must not compute (bind checks)."""
+    builder.grad_at_start = STATE.grad_enabled
     STATE.builders.append(builder)
     try:
         yield builder
     finally:
         STATE.builders.pop()
+        builder.closed = True

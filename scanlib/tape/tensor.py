@@ -85,6 +85,9 @@ class Tensor:
 
     # --- leaving the tape -----------------------------------------------------------------
     def _concrete(self, what: str):
+        if self._trace is not None and self._trace.closed:
+            from .graph import escaped_tracer_error  # graph imports this module
+            raise escaped_tracer_error(self)
         if self._trace is not None:
             raise TypeError(
                 f"{what} needs a concrete value, but this tensor "
@@ -109,7 +112,11 @@ class Tensor:
         return value.item()
 
     def detach(self) -> "Tensor":
-        """The same data, cut from the tape (requires_grad=False)."""
+        """The same data, cut from the tape (requires_grad=False). Inside a traced scan body
+        the cut is an equation of the graph (stop_gradient), as the loop would cut it."""
+        if self._trace is not None:
+            from .backward import OPS  # backward imports this module
+            return OPS.stop_gradient(self)
         return Tensor(self._value, False, _trace=self._trace, _var=self._var)
 
     def __array__(self, dtype=None, copy=None):
