@@ -102,3 +102,200 @@ def test_escaped_tracer_raises():
         log[-1].numpy()
     with pytest.raises(TypeError, match="escaped"):  # closed over by a later body
         sl.scan(lambda c, x: (c + log[-1], None), 0.0, np.ones(3))
+
+
+# --- 2. carries that read each other -----------------------------------------------------------
+def test_lagged_carry_is_not_a_cumulative_sum():
+    xs = sl.tensor(np.arange(1.0, 6.0))
+    f = lambda c, x: ((c[0] + x, c[0]), None)  # noqa: E731
+    for (a, b), _ in both(f, (0.0, 0.0), xs):
+        assert (a.item(), b.item()) == (15.0, 10.0)
+
+
+def test_one_sum_as_two_carries():
+    def f(c, x):
+        a2 = c[0] + x
+        return (a2, a2), None
+
+    xs = sl.tensor(np.arange(1.0, 6.0))
+    for (a, b), _ in both(f, (0.0, 0.0), xs):
+        assert (a.item(), b.item()) == (15.0, 15.0)
+
+
+# --- 3. accumulators keep the loop's dtype and order ----------------------------------------
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("case", ["int8", "bool", "float16"])
+def test_accumulator_follows_the_loop(case, reverse):
+    if case == "int8":
+        init, xs, f = np.int8(0), np.ones(200, np.int8), lambda a, x: (a + x, None)
+    elif case == "bool":
+        init, xs, f = np.bool_(False), np.linspace(-1, 1, 200), lambda a, x: (a + (x > 0), None)
+    else:
+        init, xs, f = np.float16(0), np.ones(3000, np.float16), lambda a, x: (a + x, None)
+    want = loop(f, sl.tensor(init), sl.tensor(xs), reverse)[0]
+    for carry, _ in both(f, sl.tensor(init), xs, reverse=reverse):
+        assert carry.dtype == want.dtype == np.asarray(init).dtype
+        assert carry.item() == want.item()
+    assert {"int8": -56, "bool": True, "float16": 2048.0}[case] == want.item()
+
+
+def test_gradient_accumulators_of_a_backward_body_still_sum_per_chunk():
+    # The one place additions may be reordered: the backward body's sum_t x_t.T @ g_t.
+    W = sl.tensor(np.eye(3) * 0.5, requires_grad=True)
+    xs = sl.tensor(np.ones((40, 2, 3)))
+    plan = sl.scan_plan(lambda h, x: (sl.tanh(h @ W + x), None), sl.zeros((2, 3)), xs)
+    assert "A1 = A1 + (" in plan.backward_source  # W's gradient: one product per chunk
+    assert "A0" not in plan.forward_source  # the user's carry runs step by step
+
+
+# --- 4. Python-number init leaves take the loop's dtype -----------------------------------
+@pytest.mark.parametrize("init", [0.0, 0, False])
+@pytest.mark.parametrize("dtype", [np.bool_, np.int8, np.int32, np.float16, np.float32])
+def test_python_number_init_takes_the_loops_dtype(init, dtype):
+    xs = np.ones(3000, dtype)
+    want = init
+    for x in xs[:2]:
+        want = want + x
+    carry = sl.scan(lambda c, x: (c + x, None), init, xs)[0]
+    assert carry.dtype == np.asarray(want).dtype
+    loop_carry = loop(lambda c, x: (c + x, None), init, sl.tensor(xs))[0]
+    assert carry.item() == loop_carry.item()
+
+
+# --- 7. an output nobody reads gets no cotangent --------------------------------------------
+def test_unread_y_with_an_infinite_partial_gives_finite_gradients():
+    xs = sl.tensor([0.0, 1.0, 2.0])
+    f = lambda c, x: (c + 0.5 * x, sl.log(x))  # noqa: E731
+    want = sl.grad(lambda xs: loop(f, 0.0, xs)[0])(xs)
+    for interpret in (False, True):
+        got = sl.grad(lambda xs: sl.scan(f, 0.0, xs, interpret=interpret)[0])(xs)
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+    np.testing.assert_array_equal(want.numpy(), [0.5, 0.5, 0.5])
+
+
+def test_unread_carry_with_an_infinite_partial_gives_finite_gradients():
+    xs = sl.tensor([0.0, 1.0, 2.0])
+    f = lambda c, x: ((c[0] + 0.5 * x, sl.log(x)), None)  # noqa: E731
+    want = sl.grad(lambda xs: loop(f, (0.0, 0.0), xs)[0][0])(xs)
+    got = sl.grad(lambda xs: sl.scan(f, (0.0, 0.0), xs)[0][0])(xs)
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+# --- 8. outputs that share memory are read-only -----------------------------------------------
+@pytest.mark.parametrize("y", ["new_carry", "pre", "x", "carry"])
+def test_scan_outputs_are_read_only(y):
+    W = sl.tensor(np.eye(2) * 0.5, requires_grad=True)
+
+    def f(h, x):
+        pre = h @ W + x
+        new = sl.tanh(pre)
+        return new, {"new_carry": new, "pre": pre, "x": x, "carry": h}[y]
+
+    xs = sl.tensor(np.ones((3, 2)))
+    carry, ys = sl.scan(f, sl.zeros(2), xs)
+    for out in (carry, ys):
+        with pytest.raises(ValueError, match="read-only"):
+            out.numpy()[...] = 7.0
+    np.testing.assert_array_equal(xs.numpy(), 1.0)
+
+
+# --- 9. reductions into accumulators, terms that are also ys, length 0 -------------------------
+@pytest.mark.parametrize("T", [0, 1, 5, 40])
+def test_reductions_into_accumulators(T):
+    rng = np.random.default_rng(0)
+    xs = sl.tensor(rng.normal(size=(T, 2, 3)))
+    h0 = sl.tensor(rng.normal(size=(2, 3)))
+    bodies = [
+        lambda c, x: ((c[0] + sl.sum(c[1]), sl.tanh(c[1] + x)), None),
+        lambda c, x: ((c[0] + sl.sum(x), sl.tanh(c[1] + x)), None),
+        lambda c, x: ((c[0] + (c[1] * x).sum(), sl.tanh(c[1] + x)), None),
+    ]
+    for f in bodies:
+        want = loop(f, (0.0, h0), xs)[0] if T else (sl.tensor(0.0), h0)
+        for (a, h), _ in both(f, (0.0, h0), xs):
+            np.testing.assert_allclose(a.numpy(), np.asarray(want[0].numpy()), rtol=1e-12)
+            np.testing.assert_allclose(h.numpy(), want[1].numpy(), rtol=1e-12)
+        gw = sl.grad(lambda h: loop(f, (0.0, h), xs)[0][0])(h0) if T else np.zeros((2, 3))
+        g = sl.grad(lambda h: sl.scan(f, (0.0, h), xs)[0][0])(h0)
+        np.testing.assert_allclose(g.numpy(), np_(gw), rtol=1e-12, atol=1e-15)
+
+
+def test_accumulator_term_that_is_also_a_y():
+    def f(c, x):
+        t = x @ c[1]
+        return (c[0] + t, sl.tanh(c[1])), t
+
+    rng = np.random.default_rng(1)
+    init = (sl.zeros(3), sl.tensor(rng.normal(size=(3, 3))))
+    xs = sl.tensor(rng.normal(size=(5, 3)))
+    want_c, want_ys = loop(f, init, xs)
+    for (a, _), ys in both(f, init, xs):
+        np.testing.assert_allclose(a.numpy(), want_c[0].numpy(), rtol=1e-12)
+        np.testing.assert_allclose(ys.numpy(), np.stack([y.numpy() for y in want_ys]))
+
+
+def test_backward_body_of_a_broadcast_product():
+    rng = np.random.default_rng(2)
+    b = sl.tensor(rng.normal(size=3))
+    xs = sl.tensor(rng.normal(size=(4, 3)))
+    h0 = sl.tensor(rng.normal(size=(2, 3)))
+    f = lambda h, x: (sl.tanh(h * (x + b)), None)  # noqa: E731
+
+    def loss(run):
+        return lambda xs, b_: run(lambda h, x: (sl.tanh(h * (x + b_)), None), h0, xs)[0].sum()
+
+    want = sl.grad(loss(loop), argnums=(0, 1))(xs, b)
+    got = sl.grad(loss(sl.scan), argnums=(0, 1))(xs, b)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-12)
+    del f
+
+
+# --- 10, 11. the cache ---------------------------------------------------------------------------
+def test_xs_leaf_and_closed_over_value_are_different_bodies():
+    a, shift = np.full((4, 3), 0.5), np.full((4, 3), 0.25)
+    b = sl.tensor(np.full(3, 0.25))
+    r1 = sl.scan(lambda c, x: (sl.tanh(c * x[0] + x[1]), None), sl.ones(3), (a, shift))[0]
+    r2 = sl.scan(lambda c, x: (sl.tanh(c * x + b), None), sl.ones(3), a)[0]
+    np.testing.assert_allclose(r1.numpy(), r2.numpy())
+
+
+def test_integer_indexing_hits_the_cache():
+    from scanlib.scan import cache
+
+    E = sl.tensor(np.arange(30.0).reshape(10, 3))
+    idx = np.array([1, 2, 3, 4])
+    sl.scan(lambda c, i: (c + E[i], None), sl.zeros(3), idx)
+    before = len(cache._graphs)
+    for _ in range(4):
+        carry = sl.scan(lambda c, i: (c + E[i], None), sl.zeros(3), idx)[0]
+    assert len(cache._graphs) == before
+    np.testing.assert_array_equal(carry.numpy(), E.numpy()[1:5].sum(axis=0))
+
+
+def test_array_params_are_fingerprinted_by_value():
+    from scanlib.tape.graph import _param_fp
+
+    a, b = np.zeros(2000), np.zeros(2000)
+    b[1000] = 1.0  # equal reprs ("..." in the middle), different values
+    assert repr(a) == repr(b) and _param_fp(a) != _param_fp(b)
+
+
+# --- 12. long chains of views -------------------------------------------------------------------
+def test_a_thousand_chained_reshapes_differentiate():
+    def f(c, x):
+        for _ in range(600):
+            c = c.reshape((2, 3)).reshape((6,))
+        return c * x, None
+
+    xs = np.full((3, 6), 2.0)
+    g = sl.grad(lambda c: sl.scan(f, c, xs)[0].sum())(np.ones(6))
+    np.testing.assert_array_equal(g.numpy(), np.full(6, 8.0))
+
+
+# --- 13. errors name the path -----------------------------------------------------------------
+def test_bad_carry_leaf_names_its_path():
+    with pytest.raises(TypeError, match=r"carry\['a'\] of type object"):
+        sl.scan(lambda c, x: ({"a": object()}, None), {"a": 0.0}, np.ones(3))
+    with pytest.raises(TypeError, match=r"init\['a'\] has type object"):
+        sl.scan(lambda c, x: (c, None), {"a": object()}, np.ones(3))

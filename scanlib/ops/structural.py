@@ -61,6 +61,13 @@ class _Slot:
     def __repr__(self):
         return f"<index {self.i}>"
 
+    # By position, so that two traces of `E[i]` have equal params and share a cache entry.
+    def __eq__(self, other):
+        return type(other) is _Slot and other.i == self.i
+
+    def __hash__(self):
+        return hash(("_Slot", self.i))
+
 
 def _fill(template, arrays):
     return tuple(arrays[t.i] if type(t) is _Slot else t for t in template)

@@ -112,33 +112,59 @@ def _scan_length(paths, leaves, dim, length):
     return T, moved
 
 
-# Probe dtypes for Python-number init leaves: the bottom of NumPy's promotion order of each
-# kind, so that whatever f combines them with decides the dtype.
-_PROBE = {"f": np.float16, "i": np.bool_, "c": np.complex64, "b": np.bool_}
 _PYTHON_ZERO = {"f": 0.0, "i": 0, "c": 0j, "b": False}
+_PYTHON_NUMBER = (bool, int, float, complex)
 
 
 def _adopt_weak_dtypes(f, init_t, weak, xs_t, init_tree, xs_tree, device):
-    """A Python number in init has no dtype of its own (JAX: weakly typed). Trace f once with
-    a probe dtype and follow which carries meet typed data (xs, closed-over arrays, other
-    carries): those take the dtype NumPy gives `number op data` (0.0 + float32 -> float32),
-    the others keep NumPy's default (float64, int64), as the Python loop would."""
-    probe = [Tensor(x._value.astype(_PROBE[x.dtype.kind])) if w else x
-             for x, w in zip(init_t, weak)]
+    """A Python number in init has no dtype of its own (JAX: weakly typed). In the loop, the
+    first step computes with the number itself and the carry takes the dtype f returns. So
+    trace f once (those leaves as NumPy's default dtype), run the equations that depend on
+    them again with the leaves as Python numbers, and let NumPy's own promotion decide
+    (0.0 + float32 data -> float32, 0.0 + bool data -> float64)."""
     try:
-        body, _ = _trace_body(f, probe, xs_t, init_tree, xs_tree, device)
-    except Exception:  # f cannot run on the probe dtype: keep NumPy's defaults
+        body, _ = _trace_body(f, init_t, xs_t, init_tree, xs_tree, device)
+    except Exception:  # the real trace below reports it
         return init_t
-    untyped = {v for v, w in zip(body.invars, weak) if w}
-    for eqn in body.eqns:
-        if all(isinstance(a, Literal) or a in untyped for a in eqn.invars):
-            untyped.update(eqn.outvars)
+    values = _first_step_values(body, [_PYTHON_ZERO[x.dtype.kind] if w else None
+                                       for x, w in zip(init_t, weak)])
     out = list(init_t)
     for i, (x, w, v) in enumerate(zip(init_t, weak, body.outvars)):
-        if w and not isinstance(v, Literal) and v not in untyped and v.shape == x.shape:
-            out[i] = Tensor(x._value.astype(np.result_type(_PYTHON_ZERO[x.dtype.kind],
-                                                           v.dtype)))
+        if not w or isinstance(v, Literal) or v.shape != x.shape:
+            continue
+        value = values.get(v)
+        if value is None:  # f's new carry does not depend on the number: its traced dtype
+            dtype = v.dtype
+        elif isinstance(value, _PYTHON_NUMBER):  # still a Python number: NumPy's default
+            continue
+        else:
+            dtype = value.dtype
+        out[i] = Tensor(x._value.astype(dtype))
     return out
+
+
+def _first_step_values(body, numbers):
+    """Stand-in values of the body's first step for the equations that depend on the carries
+    given as Python numbers (`numbers[i]`, or None for a typed carry): every other input is
+    zeros of its own dtype on the CPU, only dtypes are read."""
+    env = {v: n for v, n in zip(body.invars, numbers) if n is not None}
+
+    def read(u):
+        if isinstance(u, Literal):
+            return u.value
+        return env[u] if u in env else np.zeros(u.shape, u.dtype)
+
+    for eqn in body.eqns:
+        if eqn.prim.multiple_results or not any(u in env for u in eqn.invars
+                                                 if not isinstance(u, Literal)):
+            continue  # a nested scan's dtypes are fixed by its own trace
+        try:
+            with np.errstate(all="ignore"):
+                env[eqn.outvars[0]] = eqn.prim.impl(*[read(u) for u in eqn.invars],
+                                                    **eqn.params)
+        except Exception:  # cannot run on stand-ins: keep the traced dtype
+            continue
+    return env
 
 
 def _init_leaf(leaf, path, device):
@@ -150,8 +176,8 @@ def _init_leaf(leaf, path, device):
         return Tensor(np.asarray(leaf) if isinstance(leaf, np.generic) else leaf), False
     if isinstance(leaf, (bool, int, float, complex)):
         return Tensor(backends.asarray_on(leaf, device)), True
-    raise TypeError(f"scan: {path} is a {type(leaf).__name__}; init leaves must be Tensors, "
-                    "arrays or Python numbers")
+    raise TypeError(f"scan: {path} has type {type(leaf).__name__}; init leaves must be "
+                    "Tensors, arrays or Python numbers (in tuples, lists, dicts, namedtuples)")
 
 
 def _device_of_leaves(leaves, paths):
@@ -214,13 +240,15 @@ def _trace_body(f, init_t, xs_t, init_tree, xs_tree, device, interpret=False):
             raise TypeError(f"scan: f must return a pair (new_carry, y), got "
                             f"{_describe(out)}. Return (carry, None) when there is no y.")
         new_carry, y = out
-        _, c_leaves, c_tree = pytree.flatten_with_paths(new_carry, "carry")
+        c_paths, c_leaves, c_tree = pytree.flatten_with_paths(new_carry, "carry")
         y_paths, y_leaves, y_tree = pytree.flatten_with_paths(y, "y")
         trees.extend([c_tree, y_tree])
-        for p, leaf in zip(y_paths, y_leaves):
-            if not (isinstance(leaf, (Tensor, bool, int, float)) or backends.is_array(leaf)):
-                raise TypeError(f"scan: f returned {p} of type {type(leaf).__name__}; y leaves "
-                                "must be Tensors, arrays or numbers")
+        for p, leaf in zip(c_paths + y_paths, c_leaves + y_leaves):
+            if not (isinstance(leaf, (Tensor, bool, int, float, complex))
+                    or backends.is_array(leaf)):
+                raise TypeError(f"scan: f returned {p} of type {type(leaf).__name__}; carry "
+                                "and y leaves must be Tensors, arrays or numbers (return "
+                                "other values through a closure, not through scan)")
         return [_on_device(x, device) for x in c_leaves + y_leaves]
 
     in_tree = pytree.flatten((pytree.unflatten(init_tree, init_t),

@@ -48,6 +48,18 @@ def _accumulate_in_place(a):
         a[...] = xp.add.accumulate(a, axis=0)
 
 
+def _running_sum(acc, terms, reverse):
+    """acc + terms[0] + terms[1] + ... (from the last row when reverse), in that order and in
+    acc's dtype, as the loop adds them: `terms.sum(axis=0)` would pair them up (another float
+    rounding) and promote small ints and bools."""
+    xp = backends.xp_of(terms)
+    buf = xp.empty((len(terms) + 1,) + acc.shape, acc.dtype)
+    buf[0] = acc
+    buf[1:] = terms[::-1] if reverse else terms
+    _accumulate_in_place(buf)
+    return buf[-1]
+
+
 class Layout:
     """Where outputs live: one entry per y (see CompiledBody.__call__), the stacked ys, the
     carries with a history buffer, and the per-chunk scratch stacks."""
@@ -88,7 +100,8 @@ class _LoopWriter:
         for n, e in enumerate(sch.eqns):
             for j, v in enumerate(e.outvars):
                 names[v] = f"v{n}_{j}"
-        self.env = {"_sigmoid_out": _sigmoid_out, "_accumulate": _accumulate_in_place}
+        self.env = {"_sigmoid_out": _sigmoid_out, "_accumulate": _accumulate_in_place,
+                    "_running_sum": _running_sum}
         self.prologue, self.chunk_pre, self.step, self.chunk_post = [], [], [], []
         self.step_slices, self.chunk_slices, self.stacks = {}, {}, {}
         # Where outputs go: filled by place_outputs.
@@ -268,7 +281,8 @@ class _LoopWriter:
         for i, (_, term) in sch.prefix.items():
             # The loop's own order of additions: H[t+1] = H[t] + term[t], as one cumsum.
             if i not in self.hist:
-                self.chunk_pre.append(f"A{i} = A{i} + {self.ref_batch(term)}.sum(axis=0)")
+                self.chunk_pre.append(f"A{i} = _running_sum(A{i}, {self.ref_batch(term)}, "
+                                      f"{sch.reverse})")
             elif sch.reverse:
                 self.chunk_pre += [f"H{i}[t0:t1] = {self.ref_batch(term)}",
                                    f"_accumulate(H{i}[t0:t1 + 1][::-1])", f"A{i} = H{i}[t0]"]

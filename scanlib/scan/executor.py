@@ -22,8 +22,8 @@ MIN_CHUNK = 16
 class CompiledBody:
     """A body graph compiled for the loop; call it with (T, init, xs, consts) arrays."""
 
-    def __init__(self, graph, num_carry, num_xs, reverse):
-        self.schedule = Schedule(graph, num_carry, num_xs, reverse)
+    def __init__(self, graph, num_carry, num_xs, reverse, sum_carries=()):
+        self.schedule = Schedule(graph, num_carry, num_xs, reverse, sum_carries)
         self.source, self._run, self.layout = generate(self.schedule)
         self.num_carry, self.reverse = num_carry, reverse
 
@@ -68,12 +68,13 @@ class CompiledBody:
         return carry, ys
 
 
-def compiled(graph, num_carry, num_xs, reverse) -> CompiledBody:
-    """The CompiledBody of a graph, built once and cached on it."""
+def compiled(graph, num_carry, num_xs, reverse, sum_carries=()) -> CompiledBody:
+    """The CompiledBody of a graph, built once and cached on it. `sum_carries`: the carries
+    that are gradient accumulators, whose additions the loop may reorder."""
     cache = graph._compiled
     if cache is None:
         cache = graph._compiled = {}
-    key = (num_carry, num_xs, reverse)
+    key = (num_carry, num_xs, reverse, tuple(sum_carries))
     if key not in cache:
-        cache[key] = CompiledBody(graph, num_carry, num_xs, reverse)
+        cache[key] = CompiledBody(graph, num_carry, num_xs, reverse, sum_carries)
     return cache[key]

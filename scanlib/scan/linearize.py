@@ -47,32 +47,70 @@ class Linearization:
     """What differentiating one scan needs: the forward body extended with the residuals it
     must output (`aug_body`), the backward body, and the residual list in backward-xs order."""
 
-    def __init__(self, body, aug_body, bwd_body, residuals, float_carry, x_needs, k_needs,
+    def __init__(self, body, aug_body, bwd_body, residuals, ct_carry, ct_ys, x_needs, k_needs,
                  num_ys, bwd_extra_consts):
         self.body, self.aug_body, self.bwd_body = body, aug_body, bwd_body
         self.residuals = residuals
-        self.float_carry, self.x_needs, self.k_needs = float_carry, x_needs, k_needs
+        # Which carries and ys have a cotangent (a backward carry, a backward xs) at all.
+        self.ct_carry, self.ct_ys = ct_carry, ct_ys
+        self.x_needs, self.k_needs = x_needs, k_needs
         self.num_ys = num_ys
         self.bwd_extra_consts = bwd_extra_consts
 
+    @property
+    def num_bwd_carry(self) -> int:
+        """The backward scan's carry: carry cotangents, then one accumulator per constant."""
+        return sum(self.ct_carry) + sum(self.k_needs)
 
-def linearize(body: Graph, num_carry: int, x_needs, k_needs) -> Linearization:
-    """Linearize `body` for cotangents flowing to carries (always), xs[j] where x_needs[j] and
-    closed-over inputs where k_needs[l]. Cached on the body graph."""
-    key = (num_carry, tuple(x_needs), tuple(k_needs))
+    @property
+    def bwd_sum_carries(self) -> tuple:
+        """The backward carries that are gradient accumulators (may be summed reordered)."""
+        return tuple(range(sum(self.ct_carry), self.num_bwd_carry))
+
+
+def linearize(body: Graph, num_carry: int, x_needs, k_needs, given=None) -> Linearization:
+    """Linearize `body` for cotangents flowing to carries, xs[j] where x_needs[j] and
+    closed-over inputs where k_needs[l]. `given[i]` says whether the i-th output (carries,
+    then ys) of the whole scan has a cotangent (None: all do). An output without one gets no
+    cotangent input, not a zero one: a zero meeting an infinite partial is NaN, and the loop
+    never forms that product. Cached on the body graph."""
+    key = (num_carry, tuple(x_needs), tuple(k_needs), None if given is None else tuple(given))
     cache = body.__dict__.setdefault("_linearizations", {})
     if key not in cache:
-        cache[key] = _linearize(body, num_carry, list(x_needs), list(k_needs))
+        cache[key] = _linearize(body, num_carry, list(x_needs), list(k_needs), given)
     return cache[key]
 
 
-def _linearize(body, nc, x_needs, k_needs):
+def _carries_with_cotangents(body, nc, given):
+    """Which carries have a cotangent in some step: those the scan's result gives one, and,
+    to a fixpoint, those whose incoming value reaches (through differentiable equations) an
+    output that has one."""
+    carry_in, carry_out = body.invars[:nc], body.outvars[:nc]
+    float_carry = [is_differentiable_dtype(v.dtype) for v in carry_in]
+    has = [f and g for f, g in zip(float_carry, given[:nc])]
+    y_seeds = [v for v, g in zip(body.outvars[nc:], given[nc:]) if g]
+    for _ in range(nc + 1):
+        reach = {v for v in y_seeds if isinstance(v, Var)}
+        reach |= {v for v, h in zip(carry_out, has) if h and isinstance(v, Var)}
+        for eqn in reversed(body.eqns):
+            if eqn.prim.vjp is not None and any(v in reach for v in eqn.outvars):
+                reach.update(v for v in eqn.invars if isinstance(v, Var))
+        new = [h or (f and v in reach) for h, f, v in zip(has, float_carry, carry_in)]
+        if new == has:
+            return has
+        has = new
+    raise AssertionError("carry cotangents: fixpoint not reached")
+
+
+def _linearize(body, nc, x_needs, k_needs, given):
     carry_in, x_in = body.invars[:nc], body.invars[nc:]
     carry_out, y_out = body.outvars[:nc], body.outvars[nc:]
-    float_carry = [is_differentiable_dtype(v.dtype) for v in carry_in]
+    given = [True] * len(body.outvars) if given is None else list(given)
+    carry_has_ct = _carries_with_cotangents(body, nc, given)
+    ct_ys_mask = given[nc:]
 
     # Which values carry a derivative, and which are fixed for the whole scan.
-    active = {v for v, f in zip(carry_in, float_carry) if f}
+    active = {v for v, f in zip(carry_in, carry_has_ct) if f}
     active |= {v for v, n in zip(x_in, x_needs) if n}
     active |= {v for v, n in zip(body.constvars, k_needs) if n}
     const_only = set(body.constvars)
@@ -88,10 +126,11 @@ def _linearize(body, nc, x_needs, k_needs):
     fwd, candidates = {}, []
     with tracing(b):
         ct_carry = [b.new_input(v.shape, v.dtype, f"ct_{_hint(v, i)}")
-                    for i, (v, f) in enumerate(zip(carry_in, float_carry)) if f]
+                    for i, (v, f) in enumerate(zip(carry_in, carry_has_ct)) if f]
         accs = [b.new_input(k.shape, k.dtype, f"acc{i}")
                 for i, (k, n) in enumerate(zip(body.constvars, k_needs)) if n]
-        ct_ys = [b.new_input(v.shape, v.dtype, f"ct_y{j}") for j, v in enumerate(y_out)]
+        ct_ys = [b.new_input(v.shape, v.dtype, f"ct_y{j}")
+                 for j, (v, g) in enumerate(zip(y_out, ct_ys_mask)) if g]
         for l, k in enumerate(body.constvars):
             value = body.consts[l]._value if body.consts[l] is not None else None
             fwd[k] = b.new_constvar(k.shape, k.dtype, value, k.hint)
@@ -105,14 +144,19 @@ def _linearize(body, nc, x_needs, k_needs):
         def get(v):
             if isinstance(v, Literal):
                 return v.value
-            if v not in fwd:
-                eqn = producer.get(v)
-                if eqn is not None and _is_view(eqn):
-                    # Never save a reshape/transpose of a value: save the value, redo the view.
-                    fwd[v] = bind(eqn.prim, get(eqn.invars[0]), *eqn.invars[1:], **eqn.params)
-                else:
-                    fwd[v] = b.new_input(v.shape, v.dtype, v.hint)
-                    candidates.append(v)
+            # Never save a reshape/transpose of a value: save the value, redo the views. A
+            # loop, not a recursion: a body may chain a thousand views.
+            views, u = [], v
+            while u not in fwd:
+                eqn = producer.get(u)
+                if eqn is None or not _is_view(eqn):
+                    fwd[u] = b.new_input(u.shape, u.dtype, u.hint)
+                    candidates.append(u)
+                    break
+                views.append((u, eqn))
+                u = eqn.invars[0]
+            for u, eqn in reversed(views):
+                fwd[u] = bind(eqn.prim, fwd[eqn.invars[0]], **eqn.params)
             return fwd[v]
 
         ct = _Cotangents(b)
@@ -121,9 +165,9 @@ def _linearize(body, nc, x_needs, k_needs):
             if isinstance(v, Var) and v in active and g is not None:
                 ct.add(v, fit_cotangent(as_tensor(g), v))
 
-        for v, g in zip([v for v, f in zip(carry_out, float_carry) if f], ct_carry):
+        for v, g in zip([v for v, f in zip(carry_out, carry_has_ct) if f], ct_carry):
             accumulate(v, g)
-        for v, g in zip(y_out, ct_ys):
+        for v, g in zip([v for v, g in zip(y_out, ct_ys_mask) if g], ct_ys):
             accumulate(v, g)
         for eqn in reversed(body.eqns):
             if not any(v in ct for v in eqn.outvars):
@@ -141,7 +185,7 @@ def _linearize(body, nc, x_needs, k_needs):
         def ct_or_zeros(v):
             return ct.pop(v) if v in ct else zeros(v.shape, v.dtype, device)
 
-        outs = [ct_or_zeros(v) for v, f in zip(carry_in, float_carry) if f]
+        outs = [ct_or_zeros(v) for v, f in zip(carry_in, carry_has_ct) if f]
         needed_k = [k for k, n in zip(body.constvars, k_needs) if n]
         outs += [add(acc, ct.pop(k)) if k in ct else acc for acc, k in zip(accs, needed_k)]
         outs += [ct_or_zeros(v) for v, n in zip(x_in, x_needs) if n]
@@ -180,8 +224,8 @@ def _linearize(body, nc, x_needs, k_needs):
     aug = Graph(body.invars, body.constvars, body.consts, body.eqns, body.outvars + extra,
                 body.name, body.device)
     n_fwd_consts = len(body.constvars)
-    lin = Linearization(body, aug, bwd, residuals, float_carry, x_needs, k_needs, len(y_out),
-                        graph.consts[n_fwd_consts:])
+    lin = Linearization(body, aug, bwd, residuals, carry_has_ct, ct_ys_mask, x_needs, k_needs,
+                        len(y_out), graph.consts[n_fwd_consts:])
     lin.bwd_sources = {fwd[v]._var: v for v in list(fwd) if isinstance(v, Var)}
     return lin
 

@@ -108,8 +108,9 @@ def scan_plan(f, init, xs=None, *, length=None, reverse=False, dim=0) -> ScanPla
         rows.append(row)
     bwd_names = {bv: names[fv] for bv, fv in lin.bwd_sources.items() if fv in names}
     plan = ScanPlan(body, lin.bwd_body, rows, T, reverse, names, bwd_names)
-    n_bwd_carry = sum(lin.float_carry) + sum(lin.k_needs)
+    n_bwd_carry = lin.num_bwd_carry
     plan.forward_source = run.source
     plan.backward_source = compiled(lin.bwd_body, n_bwd_carry,
-                                    len(lin.bwd_body.invars) - n_bwd_carry, not reverse).source
+                                    len(lin.bwd_body.invars) - n_bwd_carry, not reverse,
+                                    lin.bwd_sum_carries).source
     return plan

@@ -7,6 +7,8 @@ Imports backends, tape, ops and the scan modules below it.
 
 from __future__ import annotations
 
+import numpy as np
+
 from .. import backends
 from ..ops.primitive import Primitive, bind
 from ..tape import Tensor, current_builder, grad_enabled
@@ -16,14 +18,25 @@ from .interpret import run_interpreted
 from .linearize import linearize
 
 
-def _scan_impl(*values, body, length, reverse, num_carry, num_xs, interpret=False, _lin=None):
+def _scan_impl(*values, body, length, reverse, num_carry, num_xs, interpret=False,
+               sum_carries=(), _lin=None):
     nc, nx = num_carry, num_xs
     init, xs, consts = list(values[:nc]), list(values[nc:nc + nx]), list(values[nc + nx:])
     if interpret:
         carry, ys = run_interpreted(body, length, init, xs, consts, reverse, nc)
     else:
-        carry, ys = compiled(body, nc, nx, reverse)(length, init, xs, consts)
-    return carry + ys
+        carry, ys = compiled(body, nc, nx, reverse, sum_carries)(length, init, xs, consts)
+    return [_read_only(a) for a in carry + ys]
+
+
+def _read_only(a):
+    """A read-only view of a result: ys share memory with the carry history, the final carry,
+    xs and the residuals the backward pass reads, so writing into one through `.numpy()`
+    would change the others. (CuPy arrays have no such flag.)"""
+    if isinstance(a, np.ndarray) and a.flags.writeable:
+        a = a.view()
+        a.flags.writeable = False
+    return a
 
 
 def _needs_grad(x):
@@ -32,7 +45,7 @@ def _needs_grad(x):
 
 
 def _scan_vjp(cts, outs, *inputs, _saved, body, length, reverse, num_carry, num_xs,
-              interpret=False, _lin=None):
+              interpret=False, sum_carries=(), _lin=None):
     nc, nx = num_carry, num_xs
     xs, consts = inputs[nc:nc + nx], inputs[nc + nx:]
     lin = _lin
@@ -43,30 +56,37 @@ def _scan_vjp(cts, outs, *inputs, _saved, body, length, reverse, num_carry, num_
         lin = linearize(body, nc, [_needs_grad(x) for x in xs], [_needs_grad(k) for k in consts])
         if len(lin.aug_body.outvars) > len(body.outvars):
             outs = bind(scan_p, *inputs, body=lin.aug_body, length=length, reverse=reverse,
-                        num_carry=nc, num_xs=nx, _lin=lin, **_mode(interpret))
+                        num_carry=nc, num_xs=nx, _lin=lin, **_mode(interpret, sum_carries))
     ny = lin.num_ys
     extra = outs[nc + ny:]
-
-    def residual_value(r):
-        kind, i = r.source
-        return {"aug": extra, "xs": xs, "ys": outs[nc:nc + ny]}[kind][i]
+    sources = {"aug": extra, "xs": xs, "ys": outs[nc:nc + ny]}
+    saved = {r.var: sources[r.source[0]][r.source[1]] for r in lin.residuals
+             if r.source is not None and r.source[0] != "const"}
+    given = [ct is not None for ct in cts[:nc + ny]]
+    if not all(given):  # outputs without a cotangent get none, not zeros (see linearize)
+        masked = linearize(lin.body, nc, lin.x_needs, lin.k_needs, given)
+        if all(r.var in saved for r in masked.residuals
+               if r.source is not None and r.source[0] != "const"):
+            lin = masked
 
     xp = backends.xp_of(*[a._value for a in inputs])
     out_vars = lin.body.outvars
     ct_carry = [_ct_or_zeros(cts[i], out_vars[i], xp, ())
-                for i, f in enumerate(lin.float_carry) if f]
+                for i, f in enumerate(lin.ct_carry) if f]
     accs = [_ct_or_zeros(None, k, xp, ()) for k, n in zip(consts, lin.k_needs) if n]
-    ct_ys = [_ct_or_zeros(cts[nc + j], out_vars[nc + j], xp, (length,)) for j in range(ny)]
-    residuals = [residual_value(r) for r in lin.residuals
+    ct_ys = [_ct_or_zeros(cts[nc + j], out_vars[nc + j], xp, (length,))
+             for j, g in enumerate(lin.ct_ys) if g]
+    residuals = [saved[r.var] for r in lin.residuals
                  if r.source is not None and r.source[0] != "const"]
     bwd_init, bwd_xs = ct_carry + accs, ct_ys + residuals
-    res = apply_scan(lin.bwd_body, bwd_init, bwd_xs, list(consts) + lin.bwd_extra_consts,
-                     length, not reverse, interpret)
     n_ct = len(ct_carry)
+    res = apply_scan(lin.bwd_body, bwd_init, bwd_xs, list(consts) + lin.bwd_extra_consts,
+                     length, not reverse, interpret,
+                     sum_carries=lin.bwd_sum_carries)
     carry_ct_iter = iter(res[:n_ct])
     acc_iter = iter(res[n_ct:len(bwd_init)])
     xs_ct_iter = iter(res[len(bwd_init):])
-    out = [next(carry_ct_iter) if f else None for f in lin.float_carry]
+    out = [next(carry_ct_iter) if f else None for f in lin.ct_carry]
     out += [next(xs_ct_iter) if n else None for n in lin.x_needs]
     out += [next(acc_iter) if n else None for n in lin.k_needs]
     return out
@@ -83,16 +103,19 @@ def _ct_or_zeros(ct, like, xp, lead):
 scan_p = Primitive("scan", _scan_impl, _scan_vjp, multiple_results=True)
 
 
-def _mode(interpret):
-    # Only a reference-interpreted scan has the param, so printed graphs stay as they were;
-    # it is part of the fingerprint, so a cached graph never changes a scan's mode.
-    return {"interpret": True} if interpret else {}
+def _mode(interpret, sum_carries=()):
+    # Params given only when set, so that printed graphs show them only then; they are part
+    # of the fingerprint, so a cached graph never changes a scan's mode.
+    return {**({"interpret": True} if interpret else {}),
+            **({"sum_carries": tuple(sum_carries)} if sum_carries else {})}
 
 
-def apply_scan(body, init, xs, consts, length, reverse, interpret=False):
+def apply_scan(body, init, xs, consts, length, reverse, interpret=False, sum_carries=()):
     """Bind scan_p; when the result will be differentiated, bind the body extended with the
     residuals and keep them alive on the tape node. Returns carry + ys (no residuals).
-    `interpret`: run it (and the backward scan) with the reference interpreter."""
+    `interpret`: run it (and the backward scan) with the reference interpreter.
+    `sum_carries`: carries that are gradient accumulators (a backward scan's), which the loop
+    may sum in another order than the loop's; a user's carry never is one."""
     nc, nx = len(init), len(xs)
     builder = current_builder()
     inputs = list(init) + list(xs) + list(consts)
@@ -100,10 +123,10 @@ def apply_scan(body, init, xs, consts, length, reverse, interpret=False):
         isinstance(a, Tensor) and a.requires_grad and a._trace is builder for a in inputs)
     if not recording:
         return bind(scan_p, *inputs, body=body, length=length, reverse=reverse,
-                    num_carry=nc, num_xs=nx, **_mode(interpret))
+                    num_carry=nc, num_xs=nx, **_mode(interpret, sum_carries))
     lin = linearize(body, nc, [_needs_grad(x) for x in xs], [_needs_grad(k) for k in consts])
     outs = bind(scan_p, *inputs, body=lin.aug_body, length=length, reverse=reverse,
-                num_carry=nc, num_xs=nx, _lin=lin, **_mode(interpret))
+                num_carry=nc, num_xs=nx, _lin=lin, **_mode(interpret, sum_carries))
     n_user = nc + lin.num_ys
     node = next((o._node for o in outs if o._node is not None), None)
     if node is not None:

@@ -6,9 +6,9 @@
   deferred  carry-dependent but off that path (a y, a gradient term): computed for a chunk
             of steps at once after its per-step loop, from stacked inputs
 
-A carry updated as `acc + term` and read by no other equation is an accumulator: summed per
-chunk (the gradient accumulators of a backward body; `sum_t a_t.T @ b_t` becomes one large
-matmul), or, when ys read it and the term is carry-independent, a cumulative sum per chunk.
+A carry updated as `acc + term` and read by nothing else is an accumulator. A backward body's
+gradient accumulator is summed per chunk (`sum_t a_t.T @ b_t` becomes one large matmul); any
+carry with a carry-independent term becomes a cumulative sum per chunk, in the loop's order.
 Imports tape and scan.batching.
 """
 
@@ -30,8 +30,9 @@ def is_var(v):
 class Schedule:
     """The analysis of one body for the loop: kinds, accumulators, critical and deferred."""
 
-    def __init__(self, graph, num_carry, num_xs, reverse):
+    def __init__(self, graph, num_carry, num_xs, reverse, sum_carries=()):
         self.graph, self.num_carry, self.num_xs, self.reverse = graph, num_carry, num_xs, reverse
+        self.sum_carries = frozenset(sum_carries)
         self.carry_in, self.x_in = graph.invars[:num_carry], graph.invars[num_carry:]
         self.carry_out, self.y_out = graph.outvars[:num_carry], graph.outvars[num_carry:]
         self.eqns, _ = used_vars(graph.eqns, graph.outvars)
@@ -77,10 +78,15 @@ class Schedule:
         return self._batch_fn(self.eqns[n], self.kind, batched_into)
 
     def _find_accumulators(self):
-        """Carries updated as `acc + term` and read by no other equation. Without ys reading
-        them they are summed per chunk (`acc`); when ys read them and the term is
-        carry-independent, their history is one cumulative sum per chunk (`prefix`)."""
+        """Carries updated as `acc + term` and read by nothing else: no equation, no other
+        carry (a lag or a copy), and the add's result only as this carry. A gradient
+        accumulator of a backward body (`sum_carries`) that no y reads is summed per chunk
+        (`acc`): that reorders its additions, which is allowed only there. Any carry whose
+        term is carry-independent has its history computed as one cumulative sum per chunk
+        (`prefix`), in the loop's order of additions and its dtype."""
         self.acc, self.prefix = {}, {}  # carry index -> (index of the add eqn, term var)
+        carry_reads = collections.Counter(v for v in self.carry_out if is_var(v))
+        y_reads = collections.Counter(v for v in self.y_out if is_var(v))
         for i, (cin, cout) in enumerate(zip(self.carry_in, self.carry_out)):
             n = self.producer.get(cout) if is_var(cout) else None
             if n is None or self.eqns[n].prim.name != "add":
@@ -89,9 +95,10 @@ class Schedule:
             term = b if a is cin else a if b is cin else None
             if (term is None or not is_var(term) or term is cin or term.shape != cin.shape
                     or term.dtype != cin.dtype or self.kind[term] == CONST
-                    or self.uses[cin] != 1 or self.uses[cout]):
+                    or self.uses[cin] != 1 or self.uses[cout]
+                    or carry_reads[cin] or carry_reads[cout] != 1):
                 continue
-            if not self.out_uses[cin] and self.out_uses[cout] == 1:
+            if i in self.sum_carries and not y_reads[cin] and not y_reads[cout]:
                 self.acc[i] = (n, term)
             elif self.kind[term] == XS:
                 self.prefix[i] = (n, term)
@@ -139,11 +146,12 @@ class Schedule:
         for i, (_, term) in self.acc.items():
             n = self.producer.get(term)
             plan = ("sum0", term)
-            if n is not None and n not in critical and self.uses[term] == 1:
+            if (n is not None and n not in critical and self.uses[term] == 1
+                    and not self.out_uses[term]):
                 eqn = self.eqns[n]
                 if eqn.prim.name == "sum" and not eqn.params["keepdims"]:
                     x = eqn.invars[0]
-                    axes = tuple(range(x.ndim)) if eqn.params["axis"] is None \
+                    axes = tuple(range(len(x.shape))) if eqn.params["axis"] is None \
                         else eqn.params["axis"]
                     plan = ("sum", x, axes)
                     self.fused_eqns.add(n)
@@ -153,7 +161,7 @@ class Schedule:
                     p, q = eqn.invars
                     pn = self.producer.get(p)
                     if (pn is not None and pn not in critical and self.uses[p] == 1
-                            and self.eqns[pn].prim.name == "transpose"
+                            and not self.out_uses[p] and self.eqns[pn].prim.name == "transpose"
                             and self.eqns[pn].params["axes"] == (1, 0)
                             and self.kind[self.eqns[pn].invars[0]] != CONST):
                         plan = ("atb", self.eqns[pn].invars[0], q)  # sum_t a_t.T @ q_t

@@ -255,7 +255,10 @@ def fingerprint(graph: Graph):
                 return ("lit", type(v.value).__name__, repr(v.value))
             return index.setdefault(v, len(index))
 
-        head = tuple((v.shape, v.dtype.str) for v in graph.invars + graph.constvars)
+        # Inputs and constants apart: a value scanned as xs and the same value closed over
+        # are different bodies (their loops take different arguments).
+        head = tuple(tuple((v.shape, v.dtype.str) for v in vs)
+                     for vs in (graph.invars, graph.constvars))
         for v in graph.invars + graph.constvars:
             ref(v)
         body = []
@@ -279,8 +282,10 @@ def _param_fp(p):
         return ("slice", p.start, p.stop, p.step)
     if isinstance(p, np.dtype):
         return ("dtype", p.str)
+    if isinstance(p, np.ndarray):  # by value: a repr elides the middle of a large array
+        return ("array", p.dtype.str, p.shape, p.tobytes())
     try:
         hash(p)
         return p
-    except TypeError:
-        return ("repr", repr(p))
+    except TypeError:  # unknown and unhashable: never equal to another trace's (no reuse)
+        return ("object", id(p), type(p).__name__)
