@@ -1,0 +1,254 @@
+"""NumPy functions called on Tensors (NEP 18 `__array_function__`, and `__array_ufunc__` for
+ufuncs scanlib does not implement): the common ones run scanlib's differentiable ops, keywords
+scanlib cannot honour raise naming the keyword, and every other function runs on NumPy only
+where that drops no gradient; on a tensor that requires grad, or a traced one, it raises.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import scanlib as sl
+from scanlib.ops import functions as F
+from scanlib.ops import methods
+from scanlib.testing import check_grads
+
+X = np.array([[1.0, -2.0, 3.0], [0.5, 4.0, -1.0]])
+
+
+def leaf(data=X):
+    return sl.tensor(data, requires_grad=True)
+
+
+# --- the dispatch table -----------------------------------------------------------------------
+@pytest.mark.parametrize("fn", [np.sum, np.mean, np.max, np.amax, np.min, np.amin])
+@pytest.mark.parametrize("kw", [{}, {"axis": 0}, {"axis": 1, "keepdims": True},
+                                {"axis": (0, 1)}, {"axis": -1}])
+def test_reductions_return_tensors_equal_to_numpy(backend, fn, kw):
+    got = fn(backend.tensor(X), **kw)
+    assert isinstance(got, sl.Tensor)
+    backend.check_device(got)
+    np.testing.assert_allclose(got.numpy(), fn(X, **kw), rtol=1e-12)
+
+
+def test_reductions_are_differentiable():
+    x = leaf()
+    np.testing.assert_allclose(sl.grad(lambda t: np.sum(t * t))(x).numpy(), 2 * X)
+    np.testing.assert_allclose(sl.grad(lambda t: np.mean(t))(x).numpy(), np.full(X.shape, 1 / 6))
+    np.testing.assert_array_equal(sl.grad(lambda t: np.max(t))(x).numpy(), X == X.max())
+    np.testing.assert_array_equal(sl.grad(lambda t: np.min(t))(x).numpy(), X == X.min())
+    check_grads(lambda t: np.sum(np.max(t, axis=1, keepdims=True) * t), (X,))
+
+
+def test_reductions_take_numpy_positional_arguments_and_defaults():
+    x = leaf()
+    np.testing.assert_allclose(np.sum(x, 0, None, None, True).numpy(), X.sum(0, keepdims=True))
+    # Passing NumPy's own default values changes nothing.
+    np.testing.assert_allclose(np.sum(x, axis=1, dtype=None, out=None).numpy(), X.sum(1))
+
+
+@pytest.mark.parametrize("call, keyword", [
+    (lambda t: np.sum(t, out=np.zeros(())), "out"),
+    (lambda t: np.mean(t, axis=0, out=np.zeros(3)), "out"),
+    (lambda t: np.max(t, out=np.zeros(())), "out"),
+    (lambda t: np.sum(t, dtype=np.float32), "dtype"),
+    (lambda t: np.max(t, initial=10.0), "initial"),
+    (lambda t: np.sum(t, where=np.ones(X.shape, bool)), "where"),
+    (lambda t: np.concatenate([t, t], dtype=np.float32), "dtype"),
+    (lambda t: np.reshape(t, -1, order="F"), "order"),
+    (lambda t: np.clip(t, 0, 1, casting="unsafe"), "casting"),
+    (lambda t: np.exp(t, out=np.zeros(X.shape)), "out"),
+])
+def test_keywords_scanlib_cannot_honour_raise_naming_them(call, keyword):
+    for t in (leaf(), sl.tensor(X)):  # whether or not a gradient is at stake
+        with pytest.raises(TypeError, match=f"{keyword}="):
+            call(t)
+
+
+def test_out_error_says_tensors_are_immutable():
+    with pytest.raises(TypeError, match="out=.*immutable"):
+        np.sum(leaf(), out=np.zeros(()))
+
+
+def test_concatenate_and_stack_dispatch_to_scanlib_with_gradients():
+    x, y = leaf(), leaf(2 * X)
+    out = np.concatenate([x, y], axis=1)
+    assert isinstance(out, sl.Tensor) and out.requires_grad
+    np.testing.assert_array_equal(out.numpy(), np.concatenate([X, 2 * X], axis=1))
+    gx, gy = sl.grad(lambda a, b: np.sum(np.concatenate([a, b * b])), argnums=(0, 1))(x, y)
+    np.testing.assert_allclose(gx.numpy(), np.ones_like(X))
+    np.testing.assert_allclose(gy.numpy(), 4 * X)
+    np.testing.assert_array_equal(np.concatenate([x, y], axis=None).numpy(),
+                                  np.concatenate([X, 2 * X], axis=None))
+    np.testing.assert_array_equal(np.stack([x, y], axis=1).numpy(), np.stack([X, 2 * X], 1))
+    check_grads(lambda a, b: np.stack((a, np.concatenate([b, a], axis=0)[:2])), (X, 2 * X))
+
+
+W = np.arange(6.0).reshape(3, 2) / 5
+
+
+@pytest.mark.parametrize("name, fn", [
+    ("transpose", lambda a: np.transpose(a, (1, 0))),
+    ("reshape", lambda a: np.reshape(a, (3, -1))),
+    ("ravel", np.ravel),
+    ("where", lambda a: np.where(a > 0.7, a, -a)),
+    ("clip", lambda a: np.clip(a, -1.5, 2.5)),
+    ("clip min=", lambda a: np.clip(a, min=0.0)),
+    ("dot", lambda a: np.dot(a, W)),
+    ("dot 1-d", lambda a: np.dot(a[0], a[1])),
+    ("matmul", lambda a: np.matmul(a, W)),
+    ("vdot", lambda a: np.vdot(a, a)),
+    ("einsum", lambda a: np.einsum("ij,jk->ik", a, W, optimize=True)),
+    ("swapaxes", lambda a: np.swapaxes(a, 0, 1)),
+    ("expand_dims", lambda a: np.expand_dims(a, 1)),
+    ("expand_dims tuple", lambda a: np.expand_dims(a, (0, -1))),
+    ("squeeze", lambda a: np.squeeze(a[None, :, None], axis=(0, 2))),
+    ("broadcast_to", lambda a: np.broadcast_to(a, (4, 2, 3))),
+    ("abs", np.abs),
+])
+def test_table_functions_match_numpy_and_are_differentiable(name, fn):
+    got = fn(leaf())
+    assert isinstance(got, sl.Tensor) and got.requires_grad, name
+    np.testing.assert_allclose(got.numpy(), fn(X), rtol=1e-12, err_msg=name)
+    check_grads(fn, (X + 0.01,))  # off the kinks of clip and abs
+
+
+def test_dot_of_more_than_two_axes_raises_rather_than_guessing():
+    with pytest.raises(TypeError, match="matmul"):
+        np.dot(leaf(np.ones((2, 2, 2))), leaf(np.ones((2, 2))))
+
+
+def test_dispatched_functions_return_tensors_for_plain_tensors_too():
+    out = np.concatenate([sl.tensor(X), X])
+    assert isinstance(out, sl.Tensor) and not out.requires_grad
+    np.testing.assert_array_equal(out.numpy(), np.concatenate([X, X]))
+    np.testing.assert_array_equal(np.where(sl.tensor(X) > 0)[1], np.where(X > 0)[1])
+
+
+# --- everything else: NumPy's result only where nothing is dropped ----------------------------
+@pytest.mark.parametrize("fn, name", [(np.sort, "sort"), (np.cumsum, "cumsum"),
+                                      (lambda a: np.linalg.norm(a), "linalg.norm"),
+                                      (np.floor, "floor"), (np.add.reduce, "add.reduce"),
+                                      (lambda a: np.concatenate([X, np.round(a)]), "round")])
+def test_unsupported_function_on_a_tensor_that_requires_grad_raises(fn, name):
+    with pytest.raises(TypeError, match=rf"np\.{name}\(\).*drop its gradient.*detach"):
+        fn(leaf())
+    with pytest.raises(TypeError, match="gradient"):
+        fn(sl.tensor(X) * leaf())  # a result computed from a leaf requires grad too
+
+
+def test_the_unsupported_functions_tested_are_not_in_the_table():
+    for fn in (np.sort, np.cumsum, np.linalg.norm, np.round):
+        assert fn not in methods._FUNCTIONS and fn not in methods._NON_DIFFERENTIABLE
+    for uf in (np.floor, np.add):
+        assert uf not in methods._NON_DIFFERENTIABLE
+
+
+def test_a_scanlib_equivalent_is_named_when_there_is_one(monkeypatch):
+    with pytest.raises(TypeError, match="scanlib has no equivalent"):
+        np.sort(leaf())
+    # Looked up when called, so a function scanlib gains later is named.
+    monkeypatch.setattr(F, "__all__", [*F.__all__, "sort"])
+    with pytest.raises(TypeError, match=r"use scanlib\.sort"):
+        np.sort(leaf())
+
+
+def test_unsupported_function_on_a_plain_tensor_works_like_numpy():
+    t = sl.tensor(X)
+    for fn in (np.sort, np.cumsum, np.linalg.norm, np.floor, np.add.reduce, np.round,
+               lambda a: np.percentile(a, 30, axis=0), lambda a: np.pad(a, 1)):
+        got = fn(t)
+        assert not isinstance(got, sl.Tensor)
+        np.testing.assert_array_equal(got, fn(X))
+    # Tensors are found inside lists and keyword arguments too.
+    np.testing.assert_array_equal(np.block([[t, t]]), np.block([[X, X]]))
+    np.testing.assert_array_equal(np.cumsum(a=t, axis=1), np.cumsum(X, axis=1))
+    with pytest.raises(TypeError, match="gradient"):
+        np.block([[t, leaf()]])
+    with pytest.raises(TypeError, match="gradient"):
+        np.cumsum(a=leaf())
+
+
+def test_numpy_cannot_write_into_a_tensor():
+    t = sl.tensor(X.copy())
+    with pytest.raises(ValueError, match="read-only"):
+        np.copyto(t, 0.0)
+    with pytest.raises(ValueError, match="read-only"):
+        np.floor(X, out=t)
+    with pytest.raises(TypeError, match="out="):
+        np.sum(X, axis=0, out=t)
+    np.testing.assert_array_equal(t.numpy(), X)
+
+
+def test_non_differentiable_functions_run_on_numpy_even_when_grad_is_required():
+    x = leaf()
+    assert np.allclose(x, X) and np.array_equal(x, X)
+    np.testing.assert_array_equal(np.isclose(x, X), np.ones(X.shape, bool))
+    assert np.argmax(x) == np.argmax(X) and np.argmin(x, axis=1).tolist() == [1, 2]
+    assert np.shape(x) == X.shape and np.ndim(x) == 2 and np.size(x) == 6
+    assert np.result_type(x, np.float32) == np.float64
+    assert bool(np.all(np.isfinite(x))) and not np.any(np.isnan(x))
+    np.testing.assert_allclose(x, X)
+    np.testing.assert_array_equal(np.asarray(x), X)
+    np.testing.assert_array_equal(np.array(x), X)
+    assert float(sl.tensor(2.5, requires_grad=True)) == 2.5
+
+
+# --- inside a scan body: values are stand-ins -------------------------------------------------
+XS = np.random.default_rng(0).standard_normal((5, 3))
+
+
+def test_np_sum_inside_a_scan_body_dispatches_and_matches_the_loop():
+    def body(c, x):
+        return c * 0.5 + np.sum(np.tanh(x) * c), np.max(x)
+
+    def loop(c, xs):
+        ys = []
+        for x in xs:
+            c, y = body(c, x)
+            ys.append(y)
+        return c, np.stack(ys)
+
+    c0 = sl.tensor(np.ones(3), requires_grad=True)
+    got_c, got_ys = sl.scan(body, c0, sl.tensor(XS))
+    want_c, want_ys = loop(c0, sl.tensor(XS))
+    np.testing.assert_allclose(got_c.numpy(), want_c.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(got_ys.numpy(), want_ys.numpy(), rtol=1e-12)
+    g_scan = sl.grad(lambda c: np.sum(sl.scan(body, c, sl.tensor(XS))[0]))(c0)
+    g_loop = sl.grad(lambda c: np.sum(loop(c, sl.tensor(XS))[0]))(c0)
+    np.testing.assert_allclose(g_scan.numpy(), g_loop.numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("fn", [np.sort, lambda x: np.allclose(x, 0.0), np.floor])
+def test_numpy_fallback_on_a_tracer_raises_instead_of_computing_on_stand_ins(fn):
+    def body(c, x):
+        return c + fn(x), None
+
+    with pytest.raises(TypeError, match="traced inside a scan body.*not known yet"):
+        sl.scan(body, sl.zeros(3), sl.tensor(XS))  # no tensor here requires grad
+
+
+def test_shape_functions_work_on_tracers():
+    def body(c, x):
+        return c + np.shape(x)[0] + np.ndim(x) + np.size(x), None
+
+    got, _ = sl.scan(body, sl.zeros(3), sl.tensor(XS))
+    np.testing.assert_array_equal(got.numpy(), np.full(3, 5 * (3 + 1 + 3.0)))
+
+
+def test_make_graph_tracers_raise_too():
+    with pytest.raises(TypeError, match="traced"):
+        sl.make_graph(lambda x: np.cumsum(x))(sl.tensor(X))
+
+
+# --- devices ----------------------------------------------------------------------------------
+def test_on_the_gpu_the_table_runs_there_and_numpy_is_not_silently_given_gpu_memory(backend):
+    t = backend.tensor(X)
+    backend.check_device(np.concatenate([t, t]))
+    assert np.shape(t) == X.shape
+    if backend.device == "cpu":
+        np.testing.assert_array_equal(np.sort(t), np.sort(X))
+    else:
+        with pytest.raises(TypeError, match="GPU"):
+            np.sort(t)
