@@ -133,14 +133,14 @@ def test_readouts_of_the_carry_read_its_history_across_chunks(make, reverse, mon
 
 def test_rows_times_writes_into_a_strided_out():
     """The batched `x @ W` of a loop also fills an output that is not in C order."""
-    batching = importlib.import_module("scanlib.scan.batching")
+    batching = importlib.import_module("scanlib.ops.batching")
     rng = np.random.default_rng(0)
     x, W = rng.standard_normal((4, 3, 5)), rng.standard_normal((5, 2))
     out = np.zeros((4, 2, 3)).transpose(0, 2, 1)
     assert not out.flags.c_contiguous
-    batching._rows_times(x, W, out=out)
+    batching.rows_times(x, W, out=out)
     np.testing.assert_allclose(out, x @ W, rtol=1e-12)
-    np.testing.assert_allclose(batching._rows_times(x, W), x @ W, rtol=1e-12)
+    np.testing.assert_allclose(batching.rows_times(x, W), x @ W, rtol=1e-12)
 
 
 def test_reverse_runs_backwards_and_keeps_ys_aligned_with_xs(backend):

@@ -21,8 +21,17 @@ def _is_tensor(x):
 
 
 # --- arithmetic ---------------------------------------------------------------------------
-add = Primitive("add", lambda x, y: x + y, lambda g, out, x, y: (g, g))
-sub = Primitive("sub", lambda x, y: x - y, lambda g, out, x, y: (g, neg(g)))
+# Every primitive in this file is elementwise; `ufunc` names the NumPy/CuPy function that
+# computes it into `out=`, `inline` the operator the generated loop writes for it.
+def _arith(name, impl, vjp, ufunc, op):
+    return Primitive(name, impl, vjp, elementwise=True, ufunc=ufunc, inline=op)
+
+
+add = _arith("add", lambda x, y: x + y, lambda g, out, x, y: (g, g), "add", "({0} + {1})")
+sub = _arith("sub", lambda x, y: x - y, lambda g, out, x, y: (g, neg(g)), "subtract",
+             "({0} - {1})")
+
+
 def _is_broadcast_one(g):
     """g is a constant 1 stretched by broadcasting: the cotangent `sum` hands back."""
     v = g._value
@@ -42,13 +51,13 @@ def scale_cotangent(g, y, shape=None):
     return mul(g, y)
 
 
-mul = Primitive("mul", lambda x, y: x * y, lambda g, out, x, y: (
+mul = _arith("mul", lambda x, y: x * y, lambda g, out, x, y: (
     scale_cotangent(g, y) if _is_tensor(x) else None,
-    scale_cotangent(g, x) if _is_tensor(y) else None))
-div = Primitive("div", lambda x, y: x / y, lambda g, out, x, y: (
+    scale_cotangent(g, x) if _is_tensor(y) else None), "multiply", "({0} * {1})")
+div = _arith("div", lambda x, y: x / y, lambda g, out, x, y: (
     div(g, y) if _is_tensor(x) else None,
-    neg(div(mul(g, out), y)) if _is_tensor(y) else None))
-neg = Primitive("neg", lambda x: -x, lambda g, out, x: (neg(g),))
+    neg(div(mul(g, out), y)) if _is_tensor(y) else None), "true_divide", "({0} / {1})")
+neg = _arith("neg", lambda x: -x, lambda g, out, x: (neg(g),), "negative", "(-{0})")
 
 
 def _pow_vjp(g, out, x, y):
@@ -65,25 +74,39 @@ def _pow_vjp(g, out, x, y):
     return gx, gy
 
 
-power = Primitive("pow", lambda x, y: x**y, _pow_vjp)
+power = _arith("pow", lambda x, y: x**y, _pow_vjp, "power", "({0} ** {1})")
 
 
 # --- transcendental -----------------------------------------------------------------------
-exp = Primitive("exp", lambda x: _xp(x).exp(x), lambda g, out, x: (mul(g, out),),
-    doc='exp(x): elementwise e**x; the VJP reuses the output (g * out).')
-log = Primitive("log", lambda x: _xp(x).log(x), lambda g, out, x: (div(g, x),),
-    doc='log(x): elementwise natural logarithm; VJP g / x.')
-log1p = Primitive("log1p", lambda x: _xp(x).log1p(x), lambda g, out, x: (div(g, add(x, 1.0)),),
-    doc='log1p(x): elementwise log(1 + x), accurate for small x.')
-sqrt = Primitive("sqrt", lambda x: _xp(x).sqrt(x), lambda g, out, x: (div(mul(g, 0.5), out),),
-    doc='sqrt(x): elementwise square root; VJP g / (2 out).')
-sin = Primitive("sin", lambda x: _xp(x).sin(x), lambda g, out, x: (mul(g, cos(x)),),
-    doc='sin(x): elementwise sine.')
-cos = Primitive("cos", lambda x: _xp(x).cos(x), lambda g, out, x: (neg(mul(g, sin(x))),),
-    doc='cos(x): elementwise cosine.')
-tanh = Primitive("tanh", lambda x: _xp(x).tanh(x),
-                 lambda g, out, x: (mul(g, sub(1.0, mul(out, out))),),
-    doc='tanh(x): elementwise hyperbolic tangent; VJP g * (1 - out**2).')  # reuses the output
+def _ufunc(name, vjp, doc, ufunc=None):
+    """A primitive computed by the array namespace's function of that name."""
+    ufunc = ufunc or name
+    return Primitive(name, lambda x: getattr(_xp(x), ufunc)(x), vjp, doc=doc, elementwise=True,
+                     ufunc=ufunc)
+
+
+exp = _ufunc("exp", lambda g, out, x: (mul(g, out),),
+             "exp(x): elementwise e**x; the VJP reuses the output (g * out).")
+log = _ufunc("log", lambda g, out, x: (div(g, x),),
+             "log(x): elementwise natural logarithm; VJP g / x.")
+log1p = _ufunc("log1p", lambda g, out, x: (div(g, add(x, 1.0)),),
+               "log1p(x): elementwise log(1 + x), accurate for small x.")
+sqrt = _ufunc("sqrt", lambda g, out, x: (div(mul(g, 0.5), out),),
+              "sqrt(x): elementwise square root; VJP g / (2 out).")
+sin = _ufunc("sin", lambda g, out, x: (mul(g, cos(x)),), "sin(x): elementwise sine.")
+cos = _ufunc("cos", lambda g, out, x: (neg(mul(g, sin(x))),), "cos(x): elementwise cosine.")
+tanh = _ufunc("tanh", lambda g, out, x: (mul(g, sub(1.0, mul(out, out))),),  # reuses out
+              "tanh(x): elementwise hyperbolic tangent; VJP g * (1 - out**2).")
+
+
+def _sigmoid_out(x, out):
+    """sigmoid written into out, the same arithmetic as its impl."""
+    xp = _xp(x)
+    xp.multiply(x, 0.5, out=out)
+    xp.tanh(out, out=out)
+    out += 1
+    out *= 0.5
+    return out
 
 
 def _sigmoid_impl(x):
@@ -91,13 +114,14 @@ def _sigmoid_impl(x):
     return (xp.tanh(x * 0.5) + 1) * 0.5  # stable for large |x|, unlike 1 / (1 + exp(-x))
 
 
-sigmoid = Primitive("sigmoid", _sigmoid_impl,
-                    lambda g, out, x: (mul(g, mul(out, sub(1.0, out))),),
-    doc='sigmoid(x): 1 / (1 + exp(-x)), stable for large |x|; VJP g * out * (1 - out).')
-sign = Primitive("sign", lambda x: _xp(x).sign(x),
-    doc='sign(x): -1, 0 or 1 elementwise (not differentiable).')
-absolute = Primitive("abs", lambda x: _xp(x).abs(x), lambda g, out, x: (mul(g, sign(x)),),
-    doc='abs(x): elementwise |x|; VJP g * sign(x) (0 at 0).')
+sigmoid = Primitive(
+    "sigmoid", _sigmoid_impl, lambda g, out, x: (mul(g, mul(out, sub(1.0, out))),),
+    doc="sigmoid(x): 1 / (1 + exp(-x)), stable for large |x|; VJP g * out * (1 - out).",
+    elementwise=True, out_impl=_sigmoid_out)
+sign = Primitive("sign", lambda x: _xp(x).sign(x), elementwise=True,
+                 doc="sign(x): -1, 0 or 1 elementwise (not differentiable).")
+absolute = _ufunc("abs", lambda g, out, x: (mul(g, sign(x)),),
+                  "abs(x): elementwise |x|; VJP g * sign(x) (0 at 0).", ufunc="absolute")
 
 
 def _max_vjp(g, out, x, y):
@@ -112,32 +136,42 @@ def _min_vjp(g, out, x, y):
 
 
 maximum = Primitive("maximum", lambda x, y: _xp(x, y).maximum(x, y), _max_vjp,
-    doc='maximum(x, y): elementwise larger value; ties split the gradient evenly.')
+                    doc="maximum(x, y): elementwise larger value; ties split the gradient "
+                        "evenly.", elementwise=True, ufunc="maximum")
 minimum = Primitive("minimum", lambda x, y: _xp(x, y).minimum(x, y), _min_vjp,
-    doc='minimum(x, y): elementwise smaller value; ties split the gradient evenly.')
+                    doc="minimum(x, y): elementwise smaller value; ties split the gradient "
+                        "evenly.", elementwise=True, ufunc="minimum")
 
 where = Primitive(
     "where", lambda c, x, y: _xp(c, x, y).where(c, x, y),
-    lambda g, out, c, x, y: (None, where(c, g, 0.0), where(c, 0.0, g)))
+    lambda g, out, c, x, y: (None, where(c, g, 0.0), where(c, 0.0, g)), elementwise=True)
+
 
 # --- comparisons (not differentiable: bool results) ------------------------------------------
-less = Primitive("lt", lambda x, y: x < y)
-less_equal = Primitive("le", lambda x, y: x <= y)
-greater = Primitive("gt", lambda x, y: x > y)
-greater_equal = Primitive("ge", lambda x, y: x >= y)
-equal = Primitive("eq", lambda x, y: x == y)
-not_equal = Primitive("ne", lambda x, y: x != y)
-logical_not = Primitive("not", lambda x: _xp(x).logical_not(x))
-logical_and = Primitive("and", lambda x, y: _xp(x, y).logical_and(x, y))
-logical_or = Primitive("or", lambda x, y: _xp(x, y).logical_or(x, y))
-isfinite = Primitive("isfinite", lambda x: _xp(x).isfinite(x))
+def _test(name, impl):
+    return Primitive(name, impl, elementwise=True)
+
+
+less = _test("lt", lambda x, y: x < y)
+less_equal = _test("le", lambda x, y: x <= y)
+greater = _test("gt", lambda x, y: x > y)
+greater_equal = _test("ge", lambda x, y: x >= y)
+equal = _test("eq", lambda x, y: x == y)
+not_equal = _test("ne", lambda x, y: x != y)
+logical_not = _test("not", lambda x: _xp(x).logical_not(x))
+logical_and = _test("and", lambda x, y: _xp(x, y).logical_and(x, y))
+logical_or = _test("or", lambda x, y: _xp(x, y).logical_or(x, y))
+isfinite = _test("isfinite", lambda x: _xp(x).isfinite(x))
 
 # --- identity-like ------------------------------------------------------------------------
-copy = Primitive("copy", lambda x: x, lambda g, out, x: (g,))  # a new node for the same data
-stop_gradient = Primitive("stop_gradient", lambda x: x,
+copy = Primitive("copy", lambda x: x, lambda g, out, x: (g,),  # a new node, the same data
+                 elementwise=True, view=True)
+stop_gradient = Primitive(
+    "stop_gradient", lambda x: x, elementwise=True, view=True,
     doc="stop_gradient(x): x's value, with no gradient flowing through it.")
 astype = Primitive("astype", lambda x, dtype: x.astype(dtype, copy=False),
-                   lambda g, out, x, dtype: (g,))  # the walk casts g back to x's dtype
+                   lambda g, out, x, dtype: (g,),  # the walk casts g back to x's dtype
+                   elementwise=True)
 
 
 def _device_put_impl(x, device):

@@ -6,6 +6,7 @@ Imports backends, tape and the ops below it.
 from __future__ import annotations
 
 from .. import backends
+from . import batching
 from .elementwise import scale_cotangent
 from .primitive import Primitive
 from .structural import broadcast_to_p, reshape_p, transpose_p
@@ -23,7 +24,8 @@ def _mT(x):
 # Both operands have ndim >= 2 here; the public matmul promotes vectors first.
 matmul_p = Primitive(
     "matmul", lambda x, y: x @ y,
-    lambda g, out, x, y: (matmul_p(g, _mT(y)), matmul_p(_mT(x), g)))  # the walk sums batch axes
+    lambda g, out, x, y: (matmul_p(g, _mT(y)), matmul_p(_mT(x), g)),  # the walk sums batch axes
+    batch=batching.matmul_rule, ufunc="matmul", inline="({0} @ {1})")
 
 
 def _vdot_vjp(g, out, x, y):
@@ -65,7 +67,8 @@ def _einsum_vjp(g, out, *xs, spec):
     return cts
 
 
-einsum_p = Primitive("einsum", lambda *xs, spec: _xp(*xs).einsum(spec, *xs), _einsum_vjp)
+einsum_p = Primitive("einsum", lambda *xs, spec: _xp(*xs).einsum(spec, *xs), _einsum_vjp,
+                     batch=batching.einsum_rule)
 
 
 def parse_einsum(spec, n_operands):

@@ -13,6 +13,7 @@ import numpy as np
 from .. import backends
 from ..tape import Tensor, record, type_str
 from ..tape.graph import escaped_tracer_error
+from . import batching
 from ..tape.state import STATE as _STATE
 from ..tape.tensor import is_differentiable_dtype
 
@@ -21,10 +22,19 @@ class Primitive:
     """`impl(*arrays, **params)` computes; `vjp(g, out, *inputs, **params)` returns one
     cotangent (or None) per input, written with scanlib's own ops so it can be differentiated
     again. A primitive without vjp is not differentiable (comparisons, sign, stop_gradient).
+
+    What the loop compiler may do with it is declared here too, never looked up by name:
+    `elementwise` (NumPy broadcasting, one output element from the same elements of each
+    input, so it batches over steps by aligning ranks), `batch` (the batching rule of a
+    non-elementwise primitive, see ops/batching.py), `ufunc` (the array-namespace function
+    that computes it into `out=`), `out_impl` (the same where no such function exists),
+    `view` (its result may be a view of its input: costs no bytes, never written into) and
+    `inline` (the Python operator the generated loop writes instead of a call).
     """
 
     def __init__(self, name, impl, vjp=None, multiple_results=False, sparse_index=None,
-                 doc=None):
+                 doc=None, *, elementwise=False, batch=None, ufunc=None, out_impl=None,
+                 view=False, inline=None):
         self.name = name
         if doc:
             self.__doc__ = doc
@@ -34,6 +44,9 @@ class Primitive:
         # For indexing: sparse_index(*arrays, **params) is the index whose entries the output
         # reads, so the walk can add g there in place (`ct[index] += g`) when not recording.
         self.sparse_index = sparse_index
+        self.elementwise, self.ufunc, self.out_impl = elementwise, ufunc, out_impl
+        self.view, self.inline = view, inline
+        self.batch = batching.elementwise_rule if elementwise and batch is None else batch
 
     def __call__(self, *args, **params):
         return bind(self, *args, **params)

@@ -11,6 +11,7 @@ import numpy as np
 
 from .. import backends
 from ..tape import Tensor
+from . import batching
 from .elementwise import astype, div, equal, where
 from .primitive import Primitive
 
@@ -40,13 +41,16 @@ def _keepdims_shape(shape, axes):
 
 # --- shape ---------------------------------------------------------------------------------
 reshape_p = Primitive("reshape", lambda x, shape: x.reshape(shape),
-                      lambda g, out, x, shape: (reshape_p(g, shape=x.shape),))
+                      lambda g, out, x, shape: (reshape_p(g, shape=x.shape),),
+                      view=True, batch=batching.reshape_rule)
 transpose_p = Primitive(
     "transpose", lambda x, axes: x.transpose(axes),
-    lambda g, out, x, axes: (transpose_p(g, axes=tuple(int(i) for i in np.argsort(axes))),))
+    lambda g, out, x, axes: (transpose_p(g, axes=tuple(int(i) for i in np.argsort(axes))),),
+    view=True, batch=batching.transpose_rule)
 broadcast_to_p = Primitive(
     "broadcast_to", lambda x, shape: _xp(x).broadcast_to(x, shape),
-    lambda g, out, x, shape: (g,))  # the walk's sum_to folds g back to x's shape
+    lambda g, out, x, shape: (g,),  # the walk's sum_to folds g back to x's shape
+    view=True, batch=batching.broadcast_to_rule)
 
 
 # --- indexing -------------------------------------------------------------------------------
@@ -83,11 +87,21 @@ def _scatter_add_impl(g, *arrays, index, shape):
     return out
 
 
+def _getitem_batch_rule(prim, params, batched, shapes, out_shape):
+    """x[index] for every step: basic indexing of one batched input only."""
+    index = params["index"]
+    if len(batched) > 1 or any(type(i) is _Slot for i in index):
+        return None
+    index = (slice(None),) + tuple(index)
+    return lambda x: x[index]
+
+
 getitem_p = Primitive(
     "getitem", lambda x, *arrays, index: x[_fill(index, arrays)],
     lambda g, out, x, *arrays, index: (
         scatter_add_p(g, *arrays, index=index, shape=x.shape), *[None] * len(arrays)),
-    sparse_index=lambda x, *arrays, index: _fill(index, arrays))
+    sparse_index=lambda x, *arrays, index: _fill(index, arrays),
+    view=True, batch=_getitem_batch_rule)
 scatter_add_p = Primitive(
     "scatter_add", _scatter_add_impl,
     lambda g, out, upd, *arrays, index, shape: (
@@ -164,7 +178,8 @@ def _unstack_impl(x, axis):
 
 concatenate_p = Primitive(
     "concatenate", lambda *xs, axis: _xp(*xs).concatenate(xs, axis=axis),
-    lambda g, out, *xs, axis: split_p(g, sizes=tuple(x.shape[axis] for x in xs), axis=axis))
+    lambda g, out, *xs, axis: split_p(g, sizes=tuple(x.shape[axis] for x in xs), axis=axis),
+    out_impl=lambda *xs, axis, out: _xp(*xs).concatenate(xs, axis=axis, out=out))
 split_p = Primitive(
     "split", _split_impl,
     lambda cts, outs, x, sizes, axis, _saved=None: (
@@ -204,7 +219,7 @@ def _sum_vjp(g, out, x, axis, keepdims):
 
 
 sum_p = Primitive("sum", lambda x, axis, keepdims: _xp(x).sum(x, axis=axis, keepdims=keepdims),
-                  _sum_vjp)
+                  _sum_vjp, batch=batching.reduce_rule)
 
 
 def _max_vjp(g, out, x, axis, keepdims):
@@ -217,7 +232,7 @@ def _max_vjp(g, out, x, axis, keepdims):
 
 
 max_p = Primitive("max", lambda x, axis, keepdims: _xp(x).max(x, axis=axis, keepdims=keepdims),
-                  _max_vjp)
+                  _max_vjp, batch=batching.reduce_rule)
 
 
 def sum_to(g, shape):

@@ -17,26 +17,8 @@ import collections
 import numpy as np
 
 from .. import backends
-from .batching import UFUNCS
+from ..ops.linalg import matmul_p
 from .schedule import CONST, STEP, XS, is_var
-
-# Operators written inline (saves a Python call per equation and step).
-_INLINE = {"add": "({0} + {1})", "sub": "({0} - {1})", "mul": "({0} * {1})",
-           "div": "({0} / {1})", "neg": "(-{0})", "matmul": "({0} @ {1})", "pow": "({0} ** {1})"}
-# Primitives whose result is a view of their input: no bytes of their own.
-_VIEWS = {"reshape", "transpose", "broadcast_to", "getitem", "copy", "stop_gradient"}
-# Primitives that can write into a given array: their ufunc in the array namespace.
-_UFUNC = {**UFUNCS, "matmul": "matmul"}
-
-
-def _sigmoid_out(x, out):
-    """sigmoid written into out, the same arithmetic as its primitive's impl."""
-    xp = backends.xp_of(x)
-    xp.multiply(x, 0.5, out=out)
-    xp.tanh(out, out=out)
-    out += 1
-    out *= 0.5
-    return out
 
 
 def _accumulate_in_place(a):
@@ -100,8 +82,7 @@ class _LoopWriter:
         for n, e in enumerate(sch.eqns):
             for j, v in enumerate(e.outvars):
                 names[v] = f"v{n}_{j}"
-        self.env = {"_sigmoid_out": _sigmoid_out, "_accumulate": _accumulate_in_place,
-                    "_running_sum": _running_sum}
+        self.env = {"_accumulate": _accumulate_in_place, "_running_sum": _running_sum}
         self.prologue, self.chunk_pre, self.step, self.chunk_post = [], [], [], []
         self.step_slices, self.chunk_slices, self.stacks = {}, {}, {}
         # Where outputs go: filled by place_outputs.
@@ -171,18 +152,18 @@ class _LoopWriter:
         """The statement computing equation n, into `out` where given."""
         lhs = ", ".join(self.names[v] for v in eqn.outvars) + (
             "," if eqn.prim.multiple_results else "")
-        name = eqn.prim.name
-        if out is not None:
-            if name == "sigmoid":
-                return f"_sigmoid_out({args[0]}, {out})"
-            if name == "concatenate":
-                return (f"xp.concatenate(({', '.join(args)},), axis={eqn.params['axis']}, "
-                        f"out={out})")
-            return f"xp.{_UFUNC[name]}({', '.join(args)}, out={out})"
-        if name in _INLINE and not eqn.params:
-            return f"{lhs} = {_INLINE[name].format(*args)}"
-        self.env[f"_f{n}"], self.env[f"_p{n}"] = eqn.prim.impl, eqn.params
+        prim, name = eqn.prim, eqn.prim.name
         extra = f", **_p{n}" if eqn.params else ""
+        if eqn.params:
+            self.env[f"_p{n}"] = eqn.params
+        if out is not None:
+            if prim.ufunc:
+                return f"xp.{prim.ufunc}({', '.join(args)}, out={out})"
+            self.env[f"_w{n}"] = prim.out_impl
+            return f"_w{n}({', '.join(args)}, out={out}{extra})  # {name}"
+        if prim.inline and not eqn.params:
+            return f"{lhs} = {prim.inline.format(*args)}"
+        self.env[f"_f{n}"] = prim.impl
         return f"{lhs} = _f{n}({', '.join(args)}{extra})  # {name}"
 
     # --- the sections -------------------------------------------------------------------------
@@ -223,7 +204,7 @@ class _LoopWriter:
         sch = self.sch
         # A constant view (W.T) that a per-step matmul reads is copied once into C order:
         # BLAS on a transposed operand was up to 1.6x slower per step at these sizes.
-        step_matmul_reads = {v for n in sch.critical if sch.eqns[n].prim.name == "matmul"
+        step_matmul_reads = {v for n in sch.critical if sch.eqns[n].prim is matmul_p
                              for v in sch.eqns[n].invars}
         for n, eqn in enumerate(sch.eqns):
             out_kind = sch.kind[eqn.outvars[0]]
@@ -232,7 +213,7 @@ class _LoopWriter:
             if out_kind == CONST:
                 self.prologue.append(self.call(n, eqn, [self.ref_batch(v) for v in eqn.invars]))
                 v = eqn.outvars[0]
-                if eqn.prim.name in _VIEWS and v in step_matmul_reads:
+                if eqn.prim.view and v in step_matmul_reads:
                     self.prologue.append(f"{self.names[v]} = xp.ascontiguousarray("
                                          f"{self.names[v]})")
             elif out_kind == XS:
@@ -249,7 +230,7 @@ class _LoopWriter:
         args = ", ".join(self.ref_batch(u) for u in eqn.invars)
         into_fn = sch.batched_into(n)
         target = self.into.get(n)
-        if target is None and into_fn is not None and eqn.prim.name in UFUNCS:
+        if target is None and into_fn is not None and eqn.prim.elementwise:
             # elementwise, so writing over an input is safe (a matmul's would not be)
             donor = next((u for u in eqn.invars if u in self.fresh_batch
                           and sch.uses[u] == 1 and not sch.out_uses[u]
@@ -260,7 +241,7 @@ class _LoopWriter:
         self.chunk_names.append(self.names[v])
         note = f"{eqn.prim.name}, {note}"
         if target is None:
-            if eqn.prim.name not in _VIEWS:
+            if not eqn.prim.view:
                 self.allocated.append(v)
             self.env[f"_b{n}"] = sch.batched[n] if n in sch.batched else sch.deferred[n]
             if into_fn is not None:
@@ -307,14 +288,12 @@ class _LoopWriter:
         for n, eqn in enumerate(sch.eqns):
             if n not in sch.critical:
                 continue
-            v, name = eqn.outvars[0], eqn.prim.name
+            v, prim = eqn.outvars[0], eqn.prim
             args = [self.ref_step(a) for a in eqn.invars]
-            can_out = (((name in _UFUNC or name == "sigmoid") and not eqn.params
-                        or name == "concatenate")
-                       and not eqn.prim.multiple_results and len(v.shape) > 0)
-            elementwise = name not in ("matmul", "concatenate")
+            can_out = ((prim.ufunc and not eqn.params or prim.out_impl)
+                       and not prim.multiple_results and len(v.shape) > 0)
             donor = next((u for u in eqn.invars if private(u) and u.shape == v.shape
-                          and u.dtype == v.dtype), None) if can_out and elementwise else None
+                          and u.dtype == v.dtype), None) if can_out and prim.elementwise else None
             if can_out and slots.get(v):
                 target = slots[v][0]  # take the slot's view once, then compute into it
                 step += [f"{names[v]} = {target}", self.call(n, eqn, args, out=names[v])]

@@ -283,12 +283,9 @@ class _Cotangents:
         return axis, start, stop, piece
 
 
-_VIEWS = {reshape_p, transpose_p, broadcast_to_p, getitem_p, ew.copy}
-
-
 def _is_view(eqn):
     """Equations that only rearrange one input's data (cheaper to redo than to store)."""
-    return eqn.prim in _VIEWS and len(eqn.invars) == 1 and isinstance(eqn.invars[0], Var)
+    return eqn.prim.view and len(eqn.invars) == 1 and isinstance(eqn.invars[0], Var)
 
 
 def _read(fwd, v):
