@@ -1,4 +1,4 @@
-"""Turns a Schedule into straight-line Python: one function
+"""Prints a LoopProgram (loop/ir.py) as straight-line Python: one function
 `run(xp, T, C, *init, *xs, *consts, *ys_stacks, *histories, *scratch)` whose only loop is the
 per-step critical work (`CompiledBody.source` shows it).
 
@@ -17,8 +17,8 @@ import collections
 import numpy as np
 
 from .. import backends
-from ..ops.linalg import matmul_p
-from .schedule import CONST, STEP, XS, is_var
+from .loop.ir import (CHUNK, CONST, POST, PRE, STEP, STEP_VALUE, XS, RunningSum, SumAB, SumAtB,
+                      SumStepsAxes, is_var)
 
 
 def _accumulate_in_place(a):
@@ -52,7 +52,7 @@ class Layout:
 
 
 def generate(sch):
-    """(source, run function, Layout) for a Schedule."""
+    """(source, run function, Layout) for a LoopProgram."""
     w = _LoopWriter(sch)
     w.place_outputs()
     w.batch_work()
@@ -64,7 +64,7 @@ def generate(sch):
 
 
 class _LoopWriter:
-    """Writes the loop for one Schedule, section by section: the prologue (once), the work
+    """Writes the loop for one LoopProgram, section by section: the prologue (once), the work
     before and after each chunk's steps, and the per-step body. Values are named by role:
     c carries, X xs, k constants, v<n>_<j> results of equation n, Y stacked ys, H carry
     histories, S per-chunk scratch stacks, A accumulators; the functions and literals the
@@ -72,6 +72,9 @@ class _LoopWriter:
 
     def __init__(self, sch):
         self.sch = sch
+        self.critical = set(sch.in_section(STEP))
+        self.prefix = {i: a.how.term for i, a in sch.accumulators.items()
+                       if isinstance(a.how, RunningSum)}
         names = self.names = {}
         for i, v in enumerate(sch.carry_in):
             names[v] = f"c{i}"
@@ -140,7 +143,7 @@ class _LoopWriter:
         Asked only after place_outputs has chosen the histories."""
         sch = self.sch
         for i in self.hist:
-            if i in sch.prefix:
+            if i in self.prefix:
                 continue
             if v is sch.carry_out[i]:  # written at H[t + 1] (forward) or H[t] (reverse)
                 return f"H{i}[t0:t1]" if sch.reverse else f"H{i}[t0 + 1:t1 + 1]"
@@ -181,8 +184,8 @@ class _LoopWriter:
             elif v in sch.carry_in:
                 self.hist.add(sch.carry_in.index(v))
                 self.y_plan.append(("hist_in", sch.carry_in.index(v)))
-            elif v in sch.carry_out and sch.kind[v] == STEP and (
-                    sch.producer[v] in sch.critical or sch.carry_out.index(v) in sch.prefix):
+            elif v in sch.carry_out and sch.kind[v] == STEP_VALUE and (
+                    sch.producer[v] in self.critical or sch.carry_out.index(v) in self.prefix):
                 self.hist.add(sch.carry_out.index(v))
                 self.y_plan.append(("hist_out", sch.carry_out.index(v)))
             else:
@@ -202,23 +205,17 @@ class _LoopWriter:
         """Work outside the per-step loop: constants once, carry-independent work before each
         chunk's steps, deferred work after them."""
         sch = self.sch
-        # A constant view (W.T) that a per-step matmul reads is copied once into C order:
-        # BLAS on a transposed operand was up to 1.6x slower per step at these sizes.
-        step_matmul_reads = {v for n in sch.critical if sch.eqns[n].prim is matmul_p
-                             for v in sch.eqns[n].invars}
         for n, eqn in enumerate(sch.eqns):
-            out_kind = sch.kind[eqn.outvars[0]]
-            if n not in sch.live:
-                continue
-            if out_kind == CONST:
+            where = sch.section.get(n)
+            if where is PRE:
                 self.prologue.append(self.call(n, eqn, [self.ref_batch(v) for v in eqn.invars]))
-                v = eqn.outvars[0]
-                if eqn.prim.view and v in step_matmul_reads:
+                if n in sch.contiguous:
+                    v = eqn.outvars[0]
                     self.prologue.append(f"{self.names[v]} = xp.ascontiguousarray("
                                          f"{self.names[v]})")
-            elif out_kind == XS:
+            elif where is CHUNK:
                 self.chunk_pre.append(self._batched(n, eqn, "for steps t0..t1-1"))
-        for n in sch.deferred:
+        for n in sch.in_section(POST):
             self.chunk_post.append(self._batched(n, sch.eqns[n], "deferred, for steps t0..t1-1"))
         self.chunk_post += self.y_copies
 
@@ -243,7 +240,7 @@ class _LoopWriter:
         if target is None:
             if not eqn.prim.view:
                 self.allocated.append(v)
-            self.env[f"_b{n}"] = sch.batched[n] if n in sch.batched else sch.deferred[n]
+            self.env[f"_b{n}"] = sch.batch[n]
             if into_fn is not None:
                 self.fresh_batch.add(v)
             return f"{self.names[v]} = _b{n}({args})  # {note}"
@@ -257,9 +254,9 @@ class _LoopWriter:
         self.hist = sorted(self.hist)
         at = "t" if sch.reverse else "t + 1"
         for i in self.hist:
-            if i not in sch.prefix:
+            if i not in self.prefix:
                 self.slots[sch.carry_out[i]].append(f"H{i}[{at}]")
-        for i, (_, term) in sch.prefix.items():
+        for i, term in self.prefix.items():
             # The loop's own order of additions: H[t+1] = H[t] + term[t], as one cumsum.
             if i not in self.hist:
                 self.chunk_pre.append(f"A{i} = _running_sum(A{i}, {self.ref_batch(term)}, "
@@ -270,8 +267,10 @@ class _LoopWriter:
             else:
                 self.chunk_pre += [f"H{i}[t0 + 1:t1 + 1] = {self.ref_batch(term)}",
                                    f"_accumulate(H{i}[t0:t1 + 1])", f"A{i} = H{i}[t1]"]
-        for i, plan in sch.fused.items():
-            self.chunk_post.append(f"A{i} = A{i} + {_fused_expr(plan, self.ref_batch, self.env)}")
+        for i, acc in sch.accumulators.items():
+            if i not in self.prefix:
+                self.chunk_post.append(
+                    f"A{i} = A{i} + {_chunk_sum(acc.how, self.ref_batch, self.env)}")
         for v, s in self.stacks.items():  # every batched reader has asked for its stack by now
             self.slots[v].append(f"{s}[t - t0]")
 
@@ -286,7 +285,7 @@ class _LoopWriter:
                     and u not in slots)
 
         for n, eqn in enumerate(sch.eqns):
-            if n not in sch.critical:
+            if n not in self.critical:
                 continue
             v, prim = eqn.outvars[0], eqn.prim
             args = [self.ref_step(a) for a in eqn.invars]
@@ -316,7 +315,7 @@ class _LoopWriter:
                         + ", ".join(self.ref_step(sch.carry_out[i]) for i in loop_carries))
 
     def _summed(self):
-        return set(self.sch.acc) | set(self.sch.prefix)
+        return set(self.sch.accumulators)
 
     def source(self):
         """The function `run`, from the sections."""
@@ -358,18 +357,16 @@ class _LoopWriter:
                       per_step)
 
 
-def _fused_expr(plan, ref_batch, env):
-    what = plan[0]
-    if what == "sum":
-        _, x, axes = plan
-        return f"{ref_batch(x)}.sum(axis={(0,) + tuple(a + 1 for a in axes)})"
-    if what == "atb":
-        _, a, q = plan
+def _chunk_sum(how, ref_batch, env):
+    """The expression for an accumulator's sum over a chunk (loop/ir.py's reductions)."""
+    if isinstance(how, SumStepsAxes):
+        return f"{ref_batch(how.x)}.sum(axis={(0,) + tuple(a + 1 for a in how.axes)})"
+    if isinstance(how, SumAtB):
+        a, q = how.a, how.q
         return (f"({ref_batch(a)}.reshape(-1, {a.shape[1]}).T @ "
                 f"{ref_batch(q)}.reshape(-1, {q.shape[1]}))")
-    if what == "ab":
-        _, p, q = plan
+    if isinstance(how, SumAB):
         env["_einsum"] = lambda P, Q: backends.xp_of(P, Q).einsum(
             "tij,tjk->ik", P, Q, optimize=True)
-        return f"_einsum({ref_batch(p)}, {ref_batch(q)})"
-    return f"{ref_batch(plan[1])}.sum(axis=0)"
+        return f"_einsum({ref_batch(how.p)}, {ref_batch(how.q)})"
+    return f"{ref_batch(how.term)}.sum(axis=0)"

@@ -1,8 +1,8 @@
 """Runs a scan body T times: the forward loop of the scan primitive.
 
-schedule.py decides where each equation runs (once, per chunk of steps, or per step) and
-codegen.py writes that as straight-line Python; this file allocates the output stacks and
-runs it. A y that is the carry shares one history buffer with the carry residuals, a y that
+The passes of loop/ decide where each equation runs (once, per chunk of steps, or per step)
+and codegen.py prints that as straight-line Python; this file allocates the output stacks
+and runs it. A y that is the carry shares one history buffer with the carry residuals, a y that
 is an x is the xs array itself, never a copy.
 Imports backends and the scan modules below it.
 """
@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import backends
 from .codegen import generate
-from .schedule import Schedule
+from .loop import compile_program
 
 CHUNK_BYTES = 1 << 19  # budget for the per-chunk temporaries of batched work
 MIN_CHUNK = 16
@@ -23,8 +23,8 @@ class CompiledBody:
     """A body graph compiled for the loop; call it with (T, init, xs, consts) arrays."""
 
     def __init__(self, graph, num_carry, num_xs, reverse, sum_carries=()):
-        self.schedule = Schedule(graph, num_carry, num_xs, reverse, sum_carries)
-        self.source, self._run, self.layout = generate(self.schedule)
+        self.program = compile_program(graph, num_carry, num_xs, reverse, sum_carries)
+        self.source, self._run, self.layout = generate(self.program)
         self.num_carry, self.reverse = num_carry, reverse
 
     def chunk_length(self, T):
@@ -37,7 +37,7 @@ class CompiledBody:
 
     def __call__(self, length, init, xs, consts):
         """Run the loop; returns (final carry values, ys arrays)."""
-        T, lay, sch = length, self.layout, self.schedule
+        T, lay, sch = length, self.layout, self.program
         arrays = init + xs + consts
         xp = backends.xp_of(*arrays) if arrays else np
         if T == 0:

@@ -18,10 +18,8 @@ Imports backends, tape, ops and tracing.
 from __future__ import annotations
 
 from ..ops import as_tensor, zeros
-from ..ops import elementwise as ew
 from ..ops.elementwise import add
-from ..ops.structural import (broadcast_to_p, concatenate_p, getitem_p, reshape_p,
-                              scatter_add_p, transpose_p)
+from ..ops.structural import (concatenate_p, scatter_add_p)
 from ..ops.primitive import bind
 from ..tape import GraphBuilder, Graph, Literal, Var, tracing
 from ..tape.backward import fit_cotangent

@@ -1,0 +1,218 @@
+"""The loop compiler's passes: each a function from one LoopProgram to the next, in the order
+`PASSES` lists them. The first program runs every equation per step (the body as traced);
+each pass moves work out of the step or replaces it, and says in its docstring when it must
+not fire. With CHECKS on (the default), `verify` runs after every pass.
+
+Imports tape, ops and the loop IR.
+"""
+
+from __future__ import annotations
+
+import collections
+
+from ...ops.elementwise import add as add_p
+from ...ops.linalg import matmul_p
+from ...ops.structural import sum_p, transpose_p
+from ...tape.graph import used_vars
+from ..batching import batched_impl
+from .ir import (BATCHED, CHUNK, CONST, POST, PRE, STEP, STEP_VALUE, XS, Accumulator,
+                 LoopProgram, RunningSum, SumAB, SumAtB, SumSteps, SumStepsAxes, batched_flags,
+                 is_var, verify)
+
+CHECKS = True  # verify the program after every pass (cheap: linear in the body's size)
+
+
+def from_body(graph, num_carry, num_xs, reverse, sum_carries=()):
+    """The body as a loop that runs every equation its outputs need, per step."""
+    eqns, _ = used_vars(graph.eqns, graph.outvars)
+    kind = {v: STEP_VALUE for v in graph.invars[:num_carry]}
+    kind.update({v: XS for v in graph.invars[num_carry:]})
+    kind.update({v: CONST for v in graph.constvars})
+    kind.update({v: STEP_VALUE for e in eqns for v in e.outvars})
+    return LoopProgram(graph, num_carry, num_xs, reverse, frozenset(sum_carries), tuple(eqns),
+                       kind, {n: STEP for n in range(len(eqns))}, {}, {})
+
+
+def hoist(prog):
+    """Loop-invariant work leaves the step: an equation of constants only runs once (PRE);
+    one of constants and xs only runs per chunk on all its steps at once (CHUNK), where its
+    primitive has a batching rule for these inputs. Must not fire for anything that reads a
+    carry, directly or through another equation."""
+    kind, section, batch = dict(prog.kind), {}, {}
+    for n, eqn in enumerate(prog.eqns):
+        in_kinds = [kind[v] for v in eqn.invars if is_var(v)]
+        where, k = STEP, STEP_VALUE
+        if all(x == CONST for x in in_kinds):
+            where, k = PRE, CONST
+        elif all(x in (CONST, XS) for x in in_kinds):
+            fn = batched_impl(eqn, *batched_flags(kind, eqn))
+            if fn is not None:
+                where, k, batch[n] = CHUNK, XS, fn
+        section[n] = where
+        kind.update({v: k for v in eqn.outvars})
+    return prog.replace(kind=kind, section=section, batch=batch, fired="hoist")
+
+
+def find_accumulators(prog):
+    """A carry updated as `acc + term` (same shape and dtype, the term not constant) and read
+    by nothing else (no equation, no other carry: a lag or a copy is not an accumulator)
+    becomes an Accumulator and its add leaves the step. A backward body's gradient
+    accumulator that no y reads is summed per chunk (SumSteps), which reorders its additions:
+    allowed there only (`sum_carries`). Any carry whose term is carry-independent becomes a
+    RunningSum, in the loop's order and dtype. Anything else stays a per-step carry."""
+    carry_reads = collections.Counter(v for v in prog.carry_out if is_var(v))
+    y_reads = collections.Counter(v for v in prog.y_out if is_var(v))
+    accumulators, section = {}, dict(prog.section)
+    for i, (cin, cout) in enumerate(zip(prog.carry_in, prog.carry_out)):
+        n = prog.producer.get(cout) if is_var(cout) else None
+        if n is None or prog.eqns[n].prim is not add_p or section.get(n) is not STEP:
+            continue
+        a, b = prog.eqns[n].invars
+        term = b if a is cin else a if b is cin else None
+        if (term is None or not is_var(term) or term is cin or term.shape != cin.shape
+                or term.dtype != cin.dtype or prog.kind[term] == CONST
+                or prog.uses[cin] != 1 or prog.uses[cout]
+                or carry_reads[cin] or carry_reads[cout] != 1):
+            continue
+        if i in prog.sum_carries and not y_reads[cin] and not y_reads[cout]:
+            accumulators[i] = Accumulator(i, n, SumSteps(term))
+        elif prog.kind[term] == XS:
+            accumulators[i] = Accumulator(i, n, RunningSum(term))
+        else:
+            continue
+        del section[n]
+    return prog.replace(accumulators=accumulators, section=section, fired="accumulators")
+
+
+def defer(prog):
+    """Step work off the carry's chain (the critical path from the carries to the next
+    carries) runs after each chunk's steps, on all of them at once (POST), where its
+    primitive can batch; one that cannot stays per step, with all the step work it reads.
+    Must not move anything a next carry depends on."""
+    critical = set()
+
+    def mark(v):  # v and the step work it depends on are on the critical path
+        stack = [v]
+        while stack:
+            u = stack.pop()
+            n = prog.producer.get(u) if is_var(u) else None
+            if n is None or n in critical or prog.section.get(n) is not STEP:
+                continue
+            critical.add(n)
+            stack.extend(w for w in prog.eqns[n].invars if is_var(w))
+
+    for i, v in enumerate(prog.carry_out):
+        if i not in prog.accumulators:
+            mark(v)
+    step = prog.in_section(STEP)
+    for _ in range(len(step) + 1):  # each round marks at least one more equation critical
+        deferred, stuck = {}, None
+        for n in step:
+            if n in critical:
+                continue
+            fn = batched_impl(prog.eqns[n], *batched_flags(prog.kind, prog.eqns[n]))
+            if fn is None:
+                stuck = n
+                break
+            deferred[n] = fn
+        if stuck is None:
+            break
+        for v in prog.eqns[stuck].outvars:
+            mark(v)
+    else:
+        raise AssertionError("defer: fixpoint not reached")
+    section = {**prog.section, **{n: POST for n in deferred}}
+    return prog.replace(section=section, batch={**prog.batch, **deferred}, fired="defer")
+
+
+def fuse_accumulator_terms(prog):
+    """A per-chunk sum whose term is batched work read by nothing else reads that work's
+    inputs instead: `acc + sum(x, axes)` sums x over the steps and axes at once
+    (SumStepsAxes); `acc + p @ q` of 2-d operands is one product over the chunk (SumAB), and
+    one matmul of all the chunk's rows when p is a transpose (SumAtB). Must not fire when the
+    term (or the transpose) is also a y, another carry or read by another equation."""
+    accumulators, section = dict(prog.accumulators), dict(prog.section)
+
+    def private(v):  # computed by batched work and read by nothing but this sum
+        n = prog.producer.get(v)
+        return (n is not None and section.get(n) in BATCHED and prog.uses[v] == 1
+                and not prog.out_uses[v])
+
+    for i, acc in prog.accumulators.items():
+        if not isinstance(acc.how, SumSteps) or not private(acc.how.term):
+            continue
+        n = prog.producer[acc.how.term]
+        eqn = prog.eqns[n]
+        if eqn.prim is sum_p and not eqn.params["keepdims"]:
+            x = eqn.invars[0]
+            axes = tuple(range(len(x.shape))) if eqn.params["axis"] is None \
+                else eqn.params["axis"]
+            how, drop = SumStepsAxes(x, axes), [n]
+        elif eqn.prim is matmul_p and all(is_var(v) and len(v.shape) == 2
+                                          and prog.kind[v] != CONST for v in eqn.invars):
+            p, q = eqn.invars
+            pn = prog.producer.get(p)
+            if (private(p) and prog.eqns[pn].prim is transpose_p
+                    and prog.eqns[pn].params["axes"] == (1, 0)
+                    and prog.kind[prog.eqns[pn].invars[0]] != CONST):
+                how, drop = SumAtB(prog.eqns[pn].invars[0], q), [n, pn]
+            else:
+                how, drop = SumAB(p, q), [n]
+        else:
+            continue
+        accumulators[i] = Accumulator(i, acc.add, how)
+        for d in drop:
+            del section[d]
+    return prog.replace(accumulators=accumulators, section=section, fired="fuse_accumulators")
+
+
+def drop_dead(prog):
+    """Work done once or per chunk (PRE, CHUNK) that nothing reads any more, since fusion
+    replaced its readers, is not computed. Step and POST work always is (the defer pass
+    chose it)."""
+    reads = {v for v in prog.graph.outvars if is_var(v)}
+    for acc in prog.accumulators.values():
+        reads.update(v for v in acc.how.reads() if is_var(v))
+    section = dict(prog.section)
+    for n in reversed(range(len(prog.eqns))):
+        where = section.get(n)
+        if where is None:
+            continue
+        eqn = prog.eqns[n]
+        if where in (STEP, POST) or any(v in reads for v in eqn.outvars):
+            reads.update(v for v in eqn.invars if is_var(v))
+        else:
+            del section[n]
+    return prog.replace(section=section, fired="drop_dead")
+
+
+def copy_constant_views(prog):
+    """A constant view (W.T) that a per-step matmul reads is copied once into C order: BLAS
+    on a transposed operand was up to 1.6x slower per step at the benchmark's sizes. Only
+    views of constants (PRE), only for step matmuls."""
+    step_matmul_reads = {v for n in prog.in_section(STEP) if prog.eqns[n].prim is matmul_p
+                         for v in prog.eqns[n].invars}
+    contiguous = frozenset(n for n in prog.in_section(PRE) if prog.eqns[n].prim.view
+                           and prog.eqns[n].outvars[0] in step_matmul_reads)
+    return prog.replace(contiguous=contiguous, fired="copy_constant_views")
+
+
+PASSES = (hoist, find_accumulators, defer, fuse_accumulator_terms, drop_dead,
+          copy_constant_views)
+
+
+def stages(graph, num_carry, num_xs, reverse, sum_carries=()):
+    """[(name, program)] from the body as traced through every pass, each verified."""
+    prog = verify(from_body(graph, num_carry, num_xs, reverse, sum_carries), "from_body")
+    out = [("from_body", prog)]
+    for run_pass in PASSES:
+        prog = run_pass(prog)
+        if CHECKS:
+            verify(prog, run_pass.__name__)
+        out.append((run_pass.__name__, prog))
+    return out
+
+
+def compile_program(graph, num_carry, num_xs, reverse, sum_carries=()):
+    """The LoopProgram the code generator prints: the body through all the passes."""
+    return stages(graph, num_carry, num_xs, reverse, sum_carries)[-1][1]

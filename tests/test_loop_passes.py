@@ -1,0 +1,236 @@
+"""The loop compiler pass by pass: every stage of a body's LoopProgram, run by the program
+interpreter, means what the body means (the step-by-step reference interpreter), so a pass
+that changes a result is named; the generated loop means it too; each pass fires where it
+should and not where it must not; and the verifier rejects broken programs.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import numpy as np
+import pytest
+
+import scanlib as sl
+from scanlib.scan.interpret import run_interpreted
+from scanlib.scan.linearize import linearize
+from scanlib.scan.loop import format_loop, stages, verify
+from scanlib.scan.loop.interp import run_program
+from scanlib.scan.loop.ir import (CHUNK, POST, PRE, STEP, InvalidLoop, RunningSum, SumAtB,
+                                  SumSteps, SumStepsAxes)
+
+api = importlib.import_module("scanlib.scan.api")
+executor = importlib.import_module("scanlib.scan.executor")
+
+
+def random_inputs(graph, num_carry, T, rng):
+    """Arrays for a body's carries, xs ([T, ...]) and constants, of their dtypes."""
+    def make(shape, dtype):
+        dtype = np.dtype(dtype)
+        if dtype == np.bool_:
+            return rng.random(shape) < 0.5
+        if dtype.kind in "iu":
+            return rng.integers(-3, 4, shape).astype(dtype)
+        return rng.uniform(0.5, 1.5, shape).astype(dtype)
+
+    init = [make(v.shape, v.dtype) for v in graph.invars[:num_carry]]
+    xs = [make((T,) + v.shape, v.dtype) for v in graph.invars[num_carry:]]
+    consts = [make(v.shape, v.dtype) for v in graph.constvars]
+    return init, xs, consts
+
+
+def assert_same(got, want, what):
+    for g, w in zip(got, want):
+        g, w = np.asarray(g), np.asarray(w)
+        assert g.dtype == w.dtype, f"{what}: dtype {g.dtype}, the loop's is {w.dtype}"
+        if w.dtype.kind in "fc":
+            tol = 1e-2 if w.dtype == np.float16 else 1e-5 if w.dtype == np.float32 else 1e-10
+            np.testing.assert_allclose(g, w, rtol=tol, atol=tol, equal_nan=True, err_msg=what)
+        else:
+            np.testing.assert_array_equal(g, w, err_msg=what)
+
+
+def check_stages(graph, num_carry, reverse=False, sum_carries=(), Ts=(0, 1, 5, 17),
+                 chunks=(1, 3, 16), seed=0):
+    """Every stage through the program interpreter, and the generated loop, against the body
+    run step by step."""
+    rng = np.random.default_rng(seed)
+    num_xs = len(graph.invars) - num_carry
+    all_stages = stages(graph, num_carry, num_xs, reverse, sum_carries)
+    for T in Ts:
+        init, xs, consts = random_inputs(graph, num_carry, T, rng)
+        carry, ys = run_interpreted(graph, T, init, xs, consts, reverse, num_carry)
+        want = carry + ys
+        for name, prog in all_stages:
+            for chunk in chunks:
+                got = run_program(prog, T, init, xs, consts, chunk)
+                assert_same(got[0] + got[1], want,
+                            f"after pass {name}, T={T}, chunk={chunk}\n{format_loop(prog)}")
+        run = executor.CompiledBody(graph, num_carry, num_xs, reverse, sum_carries)
+        got = run(T, list(init), list(xs), list(consts))
+        assert_same(got[0] + got[1], want, f"the generated loop, T={T}\n{run.source}")
+    return all_stages[-1][1]
+
+
+def body_of(f, init, xs, reverse=False):
+    body, consts, init_t, xs_t, *_ = api._prepare(f, init, xs, None, reverse, 0)
+    return body, len(init_t), consts, xs_t
+
+
+def backward_of(f, init, xs, k_needs=None):
+    body, nc, consts, xs_t = body_of(f, init, xs)
+    k_needs = [True] * len(consts) if k_needs is None else k_needs
+    lin = linearize(body, nc, [x.dtype.kind == "f" for x in xs_t], k_needs)
+    return lin.bwd_body, lin.num_bwd_carry, lin.bwd_sum_carries
+
+
+rng0 = np.random.default_rng(0)
+W = sl.tensor(rng0.normal(0, 0.4, (4, 4)))
+U = sl.tensor(rng0.normal(0, 0.4, (3, 4)))
+Wg = sl.tensor(rng0.normal(0, 0.4, (4, 16)))
+X = np.ones((6, 2, 3))
+H = sl.zeros((2, 4))
+
+
+def lstm(c, x):
+    h, cell = c
+    z = x @ U @ Wg[:4, :] * 0 + h @ Wg
+    i, f, g, o = (sl.sigmoid(z[:, :4]), sl.sigmoid(z[:, 4:8]), sl.tanh(z[:, 8:12]),
+                  sl.sigmoid(z[:, 12:]))
+    cell = f * cell + i * g
+    return (o * sl.tanh(cell), cell), o
+
+
+# name -> (f, init, xs): a small corpus of the shapes the compiler specialises.
+CORPUS = {
+    "rnn": (lambda h, x: (sl.tanh(h @ W + x @ U),) * 2, H, X),
+    "rnn_readout": (lambda h, x: (sl.tanh(h @ W + x @ U), sl.tanh(h @ W) @ W), H, X),
+    "lstm": (lstm, (H, H), X),
+    "cumsum": (lambda c, x: (c + x,) * 2, 0.0, np.arange(6.0)),
+    "linrec": (lambda h, x: (x[0] * h + x[1], h), np.zeros(3), (np.ones((6, 3)) * 0.5,
+                                                                np.ones((6, 3)))),
+    "acc_sum_h": (lambda c, x: ((c[0] + sl.sum(c[1]), sl.tanh(c[1] @ W + x @ U)), None),
+                  (0.0, H), X),
+    "lag": (lambda c, x: ((c[0] + x, c[0]), None), (0.0, 0.0), np.arange(1.0, 7.0)),
+    "int8_acc": (lambda c, x: (c + x, None), np.int8(0), np.full(40, 7, np.int8)),
+    "bool_or": (lambda c, x: (c + (x > 0), c), np.bool_(False), np.linspace(-1, 1, 9)),
+    "term_is_y": (lambda c, x: ((c[0] + x @ c[1], sl.tanh(c[1])), x @ c[1]),
+                  (sl.zeros(4), sl.tensor(np.eye(4) * 0.5)), np.ones((6, 4))),
+}
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("name", sorted(CORPUS))
+def test_every_stage_means_the_body(name, reverse):
+    f, init, xs = CORPUS[name]
+    body, nc, _, _ = body_of(f, init, xs, reverse)
+    check_stages(body, nc, reverse)
+
+
+@pytest.mark.parametrize("name", ["rnn", "rnn_readout", "lstm", "acc_sum_h", "linrec"])
+def test_every_stage_of_the_backward_body_means_it(name):
+    f, init, xs = CORPUS[name]
+    bwd, nc, sums = backward_of(f, init, xs)
+    check_stages(bwd, nc, reverse=True, sum_carries=sums)
+
+
+# --- the optimisations fire, and not where they must not -------------------------------------
+def final(name, backward=False):
+    f, init, xs = CORPUS[name]
+    if backward:
+        bwd, nc, sums = backward_of(f, init, xs)
+        return stages(bwd, nc, len(bwd.invars) - nc, True, sums)[-1][1]
+    body, nc, _, _ = body_of(f, init, xs)
+    return stages(body, nc, len(body.invars) - nc, False)[-1][1]
+
+
+def test_rnn_forward_hoists_the_input_product_and_keeps_the_chain_per_step():
+    prog = final("rnn")
+    assert [prog.eqns[n].prim.name for n in prog.in_section(CHUNK)] == ["matmul"]
+    assert [prog.eqns[n].prim.name for n in prog.in_section(STEP)] == ["matmul", "add", "tanh"]
+    assert not prog.accumulators
+
+
+def test_rnn_backward_sums_each_weight_gradient_as_one_product_per_chunk():
+    prog = final("rnn", backward=True)
+    hows = [a.how for a in prog.accumulators.values()]
+    assert len(hows) == 2 and all(isinstance(h, SumAtB) for h in hows)
+    assert prog.contiguous  # W.T, read by the per-step matmul, copied once
+
+
+def test_cumsum_runs_no_step_work():
+    prog = final("cumsum")
+    assert not prog.in_section(STEP)
+    assert isinstance(prog.accumulators[0].how, RunningSum)
+
+
+def test_user_accumulators_keep_the_loops_order():
+    for name in ("int8_acc", "bool_or", "acc_sum_h"):
+        prog = final(name)
+        assert not any(isinstance(a.how, (SumSteps, SumStepsAxes))
+                       for a in prog.accumulators.values()), name
+
+
+def test_backward_accumulator_of_a_sum_is_fused():
+    bwd, nc, sums = backward_of(lambda h, x: (sl.tanh(h + x @ U + sl.sum(h)), None),
+                                H, X)
+    prog = stages(bwd, nc, len(bwd.invars) - nc, True, sums)[-1][1]
+    assert any(isinstance(a.how, SumAtB) for a in prog.accumulators.values())
+
+
+def test_a_lag_is_not_an_accumulator():
+    assert not final("lag").accumulators
+
+
+def test_a_term_that_is_also_a_y_is_not_fused_away():
+    prog = final("term_is_y")
+    assert all(isinstance(a.how, RunningSum) or isinstance(a.how, SumSteps)
+               for a in prog.accumulators.values())
+
+
+def test_the_rnn_backward_defers_the_xs_cotangent_after_the_steps():
+    prog = final("rnn", backward=True)
+    assert prog.fired == ("hoist", "accumulators", "defer", "fuse_accumulators",
+                          "copy_constant_views")
+    assert [prog.eqns[n].prim.name for n in prog.in_section(POST)] == ["matmul"]  # g @ U.T
+    assert prog.in_section(PRE)
+
+
+# --- the verifier ----------------------------------------------------------------------------
+def test_verifier_rejects_step_work_moved_before_the_loop():
+    prog = final("rnn")
+    n = prog.in_section(STEP)[0]
+    broken = prog.replace(section={**prog.section, n: PRE})
+    with pytest.raises(InvalidLoop, match="cannot see"):
+        verify(broken, "test")
+
+
+def test_verifier_rejects_reordered_user_carries():
+    prog = final("cumsum")
+    acc = prog.accumulators[0]
+    broken = prog.replace(accumulators={0: type(acc)(0, acc.add, SumSteps(acc.how.term))})
+    with pytest.raises(InvalidLoop, match="user's carry"):
+        verify(broken, "test")
+
+
+def test_verifier_rejects_batched_work_without_a_rule():
+    prog = final("rnn")
+    n = prog.in_section(CHUNK)[0]
+    broken = prog.replace(batch={k: v for k, v in prog.batch.items() if k != n})
+    with pytest.raises(InvalidLoop, match="no batch rule"):
+        verify(broken, "test")
+
+
+def test_format_loop_names_sections_and_passes():
+    text = format_loop(final("rnn", backward=True))
+    assert "passes fired: hoist, accumulators, defer" in text
+    assert "pre: once, before the loop" in text and ".T @" in text
+
+
+def test_a_pass_that_changes_the_meaning_is_named():
+    # Reordering an int8 user carry's additions (what the compiler once did) promotes the
+    # sum to int64: the stage check names the pass that did it.
+    f, init, xs = CORPUS["int8_acc"]
+    body, nc, _, _ = body_of(f, init, xs)
+    with pytest.raises(AssertionError, match="after pass accumulators"):
+        check_stages(body, nc, sum_carries=(0,), Ts=(40,), chunks=(16,))
