@@ -190,7 +190,7 @@ def test_a_term_that_is_also_a_y_is_not_fused_away():
 
 def test_the_rnn_backward_defers_the_xs_cotangent_after_the_steps():
     prog = final("rnn", backward=True)
-    assert prog.fired == ("hoist", "accumulators", "defer", "fuse_accumulators",
+    assert prog.fired == ("hoist", "find_accumulators", "defer", "fuse_accumulator_terms",
                           "copy_constant_views")
     assert [prog.eqns[n].prim.name for n in prog.in_section(POST)] == ["matmul"]  # g @ U.T
     assert prog.in_section(PRE)
@@ -223,7 +223,7 @@ def test_verifier_rejects_batched_work_without_a_rule():
 
 def test_format_loop_names_sections_and_passes():
     text = format_loop(final("rnn", backward=True))
-    assert "passes fired: hoist, accumulators, defer" in text
+    assert "passes fired: hoist, find_accumulators, defer" in text
     assert "pre: once, before the loop" in text and ".T @" in text
 
 
@@ -232,5 +232,5 @@ def test_a_pass_that_changes_the_meaning_is_named():
     # sum to int64: the stage check names the pass that did it.
     f, init, xs = CORPUS["int8_acc"]
     body, nc, _, _ = body_of(f, init, xs)
-    with pytest.raises(AssertionError, match="after pass accumulators"):
+    with pytest.raises(AssertionError, match="after pass find_accumulators"):
         check_stages(body, nc, sum_carries=(0,), Ts=(40,), chunks=(16,))

@@ -81,7 +81,7 @@ def find_accumulators(prog):
         else:
             continue
         del section[n]
-    return prog.replace(accumulators=accumulators, section=section, fired="accumulators")
+    return prog.replace(accumulators=accumulators, section=section, fired="find_accumulators")
 
 
 def defer(prog):
@@ -163,7 +163,7 @@ def fuse_accumulator_terms(prog):
         accumulators[i] = Accumulator(i, acc.add, how)
         for d in drop:
             del section[d]
-    return prog.replace(accumulators=accumulators, section=section, fired="fuse_accumulators")
+    return prog.replace(accumulators=accumulators, section=section, fired="fuse_accumulator_terms")
 
 
 def drop_dead(prog):
