@@ -72,8 +72,8 @@ def check_stages(graph, num_carry, reverse=False, sum_carries=(), Ts=(0, 1, 5, 1
     return all_stages[-1][1]
 
 
-def body_of(f, init, xs, reverse=False):
-    body, consts, init_t, xs_t, *_ = api._prepare(f, init, xs, None, reverse, 0)
+def body_of(f, init, xs, reverse=False, length=None, dim=0):
+    body, consts, init_t, xs_t, *_ = api._prepare(f, init, xs, length, reverse, dim)
     return body, len(init_t), consts, xs_t
 
 
@@ -234,3 +234,24 @@ def test_a_pass_that_changes_the_meaning_is_named():
     body, nc, _, _ = body_of(f, init, xs)
     with pytest.raises(AssertionError, match="after pass find_accumulators"):
         check_stages(body, nc, sum_carries=(0,), Ts=(40,), chunks=(16,))
+
+
+# --- random bodies, every stage ----------------------------------------------------------------
+hypothesis = pytest.importorskip("hypothesis")
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from test_scan_hypothesis import build_body, program_args, programs  # noqa: E402
+
+
+@settings(max_examples=40, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(programs(min_T=0, max_T=20))
+def test_random_bodies_every_stage_forward_and_backward(prog):
+    init, xs, params, K, kw, _ = program_args(prog)
+    f = build_body(prog, K)(params)
+    body, nc, consts, xs_t = body_of(f, init, xs, kw["reverse"], kw.get("length"),
+                                     kw.get("dim", 0))
+    check_stages(body, nc, kw.get("reverse", False), Ts=(0, prog["T"]), chunks=(1, 7),
+                 seed=prog["seed"])
+    lin = linearize(body, nc, [True] * len(xs_t), [True] * len(consts))
+    check_stages(lin.bwd_body, lin.num_bwd_carry, not kw.get("reverse", False),
+                 lin.bwd_sum_carries, Ts=(prog["T"],), chunks=(1, 7), seed=prog["seed"])
