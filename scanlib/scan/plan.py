@@ -11,6 +11,7 @@ from ..tape import format_graph, type_str
 from .api import _prepare
 from .executor import compiled
 from .linearize import linearize
+from .loop import format_loop
 from .primitive import _needs_grad
 
 
@@ -18,7 +19,9 @@ class ScanPlan:
     """The body, backward body and residual table of one scan (print it). `forward_source`
     and `backward_source` are the Python the two loops actually run, generated from the
     bodies: work on closed-over values before the loop, carry-independent work once per
-    chunk of steps, and only the carry's own chain per step."""
+    chunk of steps, and only the carry's own chain per step. `forward_loop` and
+    `backward_loop` are the loop compiler's programs those were printed from (sections,
+    accumulators, and the passes that fired; see docs/internals.md)."""
 
     def __init__(self, body, backward_body, residuals, length, reverse, names, bwd_names):
         self.body, self.backward_body = body, backward_body
@@ -26,6 +29,7 @@ class ScanPlan:
         self.length, self.reverse = length, reverse
         self._names, self._bwd_names = names, bwd_names
         self.forward_source = self.backward_source = ""  # the Python each loop runs
+        self.forward_loop = self.backward_loop = None  # the LoopProgram each was printed from
 
     @property
     def residual_bytes(self) -> int:
@@ -46,7 +50,23 @@ class ScanPlan:
         for row in rows:
             lines.append("  " + "  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
         lines.append(f"  total stored beyond ys: {self.residual_bytes:,} bytes")
+        if self.forward_loop is not None:
+            lines += ["", "loop compiler passes that fired (print forward_loop, backward_loop):"]
+            for what, prog in (("forward", self.forward_loop), ("backward", self.backward_loop)):
+                lines.append(f"  {what}: {', '.join(prog.fired) or 'none'}")
         return "\n".join(lines)
+
+    __repr__ = __str__
+
+
+class _Shown:
+    """A LoopProgram that prints as format_loop (its fields stay readable)."""
+
+    def __init__(self, prog, names):
+        self.program, self.fired, self._names = prog, prog.fired, names
+
+    def __str__(self):
+        return format_loop(self.program, self._names)
 
     __repr__ = __str__
 
@@ -109,8 +129,9 @@ def scan_plan(f, init, xs=None, *, length=None, reverse=False, dim=0) -> ScanPla
     bwd_names = {bv: names[fv] for bv, fv in lin.bwd_sources.items() if fv in names}
     plan = ScanPlan(body, lin.bwd_body, rows, T, reverse, names, bwd_names)
     n_bwd_carry = lin.num_bwd_carry
-    plan.forward_source = run.source
-    plan.backward_source = compiled(lin.bwd_body, n_bwd_carry,
-                                    len(lin.bwd_body.invars) - n_bwd_carry, not reverse,
-                                    lin.bwd_sum_carries).source
+    bwd_run = compiled(lin.bwd_body, n_bwd_carry, len(lin.bwd_body.invars) - n_bwd_carry,
+                       not reverse, lin.bwd_sum_carries)
+    plan.forward_source, plan.backward_source = run.source, bwd_run.source
+    plan.forward_loop = _Shown(run.program, names)
+    plan.backward_loop = _Shown(bwd_run.program, bwd_names)
     return plan

@@ -267,12 +267,11 @@ def verify(prog, after="?"):
 
 
 # --- the printer ------------------------------------------------------------------------------
-def format_loop(prog):
-    """The program as text: each section's equations with the body's printed names, then
-    the accumulators and the passes that fired."""
-    names = {}
-    body = format_graph(prog.graph, 0, names)  # assigns the names
-    del body
+def format_loop(prog, names=None):
+    """The program as text: each section's equations with the body's printed names (or the
+    given ones), then the accumulators and the passes that fired."""
+    names = dict(names or {})
+    format_graph(prog.graph, 0, names)  # names the values `names` does not
 
     def name(v):
         return repr(v.value) if not is_var(v) else names.get(v, "?")
