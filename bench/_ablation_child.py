@@ -5,6 +5,7 @@ Loads bench's workloads.py and numpy_manual.py from this tree by file path, so t
 revision under test supplies only scanlib.
 """
 
+import functools
 import importlib.util
 import json
 import os
@@ -56,7 +57,7 @@ def main():
         wl = W.BY_NAME[name]
         inputs, consts = W.make_data(wl, "full")
         fns = {"scan": scan_call(wl, inputs, consts),
-               "manual": lambda: getattr(M, wl.kind + "_manual")(inputs, consts)}
+               "manual": functools.partial(getattr(M, wl.kind + "_manual"), inputs, consts)}
         times = {k: [] for k in fns}
         for f in fns.values():
             f()

@@ -42,7 +42,7 @@ def run_program(prog, length, init, xs, consts, chunk=16):
                          if v not in env and v not in prog.x_in})
             for n in prog.in_section(STEP):
                 _run(prog.eqns[n], senv, prog.eqns[n].prim.impl)
-            for i, acc in prog.accumulators.items():
+            for acc in prog.accumulators.values():
                 if isinstance(acc.how, RunningSum):  # the add, in its own operand order
                     _run(prog.eqns[acc.add], senv, prog.eqns[acc.add].prim.impl)
             for v, value in senv.items():
