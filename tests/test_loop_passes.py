@@ -191,7 +191,7 @@ def test_a_term_that_is_also_a_y_is_not_fused_away():
 def test_the_rnn_backward_defers_the_xs_cotangent_after_the_steps():
     prog = final("rnn", backward=True)
     assert prog.fired == ("hoist", "find_accumulators", "defer", "fuse_accumulator_terms",
-                          "copy_constant_views")
+                          "copy_constant_views", "plan_memory")
     assert [prog.eqns[n].prim.name for n in prog.in_section(POST)] == ["matmul"]  # g @ U.T
     assert prog.in_section(PRE)
 

@@ -1,24 +1,20 @@
-"""Prints a LoopProgram (loop/ir.py) as straight-line Python: one function
+"""The printer of the loop compiler: a LoopProgram whose passes have run (loop/), memory plan
+included, becomes straight-line Python, one function
 `run(xp, T, C, *init, *xs, *consts, *ys_stacks, *histories, *scratch)` whose only loop is the
-per-step critical work (`CompiledBody.source` shows it).
-
-Per step it allocates as little as NumPy allows: a value that ends in a stack or history
-buffer is computed straight into its slot (`xp.tanh(a, out=H0[t + 1])`), and an elementwise
-result may reuse the array of a temporary that nothing else reads. Work batched over a chunk
-of steps does the same with whole chunks (`out=Y0[t0:t1]`), and a chunk's arrays are freed
+per-step work (`CompiledBody.source` shows it). It decides nothing: each section's equations
+in order, each computed where the memory plan says (`xp.tanh(a, out=H0[t + 1])`, or over a
+dead input), then the slots, the accumulators and the carries; a chunk's arrays are freed
 before the next chunk allocates its own.
-Imports backends and the scan modules below it.
+Imports backends and the loop IR.
 """
 
 from __future__ import annotations
 
-import collections
-
 import numpy as np
 
 from .. import backends
-from .loop.ir import (CHUNK, CONST, POST, PRE, STEP, STEP_VALUE, XS, RunningSum, SumAB, SumAtB,
-                      SumStepsAxes, is_var)
+from .loop.ir import CHUNK, CONST, POST, PRE, STEP, XS, RunningSum, SumAB, SumAtB, SumStepsAxes, \
+    is_var
 
 
 def _accumulate_in_place(a):
@@ -42,59 +38,36 @@ def _running_sum(acc, terms, reverse):
     return buf[-1]
 
 
-class Layout:
-    """Where outputs live: one entry per y (see CompiledBody.__call__), the stacked ys, the
-    carries with a history buffer, and the per-chunk scratch stacks."""
-
-    def __init__(self, y_plan, stacked_ys, hist, stack_vars, per_step_bytes):
-        self.y_plan, self.stacked_ys, self.hist = y_plan, stacked_ys, hist
-        self.stack_vars, self.per_step_bytes = stack_vars, per_step_bytes
-
-
-def generate(sch):
-    """(source, run function, Layout) for a LoopProgram."""
-    w = _LoopWriter(sch)
-    w.place_outputs()
-    w.batch_work()
-    w.accumulators()
-    w.step_work()
+def generate(prog):
+    """(source, run function) for a LoopProgram with its memory plan."""
+    w = _LoopWriter(prog)
     source = w.source()
-    exec(compile(source, f"<scan body {sch.graph.name}>", "exec"), w.env)
-    return source, w.env["run"], w.layout()
+    exec(compile(source, f"<scan body {prog.graph.name}>", "exec"), w.env)
+    return source, w.env["run"]
 
 
 class _LoopWriter:
-    """Writes the loop for one LoopProgram, section by section: the prologue (once), the work
-    before and after each chunk's steps, and the per-step body. Values are named by role:
-    c carries, X xs, k constants, v<n>_<j> results of equation n, Y stacked ys, H carry
-    histories, S per-chunk scratch stacks, A accumulators; the functions and literals the
-    code calls live in `env` (_f, _b, _o, _l)."""
+    """Prints one LoopProgram. Values are named by role: c carries, X xs, k constants,
+    v<n>_<j> results of equation n, Y stacked ys, H carry histories, S per-chunk scratch
+    stacks, A accumulators; the functions and literals the code calls live in `env` (_f
+    impls, _b batched, _o batched into out=, _w written into out=, _p params, _l literals)."""
 
-    def __init__(self, sch):
-        self.sch = sch
-        self.critical = set(sch.in_section(STEP))
-        self.prefix = {i: a.how.term for i, a in sch.accumulators.items()
-                       if isinstance(a.how, RunningSum)}
+    def __init__(self, prog):
+        self.prog, self.mem = prog, prog.storage
         names = self.names = {}
-        for i, v in enumerate(sch.carry_in):
+        for i, v in enumerate(prog.carry_in):
             names[v] = f"c{i}"
-        for j, v in enumerate(sch.x_in):
+        for j, v in enumerate(prog.x_in):
             names[v] = f"X{j}"
-        for i, v in enumerate(sch.graph.constvars):
+        for i, v in enumerate(prog.graph.constvars):
             names[v] = f"k{i}"
-        for n, e in enumerate(sch.eqns):
+        for n, e in enumerate(prog.eqns):
             for j, v in enumerate(e.outvars):
                 names[v] = f"v{n}_{j}"
         self.env = {"_accumulate": _accumulate_in_place, "_running_sum": _running_sum}
         self.prologue, self.chunk_pre, self.step, self.chunk_post = [], [], [], []
-        self.step_slices, self.chunk_slices, self.stacks = {}, {}, {}
-        # Where outputs go: filled by place_outputs.
-        self.y_plan, self.stacked_ys, self.hist = [], {}, set()
-        self.slots = collections.defaultdict(list)  # per-step value -> the slots it fills
-        self.into = {}  # batched equation -> the stack slice it writes its result into
-        self.y_copies = []
-        # What a chunk allocates and frees: filled by batch_work and step_work.
-        self.chunk_names, self.fresh_batch, self.allocated = [], set(), []
+        self.step_slices, self.chunk_slices = {}, {}
+        self.chunk_names = []  # a chunk's arrays, deleted at its end
 
     # --- how the code refers to a value -------------------------------------------------------
     def literal(self, v):
@@ -106,9 +79,9 @@ class _LoopWriter:
         """v as the per-step body reads it (the step's row of an xs or batched value)."""
         if not is_var(v):
             return self.literal(v)
-        if self.sch.kind[v] == XS:
+        if self.prog.kind[v] == XS:
             if v not in self.step_slices:
-                x_in = self.sch.x_in
+                x_in = self.prog.x_in
                 j = x_in.index(v) if v in x_in else None
                 self.step_slices[v] = f"x{j}" if j is not None else self.names[v] + "_t"
                 src = f"X{j}[t]" if j is not None else f"{self.names[v]}[t - t0]"
@@ -117,39 +90,26 @@ class _LoopWriter:
         return self.names[v]
 
     def ref_batch(self, v):
-        """v as work on a whole chunk reads it (a step value through its scratch stack)."""
-        sch = self.sch
+        """v as work on a whole chunk reads it (a step value through its history or
+        scratch rows)."""
+        prog = self.prog
         if not is_var(v):
             return self.literal(v)
-        if sch.kind[v] == CONST:
+        if prog.kind[v] == CONST:
             return self.names[v]
-        if v in sch.x_in:
+        if v in prog.x_in:
             if v not in self.chunk_slices:
-                self.chunk_slices[v] = f"Xc{sch.x_in.index(v)}"
+                self.chunk_slices[v] = f"Xc{prog.x_in.index(v)}"
                 self.chunk_pre.insert(0, f"{self.chunk_slices[v]} = {self.names[v]}[t0:t1]")
             return self.chunk_slices[v]
-        if sch.is_step_value(v):
-            rows = self._history_rows(v)
-            if rows is not None:
-                return rows
-            if v not in self.stacks:
-                self.stacks[v] = f"S{len(self.stacks)}"
-            return f"{self.stacks[v]}[:t1 - t0]"
+        if prog.is_step_value(v):
+            hist = self.mem.history_rows(prog, v)
+            if hist is not None:  # written at H[t+1] (forward) or H[t] (reverse); read one off
+                i, which = hist
+                late = (which == "out") != prog.reverse
+                return f"H{i}[t0 + 1:t1 + 1]" if late else f"H{i}[t0:t1]"
+            return f"S{self.mem.scratch.index(v)}[:t1 - t0]"
         return self.names[v]
-
-    def _history_rows(self, v):
-        """The chunk's rows of v in a carry history buffer, where v is kept there anyway (a
-        carry that is also a y): read in place, not copied into a scratch stack per step.
-        Asked only after place_outputs has chosen the histories."""
-        sch = self.sch
-        for i in self.hist:
-            if i in self.prefix:
-                continue
-            if v is sch.carry_out[i]:  # written at H[t + 1] (forward) or H[t] (reverse)
-                return f"H{i}[t0:t1]" if sch.reverse else f"H{i}[t0 + 1:t1 + 1]"
-            if v is sch.carry_in[i]:  # read from H[t] (forward) or H[t + 1] (reverse)
-                return f"H{i}[t0 + 1:t1 + 1]" if sch.reverse else f"H{i}[t0:t1]"
-        return None
 
     def call(self, n, eqn, args, out=None):
         """The statement computing equation n, into `out` where given."""
@@ -170,168 +130,107 @@ class _LoopWriter:
         return f"{lhs} = _f{n}({', '.join(args)}{extra})  # {name}"
 
     # --- the sections -------------------------------------------------------------------------
-    def place_outputs(self):
-        """Where each y lives. A y that is the carry shares the carry's history buffer; a y
-        made by batched work is computed straight into its stack (`into`) when nothing else
-        reads it; a per-step y fills its stack's row."""
-        sch = self.sch
-        for v in sch.y_out:
-            if not is_var(v) or sch.kind[v] == CONST:
-                self.y_plan.append(("broadcast", self.ref_batch(v) if is_var(v)
-                                    else self.literal(v)))
-            elif v in sch.x_in:
-                self.y_plan.append(("xs", sch.x_in.index(v)))
-            elif v in sch.carry_in:
-                self.hist.add(sch.carry_in.index(v))
-                self.y_plan.append(("hist_in", sch.carry_in.index(v)))
-            elif v in sch.carry_out and sch.kind[v] == STEP_VALUE and (
-                    sch.producer[v] in self.critical or sch.carry_out.index(v) in self.prefix):
-                self.hist.add(sch.carry_out.index(v))
-                self.y_plan.append(("hist_out", sch.carry_out.index(v)))
-            else:
-                if v not in self.stacked_ys:
-                    k = self.stacked_ys[v] = len(self.stacked_ys)
-                    n = sch.producer.get(v)
-                    if sch.is_step_value(v):
-                        self.slots[v].append(f"Y{k}[t]")
-                    elif (n is not None and not sch.uses[v] and sch.out_uses[v] == 1
-                          and sch.batched_into(n) is not None):
-                        self.into[n] = f"Y{k}[t0:t1]"
-                    else:
-                        self.y_copies.append(f"Y{k}[t0:t1] = {self.ref_batch(v)}")
-                self.y_plan.append(("stack", self.stacked_ys[v]))
-
     def batch_work(self):
-        """Work outside the per-step loop: constants once, carry-independent work before each
-        chunk's steps, deferred work after them."""
-        sch = self.sch
-        for n, eqn in enumerate(sch.eqns):
-            where = sch.section.get(n)
-            if where is PRE:
-                self.prologue.append(self.call(n, eqn, [self.ref_batch(v) for v in eqn.invars]))
-                if n in sch.contiguous:
-                    v = eqn.outvars[0]
-                    self.prologue.append(f"{self.names[v]} = xp.ascontiguousarray("
-                                         f"{self.names[v]})")
-            elif where is CHUNK:
-                self.chunk_pre.append(self._batched(n, eqn, "for steps t0..t1-1"))
-        for n in sch.in_section(POST):
-            self.chunk_post.append(self._batched(n, sch.eqns[n], "deferred, for steps t0..t1-1"))
-        self.chunk_post += self.y_copies
+        """Constants once, carry-independent work before each chunk's steps, deferred work
+        and the batched ys' copies after them."""
+        prog = self.prog
+        for n in prog.in_section(PRE):
+            eqn = prog.eqns[n]
+            self.prologue.append(self.call(n, eqn, [self.ref_batch(v) for v in eqn.invars]))
+            if n in prog.contiguous:
+                v = self.names[eqn.outvars[0]]
+                self.prologue.append(f"{v} = xp.ascontiguousarray({v})")
+        for n in prog.in_section(CHUNK):
+            self.chunk_pre.append(self._batched(n, "for steps t0..t1-1"))
+        for n in prog.in_section(POST):
+            self.chunk_post.append(self._batched(n, "deferred, for steps t0..t1-1"))
+        self.chunk_post += [f"Y{k}[t0:t1] = {self.ref_batch(v)}" for k, v in self.mem.y_copies]
 
-    def _batched(self, n, eqn, note):
-        """The statement for batched equation n. A batched result nothing else reads may be
-        written over by the one elementwise equation that reads it (`out=`), so a chunk
-        holds fewer arrays."""
-        sch, v = self.sch, eqn.outvars[0]
+    def _batched(self, n, note):
+        """The statement for batched equation n: into its stack, over a dead input, or new."""
+        eqn = self.prog.eqns[n]
+        v = eqn.outvars[0]
         args = ", ".join(self.ref_batch(u) for u in eqn.invars)
-        into_fn = sch.batched_into(n)
-        target = self.into.get(n)
-        if target is None and into_fn is not None and eqn.prim.elementwise:
-            # elementwise, so writing over an input is safe (a matmul's would not be)
-            donor = next((u for u in eqn.invars if u in self.fresh_batch
-                          and sch.uses[u] == 1 and not sch.out_uses[u]
-                          and u.shape == v.shape and u.dtype == v.dtype), None)
-            if donor is not None:
-                target = self.names[donor]
-                self.fresh_batch.add(v)  # v owns the donor's array now
+        target = self.mem.into.get(n)
+        target = str(target) if target is not None else None
+        if n in self.mem.batch_over:
+            target = self.names[self.mem.batch_over[n]]
         self.chunk_names.append(self.names[v])
         note = f"{eqn.prim.name}, {note}"
         if target is None:
-            if not eqn.prim.view:
-                self.allocated.append(v)
-            self.env[f"_b{n}"] = sch.batch[n]
-            if into_fn is not None:
-                self.fresh_batch.add(v)
+            self.env[f"_b{n}"] = self.prog.batch[n]
             return f"{self.names[v]} = _b{n}({args})  # {note}"
-        self.env[f"_o{n}"] = into_fn
+        self.env[f"_o{n}"] = self.prog.batched_into(n)
         return f"{self.names[v]} = _o{n}({args}, out={target})  # {note}"
 
     def accumulators(self):
-        """History slots of the carries, cumulative-sum carries, and the per-chunk sums of
-        the gradient accumulators; then the scratch stacks the batched work asked for."""
-        sch = self.sch
-        self.hist = sorted(self.hist)
-        at = "t" if sch.reverse else "t + 1"
-        for i in self.hist:
-            if i not in self.prefix:
-                self.slots[sch.carry_out[i]].append(f"H{i}[{at}]")
-        for i, term in self.prefix.items():
-            # The loop's own order of additions: H[t+1] = H[t] + term[t], as one cumsum.
-            if i not in self.hist:
-                self.chunk_pre.append(f"A{i} = _running_sum(A{i}, {self.ref_batch(term)}, "
-                                      f"{sch.reverse})")
-            elif sch.reverse:
-                self.chunk_pre += [f"H{i}[t0:t1] = {self.ref_batch(term)}",
+        """The running sums (one cumulative sum per chunk, in the loop's order, into the
+        carry's history where it has one) and the per-chunk sums of gradient accumulators."""
+        prog = self.prog
+        for i, acc in prog.accumulators.items():
+            if not isinstance(acc.how, RunningSum):
+                continue
+            term = self.ref_batch(acc.how.term)
+            if i not in self.mem.hist:
+                self.chunk_pre.append(f"A{i} = _running_sum(A{i}, {term}, {prog.reverse})")
+            elif prog.reverse:
+                self.chunk_pre += [f"H{i}[t0:t1] = {term}",
                                    f"_accumulate(H{i}[t0:t1 + 1][::-1])", f"A{i} = H{i}[t0]"]
             else:
-                self.chunk_pre += [f"H{i}[t0 + 1:t1 + 1] = {self.ref_batch(term)}",
+                self.chunk_pre += [f"H{i}[t0 + 1:t1 + 1] = {term}",
                                    f"_accumulate(H{i}[t0:t1 + 1])", f"A{i} = H{i}[t1]"]
-        for i, acc in sch.accumulators.items():
-            if i not in self.prefix:
+        for i, acc in prog.accumulators.items():
+            if not isinstance(acc.how, RunningSum):
                 self.chunk_post.append(
                     f"A{i} = A{i} + {_chunk_sum(acc.how, self.ref_batch, self.env)}")
-        for v, s in self.stacks.items():  # every batched reader has asked for its stack by now
-            self.slots[v].append(f"{s}[t - t0]")
 
     def step_work(self):
-        """The per-step body: the critical equations, each written into its slot or over a
-        temporary of this step that nothing else reads, then the slots, then the carries."""
-        sch, names, step, slots = self.sch, self.names, self.step, self.slots
-        written, fresh = set(), set()
-
-        def private(u):  # a temporary this step made and nothing else reads: its array is free
-            return (is_var(u) and u in fresh and sch.uses[u] == 1 and not sch.out_uses[u]
-                    and u not in slots)
-
-        for n, eqn in enumerate(sch.eqns):
-            if n not in self.critical:
-                continue
-            v, prim = eqn.outvars[0], eqn.prim
+        """The per-step body: each step equation into its slot, over a dead temporary, or
+        new; then the slots it did not compute into; then the next carries."""
+        prog, mem, names, step = self.prog, self.mem, self.names, self.step
+        written = set()
+        for n in prog.in_section(STEP):
+            eqn = prog.eqns[n]
+            v = eqn.outvars[0]
             args = [self.ref_step(a) for a in eqn.invars]
-            can_out = ((prim.ufunc and not eqn.params or prim.out_impl)
-                       and not prim.multiple_results and len(v.shape) > 0)
-            donor = next((u for u in eqn.invars if private(u) and u.shape == v.shape
-                          and u.dtype == v.dtype), None) if can_out and prim.elementwise else None
-            if can_out and slots.get(v):
-                target = slots[v][0]  # take the slot's view once, then compute into it
+            if n in mem.step_into:
+                target = str(mem.step_into[n])  # take the slot's view once, compute into it
                 step += [f"{names[v]} = {target}", self.call(n, eqn, args, out=names[v])]
                 written.add((v, target))
-            elif donor is not None:
-                step += [self.call(n, eqn, args, out=names[donor]),
-                         f"{names[v]} = {names[donor]}"]
-                fresh.add(v)
+            elif n in mem.step_over:
+                over = names[mem.step_over[n]]
+                step += [self.call(n, eqn, args, out=over), f"{names[v]} = {over}"]
             else:
                 step.append(self.call(n, eqn, args))
-                if can_out:
-                    fresh.add(v)
-        for v, targets in slots.items():
-            for target in targets:
+        for v, targets in mem.slots.items():
+            for target in map(str, targets):
                 if (v, target) not in written:
                     step.append(f"{target} = {self.ref_step(v)}")
-        loop_carries = [i for i in range(sch.num_carry) if i not in self._summed()]
+        loop_carries = [i for i in range(prog.num_carry) if i not in prog.accumulators]
         if loop_carries:
             step.append(", ".join(f"c{i}" for i in loop_carries) + " = "
-                        + ", ".join(self.ref_step(sch.carry_out[i]) for i in loop_carries))
-
-    def _summed(self):
-        return set(self.sch.accumulators)
+                        + ", ".join(self.ref_step(prog.carry_out[i]) for i in loop_carries))
 
     def source(self):
-        """The function `run`, from the sections."""
-        sch, summed = self.sch, self._summed()
-        params = (["xp", "T", "C"] + [f"c{i}" for i in range(sch.num_carry)]
-                  + [f"X{j}" for j in range(sch.num_xs)]
-                  + [f"k{i}" for i in range(len(sch.graph.constvars))]
-                  + [f"Y{k}" for k in range(len(self.stacked_ys))]
-                  + [f"H{i}" for i in self.hist] + [f"S{k}" for k in range(len(self.stacks))])
-        if sch.reverse:
+        """The function `run`."""
+        prog, mem = self.prog, self.mem
+        broadcast = [self.ref_batch(v) if is_var(v) else self.literal(v)
+                     for v, place in zip(prog.y_out, mem.ys) if place.kind == "broadcast"]
+        self.batch_work()
+        self.accumulators()
+        self.step_work()
+        params = (["xp", "T", "C"] + [f"c{i}" for i in range(prog.num_carry)]
+                  + [f"X{j}" for j in range(prog.num_xs)]
+                  + [f"k{i}" for i in range(len(prog.graph.constvars))]
+                  + [f"Y{k}" for k in range(len(mem.stacked))]
+                  + [f"H{i}" for i in mem.hist] + [f"S{k}" for k in range(len(mem.scratch))])
+        if prog.reverse:
             chunks, steps = "range((T - 1) // C * C, -1, -C)", "range(t1 - 1, t0 - 1, -1)"
         else:
             chunks, steps = "range(0, T, C)", "range(t0, t1)"
         lines = [f"def run({', '.join(params)}):"]
         lines += ["    " + s for s in self.prologue]
-        lines += [f"    A{i} = c{i}" for i in sorted(summed)]
+        lines += [f"    A{i} = c{i}" for i in sorted(prog.accumulators)]
         lines += [f"    for t0 in {chunks}:", "        t1 = min(t0 + C, T)"]
         lines += ["        " + s for s in self.chunk_pre]
         if self.step:
@@ -341,20 +240,13 @@ class _LoopWriter:
         # Drop this chunk's arrays before the next chunk makes its own, so that two chunks'
         # temporaries are never alive at once (views of them included).
         dropped = self.chunk_names + [self.step_slices[v] for v in self.step_slices
-                                      if v not in sch.x_in]
+                                      if v not in prog.x_in]
         if dropped:
             lines.append(f"        del {', '.join(dropped)}")
-        ret = [f"A{i}" if i in summed else f"c{i}" for i in range(sch.num_carry)]
-        ret += [arg for what, arg in self.y_plan if what == "broadcast"]
+        ret = [f"A{i}" if i in prog.accumulators else f"c{i}" for i in range(prog.num_carry)]
+        ret += broadcast
         lines.append(f"    return ({', '.join(ret)}{',' if ret else ''})")
         return "\n".join(lines)
-
-    def layout(self):
-        # Bytes per step of what is batched per chunk (views cost none): sets the chunk length.
-        per_step = (sum(v.nbytes for v in self.allocated)
-                    + sum(v.nbytes for v in self.stacks))
-        return Layout(self.y_plan, list(self.stacked_ys), self.hist, list(self.stacks),
-                      per_step)
 
 
 def _chunk_sum(how, ref_batch, env):

@@ -24,11 +24,11 @@ class CompiledBody:
 
     def __init__(self, graph, num_carry, num_xs, reverse, sum_carries=()):
         self.program = compile_program(graph, num_carry, num_xs, reverse, sum_carries)
-        self.source, self._run, self.layout = generate(self.program)
+        self.source, self._run = generate(self.program)
         self.num_carry, self.reverse = num_carry, reverse
 
     def chunk_length(self, T):
-        per_step = self.layout.per_step_bytes
+        per_step = self.program.storage.per_step_bytes
         if T <= MIN_CHUNK or not per_step:
             return max(T, 1)
         c = max(MIN_CHUNK, CHUNK_BYTES // per_step)
@@ -37,31 +37,31 @@ class CompiledBody:
 
     def __call__(self, length, init, xs, consts):
         """Run the loop; returns (final carry values, ys arrays)."""
-        T, lay, sch = length, self.layout, self.program
+        T, prog, mem = length, self.program, self.program.storage
         arrays = init + xs + consts
         xp = backends.xp_of(*arrays) if arrays else np
         if T == 0:
-            return list(init), [xp.empty((0,) + v.shape, v.dtype) for v in sch.y_out]
+            return list(init), [xp.empty((0,) + v.shape, v.dtype) for v in prog.y_out]
         C = self.chunk_length(T)
-        stacks = [xp.empty((T,) + v.shape, v.dtype) for v in lay.stacked_ys]
+        stacks = [xp.empty((T,) + v.shape, v.dtype) for v in mem.stacked]
         hists = []
-        for i in lay.hist:
-            v = sch.carry_in[i]
+        for i in mem.hist:
+            v = prog.carry_in[i]
             h = xp.empty((T + 1,) + v.shape, v.dtype)
             h[T if self.reverse else 0] = init[i]
             hists.append(h)
-        scratch = [xp.empty((C,) + v.shape, v.dtype) for v in lay.stack_vars]
+        scratch = [xp.empty((C,) + v.shape, v.dtype) for v in mem.scratch]
         res = self._run(xp, T, C, *init, *xs, *consts, *stacks, *hists, *scratch)
         carry, broadcast = list(res[:self.num_carry]), list(res[self.num_carry:])
         ys = []
-        for (what, arg), v in zip(lay.y_plan, sch.y_out):
-            if what == "stack":
-                ys.append(stacks[arg])
-            elif what == "xs":
-                ys.append(xs[arg])
-            elif what in ("hist_in", "hist_out"):
-                h = hists[lay.hist.index(arg)]
-                ys.append(h[1:] if (what == "hist_out") != self.reverse else h[:T])
+        for place, v in zip(mem.ys, prog.y_out):
+            if place.kind == "stack":
+                ys.append(stacks[place.index])
+            elif place.kind == "xs":
+                ys.append(xs[place.index])
+            elif place.kind in ("hist_in", "hist_out"):
+                h = hists[mem.hist.index(place.index)]
+                ys.append(h[1:] if (place.kind == "hist_out") != self.reverse else h[:T])
             else:
                 value = broadcast.pop(0)
                 ys.append(xp.broadcast_to(xp.asarray(value, dtype=v.dtype), (T,) + v.shape))

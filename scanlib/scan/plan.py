@@ -88,8 +88,8 @@ def scan_plan(f, init, xs=None, *, length=None, reverse=False, dim=0) -> ScanPla
     x_needs = [_needs_grad(x) for x in xs_t]
     lin = linearize(body, nc, x_needs, [_needs_grad(k) for k in consts])
     run = compiled(lin.aug_body, nc, len(xs_t), reverse)
-    user_plan = run.layout.y_plan[:lin.num_ys]
-    extra_plan = run.layout.y_plan[lin.num_ys:]
+    places = [(p.kind, p.index) for p in run.program.storage.ys]
+    user_plan, extra_plan = places[:lin.num_ys], places[lin.num_ys:]
     shared_with_ys = {i for what, i in user_plan if what in ("hist_in", "hist_out")}
 
     names = {}

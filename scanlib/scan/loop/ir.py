@@ -135,6 +135,7 @@ class LoopProgram:
     batch: dict  # eqn index -> its function on whole chunks (CHUNK and POST equations)
     accumulators: dict  # carry index -> Accumulator
     contiguous: frozenset = frozenset()  # PRE views copied once into C order
+    storage: object = None  # the memory plan (memory.Storage), chosen last
     fired: tuple = ()  # the passes that changed the program, in order
 
     def replace(self, fired=None, **changes):
@@ -263,7 +264,27 @@ def verify(prog, after="?"):
     for v in prog.graph.outvars:
         if is_var(v) and v not in defined:
             fail("an output of the body is not computed")
+    if prog.storage is not None:
+        _verify_storage(prog, fail)
     return prog
+
+
+def _verify_storage(prog, fail):
+    """An array overwritten must be dead: one reader, not an output, same type, and the
+    writer elementwise; a result computed into a stack must be read by nothing else."""
+    mem = prog.storage
+    for table, where in ((mem.batch_over, BATCHED), (mem.step_over, (STEP,))):
+        for n, u in table.items():
+            eqn, v = prog.eqns[n], prog.eqns[n].outvars[0]
+            if prog.section.get(n) not in where or not eqn.prim.elementwise:
+                fail(f"equation {n} ({eqn.prim.name}) writes over an input but may not")
+            if (u not in eqn.invars or prog.uses[u] != 1 or prog.out_uses[u]
+                    or (u.shape, u.dtype) != (v.shape, v.dtype)):
+                fail(f"equation {n} ({eqn.prim.name}) writes over an array that is still live")
+    for n in mem.into:
+        v = prog.eqns[n].outvars[0]
+        if prog.section.get(n) not in BATCHED or prog.uses[v] or prog.out_uses[v] != 1:
+            fail(f"equation {n} is computed into a y's stack but something else reads it")
 
 
 # --- the printer ------------------------------------------------------------------------------
@@ -291,4 +312,7 @@ def format_loop(prog, names=None):
                          + copy)
     for i, acc in sorted(prog.accumulators.items()):
         lines.append(f"  carry {i} ({name(prog.carry_in[i])}): {acc.how.show(name)}")
+    if prog.storage is not None:
+        lines.append("  memory:")
+        lines += [f"    {line}" for line in prog.storage.describe(prog, name)]
     return "\n".join(lines)

@@ -15,6 +15,7 @@ from ...ops.linalg import matmul_p
 from ...ops.structural import sum_p, transpose_p
 from ...tape.graph import used_vars
 from ..batching import batched_impl
+from .memory import plan_memory
 from .ir import (BATCHED, CHUNK, CONST, POST, PRE, STEP, STEP_VALUE, XS, Accumulator,
                  LoopProgram, RunningSum, SumAB, SumAtB, SumSteps, SumStepsAxes, batched_flags,
                  is_var, verify)
@@ -198,7 +199,7 @@ def copy_constant_views(prog):
 
 
 PASSES = (hoist, find_accumulators, defer, fuse_accumulator_terms, drop_dead,
-          copy_constant_views)
+          copy_constant_views, plan_memory)
 
 
 def stages(graph, num_carry, num_xs, reverse, sum_carries=()):
