@@ -1,9 +1,10 @@
 """scan: a JAX-style scan primitive whose VJP is a reversed scan.
 
 api.py (checks, tracing, `scan`) -> primitive.py (the tape primitive and its VJP) ->
-linearize.py (backward body, residual policies) and executor.py (the compiled loop: its
-schedule.py says where each equation runs, codegen.py writes it as Python, batching.py
-runs carry-independent work for many steps at once); cache.py reuses all of it across calls,
+linearize.py (backward body, residual policies) and executor.py (runs the compiled loop: the
+loop compiler in loop/ turns the body into a LoopProgram, its passes say where each equation
+runs and where each value lives, and loop/emit.py prints it as Python); interpret.py is the
+reference interpreter (`scan(..., interpret=True)`); cache.py reuses all of it across calls,
 and plan.py prints it.
 """
 

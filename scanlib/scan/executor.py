@@ -1,7 +1,7 @@
 """Runs a scan body T times: the forward loop of the scan primitive.
 
 The passes of loop/ decide where each equation runs (once, per chunk of steps, or per step)
-and codegen.py prints that as straight-line Python; this file allocates the output stacks
+and loop/emit.py prints that as straight-line Python; this file allocates the output stacks
 and runs it. A y that is the carry shares one history buffer with the carry residuals, a y that
 is an x is the xs array itself, never a copy.
 Imports backends and the scan modules below it.
@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import backends
-from .codegen import generate
+from .loop.emit import generate
 from .loop import compile_program
 
 CHUNK_BYTES = 1 << 19  # budget for the per-chunk temporaries of batched work

@@ -1,6 +1,7 @@
-"""The loop compiler: a scan body becomes a LoopProgram (ir.py), the passes (passes.py) move
-work out of the per-step loop, the code generator (../codegen.py) prints the result as
-Python, and the program interpreter (interp.py) runs any stage of it for the tests.
+"""The loop compiler: a scan body becomes a LoopProgram (ir.py); the passes (passes.py, the
+memory plan in memory.py) move work out of the per-step loop and place every value; emit.py
+prints the result as Python; interp.py runs any stage of it for the tests. batch.py looks up
+the primitives' batching rules. docs/internals.md walks through it with an example.
 """
 
 from .ir import LoopProgram, Section, format_loop, verify

@@ -12,7 +12,7 @@ The sections, in the order the loop runs them:
          gradient term), for all the chunk's steps at once, from their stacked values
 
 An equation in no section is not computed: dead, or replaced by an accumulator's reduction.
-Imports tape only.
+Imports tape, and batch.py for the batching rules.
 """
 
 from __future__ import annotations
@@ -187,7 +187,7 @@ class LoopProgram:
     def batched_into(self, n):
         """For a CHUNK or POST equation, its function that writes into a given array
         (`fn(*args, out=...)`), or None."""
-        from ..batching import batched_into  # the rules, looked up on the primitives
+        from .batch import batched_into  # the rules, looked up on the primitives
         return batched_into(self.eqns[n], *batched_flags(self.kind, self.eqns[n]))
 
 

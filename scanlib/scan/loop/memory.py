@@ -1,6 +1,6 @@
 """The memory plan, the loop compiler's last pass: where every value that outlives its
 statement lives, and which results are computed straight into their place (`out=`) or over
-an input that nothing else reads. The code generator prints this plan; it decides nothing.
+an input that nothing else reads. The printer (emit.py) prints this plan; it decides nothing.
 
 Buffers (allocated by the executor, named as the generated code names them):
   Y[k]  [T, ...]    the stack of the k-th distinct stacked y

@@ -14,7 +14,7 @@ from ...ops.elementwise import add as add_p
 from ...ops.linalg import matmul_p
 from ...ops.structural import sum_p, transpose_p
 from ...tape.graph import used_vars
-from ..batching import batched_impl
+from .batch import batched_impl
 from .memory import plan_memory
 from .ir import (BATCHED, CHUNK, CONST, POST, PRE, STEP, STEP_VALUE, XS, Accumulator,
                  LoopProgram, RunningSum, SumAB, SumAtB, SumSteps, SumStepsAxes, batched_flags,

@@ -7,8 +7,8 @@ Imports backends and ops.
 
 from __future__ import annotations
 
-from .. import backends
-from ..ops.batching import aligned, rows_times
+from ... import backends
+from ...ops.batching import aligned, rows_times
 
 
 def batched_impl(eqn, batched, shapes):

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import backends
-from .loop.ir import CHUNK, CONST, POST, PRE, STEP, XS, RunningSum, SumAB, SumAtB, SumStepsAxes, \
+from ... import backends
+from .ir import CHUNK, CONST, POST, PRE, STEP, XS, RunningSum, SumAB, SumAtB, SumStepsAxes, \
     is_var
 
 
