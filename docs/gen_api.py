@@ -1,5 +1,5 @@
 """Generate docs/api.md from scanlib.__all__, and refresh the printed output in
-docs/tutorial.md, by running every example.
+docs/tutorial.md and docs/internals.md, by running every example.
 
     python docs/gen_api.py           # rewrite docs/api.md and the outputs in docs/tutorial.md
     python docs/gen_api.py --check   # exit 1 if a file is out of date (a test runs this)
@@ -338,6 +338,7 @@ def main(argv=None) -> int:
     check = "--check" in argv
     targets = {os.path.join(HERE, "api.md"): lambda _: api_markdown(),
                os.path.join(HERE, "tutorial.md"): refresh_markdown,
+               os.path.join(HERE, "internals.md"): refresh_markdown,
                os.path.join(ROOT, "README.md"): refresh_readme}
     stale = []
     for path, make in targets.items():
