@@ -299,3 +299,30 @@ def test_bad_carry_leaf_names_its_path():
         sl.scan(lambda c, x: ({"a": object()}, None), {"a": 0.0}, np.ones(3))
     with pytest.raises(TypeError, match=r"init\['a'\] has type object"):
         sl.scan(lambda c, x: (c, None), {"a": object()}, np.ones(3))
+
+
+# --- found by an adversarial pass over the fixes above ---------------------------------------
+def test_a_grad_that_does_not_record_leaves_the_enclosing_graph_alone():
+    W = sl.tensor(np.eye(2) * 0.5, requires_grad=True)
+    y = W * 2
+    sl.grad(lambda h: sl.sum(sl.tanh(h @ y)))(sl.tensor([0.3, 0.2]))
+    sl.sum(y * y).backward()  # the inner grad must not have released y's node
+    np.testing.assert_allclose(W.grad.numpy(), 8 * W.numpy())
+
+
+def test_lists_of_tensors_keep_their_gradient():
+    t = sl.tensor([1.0, 2.0], requires_grad=True)
+    g = sl.grad(lambda q: sl.sum(q * q) + sl.sum(sl.maximum([q[0], q[1]], 0.0)))(t)
+    np.testing.assert_allclose(g.numpy(), [3.0, 5.0])
+    assert sl.sum([t, t]).requires_grad
+
+
+def test_backward_inside_a_body_says_what_to_do():
+    W = sl.tensor(2.0, requires_grad=True)
+
+    def f(c, x):
+        (c * W * x).backward()
+        return c + x, c
+
+    with pytest.raises(TypeError, match="scanlib.grad"):
+        sl.scan(f, sl.tensor(0.5), sl.tensor([1.0, 2.0]))

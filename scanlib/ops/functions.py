@@ -51,6 +51,11 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False) -> Tensor:
     return Tensor(value, bool(requires_grad))
 
 
+def _holds_tensor(x):
+    return any(isinstance(e, Tensor) or (isinstance(e, (list, tuple)) and _holds_tensor(e))
+               for e in x)
+
+
 def _traced_tensor(x, dtype, device, requires_grad):
     out = ew.stop_gradient(x)
     if dtype is not None and np.dtype(dtype) != out.dtype:
@@ -71,6 +76,10 @@ def as_tensor(x) -> Tensor:
         return x
     if backends.is_array(x):
         return Tensor(x)
+    if isinstance(x, (list, tuple)) and _holds_tensor(x):
+        # [t0, t1] stacks differentiably (np.asarray would read the values and drop the
+        # gradient without a word)
+        return stack_p(*[as_tensor(e) for e in x], axis=0)
     if isinstance(x, (bool, int, float, complex, list, tuple)):
         return Tensor(np.asarray(x))
     raise TypeError(f"expected a Tensor, array or number, got {type(x).__name__}")

@@ -104,6 +104,12 @@ _CPU_TYPES = frozenset({np.ndarray, float, int, bool, complex, np.float64, np.fl
                         np.float16, np.int64, np.int32, np.bool_})
 
 
+def _lists_as_tensors(args):
+    from .functions import as_tensor  # functions imports this module
+
+    return [as_tensor(a) if type(a) in (list, tuple) else a for a in args]
+
+
 def _cut(tracers, multiple):
     from .elementwise import stop_gradient  # elementwise imports this module
 
@@ -123,6 +129,8 @@ def bind(prim, *args, **params):
                 if a._trace is not None:  # a tracer whose trace has ended
                     raise escaped_tracer_error(a)
                 values.append(a._value)
+            elif type(a) in (list, tuple):  # [t0, t1]: stacked, so no gradient is dropped
+                return bind(prim, *_lists_as_tensors(args), **params)
             else:
                 values.append(a)
         for v in values:  # the common all-NumPy case costs one set lookup per argument
@@ -137,6 +145,8 @@ def bind(prim, *args, **params):
             raise _explained(e, prim, args, params) from None
         inputs, out_vars = args, None
     else:
+        if any(type(a) in (list, tuple) for a in args):
+            args = _lists_as_tensors(args)
         inputs = [builder.lift(a) if isinstance(a, Tensor) or backends.is_array(a) else a
                   for a in args]
         values = [a._value if type(a) is Tensor else a for a in inputs]

@@ -169,6 +169,15 @@ def backward_pass(roots, root_cts, targets=None, *, retain_graph=False, create_g
             if type(x) is Tensor and x.requires_grad and x._node is not None and not ct.stops(x):
                 stack.append(x._node)
     order = sorted(seen, key=lambda n: n.seq, reverse=True)
+    if targets is not None:
+        # Only the nodes on a path to a target: the others (an enclosing computation that
+        # reaches the roots without passing the targets) are neither walked nor released.
+        leads = set()
+        for node in reversed(order):  # inputs before the nodes that read them
+            if any(type(x) is Tensor and (ct.stops(x) or x._node in leads)
+                   for x in node.inputs):
+                leads.add(node)
+        order = [node for node in order if node in leads]
 
     release = not (retain_graph or create_graph)
     held = {}
@@ -235,6 +244,12 @@ def tensor_backward(self, cotangent=None, *, retain_graph=False, create_graph=Fa
 
     `self` must be a scalar unless `cotangent` (same shape) is given, as in PyTorch.
     """
+    if self._trace is not None:
+        raise TypeError(
+            "backward() inside a traced scan body (or make_graph): .grad would have to change "
+            "at every step of a loop that is compiled, not run. Compute the gradient with "
+            "scanlib.grad (or vjp) inside f and return it through the carry or y, e.g. "
+            "carry + scanlib.grad(loss_fn)(W).")
     if not self.requires_grad:
         raise RuntimeError(
             "backward() was called on a tensor that does not require grad: nothing it was "
