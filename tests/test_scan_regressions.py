@@ -326,3 +326,27 @@ def test_backward_inside_a_body_says_what_to_do():
 
     with pytest.raises(TypeError, match="scanlib.grad"):
         sl.scan(f, sl.tensor(0.5), sl.tensor([1.0, 2.0]))
+
+
+def test_python_number_init_settles_as_the_loops_steps_do():
+    f32 = sl.tensor(np.array([1, 2, 3], np.float32))
+    # a lag: the second carry is a Python number after step 1, float32 after step 2
+    (a, b), _ = sl.scan(lambda c, x: ((c[0] + x, c[0]), None), (0.0, 0.0), f32)
+    assert (a.dtype, b.dtype, a.item(), b.item()) == (np.float32, np.float32, 6.0, 3.0)
+    # an int number with float64 data (np.float64 is a float subclass, but typed)
+    c = sl.scan(lambda c, x: (c + x, None), 0, sl.tensor([1.0, 2.0]))[0]
+    assert (c.dtype, c.item()) == (np.float64, 3.0)
+    # a nested scan receives the number itself, as in the loop
+    xs = sl.tensor(np.array([[2048, 1], [1, 1], [1, 1]], np.float16))
+    inner = lambda c, x: (sl.scan(lambda a, z: (a + z, None), c, x)[0], None)
+    want = 0.0
+    for t in range(3):
+        want, _ = inner(want, xs[t])
+    got = sl.scan(inner, 0.0, xs)[0]
+    assert got.dtype == want.dtype == np.float16 and got.item() == want.item() == 2048.0
+
+
+def test_python_int_init_out_of_range_raises_as_the_loop_does():
+    u8 = sl.tensor(np.array([1, 2, 3], np.uint8))
+    with pytest.raises(OverflowError, match="300"):
+        sl.scan(lambda c, x: (c + x, None), 300, u8)

@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import backends, pytree
 from ..ops import as_tensor, transpose
-from ..tape import Literal, Tensor, current_builder, type_str
+from ..tape import GraphBuilder, Tensor, current_builder, tracing, type_str
 from ..tracing import closure_names, trace_function
 from .cache import canonical
 from .primitive import apply_scan
@@ -30,8 +30,11 @@ def scan(f, init, xs=None, *, length=None, reverse=False, dim=0, interpret=None)
     init, xs, the carry and y are pytrees (tuples, lists, dicts, namedtuples, None) of
     Tensors, arrays or Python numbers. Every xs leaf is scanned along `dim` (negative counts
     from that leaf's end); with `xs=None`, give `length` and f receives `x=None`. ys stays
-    aligned with xs when `reverse=True`. A Python-number leaf of init takes the dtype f
-    returns for it (so `0.0` works as a float32 accumulator), as in JAX.
+    aligned with xs when `reverse=True`. A Python-number leaf of init takes the dtype the
+    loop's first steps give it (so `0.0` works as a float32 accumulator), as in JAX; to find
+    it, f is traced once more per such leaf at most. A carry f keeps as a Python number at
+    every step (`b * 2` with b = 0) gets NumPy's default dtype: give it a typed init if
+    that promotes the carries it meets.
 
     f is traced once into a graph (print it with `scan_plan`), so inside f use scanlib ops
     and no Python control flow on values. Tensors f closes over get gradients too.
@@ -112,59 +115,52 @@ def _scan_length(paths, leaves, dim, length):
     return T, moved
 
 
-_PYTHON_ZERO = {"f": 0.0, "i": 0, "c": 0j, "b": False}
-_PYTHON_NUMBER = (bool, int, float, complex)
+_PYTHON_NUMBER = (bool, int, float, complex)  # exact types: np.float64 is a float, but typed
 
 
-def _adopt_weak_dtypes(f, init_t, weak, xs_t, init_tree, xs_tree, device):
-    """A Python number in init has no dtype of its own (JAX: weakly typed). In the loop, the
-    first step computes with the number itself and the carry takes the dtype f returns. So
-    trace f once (those leaves as NumPy's default dtype), run the equations that depend on
-    them again with the leaves as Python numbers, and let NumPy's own promotion decide
-    (0.0 + float32 data -> float32, 0.0 + bool data -> float64)."""
-    try:
-        body, _ = _trace_body(f, init_t, xs_t, init_tree, xs_tree, device)
-    except Exception:  # the real trace below reports it
-        return init_t
-    values = _first_step_values(body, [_PYTHON_ZERO[x.dtype.kind] if w else None
-                                       for x, w in zip(init_t, weak)])
+def _adopt_weak_dtypes(f, init_t, weak, init_leaves, paths, xs_t, init_tree, xs_tree, device):
+    """A Python number in init has no dtype of its own (JAX: weakly typed). The loop's first
+    step computes with the number itself, and the carry takes the dtype of what f returns
+    for it (0.0 + float32 data -> float32, 0.0 + bool data -> float64); a carry that f
+    returns as a Python number again (a lag, a swap) settles in a later step. So trace f with
+    those leaves as the Python numbers themselves, settle the carries that come back typed,
+    and repeat, as the loop's steps would; what never settles keeps NumPy's default dtype."""
+    numbers = {i: leaf for i, (leaf, w) in enumerate(zip(init_leaves, weak)) if w}
     out = list(init_t)
-    for i, (x, w, v) in enumerate(zip(init_t, weak, body.outvars)):
-        if not w or isinstance(v, Literal) or v.shape != x.shape:
-            continue
-        value = values.get(v)
-        if value is None:  # f's new carry does not depend on the number: its traced dtype
-            dtype = v.dtype
-        elif isinstance(value, _PYTHON_NUMBER):  # still a Python number: NumPy's default
-            continue
-        else:
-            dtype = value.dtype
-        out[i] = Tensor(x._value.astype(dtype))
+    for _ in range(len(numbers) + 1):
+        try:
+            dtypes = _new_carry_dtypes(f, out, numbers, xs_t, init_tree, xs_tree, device)
+        except OverflowError as e:  # 300 + uint8 data: the loop raises here too
+            raise OverflowError(f"scan: a Python number in init does not fit the dtype f "
+                                f"gives its carry: {e}") from None
+        except Exception:  # noqa: BLE001  f needs array methods on its carry: defaults
+            break
+        settled = [i for i in numbers if i < len(dtypes) and dtypes[i] is not None]
+        if not settled:
+            break
+        for i in settled:
+            try:
+                out[i] = Tensor(backends.asarray_on(numbers.pop(i), device, dtypes[i]))
+            except OverflowError:
+                raise OverflowError(
+                    f"scan: {paths[i]} is the Python number {init_leaves[i]!r}, but f makes "
+                    f"this carry {dtypes[i]}, which cannot hold it; the Python loop would "
+                    "raise here too. Give init a value in range, or a Tensor of the dtype "
+                    "you mean.") from None
     return out
 
 
-def _first_step_values(body, numbers):
-    """Stand-in values of the body's first step for the equations that depend on the carries
-    given as Python numbers (`numbers[i]`, or None for a typed carry): every other input is
-    zeros of its own dtype on the CPU, only dtypes are read."""
-    env = {v: n for v, n in zip(body.invars, numbers) if n is not None}
-
-    def read(u):
-        if isinstance(u, Literal):
-            return u.value
-        return env[u] if u in env else np.zeros(u.shape, u.dtype)
-
-    for eqn in body.eqns:
-        if eqn.prim.multiple_results or not any(u in env for u in eqn.invars
-                                                 if not isinstance(u, Literal)):
-            continue  # a nested scan's dtypes are fixed by its own trace
-        try:
-            with np.errstate(all="ignore"):
-                env[eqn.outvars[0]] = eqn.prim.impl(*[read(u) for u in eqn.invars],
-                                                    **eqn.params)
-        except Exception:  # cannot run on stand-ins: keep the traced dtype
-            continue
-    return env
+def _new_carry_dtypes(f, init_t, numbers, xs_t, init_tree, xs_tree, device):
+    """The dtype of each new carry leaf f returns when the carries in `numbers` are those
+    Python numbers (None where f returns a Python number again)."""
+    builder = GraphBuilder(device)
+    with tracing(builder):
+        carry = [numbers[i] if i in numbers else builder.new_input(x.shape, x.dtype)
+                 for i, x in enumerate(init_t)]
+        x = [builder.new_input(v.shape[1:], v.dtype) for v in xs_t]
+        new_carry = f(pytree.unflatten(init_tree, carry), pytree.unflatten(xs_tree, x))[0]
+    leaves = pytree.flatten(new_carry)[0]
+    return [None if type(v) in _PYTHON_NUMBER else np.dtype(v.dtype) for v in leaves]
 
 
 def _init_leaf(leaf, path, device):
@@ -205,7 +201,8 @@ def _prepare(f, init, xs, length, reverse, dim, interpret=False):
     init_t, weak = list(init_t), list(weak)
 
     if any(weak):
-        init_t = _adopt_weak_dtypes(f, init_t, weak, xs_t, init_tree, xs_tree, device)
+        init_t = _adopt_weak_dtypes(f, init_t, weak, init_leaves, init_paths, xs_t, init_tree,
+                                    xs_tree, device)
     body, (carry_tree, y_tree) = _trace_body(f, init_t, xs_t, init_tree, xs_tree, device,
                                              interpret)
     if carry_tree != init_tree:
