@@ -73,6 +73,8 @@ FALLBACK = {
              "sl.mean(sl.tensor([[1.0, 2.0], [3.0, 4.0]]), axis=1)"),
     "max": (None, "Maximum over axis; ties share the gradient evenly.",
             "sl.max(sl.tensor([[1.0, 5.0], [3.0, 4.0]]), axis=1)"),
+    "min": (None, "Minimum over axis; ties share the gradient evenly.",
+            "sl.min(sl.tensor([[1.0, 5.0], [3.0, 4.0]]), axis=1)"),
     "logsumexp": (None, None, "sl.logsumexp(sl.tensor([1000.0, 1000.0]))"),
     "softmax": (None, None, "sl.softmax(sl.tensor([0.0, np.log(3.0)]))"),
     "matmul": (None, None, "sl.matmul(sl.ones((2, 3)), sl.ones(3))"),

@@ -350,3 +350,13 @@ def test_python_int_init_out_of_range_raises_as_the_loop_does():
     u8 = sl.tensor(np.array([1, 2, 3], np.uint8))
     with pytest.raises(OverflowError, match="300"):
         sl.scan(lambda c, x: (c + x, None), 300, u8)
+
+
+def test_min_is_a_primitive_exact_on_integers():
+    assert np.min(sl.tensor(np.array([0, 3], np.uint8))).item() == 0
+    assert np.min(sl.tensor(np.array([-128, 5], np.int8))).item() == -128
+    _, ys = sl.scan(lambda c, x: (c, np.min(c + x)), sl.tensor(np.array([0, 3], np.uint8)),
+                    sl.tensor(np.zeros((2, 2), np.uint8)))
+    np.testing.assert_array_equal(ys.numpy(), [0, 0])
+    sl.testing.check_grads(lambda x: sl.min(sl.tanh(x), axis=0), (np.linspace(-1, 1, 12)
+                                                                  .reshape(3, 4),), order=2)

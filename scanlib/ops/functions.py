@@ -13,13 +13,13 @@ from .. import backends
 from ..tape import Tensor, is_differentiable_dtype
 from . import elementwise as ew
 from .linalg import einsum_p, matmul_p, parse_einsum, vdot_p
-from .structural import (broadcast_to_p, concatenate_p, getitem, max_p, normalize_axis,
+from .structural import (broadcast_to_p, concatenate_p, getitem, max_p, min_p, normalize_axis,
                          reshape_p, stack_p, sum_p, sum_to, transpose_p)
 
 __all__ = [
     "tensor", "as_tensor", "zeros", "ones", "full", "arange", "zeros_like", "ones_like",
     "exp", "log", "log1p", "sqrt", "sin", "cos", "tanh", "sigmoid", "relu", "softplus", "abs",
-    "maximum", "minimum", "where", "clip", "sum", "mean", "max", "logsumexp", "softmax",
+    "maximum", "minimum", "where", "clip", "sum", "mean", "max", "min", "logsumexp", "softmax",
     "matmul", "einsum", "vdot", "stack", "concatenate", "reshape", "transpose", "swapaxes",
     "expand_dims", "squeeze", "broadcast_to", "stop_gradient", "sum_to", "getitem", "sign",
 ]
@@ -178,6 +178,14 @@ def max(x, axis=None, keepdims=False):
     if x.size == 0:
         raise ValueError("max() of an empty tensor has no value")
     return max_p(x, axis=normalize_axis(axis, x.ndim), keepdims=bool(keepdims))
+
+
+def min(x, axis=None, keepdims=False):
+    """Minimum over axis; ties share the gradient evenly."""
+    x = as_tensor(x)
+    if x.size == 0:
+        raise ValueError("min() of an empty tensor has no value")
+    return min_p(x, axis=normalize_axis(axis, x.ndim), keepdims=bool(keepdims))
 
 
 def logsumexp(x, axis=None, keepdims=False):

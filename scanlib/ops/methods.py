@@ -81,10 +81,6 @@ def _reduction(f):
     return lambda a, axis=None, keepdims=False: f(a, axis, keepdims)
 
 
-def _min(x, axis=None, keepdims=False):
-    return ew.neg(F.max(ew.neg(x), axis, keepdims))
-
-
 def _concatenate(arrays, axis=0):
     if axis is None:  # NumPy flattens the arrays first
         arrays, axis = [F.reshape(a, -1) for a in arrays], 0
@@ -135,7 +131,7 @@ def _dot(a, b):
 _FUNCTIONS = {
     np.sum: _reduction(F.sum), np.mean: _reduction(F.mean),
     np.max: _reduction(F.max), np.amax: _reduction(F.max),
-    np.min: _reduction(_min), np.amin: _reduction(_min),
+    np.min: _reduction(F.min), np.amin: _reduction(F.min),
     np.transpose: lambda a, axes=None: F.transpose(a, axes),
     np.reshape: lambda a, shape=None, newshape=None: F.reshape(
         a, newshape if shape is None else shape),  # NumPy < 2.1 calls it newshape
@@ -307,6 +303,7 @@ def install():
     T.sum = lambda self, axis=None, keepdims=False: F.sum(self, axis, keepdims)
     T.mean = lambda self, axis=None, keepdims=False: F.mean(self, axis, keepdims)
     T.max = lambda self, axis=None, keepdims=False: F.max(self, axis, keepdims)
+    T.min = lambda self, axis=None, keepdims=False: F.min(self, axis, keepdims)
     T.reshape = F.reshape
     T.transpose = F.transpose
     T.T = property(lambda self: F.transpose(self))

@@ -233,6 +233,8 @@ def _max_vjp(g, out, x, axis, keepdims):
 
 max_p = Primitive("max", lambda x, axis, keepdims: _xp(x).max(x, axis=axis, keepdims=keepdims),
                   _max_vjp, batch=batching.reduce_rule)
+min_p = Primitive("min", lambda x, axis, keepdims: _xp(x).min(x, axis=axis, keepdims=keepdims),
+                  _max_vjp, batch=batching.reduce_rule)  # the same rule: g where x hits out
 
 
 def sum_to(g, shape):
