@@ -57,9 +57,14 @@ def main(argv=None):
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--workloads", default="rnn,rnn-large,lstm,linrec,cumsum,rnn-t1")
     ap.add_argument("--reps", type=int, default=7, help="timed calls per child and workload")
+    ap.add_argument("--revisions", default=None,
+                    help="comma-separated git revisions to compare instead of REVISIONS "
+                         "(e.g. a before/after pair)")
     args = ap.parse_args(argv)
     child = os.path.join(ROOT, "bench", "_ablation_child.py")
-    revs = [(r, d, _worktree(r)) for r, d in REVISIONS]
+    chosen = REVISIONS if args.revisions is None else [
+        (r, "") for r in args.revisions.split(",")]
+    revs = [(r, d, _worktree(r)) for r, d in chosen]
     ratios = {(r, w): [] for r, _, _ in revs for w in args.workloads.split(",")}
     for k in range(args.rounds):
         order = revs[k % len(revs):] + revs[:k % len(revs)]
@@ -77,7 +82,8 @@ def main(argv=None):
         cells = " ".join(f"{statistics.median(ratios[(rev, w)]):9.2f}" for w in wls)
         print(f"{rev:9} {cells}  {desc}")
     print(f"command: python -m bench.ablation --rounds {args.rounds} --workloads "
-          f"{args.workloads} --reps {args.reps}")
+          f"{args.workloads} --reps {args.reps}"
+          + (f" --revisions {args.revisions}" if args.revisions else ""))
 
 
 if __name__ == "__main__":
