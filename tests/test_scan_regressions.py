@@ -360,3 +360,29 @@ def test_min_is_a_primitive_exact_on_integers():
     np.testing.assert_array_equal(ys.numpy(), [0, 0])
     sl.testing.check_grads(lambda x: sl.min(sl.tanh(x), axis=0), (np.linspace(-1, 1, 12)
                                                                   .reshape(3, 4),), order=2)
+
+
+def test_nested_scan_in_a_cached_body_differentiates_a_tensor_that_now_requires_grad():
+    # The outer body's graph is cached from a first call in which v did not require grad;
+    # the nested scan's linearization stored in it (recorded because its input came from a
+    # grad inside the body) must not be reused for v's gradient.
+    from scanlib.scan import cache
+
+    rng = np.random.default_rng(0)
+    W = sl.tensor(rng.normal(size=(3, 3)) * 0.5)
+    x0, h0 = sl.tensor(rng.normal(size=(1, 2, 3))), sl.tensor(rng.normal(size=(2, 3)))
+
+    def make(run, v):
+        def f(c, x):
+            p = x @ sl.grad(lambda u: sl.tanh(x @ u).sum())(W) * 0.2
+            ci, ys = run(lambda a, z: (sl.tanh(a * v + z), sl.cos(a) * z), p, sl.stack([p, p]))
+            return sl.tanh(ci + (ys.sum(0) if run is sl.scan else ys[0] + ys[1])), None
+        return f
+
+    v = rng.normal(size=3)
+    cache.clear()
+    sl.scan(make(sl.scan, sl.tensor(v)), h0, x0)
+    got = sl.grad(lambda v_: sl.sum(sl.scan(make(sl.scan, v_), h0, x0)[0] ** 2))(v)
+    want = sl.grad(lambda v_: sl.sum(loop(make(loop, v_), h0, x0)[0] ** 2))(v)
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-10)
+    assert np.abs(want.numpy()).max() > 1e-3

@@ -48,12 +48,17 @@ def _scan_vjp(cts, outs, *inputs, _saved, body, length, reverse, num_carry, num_
               interpret=False, sum_carries=(), _lin=None):
     nc, nx = num_carry, num_xs
     xs, consts = inputs[nc:nc + nx], inputs[nc + nx:]
+    x_needs, k_needs = [_needs_grad(x) for x in xs], [_needs_grad(k) for k in consts]
     lin = _lin
-    if lin is None or any(ct is not None for ct in cts[nc + lin.num_ys:]):
-        # Either bound without residuals (inside a traced body), or the residual outputs
-        # themselves have cotangents (a higher-order derivative): linearize the body as bound,
-        # its residual outputs being ordinary ys, and recompute the forward if that needs more.
-        lin = linearize(body, nc, [_needs_grad(x) for x in xs], [_needs_grad(k) for k in consts])
+    if lin is None or any(ct is not None for ct in cts[nc + lin.num_ys:]) or not (
+            _covers(lin.x_needs, x_needs) and _covers(lin.k_needs, k_needs)):
+        # Bound without residuals (inside a traced body); or the residual outputs themselves
+        # have cotangents (a higher-order derivative); or the linearization was made for
+        # fewer inputs than need gradients now (a nested scan's equation in a cached body
+        # graph, first traced when a closed-over tensor did not require grad). Linearize the
+        # body as bound, its residual outputs being ordinary ys, and recompute the forward if
+        # that needs more.
+        lin = linearize(body, nc, x_needs, k_needs)
         if len(lin.aug_body.outvars) > len(body.outvars):
             outs = bind(scan_p, *inputs, body=lin.aug_body, length=length, reverse=reverse,
                         num_carry=nc, num_xs=nx, _lin=lin, **_mode(interpret, sum_carries))
@@ -90,6 +95,10 @@ def _scan_vjp(cts, outs, *inputs, _saved, body, length, reverse, num_carry, num_
     out += [next(xs_ct_iter) if n else None for n in lin.x_needs]
     out += [next(acc_iter) if n else None for n in lin.k_needs]
     return out
+
+
+def _covers(had, needed):
+    return all(h or not n for h, n in zip(had, needed))
 
 
 def _ct_or_zeros(ct, like, xp, lead):
