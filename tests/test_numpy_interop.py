@@ -11,7 +11,7 @@ import pytest
 
 import scanlib as sl
 from scanlib.ops import functions as F
-from scanlib.ops import methods
+from scanlib.ops import numpy_interop as methods
 from scanlib.testing import check_grads
 
 X = np.array([[1.0, -2.0, 3.0], [0.5, 4.0, -1.0]])

@@ -1,5 +1,5 @@
 """Ops: primitives with their VJPs (elementwise, structural, linalg), the public functions
-built on them, and Tensor's operators.
+built on them, and Tensor's operators and NumPy protocols.
 
 Imports backends and tape. Installs the four ops the tape needs into tape.backward.
 """
