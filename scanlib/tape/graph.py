@@ -190,6 +190,14 @@ def _fmt_index(v) -> str:
     return _fmt_param(v)
 
 
+def format_params(eqn) -> list:
+    """An equation's params as the printed graph shows them (`axis=(0,)`, `index=[:, 1:]`);
+    nested graphs and private params are left out."""
+    return [f"{k}={_fmt_index_param(p) if k == 'index' else _fmt_param(p)}"
+            for k, p in eqn.params.items()
+            if not k.startswith("_") and not isinstance(p, (Graph, list))]
+
+
 def format_graph(graph: Graph, indent: int = 0, names=None) -> str:
     names = {} if names is None else names
     fresh = _names()
@@ -218,9 +226,7 @@ def format_graph(graph: Graph, indent: int = 0, names=None) -> str:
     for eqn in graph.eqns:
         ins = [name(v) for v in eqn.invars]
         sub = [(k, p) for k, p in eqn.params.items() if isinstance(p, Graph)]
-        params = [f"{k}={_fmt_index_param(p) if k == 'index' else _fmt_param(p)}"
-                  for k, p in eqn.params.items()
-                  if not k.startswith("_") and not isinstance(p, (Graph, list))]
+        params = format_params(eqn)
         outs = ", ".join(f"{name(v)}: {v.type}" for v in eqn.outvars)
         lines.append(f"{pad}    {outs} = {eqn.prim.name}({', '.join(ins + params)})")
         for _, body in sub:

@@ -23,7 +23,7 @@ import enum
 import functools
 
 from ...tape import Literal, Var
-from ...tape.graph import format_graph
+from ...tape.graph import format_graph, format_params
 
 CONST, XS, STEP_VALUE = "const", "xs", "step"  # what a value depends on
 
@@ -308,8 +308,8 @@ def format_loop(prog, names=None):
             eqn = prog.eqns[n]
             outs = ", ".join(f"{name(v)}: {v.type}" for v in eqn.outvars)
             copy = "  (copied into C order)" if n in prog.contiguous else ""
-            lines.append(f"    {outs} = {eqn.prim.name}({', '.join(map(name, eqn.invars))})"
-                         + copy)
+            args = [name(v) for v in eqn.invars] + format_params(eqn)
+            lines.append(f"    {outs} = {eqn.prim.name}({', '.join(args)}){copy}")
     for i, acc in sorted(prog.accumulators.items()):
         lines.append(f"  carry {i} ({name(prog.carry_in[i])}): {acc.how.show(name)}")
     if prog.storage is not None:
