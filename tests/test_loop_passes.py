@@ -255,3 +255,26 @@ def test_random_bodies_every_stage_forward_and_backward(prog):
     lin = linearize(body, nc, [True] * len(xs_t), [True] * len(consts))
     check_stages(lin.bwd_body, lin.num_bwd_carry, not kw.get("reverse", False),
                  lin.bwd_sum_carries, Ts=(prog["T"],), chunks=(1, 7), seed=prog["seed"])
+
+
+def test_common_subexpressions_are_computed_once():
+    prog = final("rnn_readout")  # h @ W is both in the new carry and in the readout
+    assert "eliminate_common_subexpressions" in prog.fired
+    assert sum(prog.eqns[n].prim.name == "matmul" and prog.eqns[n].invars[1] is W_var(prog)
+               for n in prog.section) == 2  # h @ W once, tanh(h @ W) @ W once
+
+
+def W_var(prog):
+    return next(v for v in prog.graph.constvars if v.shape == (4, 4))
+
+
+@pytest.mark.parametrize("f", [
+    lambda c, x: (c * 0.5 + c * 0.25, None),          # different literals
+    lambda c, x: (c * 1 + c * 1.0, None),             # a literal's type differs
+    lambda c, x: (c + sl.sum(c, axis=0) + sl.sum(c, axis=1)[:, None], None),  # params
+])
+def test_common_subexpressions_do_not_merge_different_work(f):
+    body, nc, _, _ = body_of(f, sl.ones((3, 3)), np.ones((4, 3, 3)))
+    prog = stages(body, nc, len(body.invars) - nc, False)[-1][1]
+    assert "eliminate_common_subexpressions" not in prog.fired
+    check_stages(body, nc)

@@ -279,6 +279,11 @@ def fingerprint(graph: Graph):
     return fp
 
 
+def param_fingerprint(p):
+    """A hashable stand-in for a param value that is equal exactly when the values are."""
+    return _param_fp(p)
+
+
 def _param_fp(p):
     if isinstance(p, Graph):
         return ("graph", fingerprint(p))

@@ -13,7 +13,7 @@ import collections
 from ...ops.elementwise import add as add_p
 from ...ops.linalg import matmul_p
 from ...ops.structural import sum_p, transpose_p
-from ...tape.graph import used_vars
+from ...tape.graph import Eqn, Graph, param_fingerprint, used_vars
 from .batch import batched_impl
 from .memory import plan_memory
 from .ir import (BATCHED, CHUNK, CONST, POST, PRE, STEP, STEP_VALUE, XS, Accumulator,
@@ -32,6 +32,43 @@ def from_body(graph, num_carry, num_xs, reverse, sum_carries=()):
     kind.update({v: STEP_VALUE for e in eqns for v in e.outvars})
     return LoopProgram(graph, num_carry, num_xs, reverse, frozenset(sum_carries), tuple(eqns),
                        kind, {n: STEP for n in range(len(eqns))}, {}, {})
+
+
+def eliminate_common_subexpressions(prog):
+    """Equations that compute the same thing (same primitive, params and inputs, so the same
+    result) are computed once, and their readers read the first; a backward body often asks
+    for one transpose or product twice. Literals match by type and value; params by the
+    graph fingerprint's rules. Must not merge anything whose inputs differ in any way."""
+    seen, rename, eqns = {}, {}, []
+    for eqn in prog.eqns:
+        invars = [rename.get(v, v) if is_var(v) else v for v in eqn.invars]
+        key = (eqn.prim, tuple(_operand_key(v) for v in invars), _params_key(eqn.params))
+        first = seen.get(key)
+        if first is not None and all((a.shape, a.dtype) == (b.shape, b.dtype)
+                                     for a, b in zip(first.outvars, eqn.outvars)):
+            rename.update(zip(eqn.outvars, first.outvars))
+            continue
+        new = eqn if invars == list(eqn.invars) else Eqn(eqn.prim, invars, eqn.params,
+                                                          eqn.outvars)
+        seen.setdefault(key, new)
+        eqns.append(new)
+    if not rename:
+        return prog
+    g = prog.graph
+    graph = Graph(g.invars, g.constvars, g.consts, eqns,
+                  [rename.get(v, v) if is_var(v) else v for v in g.outvars], g.name, g.device)
+    return prog.replace(graph=graph, eqns=tuple(eqns),
+                        section={n: STEP for n in range(len(eqns))},
+                        fired="eliminate_common_subexpressions")
+
+
+def _operand_key(v):
+    return ("lit", type(v.value).__name__, repr(v.value)) if not is_var(v) else id(v)
+
+
+def _params_key(params):
+    return tuple(sorted((k, param_fingerprint(p)) for k, p in params.items()
+                        if not k.startswith("_")))
 
 
 def hoist(prog):
@@ -198,8 +235,8 @@ def copy_constant_views(prog):
     return prog.replace(contiguous=contiguous, fired="copy_constant_views")
 
 
-PASSES = (hoist, find_accumulators, defer, fuse_accumulator_terms, drop_dead,
-          copy_constant_views, plan_memory)
+PASSES = (eliminate_common_subexpressions, hoist, find_accumulators, defer,
+          fuse_accumulator_terms, drop_dead, copy_constant_views, plan_memory)
 
 
 def stages(graph, num_carry, num_xs, reverse, sum_carries=()):
