@@ -101,7 +101,10 @@ class Tensor:
     def numpy(self) -> np.ndarray:
         """The data as a NumPy array (copied from the GPU for CUDA tensors). On the CPU it is
         the tensor's own memory, not a copy; where that memory is another tensor's (the
-        gradient of x in `vdot(x, P)` is P itself) the array is read-only."""
+        gradient of x in `vdot(x, P)` is P itself), and for everything a scan returns (its
+        ys and carries share buffers with each other, xs and the values saved for backward,
+        and so do the gradients its backward scan returns), the array is read-only: copy it
+        (`np.array(t)`) to write into it."""
         return backends.to_numpy(self._concrete(".numpy()"))
 
     def item(self):
