@@ -386,3 +386,23 @@ def test_nested_scan_in_a_cached_body_differentiates_a_tensor_that_now_requires_
     want = sl.grad(lambda v_: sl.sum(loop(make(loop, v_), h0, x0)[0] ** 2))(v)
     np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-10)
     assert np.abs(want.numpy()).max() > 1e-3
+
+
+def test_the_walk_never_adds_into_an_array_it_does_not_own():
+    # A 0-d sum is replaced, not added in place; its id must not stay "owned", or a later
+    # tensor at the same address would be summed into (found by the fuzzer's loop oracle).
+    from scanlib.tape import Tensor
+    from scanlib.tape.backward import _Cotangents
+
+    s, t = Tensor(np.array(0.0), True), Tensor(np.zeros(3), True)
+    ct = _Cotangents([s, t], in_place=True)
+    shared = np.ones(3)
+    with sl.no_grad():
+        for g in [Tensor(np.array(1.0)) for _ in range(3)]:
+            ct.add(s, g)
+        g = Tensor(shared)
+        assert id(g) not in ct.owned
+        ct.add(t, g)
+        ct.add(t, Tensor(np.full(3, 10.0)))
+    np.testing.assert_array_equal(shared, 1.0)
+    np.testing.assert_array_equal(ct.targets[1].numpy(), 11.0)

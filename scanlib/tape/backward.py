@@ -86,7 +86,9 @@ class _Cotangents:
         self.target_index = None if targets is None else {id(t): i for i, t in enumerate(targets)}
         self.targets = [None] * (0 if targets is None else len(targets))
         self.nodes, self.leaves = {}, {}  # node -> [ct per output]; id(leaf) -> (leaf, ct)
-        self.in_place, self.owned = in_place, set()
+        # id -> the array-holding Tensor the walk allocated itself and may add into. The
+        # Tensor is held, so that its id cannot be reused by another while it is listed.
+        self.in_place, self.owned = in_place, {}
 
     def stops(self, x):
         return self.target_index is not None and id(x) in self.target_index
@@ -119,8 +121,9 @@ class _Cotangents:
             old._value += g._value
         else:
             total = OPS.add(old, g)
+            self.owned.pop(id(old), None)
             if self.in_place:
-                self.owned.add(id(total))
+                self.owned[id(total)] = total
             self._set(x, total)
 
     def add_at(self, x, index, g):
@@ -131,7 +134,7 @@ class _Cotangents:
             buf = Tensor(xp.zeros(x.shape, x.dtype))
             if old is not None:
                 buf._value += old._value
-            self.owned.add(id(buf))
+            self.owned[id(buf)] = buf
             self._set(x, buf)
             old = buf
         value = g._value.astype(x.dtype, copy=False)
@@ -144,7 +147,7 @@ class _Cotangents:
         cts = self.nodes.pop(node, None)
         if cts is not None and self.owned:
             for c in cts:  # handed to a rule now: no longer the walk's to change in place
-                self.owned.discard(id(c))
+                self.owned.pop(id(c), None)
         return cts
 
 
