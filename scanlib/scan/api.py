@@ -33,8 +33,8 @@ def scan(f, init, xs=None, *, length=None, reverse=False, dim=0, interpret=None)
     aligned with xs when `reverse=True`. A Python-number leaf of init takes the dtype the
     loop's first steps give it (so `0.0` works as a float32 accumulator), as in JAX; to find
     it, f is traced once more per such leaf at most. A carry f keeps as a Python number at
-    every step (`b * 2` with b = 0) gets NumPy's default dtype: give it a typed init if
-    that promotes the carries it meets.
+    every step (`b * 2` with b = 0), or one f cannot take as a number (it calls a Tensor
+    method on it), gets NumPy's default dtype: give it a typed init if that matters.
 
     f is traced once into a graph (print it with `scan_plan`), so inside f use scanlib ops
     and no Python control flow on values. Tensors f closes over get gradients too.

@@ -23,6 +23,7 @@ import enum
 import functools
 
 from ...tape import Literal, Var
+from . import batch
 from ...tape.graph import format_graph, format_params
 
 CONST, XS, STEP_VALUE = "const", "xs", "step"  # what a value depends on
@@ -187,8 +188,7 @@ class LoopProgram:
     def batched_into(self, n):
         """For a CHUNK or POST equation, its function that writes into a given array
         (`fn(*args, out=...)`), or None."""
-        from .batch import batched_into  # the rules, looked up on the primitives
-        return batched_into(self.eqns[n], *batched_flags(self.kind, self.eqns[n]))
+        return batch.batched_into(self.eqns[n], *batched_flags(self.kind, self.eqns[n]))
 
 
 def batched_flags(kind, eqn):
