@@ -406,3 +406,24 @@ def test_the_walk_never_adds_into_an_array_it_does_not_own():
         ct.add(t, Tensor(np.full(3, 10.0)))
     np.testing.assert_array_equal(shared, 1.0)
     np.testing.assert_array_equal(ct.targets[1].numpy(), 11.0)
+
+
+@pytest.mark.parametrize("interpret", [False, True])
+def test_params_that_compare_equal_in_python_are_not_the_same_work(interpret):
+    # True == 1 and 0.0 == -0.0 in Python; as params they mean different things, for the
+    # common-subexpression pass and for the body cache alike.
+    from scanlib.scan import cache
+
+    a, xs = np.array([0, 2]), np.arange(24.0).reshape(2, 3, 4)
+    cache.clear()
+    ys = sl.scan(lambda c, x: (c, (x[True, a, 1], x[1, a, True])), 0.0, xs,
+                 interpret=interpret)[1]
+    np.testing.assert_array_equal(ys[1].numpy(), np.stack([x[1, a, True] for x in xs]))
+    cache.clear()
+    sl.scan(lambda c, x: (c, x[True, a, 1]), 0.0, xs)
+    got = sl.scan(lambda c, x: (c, x[1, a, True]), 0.0, xs, interpret=interpret)[1]
+    np.testing.assert_array_equal(got.numpy(), np.stack([x[1, a, True] for x in xs]))
+    cs = sl.Primitive("copysign", lambda x, s: np.copysign(x, s))
+    ys = sl.scan(lambda c, x: (c, (cs(x, s=0.0), cs(x, s=-0.0))), 0.0, np.ones((3, 2)),
+                 interpret=interpret)[1]
+    np.testing.assert_array_equal(ys[1].numpy(), -1.0)

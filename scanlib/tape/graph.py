@@ -285,18 +285,22 @@ def param_fingerprint(p):
 
 
 def _param_fp(p):
+    # Numbers by type and value, as literals are: True == 1 and 0.0 == -0.0 in Python, but
+    # x[True, i] is not x[1, i], and copysign by -0.0 is not by 0.0.
     if isinstance(p, Graph):
         return ("graph", fingerprint(p))
     if isinstance(p, (tuple, list)):
-        return tuple(_param_fp(x) for x in p)
+        return (type(p).__name__,) + tuple(_param_fp(x) for x in p)
     if isinstance(p, slice):
-        return ("slice", p.start, p.stop, p.step)
+        return ("slice", _param_fp(p.start), _param_fp(p.stop), _param_fp(p.step))
     if isinstance(p, np.dtype):
         return ("dtype", p.str)
     if isinstance(p, np.ndarray):  # by value: a repr elides the middle of a large array
         return ("array", p.dtype.str, p.shape, p.tobytes())
+    if p is None or isinstance(p, (bool, int, float, complex, str, np.generic)):
+        return (type(p).__name__, repr(p))
     try:
         hash(p)
-        return p
+        return (type(p).__name__, p)
     except TypeError:  # unknown and unhashable: never equal to another trace's (no reuse)
         return ("object", id(p), type(p).__name__)
