@@ -427,3 +427,15 @@ def test_params_that_compare_equal_in_python_are_not_the_same_work(interpret):
     ys = sl.scan(lambda c, x: (c, (cs(x, s=0.0), cs(x, s=-0.0))), 0.0, np.ones((3, 2)),
                  interpret=interpret)[1]
     np.testing.assert_array_equal(ys[1].numpy(), -1.0)
+
+
+def test_axes_are_checked_not_wrapped():
+    a = sl.tensor(np.arange(6.0).reshape(3, 2))
+    for bad in (lambda: sl.concatenate([a, a], 2), lambda: sl.stack([a, a], 3),
+                lambda: sl.expand_dims(a, 5), lambda: np.expand_dims(a, (0, 0)),
+                lambda: np.concatenate([a, a], -3), lambda: sl.sum(a, axis=(0, 0)),
+                lambda: sl.swapaxes(a, 0, 2)):
+        with pytest.raises(ValueError):
+            bad()
+    assert sl.concatenate([a, a], -1).shape == (3, 4)
+    assert np.expand_dims(a, (0, -1)).shape == (1, 3, 2, 1)

@@ -239,15 +239,23 @@ def transpose(x, *axes):
 def swapaxes(x, axis1, axis2):
     """x with two axes exchanged."""
     x = as_tensor(x)
+    axis1, axis2 = (_one_axis(a, x.ndim, "swapaxes") for a in (axis1, axis2))
     axes = list(range(x.ndim))
     axes[axis1], axes[axis2] = axes[axis2], axes[axis1]
     return transpose(x, tuple(axes))
 
 
+def _one_axis(axis, ndim, who):
+    """axis as a non-negative int, checked as NumPy checks it (no wrapping around)."""
+    if isinstance(axis, (tuple, list)):
+        raise TypeError(f"{who}: axis must be one int, got {axis!r}")
+    return normalize_axis(axis, ndim, f"{who}: axis")[0]
+
+
 def expand_dims(x, axis):
     """x with a new axis of length 1 at position axis."""
     x = as_tensor(x)
-    axis = axis % (x.ndim + 1)
+    axis = _one_axis(axis, x.ndim + 1, "expand_dims")
     return reshape_p(x, shape=x.shape[:axis] + (1,) + x.shape[axis:])
 
 
@@ -274,7 +282,7 @@ def concatenate(xs, axis=0):
     xs = [as_tensor(x) for x in xs]
     if not xs:
         raise ValueError("concatenate needs at least one tensor")
-    return concatenate_p(*xs, axis=axis % xs[0].ndim)
+    return concatenate_p(*xs, axis=_one_axis(axis, xs[0].ndim, "concatenate"))
 
 
 def stack(xs, axis=0):
@@ -285,7 +293,7 @@ def stack(xs, axis=0):
     shapes = {x.shape for x in xs}
     if len(shapes) > 1:
         raise ValueError(f"stack: all tensors must have one shape, got {sorted(shapes)}")
-    return stack_p(*xs, axis=axis % (xs[0].ndim + 1))
+    return stack_p(*xs, axis=_one_axis(axis, xs[0].ndim + 1, "stack"))
 
 
 # --- linear algebra -------------------------------------------------------------------------

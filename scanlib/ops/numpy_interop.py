@@ -16,6 +16,7 @@ import numpy as np
 from ..tape import Tensor
 from . import elementwise as ew
 from . import functions as F
+from .structural import normalize_axis
 
 # NumPy ufuncs called on Tensors (np.exp(t), ndarray + t) dispatch to scanlib's ops.
 _UFUNCS = {
@@ -78,7 +79,7 @@ def _expand_dims(a, axis):
     if not isinstance(axis, (tuple, list)):
         return F.expand_dims(a, axis)
     ndim = F.as_tensor(a).ndim + len(axis)
-    for ax in sorted(ax % ndim for ax in axis):  # positions in the result, so in order
+    for ax in normalize_axis(axis, ndim, "np.expand_dims: axis"):  # in the result, in order
         a = F.expand_dims(a, ax)
     return a
 

@@ -32,7 +32,9 @@ def normalize_axis(axis, ndim, what="axis"):
         if not -ndim <= a < ndim:
             raise ValueError(f"{what} {a} is out of range for a tensor with {ndim} dimensions")
         out.append(int(a) % ndim)
-    return tuple(sorted(set(out)))
+    if len(set(out)) != len(out):
+        raise ValueError(f"{what} {axis!r} names an axis twice")
+    return tuple(sorted(out))
 
 
 def _keepdims_shape(shape, axes):
