@@ -380,10 +380,15 @@ def test_integer_tensors_cannot_require_grad(backend):
 def test_numpy_asarray_and_repr(backend):
     x = backend.tensor([1.0, 2.0], requires_grad=True)
     if backend.name == "numpy":
-        a = np.asarray(x)
+        with pytest.raises(TypeError, match="drop its gradient"):  # as torch refuses it too
+            np.asarray(x)
+        with pytest.raises(TypeError, match="drop its gradient"):  # a list NumPy converts
+            np.sum([x, x])
+        a = np.asarray(x.detach())
         assert isinstance(a, np.ndarray) and a.dtype == np.float64
         np.testing.assert_array_equal(a, [1.0, 2.0])
-        np.testing.assert_array_equal(np.asarray(x, dtype=np.float32), np.float32([1, 2]))
+        np.testing.assert_array_equal(np.asarray(x.detach(), dtype=np.float32),
+                                      np.float32([1, 2]))
     else:
         with pytest.raises(TypeError, match=r"\.numpy\(\)"):
             np.asarray(x)

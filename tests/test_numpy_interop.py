@@ -189,9 +189,14 @@ def test_non_differentiable_functions_run_on_numpy_even_when_grad_is_required():
     assert np.shape(x) == X.shape and np.ndim(x) == 2 and np.size(x) == 6
     assert np.result_type(x, np.float32) == np.float64
     assert bool(np.all(np.isfinite(x))) and not np.any(np.isnan(x))
-    np.testing.assert_allclose(x, X)
-    np.testing.assert_array_equal(np.asarray(x), X)
-    np.testing.assert_array_equal(np.array(x), X)
+    # np.testing's asserts, np.asarray and np.array read a tensor through __array__, which
+    # refuses one that requires grad (its gradient would be gone): detach or .numpy() first.
+    for read in (lambda: np.testing.assert_allclose(x, X), lambda: np.asarray(x),
+                 lambda: np.array(x)):
+        with pytest.raises(TypeError, match="drop its gradient"):
+            read()
+    np.testing.assert_allclose(x.numpy(), X)
+    np.testing.assert_array_equal(np.asarray(x.detach()), X)
     assert float(sl.tensor(2.5, requires_grad=True)) == 2.5
 
 

@@ -129,8 +129,9 @@ _FUNCTIONS = {
 
 # Functions whose results carry no gradient (bools, indices, text), so they run on NumPy even
 # when a tensor requires grad: np.allclose(t, want) drops nothing. They still refuse traced
-# tensors, whose values are stand-ins. (np.testing's asserts, np.asarray and np.array are not
-# dispatched at all: they read tensors through Tensor.__array__.)
+# tensors, whose values are stand-ins. (np.testing's asserts, np.asarray, np.array and any
+# list of tensors are not dispatched at all: NumPy reads them through Tensor.__array__, which
+# refuses a tensor that requires grad.)
 _NON_DIFFERENTIABLE = {getattr(np, name) for name in (
     "allclose", "isclose", "array_equal", "array_equiv", "argmax", "argmin", "argsort",
     "argwhere", "nonzero", "flatnonzero", "count_nonzero", "searchsorted", "isin", "any", "all",
@@ -204,7 +205,7 @@ def _replace_tensors(obj, fn):
 
 
 def _read_only(t):
-    value = np.asarray(t)  # through Tensor.__array__: GPU tensors raise there, as before
+    value = np.asarray(t.detach())  # Tensor.__array__: GPU tensors raise there, as before
     value = value.view()
     value.flags.writeable = False  # NumPy must not write into a Tensor (out=t, np.copyto(t))
     return value

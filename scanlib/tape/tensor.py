@@ -124,6 +124,14 @@ class Tensor:
 
     def __array__(self, dtype=None, copy=None):
         value = self._concrete("Conversion to a NumPy array")
+        if self.requires_grad:
+            # NumPy reads tensors this way wherever it meets one it cannot dispatch on (inside
+            # a list: np.sum([t, u]), np.asarray(t)); the result would have no gradient.
+            raise TypeError(
+                f"NumPy is reading a tensor that requires grad ({type_str(self.shape, self.dtype)})"
+                " as a plain array, which would drop its gradient without a word. Use scanlib's "
+                "functions (scanlib.sum(scanlib.stack([t, u])) for np.sum([t, u])), or leave "
+                "the tape on purpose with t.detach() or t.numpy().")
         if self.device != "cpu":
             raise TypeError(
                 f"this tensor lives on {self.device}; NumPy cannot read GPU memory. "
