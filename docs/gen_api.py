@@ -246,23 +246,42 @@ def api_markdown() -> str:
     lines += [index, ""]
     for name in sl.__all__:
         obj = getattr(sl, name)
-        sig, desc, example = FALLBACK.get(name, (None, None, None))
-        doc = own_doc(obj)
-        if desc is None:
-            if not doc:
-                raise SystemExit(f"gen_api: scanlib.{name} has no docstring and no FALLBACK "
-                                 "description; add one.")
-            desc = doc.split("\n\n")[0].replace("\n", " ")
-        if example is None and doc:
-            example = docstring_example(doc)
-        if example is None:
-            raise SystemExit(f"gen_api: scanlib.{name} has no example; add one to its "
-                             "docstring or to FALLBACK.")
-        sig = sig or signature(name, obj)
-        lines += [f"## {name}", "", f"`{sig}`", "", desc, ""]
-        block = as_doctest(example, new_namespace())
-        lines += ["```python", block, "```", ""]
+        if name in SUBMODULES:
+            lines += submodule_markdown(name, obj)
+            continue
+        lines += entry_markdown(name, obj, "##")
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+# Public submodules: a section each, with a ### entry for every name in their __all__.
+SUBMODULES = ("linalg", "random", "optim")
+
+
+def submodule_markdown(name, module):
+    doc = own_doc(module) or ""
+    lines = [f"## {name}", "", doc.split("\n\n")[0].replace("\n", " "), ""]
+    for sub in module.__all__:
+        lines += entry_markdown(f"{name}.{sub}", getattr(module, sub), "###")
+    return lines
+
+
+def entry_markdown(name, obj, level):
+    """One name's heading, signature, description and run example."""
+    sig, desc, example = FALLBACK.get(name, (None, None, None))
+    doc = own_doc(obj)
+    if desc is None:
+        if not doc:
+            raise SystemExit(f"gen_api: scanlib.{name} has no docstring and no FALLBACK "
+                             "description; add one.")
+        desc = doc.split("\n\n")[0].replace("\n", " ")
+    if example is None and doc:
+        example = docstring_example(doc)
+    if example is None:
+        raise SystemExit(f"gen_api: scanlib.{name} has no example; add one to its "
+                         "docstring or to FALLBACK.")
+    sig = sig or signature(name, obj)
+    block = as_doctest(example, new_namespace())
+    return [f"{level} {name}", "", f"`{sig}`", "", desc, "", "```python", block, "```", ""]
 
 
 # --- refreshing the outputs in a markdown file of >>> blocks ----------------------------------

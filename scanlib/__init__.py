@@ -2,10 +2,11 @@
 
 A define-by-run Tensor and tape autograd engine over NumPy (CPU) and CuPy (GPU), and on it a
 JAX-style `scan` whose VJP is itself a scan. Layers import one way:
-backends <- tape <- ops <- (tracing, autodiff) <- scan <- this public API.
+backends <- tape <- ops <- (tracing, autodiff, linalg, random, optim) <- scan <- this public
+API.
 """
 
-from . import testing
+from . import linalg, optim, random, testing
 from .autodiff import grad, value_and_grad, vjp
 from .backends import cuda_available
 from .ops import *  # noqa: F403
@@ -19,5 +20,6 @@ __version__ = "0.1.0"
 __all__ = [
     *[n for n in _ops_all if n not in ("Primitive", "bind", "elementwise", "sum_to", "getitem")],
     "Tensor", "Graph", "no_grad", "enable_grad", "grad", "value_and_grad", "vjp",
-    "make_graph", "testing", "cuda_available", "scan", "scan_plan", "ScanPlan",
+    "make_graph", "testing", "linalg", "random", "optim", "cuda_available", "scan",
+    "scan_plan", "ScanPlan",
 ]

@@ -34,6 +34,9 @@ def test_api_reference_covers_every_public_name():
     text = read("docs", "api.md")
     headings = re.findall(r"^## (\S+)$", text, re.MULTILINE)
     assert headings == list(sl.__all__)
+    for module in ("linalg", "random", "optim"):  # a section each, an entry per name
+        names = re.findall(rf"^### {module}\.(\S+)$", text, re.MULTILINE)
+        assert names == list(getattr(sl, module).__all__)
 
 
 def test_readme_quick_start_has_the_ci_command():

@@ -1,6 +1,7 @@
 """Every public op: forward against NumPy (float32 and float64, with NumPy 2's dtype rules),
 its VJP against central finite differences in a random direction in float64, and a
-second-order check. One table of cases serves the three tests.
+second-order check, and the op inside a scan body against the loop. One table of cases serves
+the four tests (tests/opcheck.py).
 """
 
 from __future__ import annotations
@@ -14,61 +15,10 @@ import scanlib as sl
 from scanlib.backends import xp_of
 from scanlib.testing import check_grads
 
+from opcheck import A, C, D, N, P, case, table_tests
 
-# --- input generators: keep finite differences away from kinks, ties and domain edges ----
-def _normal(rng, shape):
-    return rng.standard_normal(shape)
-
-
-def _positive(rng, shape):
-    return rng.uniform(0.5, 2.0, shape)
-
-
-def _away(rng, shape):
-    """|x| in [0.2, 2]: away from the kink of abs/relu at 0."""
-    return rng.uniform(0.2, 2.0, shape) * rng.choice([-1.0, 1.0], shape)
-
-
-def _distinct(rng, shape):
-    """Distinct values about 0.1 apart, jittered so that two inputs do not tie either."""
-    n = int(np.prod(shape))
-    return (rng.permutation(n) * 0.1 - 0.05 * n).reshape(shape) + rng.uniform(-0.04, 0.04, shape)
-
-
-def _clip_safe(rng, shape):
-    """Values at least 0.1 away from the clip bounds -0.5 and 0.5."""
-    return rng.choice([-0.9, -0.7, -0.3, 0.0, 0.3, 0.7, 0.9], shape) + rng.uniform(
-        -0.05, 0.05, shape)
-
-
-N, P, A, D, C = _normal, _positive, _away, _distinct, _clip_safe
 MASK = np.array([[True, False, True, True], [False, False, True, False], [True, True, False, True]])
 INT_IDX = np.array([2, 0, 2, 1, 0])  # repeats: the cotangents must add up
-
-
-class Case:
-    """fn(*consts, *inputs) against ref(*consts, *inputs); consts (masks) are not differentiated
-    and, like the inputs, are put on the backend's device."""
-
-    def __init__(self, id, fn, ref, args, consts=(), order=2):
-        self.id, self.fn, self.ref, self.args, self.order = id, fn, ref or fn, args, order
-        self.consts = consts
-
-    def on(self, backend):
-        """fn with its consts on the backend's device bound in front."""
-        consts = [backend.array(c) for c in self.consts]
-        return lambda *xs: self.fn(*consts, *xs)
-
-    def reference(self, *xs):
-        return np.asarray(self.ref(*self.consts, *xs))
-
-    def inputs(self, dtype, seed=0):
-        rng = np.random.default_rng(seed)
-        return [gen(rng, shape).astype(dtype) for gen, shape in self.args]
-
-
-def case(id, fn, *args, ref=None, consts=(), order=2):
-    return pytest.param(Case(id, fn, ref, args, consts, order), id=id)
 
 
 def _np_sigmoid(x):
@@ -231,42 +181,9 @@ CASES = [
 ]
 
 
-def _tol(dtype):
-    return {"rtol": 2e-5, "atol": 1e-5} if dtype == np.float32 else {"rtol": 1e-12, "atol": 1e-12}
-
-
-@pytest.mark.parametrize("c", CASES)
-@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
-def test_forward_matches_numpy(backend, c, dtype):
-    xs = c.inputs(dtype)
-    want = c.reference(*xs)
-    out = c.on(backend)(*[backend.tensor(x) for x in xs])
-    assert isinstance(out, sl.Tensor)
-    backend.check_device(out)
-    assert out.shape == want.shape
-    assert out.dtype == want.dtype, f"{c.id}: dtype {out.dtype}, NumPy gives {want.dtype}"
-    np.testing.assert_allclose(out.numpy(), want, **_tol(dtype))
-
-
-@pytest.mark.parametrize("c", CASES)
-def test_vjp_float32_matches_float64(backend, c):
-    """Gradients keep each input's dtype and shape, and float32 agrees with float64."""
-    ct = np.random.default_rng(7).standard_normal(c.reference(*c.inputs(np.float64)).shape)
-    grads = {}
-    for dtype in (np.float32, np.float64):
-        xs = [backend.tensor(x) for x in c.inputs(dtype)]
-        out, back = sl.vjp(c.on(backend), *xs)
-        grads[dtype] = back(backend.tensor(ct.astype(out.dtype)))
-        for x, g in zip(xs, grads[dtype]):
-            assert g.dtype == x.dtype and g.shape == x.shape
-            backend.check_device(g)
-    for g32, g64 in zip(grads[np.float32], grads[np.float64]):
-        np.testing.assert_allclose(g32.numpy(), g64.numpy(), rtol=1e-4, atol=1e-4)
-
-
-@pytest.mark.parametrize("c", CASES)
-def test_grads_match_finite_differences(backend, c):
-    check_grads(c.on(backend), [backend.array(x) for x in c.inputs(np.float64)], order=c.order)
+(test_forward_matches_numpy, test_vjp_float32_matches_float64,
+ test_grads_match_finite_differences, test_inside_a_scan_body_matches_the_loop) = table_tests(
+    CASES)
 
 
 # --- cases outside the table ----------------------------------------------------------------

@@ -5,9 +5,12 @@ Imports backends and tape. Installs the four ops the tape needs into tape.backwa
 """
 
 from ..tape import backward as _backward
-from . import elementwise, functions, methods
+from . import arrays, elementwise, functions, matrices, methods, nn, special
+from .arrays import *  # noqa: F403
 from .functions import *  # noqa: F403
-from .functions import __all__ as _functions_all
+from .matrices import *  # noqa: F403
+from .nn import *  # noqa: F403
+from .special import *  # noqa: F403
 from .primitive import Primitive, bind
 
 methods.install()
@@ -16,4 +19,7 @@ _backward.OPS.sum_to = functions.sum_to
 _backward.OPS.astype = lambda g, dtype: elementwise.astype(g, dtype=dtype)
 _backward.OPS.stop_gradient = elementwise.stop_gradient
 
-__all__ = ["Primitive", "bind", "elementwise", *_functions_all]
+# The public ops, module by module (decompositions are public as scanlib.linalg).
+PUBLIC_MODULES = (functions, special, nn, arrays, matrices)
+__all__ = ["Primitive", "bind", "elementwise",
+           *[name for module in PUBLIC_MODULES for name in module.__all__]]

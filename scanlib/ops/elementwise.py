@@ -7,6 +7,8 @@ Imports backends, tape and ops.primitive.
 
 from __future__ import annotations
 
+import numpy as np
+
 from .. import backends
 from ..tape import Tensor
 from .primitive import Primitive
@@ -67,7 +69,9 @@ def _pow_vjp(g, out, x, y):
             gx = mul(g, mul(x, 2.0))
         else:
             gx = mul(g, mul(y, power(x, sub(y, 1) if _is_tensor(y) else y - 1)))
-    if _is_tensor(y):
+    if _is_tensor(y) and not _is_tensor(x):  # a number base (2.0 ** y): log folds now
+        gy = mul(g, mul(out, float(np.log(x)))) if x > 0 else mul(g, 0.0)
+    elif _is_tensor(y):
         positive = greater(x, 0)
         safe_x = where(positive, x, 1.0)
         gy = mul(g, where(positive, mul(out, log(safe_x)), 0.0))

@@ -14,6 +14,7 @@ import inspect
 import numpy as np
 
 from ..tape import Tensor
+from . import arrays, decompositions, matrices, nn, special
 from . import elementwise as ew
 from . import functions as F
 from .structural import normalize_axis
@@ -30,6 +31,9 @@ _UFUNCS = {
     np.logical_not: ew.logical_not, np.logical_and: ew.logical_and,
     np.logical_or: ew.logical_or,
 }
+_EXTENSIONS = (special, nn, arrays, matrices, decompositions)
+for _module in _EXTENSIONS:
+    _UFUNCS.update(_module.NUMPY_UFUNCS)
 # Ufunc keywords that, with these values, change nothing (NumPy passes dtype=None through).
 _UFUNC_DEFAULTS = {"dtype": None, "where": True, "casting": "same_kind", "order": "K",
                    "subok": True}
@@ -126,6 +130,8 @@ _FUNCTIONS = {
     np.zeros_like: lambda a, dtype=None: F.zeros_like(a, dtype),
     np.ones_like: lambda a, dtype=None: F.ones_like(a, dtype),
 }
+for _module in _EXTENSIONS:
+    _FUNCTIONS.update(_module.NUMPY_FUNCTIONS)
 
 # Functions whose results carry no gradient (bools, indices, text), so they run on NumPy even
 # when a tensor requires grad: np.allclose(t, want) drops nothing. They still refuse traced
@@ -216,8 +222,8 @@ def _stand_in(t):
 
 
 def _scanlib_name(name):
-    # Read at call time: scanlib exports F.__all__, which other modules may still be growing.
-    return name if name in F.__all__ else None
+    # Read at call time: the modules' __all__ may still be growing while scanlib imports.
+    return name if any(name in m.__all__ for m in (F, *_EXTENSIONS)) else None
 
 
 def _fallback(f, impl, args, kwargs, lookup=None, no_grad_needed=False, metadata=False):
