@@ -115,11 +115,13 @@ def _split_aux(out, who):
     return out
 
 
-def value_and_grad(f, argnums=0, has_aux=False):
+def value_and_grad(f, argnums=0, has_aux=False, holomorphic=False):
     """A function returning (f(*args), gradient of f with respect to args[argnums]).
 
-    f must return a scalar. The gradient has the structure of the chosen argument(s) (a tuple
-    when argnums is a tuple). Arguments f does not depend on get zeros, as in JAX.
+    f must return a real scalar (or, with holomorphic=True, a complex one of complex inputs).
+    The gradient has the structure of the chosen argument(s) (a tuple when argnums is a
+    tuple). Arguments f does not depend on get zeros, as in JAX. For a real f of complex z
+    the gradient is JAX's: df/dRe(z) - 1j df/dIm(z), the conjugate of torch's.
     """
     multiple = isinstance(argnums, (tuple, list))
     nums = tuple(argnums) if multiple else (argnums,)
@@ -156,6 +158,7 @@ def value_and_grad(f, argnums=0, has_aux=False):
             raise TypeError(f"grad: f must return a scalar (shape ()), but it returned shape "
                             f"{out.shape}. Reduce it (.sum(), .mean()) or use scanlib.vjp for "
                             "non-scalar outputs.")
+        _check_holomorphic(out, inputs, paths, holomorphic)
         if out.requires_grad:
             seed = Tensor(backends.xp_of(out._value).ones_like(out._value))
             found = backward_pass([out], [seed], targets=inputs,
@@ -171,6 +174,24 @@ def value_and_grad(f, argnums=0, has_aux=False):
     return wrapped
 
 
+def _check_holomorphic(out, inputs, paths, holomorphic):
+    """JAX's rules: grad needs a real output, unless holomorphic=True, which needs complex
+    inputs and output."""
+    complex_out = np.dtype(out.dtype).kind == "c"
+    if complex_out and not holomorphic:
+        raise TypeError(f"grad: f returned a complex scalar ({out.dtype}); grad needs a real "
+                        "one. Take scanlib.real(...) or scanlib.abs(...) of it, or pass "
+                        "holomorphic=True if f is holomorphic.")
+    if holomorphic:
+        for p, x in zip(paths, inputs):
+            if np.dtype(x.dtype).kind != "c":
+                raise TypeError(f"grad(holomorphic=True): {p} is {x.dtype}; holomorphic "
+                                "differentiation needs complex inputs (astype('complex128')).")
+        if not complex_out:
+            raise TypeError(f"grad(holomorphic=True): f returned {out.dtype}; a holomorphic f "
+                            "returns a complex scalar.")
+
+
 def _arg_path(path, nums):
     # "args[0]['h']" names the tuple of chosen arguments; show the real argument index.
     if path.startswith("args["):
@@ -179,7 +200,7 @@ def _arg_path(path, nums):
     return path
 
 
-def grad(f, argnums=0, has_aux=False):
+def grad(f, argnums=0, has_aux=False, holomorphic=False):
     """The gradient of scalar-valued f with respect to args[argnums], as in JAX.
 
     As with torch.func, an argument that is a Tensor with requires_grad=True keeps its link
@@ -191,7 +212,7 @@ def grad(f, argnums=0, has_aux=False):
     >>> sl.grad(lambda x: (x ** 3).sum())(sl.tensor([1.0, 2.0]))
     tensor([ 3., 12.], dtype=float64)
     """
-    vg = value_and_grad(f, argnums, has_aux)
+    vg = value_and_grad(f, argnums, has_aux, holomorphic)
 
     @functools.wraps(f)
     def wrapped(*args):

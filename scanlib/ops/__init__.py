@@ -17,6 +17,7 @@ methods.install()
 _backward.OPS.add = elementwise.add
 _backward.OPS.sum_to = functions.sum_to
 _backward.OPS.astype = lambda g, dtype: elementwise.astype(g, dtype=dtype)
+_backward.OPS.real = elementwise.real
 _backward.OPS.stop_gradient = elementwise.stop_gradient
 
 # The public ops, module by module (decompositions are public as scanlib.linalg).

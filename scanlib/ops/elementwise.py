@@ -69,8 +69,10 @@ def _pow_vjp(g, out, x, y):
             gx = mul(g, mul(x, 2.0))
         else:
             gx = mul(g, mul(y, power(x, sub(y, 1) if _is_tensor(y) else y - 1)))
-    if _is_tensor(y) and not _is_tensor(x):  # a number base (2.0 ** y): log folds now
+    if _is_tensor(y) and not _is_tensor(x) and not _is_complex(x):  # 2.0 ** y: log folds now
         gy = mul(g, mul(out, float(np.log(x)))) if x > 0 else mul(g, 0.0)
+    elif _is_tensor(y) and _is_complex(x):  # the principal log, defined off 0
+        gy = mul(g, mul(out, log(x)))
     elif _is_tensor(y):
         positive = greater(x, 0)
         safe_x = where(positive, x, 1.0)
@@ -124,8 +126,54 @@ sigmoid = Primitive(
     elementwise=True, out_impl=_sigmoid_out)
 sign = Primitive("sign", lambda x: _xp(x).sign(x), elementwise=True,
                  doc="sign(x): -1, 0 or 1 elementwise (not differentiable).")
-absolute = _ufunc("abs", lambda g, out, x: (mul(g, sign(x)),),
-                  "abs(x): elementwise |x|; VJP g * sign(x) (0 at 0).", ufunc="absolute")
+
+
+def _abs_vjp(g, out, x):
+    if not _is_complex(x):
+        return (mul(g, sign(x)),)
+    # JAX's convention: g * conj(z) / |z| (0 at 0), written differentiably for second order
+    zero = equal(out, 0)
+    return (where(zero, 0.0, mul(g, div(conj(x), where(zero, 1.0, out)))),)
+
+
+absolute = _ufunc("abs", _abs_vjp, "abs(x): elementwise |x|; VJP g * sign(x) for real x (0 at "
+                  "0), g * conj(z) / |z| for complex z (JAX's convention).", ufunc="absolute")
+
+
+# --- complex parts ------------------------------------------------------------------------
+# Cotangents follow JAX's convention: the pairing of a cotangent c with a tangent t is
+# Re(c * t), so a holomorphic f has VJP g * f'(z) (no conjugate), and a real input's cotangent
+# is the real part of what reaches it (fit_cotangent takes it).
+def _is_complex(x):
+    return np.dtype(getattr(x, "dtype", type(x))).kind == "c"
+
+
+def _real_vjp(g, out, x):
+    return (g,)  # Re(g * dz) = g Re(dz): the cotangent of z is g itself
+
+
+def _imag_vjp(g, out, x):
+    return (mul(g, -1j) if _is_complex(x) else mul(g, 0.0),)  # Im(dz) = Re(-i dz)
+
+
+def _angle_vjp(g, out, x):
+    if not _is_complex(x):
+        return (mul(g, 0.0),)
+    # d angle = Im(dz / z) = Re(-i conj(z) dz / |z|^2); 0 at z = 0, as |z| there
+    r2 = real(mul(x, conj(x)))
+    zero = equal(r2, 0)
+    return (where(zero, 0.0, mul(g, div(mul(conj(x), -1j), where(zero, 1.0, r2)))),)
+
+
+real = Primitive("real", lambda x: _xp(x).real(x), _real_vjp, elementwise=True,
+                 doc="real(x): the real part (x itself for real x).")
+imag = Primitive("imag", lambda x: _xp(x).imag(x), _imag_vjp, elementwise=True,
+                 doc="imag(x): the imaginary part (zeros for real x).")
+conj = Primitive("conj", lambda x: _xp(x).conjugate(x), lambda g, out, x: (conj(g),),
+                 elementwise=True, ufunc="conjugate",
+                 doc="conj(x): the complex conjugate (x itself for real x).")
+angle = Primitive("angle", lambda x: _xp(x).angle(x), _angle_vjp, elementwise=True,
+                  doc="angle(x): the argument of a complex number, in radians.")
 
 
 def _max_vjp(g, out, x, y):

@@ -22,6 +22,7 @@ __all__ = [
     "maximum", "minimum", "where", "clip", "sum", "mean", "max", "min", "logsumexp", "softmax",
     "matmul", "einsum", "vdot", "stack", "concatenate", "reshape", "transpose", "swapaxes",
     "expand_dims", "squeeze", "broadcast_to", "stop_gradient", "sum_to", "getitem", "sign",
+    "real", "imag", "conj", "conjugate", "angle",
 ]
 
 
@@ -131,6 +132,8 @@ exp, log, log1p, sqrt = ew.exp, ew.log, ew.log1p, ew.sqrt
 sin, cos, tanh, sigmoid = ew.sin, ew.cos, ew.tanh, ew.sigmoid
 abs, sign, maximum, minimum = ew.absolute, ew.sign, ew.maximum, ew.minimum
 stop_gradient = ew.stop_gradient
+real, imag, conj, angle = ew.real, ew.imag, ew.conj, ew.angle
+conjugate = conj
 
 
 def where(condition, x, y):

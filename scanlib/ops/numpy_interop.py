@@ -29,7 +29,7 @@ _UFUNCS = {
     np.greater_equal: ew.greater_equal, np.equal: ew.equal, np.not_equal: ew.not_equal,
     np.matmul: F.matmul, np.sign: ew.sign, np.isfinite: ew.isfinite,
     np.logical_not: ew.logical_not, np.logical_and: ew.logical_and,
-    np.logical_or: ew.logical_or,
+    np.logical_or: ew.logical_or, np.conjugate: ew.conj,
 }
 _EXTENSIONS = (special, nn, arrays, matrices, decompositions)
 for _module in _EXTENSIONS:
@@ -129,6 +129,8 @@ _FUNCTIONS = {
     np.broadcast_to: lambda array, shape: F.broadcast_to(array, shape),
     np.zeros_like: lambda a, dtype=None: F.zeros_like(a, dtype),
     np.ones_like: lambda a, dtype=None: F.ones_like(a, dtype),
+    np.real: lambda val: F.real(val), np.imag: lambda val: F.imag(val),
+    np.angle: lambda z, deg=False: F.angle(z) if not deg else ew.mul(F.angle(z), 180 / np.pi),
 }
 for _module in _EXTENSIONS:
     _FUNCTIONS.update(_module.NUMPY_FUNCTIONS)

@@ -6,8 +6,8 @@ first, is a topological order: backward is a loop, never a recursion (a 100,000-
 works at the default recursion limit), cotangents are popped as the walk goes, and the
 visited nodes drop their inputs afterwards so the graph's memory is released.
 
-Imports tape.state and tape.tensor. The walk needs three differentiable ops (add, sum_to,
-astype) and Tensor.detach of a tracer needs stop_gradient; scanlib.ops installs them in OPS,
+Imports tape.state and tape.tensor. The walk needs four differentiable ops (add, sum_to,
+astype, real) and Tensor.detach of a tracer needs stop_gradient; scanlib.ops installs them in OPS,
 so that this layer never imports the one above.
 """
 
@@ -17,11 +17,14 @@ import itertools
 import types
 import weakref
 
+import numpy as np
+
 from .. import backends
 from . import state
 from .tensor import Tensor, is_differentiable_dtype, type_str
 
-OPS = types.SimpleNamespace(add=None, sum_to=None, astype=None, stop_gradient=None)
+OPS = types.SimpleNamespace(add=None, sum_to=None, astype=None, real=None,
+                            stop_gradient=None)
 
 _seq = itertools.count()
 
@@ -68,6 +71,8 @@ def fit_cotangent(g, x):
     a Tensor or a graph Var)."""
     if g.shape != x.shape:
         g = OPS.sum_to(g, x.shape)
+    if g.dtype.kind == "c" and np.dtype(x.dtype).kind != "c":
+        g = OPS.real(g)  # a real input's cotangent is the real part (JAX's convention)
     if g.dtype != x.dtype:
         g = OPS.astype(g, x.dtype)
     return g
@@ -137,7 +142,10 @@ class _Cotangents:
             self.owned[id(buf)] = buf
             self._set(x, buf)
             old = buf
-        value = g._value.astype(x.dtype, copy=False)
+        value = g._value
+        if value.dtype.kind == "c" and np.dtype(x.dtype).kind != "c":
+            value = value.real  # as fit_cotangent
+        value = value.astype(x.dtype, copy=False)
         if any(not isinstance(i, (int, slice, type(None), type(Ellipsis))) for i in index):
             backends.xp_of(value).add.at(old._value, index, value)  # repeats accumulate
         else:
