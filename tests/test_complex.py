@@ -150,7 +150,7 @@ def _lru(lam, B, C, xs, use_scan):
         h = lam * h + B @ x
         return h, sl.real(C @ h)
 
-    h0 = sl.zeros(lam.shape, dtype=np.complex128)
+    h0 = sl.zeros(lam.shape, dtype=np.complex128, device=lam.device)
     if use_scan:
         return sl.scan(step, h0, xs)
     ys = []

@@ -13,6 +13,7 @@ from .. import backends
 from ..tape import Tensor
 from . import elementwise as ew
 from . import functions as F
+from .at import IndexUpdate
 from .numpy_interop import array_function, array_ufunc
 
 
@@ -55,6 +56,8 @@ def install():
     T.__eq__, T.__ne__ = _method(ew.equal), _method(ew.not_equal)
     T.__invert__ = _method(ew.logical_not)
     T.__getitem__ = F.getitem
+    T.at = property(IndexUpdate, doc="JAX's functional indexed updates: x.at[i].set(v), .add(v), "
+                    ".multiply(v), .divide(v), .get().")
     T.__array_ufunc__ = array_ufunc
     T.__array_function__ = array_function
     T.sum = lambda self, axis=None, keepdims=False: F.sum(self, axis, keepdims)

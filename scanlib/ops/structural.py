@@ -110,6 +110,51 @@ scatter_add_p = Primitive(
         getitem_p(g, *arrays, index=index), *[None] * len(arrays)))
 
 
+# --- functional indexed updates: x.at[index].set(v) and .add(v) --------------------------------
+def _last_writers_impl(*arrays, index, shape, out_shape):
+    """True where an entry of x[index] is the one a NumPy assignment keeps (the last writer of
+    each repeated position), False where a later entry overwrote it."""
+    xp = _xp(*arrays)
+    ids = xp.arange(int(np.prod(out_shape)), dtype=np.int64).reshape(out_shape)
+    buf = xp.full(shape, -1, dtype=np.int64)
+    buf[_fill(index, arrays)] = ids
+    return buf[_fill(index, arrays)] == ids
+
+
+last_writers_p = Primitive("last_writers", _last_writers_impl)
+
+
+def may_repeat(arrays):
+    """Whether index arrays can name one position twice (they have more than one entry)."""
+    return bool(arrays) and int(np.prod(np.broadcast_shapes(*[a.shape for a in arrays]))) > 1
+
+
+def _scatter_set_impl(x, v, *arrays, index, unique):
+    where = _fill(index, arrays)
+    if unique and may_repeat(arrays):
+        winners = _last_writers_impl(*arrays, index=index, shape=x.shape,
+                                     out_shape=np.shape(x[where]))
+        if not bool(winners.all()):
+            raise ValueError(f"{unique}: the index names a position more than once; that is "
+                             "not supported here (combine the repeated updates first)")
+    out = x.copy()
+    out[where] = v
+    return out
+
+
+def _scatter_set_vjp(g, out, x, v, *arrays, index, unique):
+    ct_x = scatter_set_p(g, 0, *arrays, index=index, unique=False)
+    ct_v = getitem_p(g, *arrays, index=index)
+    if may_repeat(arrays) and not unique:  # a position written twice keeps only the last value
+        mask = last_writers_p(*arrays, index=index, shape=x.shape, out_shape=ct_v.shape)
+        ct_v = where(mask, ct_v, 0.0)
+    return (ct_x, ct_v, *[None] * len(arrays))
+
+
+# unique: False, or the name of the caller that needs each position written once (checked).
+scatter_set_p = Primitive("scatter_set", _scatter_set_impl, _scatter_set_vjp)
+
+
 def split_index(index):
     """Split a NumPy-style index into a static template and the array indices it holds.
 

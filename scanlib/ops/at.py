@@ -1,0 +1,130 @@
+"""`x.at[index]`: JAX's functional indexed updates (`.set(v)`, `.add(v)`, `.multiply(v)`,
+`.divide(v)`, `.get()`), differentiable in x and v; Tensors stay immutable, so each returns a
+new tensor.
+
+Imports backends, tape and ops.structural/elementwise.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import backends
+from ..tape import Tensor
+from . import elementwise as ew
+from .structural import (_fill, getitem_p, last_writers_p, may_repeat, scatter_add_p,
+                         scatter_set_p, split_index)
+
+
+class IndexUpdate:
+    """What `x.at` returns: index it to choose the entries an update touches."""
+
+    __slots__ = ("x",)
+
+    def __init__(self, x):
+        self.x = x
+
+    def __getitem__(self, index):
+        return IndexedUpdate(self.x, index)
+
+    def __repr__(self):
+        return f"_IndexUpdate({self.x!r})"
+
+
+_HINTS = ("indices_are_sorted", "unique_indices")  # JAX's promises; nothing relies on them
+
+
+def _check_options(who, mode, fill_value, hints):
+    unknown = set(hints) - set(_HINTS)
+    if unknown:
+        raise TypeError(f"x.at[...].{who}() got unexpected keyword(s) {sorted(unknown)}")
+    if mode is not None or fill_value is not None:
+        raise NotImplementedError(
+            f"x.at[...].{who}(mode={mode!r}): scanlib indexes as NumPy does (an index out of "
+            "range raises IndexError, negative indices count from the end); clip the indices "
+            "yourself, or read with scanlib.take(x, i, mode='clip').")
+
+
+class IndexedUpdate:
+    """`x.at[index]`: the updates of JAX (set, add, multiply, divide, get), each a new tensor.
+
+    Repeated indices: `add` accumulates every value (as JAX and np.add.at), `set` keeps the last
+    value as NumPy's assignment does (its gradient reaches only that value), and `multiply` and
+    `divide` raise a ValueError. An out-of-range index raises IndexError.
+
+    >>> import scanlib as sl
+    >>> x = sl.zeros(4)
+    >>> x.at[1].set(5.0).at[[0, 0]].add(1.0)
+    tensor([2., 5., 0., 0.], dtype=float64)
+    """
+
+    __slots__ = ("x", "index")
+
+    def __init__(self, x, index):
+        self.x, self.index = x, index
+
+    def _parts(self):
+        template, arrays = split_index(self.index)
+        device = self.x.device
+        arrays = [a if isinstance(a, Tensor) else backends.to_device(a, device) for a in arrays]
+        return template, arrays
+
+    def _value(self, v):
+        """v in x's dtype (as JAX casts it; NumPy's assignment does the same)."""
+        v = v if isinstance(v, Tensor) else Tensor(backends.asarray_on(v, self.x.device))
+        if v.dtype != self.x.dtype:
+            if np.dtype(v.dtype).kind == "c" and np.dtype(self.x.dtype).kind != "c":
+                raise TypeError(f"x.at[...]: a complex value ({v.dtype}) cannot update a "
+                                f"{self.x.dtype} tensor without dropping its imaginary part; "
+                                "cast x to a complex dtype first.")
+            v = ew.astype(v, dtype=self.x.dtype)
+        return v
+
+    def get(self, *, mode=None, fill_value=None, **hints):
+        """x[index]."""
+        _check_options("get", mode, fill_value, hints)
+        template, arrays = self._parts()
+        return getitem_p(self.x, *arrays, index=template)
+
+    def set(self, v, *, mode=None, **hints):
+        """x with x[index] replaced by v (broadcast to x[index]'s shape)."""
+        _check_options("set", mode, None, hints)
+        template, arrays = self._parts()
+        return scatter_set_p(self.x, self._value(v), *arrays, index=template, unique=False)
+
+    def add(self, v, *, mode=None, **hints):
+        """x with v added at index; repeated indices add every value."""
+        _check_options("add", mode, None, hints)
+        template, arrays = self._parts()
+        # np.add.at broadcasts v; the walk sums its cotangent back to v's shape
+        update = scatter_add_p(self._value(v), *arrays, index=template, shape=self.x.shape)
+        return ew.add(self.x, update)
+
+    def multiply(self, v, *, mode=None, **hints):
+        """x with x[index] multiplied by v; an index named twice is a ValueError."""
+        _check_options("multiply", mode, None, hints)
+        return self._combine(v, ew.mul, "x.at[...].multiply")
+
+    def divide(self, v, *, mode=None, **hints):
+        """x with x[index] divided by v; an index named twice is a ValueError."""
+        _check_options("divide", mode, None, hints)
+        return self._combine(v, ew.div, "x.at[...].divide")
+
+    def _combine(self, v, op, who):
+        template, arrays = self._parts()
+        if may_repeat(arrays) and not any(isinstance(a, Tensor) and a._trace is not None
+                                          for a in arrays):  # known now: say so here
+            values = [a._value if isinstance(a, Tensor) else a for a in arrays]
+            shape = np.shape(np.broadcast_to(np.zeros((), bool), self.x.shape)[
+                _fill(template, [backends.to_numpy(a) for a in values])])
+            if not bool(last_writers_p(*arrays, index=template, shape=self.x.shape,
+                                       out_shape=shape)._value.all()):
+                raise ValueError(f"{who}: the index names a position more than once, which "
+                                 "is not supported (JAX leaves it undefined); combine the "
+                                 "factors of each position first.")
+        current = getitem_p(self.x, *arrays, index=template)
+        new = self._value(op(current, self._value(v)))
+        return scatter_set_p(self.x, new, *arrays, index=template, unique=who)
+
+    def __repr__(self):
+        return f"_IndexedUpdate({self.x!r}, {self.index!r})"
