@@ -33,7 +33,7 @@ _UFUNCS = {
 }
 _EXTENSIONS = (special, nn, arrays, matrices, decompositions)
 for _module in _EXTENSIONS:
-    _UFUNCS.update(_module.NUMPY_UFUNCS)
+    _UFUNCS.update(getattr(_module, "NUMPY_UFUNCS", {}))
 # Ufunc keywords that, with these values, change nothing (NumPy passes dtype=None through).
 _UFUNC_DEFAULTS = {"dtype": None, "where": True, "casting": "same_kind", "order": "K",
                    "subok": True}
@@ -133,7 +133,7 @@ _FUNCTIONS = {
     np.angle: lambda z, deg=False: F.angle(z) if not deg else ew.mul(F.angle(z), 180 / np.pi),
 }
 for _module in _EXTENSIONS:
-    _FUNCTIONS.update(_module.NUMPY_FUNCTIONS)
+    _FUNCTIONS.update(getattr(_module, "NUMPY_FUNCTIONS", {}))
 
 # Functions whose results carry no gradient (bools, indices, text), so they run on NumPy even
 # when a tensor requires grad: np.allclose(t, want) drops nothing. They still refuse traced
