@@ -401,3 +401,17 @@ def test_broadcasting_gradients_fold_back(backend, shapes, op):
         expected = full.sum(axis=axes, keepdims=True).reshape(shape) if full.ndim else full
         assert g.shape == shape
         np.testing.assert_allclose(g.numpy(), expected, rtol=1e-10, atol=1e-12)
+
+
+def test_format_tolist_flatten_squeeze(backend):
+    t = backend.tensor(3.14159, requires_grad=True)
+    assert format(t, ".3f") == "3.142" and f"{t:.1e}" == "3.1e+00" and f"{t}" == str(t)
+    with pytest.raises(TypeError, match="only a 0-d tensor"):
+        format(backend.tensor([1.0]), ".2f")
+    m = backend.tensor(np.arange(6).reshape(2, 3))
+    assert m.tolist() == [[0, 1, 2], [3, 4, 5]] and isinstance(m.tolist()[0][0], int)
+    x = backend.tensor(np.arange(6.0).reshape(1, 2, 3), requires_grad=True)
+    assert x.flatten().shape == (6,) and x.ravel().shape == (6,)
+    assert x.squeeze().shape == (2, 3) and x.squeeze(0).shape == (2, 3)
+    g = sl.grad(lambda x: (x.flatten() * backend.tensor(np.arange(6.0))).sum())(x)
+    np.testing.assert_array_equal(backend.numpy(g), np.arange(6.0).reshape(1, 2, 3))

@@ -40,6 +40,23 @@ def _astype(self, dtype):
     return self if dtype == self.dtype else ew.astype(self, dtype=dtype)
 
 
+def _format(self, spec):
+    """format(t, ".4f") of a 0-d tensor formats its value, as NumPy's 0-d arrays do; an empty
+    spec is str(t)."""
+    if not spec:
+        return str(self)
+    if self.ndim != 0:
+        raise TypeError(f"format(t, {spec!r}): only a 0-d tensor can be formatted as a number "
+                        f"(as in NumPy); this one has shape {self.shape}. Use t.item() for one "
+                        "element, or np.array2string(t.numpy()) for an array.")
+    return format(self.item(), spec)
+
+
+def _tolist(self):
+    """The data as (nested) Python lists of numbers, as ndarray.tolist()."""
+    return backends.to_numpy(self._concrete(".tolist()")).tolist()
+
+
 def install():
     T = Tensor
     T.__add__, T.__radd__ = _method(ew.add), _swap(ew.add)
@@ -65,6 +82,10 @@ def install():
     T.max = lambda self, axis=None, keepdims=False: F.max(self, axis, keepdims)
     T.min = lambda self, axis=None, keepdims=False: F.min(self, axis, keepdims)
     T.reshape = F.reshape
+    T.squeeze = lambda self, axis=None: F.squeeze(self, axis)
+    T.flatten = T.ravel = lambda self: F.reshape(self, -1)
+    T.__format__ = _format
+    T.tolist = _tolist
     T.transpose = F.transpose
     T.T = property(lambda self: F.transpose(self))
     T.astype = _astype
