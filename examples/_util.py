@@ -1,12 +1,11 @@
-"""Small helpers the examples share: Adam on Tensors, a text progress bar, PNG output and the
-exit-status convention (0: ran and its check passed, 1: its check failed, 2: bad usage).
+"""Small helpers the examples share: a text progress bar, PNG output and the exit-status
+convention (0: ran and its check passed, 1: its check failed, 2: bad usage).
 
 Only examples import this file; it uses scanlib's public API and, when present, matplotlib.
 """
 
 from __future__ import annotations
 
-import math
 import os
 import sys
 import time
@@ -14,38 +13,6 @@ import time
 import scanlib as sl
 
 OUT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "out")
-
-
-class Adam:
-    """Adam (Kingma & Ba) on a dict of Tensors, written with Tensor arithmetic, so the same
-    lines run on NumPy and CuPy data. Returns new parameters; Tensors are immutable."""
-
-    def __init__(self, lr=3e-3, b1=0.9, b2=0.999, eps=1e-8):
-        self.lr, self.b1, self.b2, self.eps, self.t = lr, b1, b2, eps, 0
-        self.m = self.v = None
-
-    def step(self, params: dict, grads: dict, lr: float | None = None) -> dict:
-        lr = self.lr if lr is None else lr
-        b1, b2 = self.b1, self.b2
-        with sl.no_grad():
-            if self.m is None:
-                self.m = {k: sl.zeros_like(p) for k, p in params.items()}
-                self.v = {k: sl.zeros_like(p) for k, p in params.items()}
-            self.t += 1
-            self.m = {k: b1 * self.m[k] + (1 - b1) * grads[k] for k in params}
-            self.v = {k: b2 * self.v[k] + (1 - b2) * grads[k] * grads[k] for k in params}
-            c1, c2 = 1 - b1**self.t, 1 - b2**self.t
-            return {k: p - lr * (self.m[k] / c1) / (sl.sqrt(self.v[k] / c2) + self.eps)
-                    for k, p in params.items()}
-
-
-def clip_by_global_norm(grads: dict, max_norm: float) -> tuple[dict, float]:
-    """Scale all gradients together so that their joint L2 norm is at most max_norm."""
-    with sl.no_grad():
-        norm = math.sqrt(sum(float((g * g).sum()) for g in grads.values()))
-        if norm <= max_norm or norm == 0.0:
-            return grads, norm
-        return {k: g * (max_norm / norm) for k, g in grads.items()}, norm
 
 
 class Progress:

@@ -30,7 +30,7 @@ import sys
 import time
 import warnings
 
-import _util  # examples/_util.py: Adam, the progress bar, PNG output
+import _util  # examples/_util.py: the progress bar, PNG output
 import numpy as np
 
 import scanlib as sl
@@ -257,7 +257,11 @@ def main(argv=None) -> int:
             return float(loss_fn(p, val_x, val_y))
 
     value_and_grad = sl.value_and_grad(loss_fn)
-    opt = _util.Adam(lr=args.lr)
+    def learning_rate(step):  # constant, then decaying over the last half
+        return args.lr * min(1.0, 2.0 * (1 - step / args.steps) + 0.1)
+
+    opt = sl.optim.chain(sl.optim.clip_by_global_norm(1.0), sl.optim.adam(learning_rate))
+    opt_state = opt.init(params)
     eval_at = set(np.linspace(0, args.steps, args.evals + 1).round().astype(int))
     history, val_history, running = [], [], None
     print(f"training {args.steps} steps (loss in nats per character; uniform guessing is "
@@ -273,9 +277,7 @@ def main(argv=None) -> int:
                        args.seq_len)
         loss, grads = value_and_grad(params, sl.tensor(x, device=device),
                                      sl.tensor(y, device=device))
-        grads, _ = _util.clip_by_global_norm(grads, 1.0)
-        lr = args.lr * min(1.0, 2.0 * (1 - step / args.steps) + 0.1)  # decay over the last half
-        params = opt.step(params, grads, lr)
+        params, opt_state = opt.update(grads, opt_state, params)
         loss = float(loss)
         history.append(loss)
         running = loss if running is None else 0.95 * running + 0.05 * loss

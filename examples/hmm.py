@@ -113,13 +113,14 @@ def main(argv=None) -> int:
     except AssertionError as e:
         grad_ok = _util.check(False, f"d loglik / d logits: {e}")
 
-    logits, opt = random_logits(), _util.Adam(lr=args.lr)
+    logits, opt = random_logits(), sl.optim.adam(args.lr)
+    opt_state = opt.init(logits)
     objective = sl.value_and_grad(lambda lg: -log_likelihood(lg, data) / n_obs)
     ll_init = None
     for step in range(args.steps):
         loss, g = objective(logits)
         ll_init = -float(loss) if ll_init is None else ll_init
-        logits = opt.step(logits, g)
+        logits, opt_state = opt.update(g, opt_state, logits)
         if step % max(1, args.steps // 5) == 0:
             print(f"  step {step:>4}  log-likelihood per observation {-float(loss):.4f}")
     ll_fit = float(log_likelihood(logits, data)) / n_obs

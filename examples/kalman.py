@@ -112,12 +112,13 @@ def main(argv=None) -> int:
     except AssertionError as e:
         grad_ok = _util.check(False, f"d loglik / d theta: {e}")
 
-    theta, opt = to_theta(guess), _util.Adam(lr=args.lr)
+    theta, opt = to_theta(guess), sl.optim.adam(args.lr)
+    opt_state = opt.init(theta)
     objective = sl.value_and_grad(lambda th: -log_likelihood(th, ys) / n_obs)
     ll_init = float(log_likelihood(theta, ys)) / n_obs
     for step in range(args.steps):
         loss, g = objective(theta)
-        theta = opt.step(theta, g)
+        theta, opt_state = opt.update(g, opt_state, theta)
         if step % max(1, args.steps // 5) == 0 or step == args.steps - 1:
             print(f"  step {step:>4}  log-likelihood per observation {-float(loss):.4f}")
     ll_fit = float(log_likelihood(theta, ys)) / n_obs

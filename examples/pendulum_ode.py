@@ -91,13 +91,14 @@ def main(argv=None) -> int:
     except AssertionError as e:
         grad_ok = _util.check(False, f"d loss / d params: {e}")
 
-    params, opt = logs(**guess), _util.Adam(lr=args.lr)
+    params, opt = logs(**guess), sl.optim.adam(args.lr)
+    opt_state = opt.init(params)
     value_and_grad = sl.value_and_grad(loss_fn)
     first = None
     for step in range(args.steps):
         loss, g = value_and_grad(params)
         first = float(loss) if first is None else first
-        params = opt.step(params, g)
+        params, opt_state = opt.update(g, opt_state, params)
         if step % max(1, args.steps // 5) == 0:
             print(f"  step {step:>4}  mean squared error {float(loss):.5f}")
     final = float(loss_fn(params))

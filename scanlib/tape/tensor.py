@@ -30,15 +30,29 @@ def is_differentiable_dtype(dtype) -> bool:
     return np.dtype(dtype).kind in "fc"
 
 
+def _check_grad(x, g):
+    """A .grad assigned by hand must look like the gradient backward would put there."""
+    if not isinstance(g, Tensor):
+        raise TypeError(f".grad must be a Tensor or None, got {type(g).__name__}; wrap an array "
+                        "with scanlib.tensor(array) first.")
+    if g.shape != x.shape or g.dtype != x.dtype or g.device != x.device:
+        raise ValueError(
+            f".grad must match the tensor it belongs to, but the tensor is "
+            f"{type_str(x.shape, x.dtype)} on {x.device} and the assigned gradient is "
+            f"{type_str(g.shape, g.dtype)} on {g.device}. Reshape, cast (.astype) or move "
+            "(.to) the gradient first, or assign None to reset it.")
+
+
 class Tensor:
     """An immutable n-d array that can record the operations applied to it.
 
     Make one with `scanlib.tensor(data, requires_grad=True)`; after `loss.backward()` the
     gradient of each leaf that requires grad is in `.grad` (accumulated, as in PyTorch; set it
-    to None to reset).
+    to None to reset). An update makes a new leaf: `w = (w - lr * w.grad).requires_grad_()`
+    under `no_grad()`, or use scanlib.optim.
     """
 
-    __slots__ = ("_value", "requires_grad", "grad", "_node", "_index", "_trace", "_var",
+    __slots__ = ("_value", "requires_grad", "_grad", "_node", "_index", "_trace", "_var",
                  "__weakref__")
     # ndarray <op> Tensor must come back to Tensor's reflected operator.
     __array_priority__ = 1000
@@ -47,7 +61,7 @@ class Tensor:
                  _var=None):
         self._value = value
         self.requires_grad = requires_grad
-        self.grad = None
+        self._grad = None
         self._node = _node
         self._index = _index
         self._trace = _trace
@@ -77,6 +91,47 @@ class Tensor:
     @property
     def is_leaf(self) -> bool:
         return self._node is None
+
+    # --- the torch-style loop: .grad and requires_grad_ ----------------------------------------
+    @property
+    def grad(self):
+        """The gradient backward() accumulated here, or None. Assign None to reset it; an
+        assigned Tensor must have this tensor's shape, dtype and device."""
+        return self._grad
+
+    @grad.setter
+    def grad(self, value):
+        if value is not None:
+            _check_grad(self, value)
+        self._grad = value
+
+    def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+        """Set requires_grad in place and return self, as torch's `requires_grad_`.
+
+        Tensors are immutable, so a torch-style update makes a new leaf and marks it:
+
+        >>> w = sl.tensor([1.0, 2.0], requires_grad=True)
+        >>> (w * w).sum().backward()
+        >>> with sl.no_grad():
+        ...     w = (w - 0.1 * w.grad).requires_grad_()
+        """
+        if self._trace is not None:
+            raise TypeError(
+                "requires_grad_() on a traced tensor (inside a scan body or make_graph): "
+                "gradients inside a body follow its inputs. Mark the tensors passed to scan "
+                "instead, or use scanlib.grad inside the body.")
+        if requires_grad and not is_differentiable_dtype(self.dtype):
+            raise TypeError(
+                f"requires_grad_() needs a floating or complex tensor, but this one is "
+                f"{type_str(self.shape, self.dtype)}; integer and bool tensors have no "
+                "gradient. Cast it first: t.astype('float64').requires_grad_().")
+        if not requires_grad and self._node is not None:
+            raise RuntimeError(
+                "requires_grad_(False) on a tensor computed by recorded ops (not a leaf) would "
+                "cut it out of the graph its result came from; use t.detach() for a copy "
+                "without gradient history.")
+        self.requires_grad = bool(requires_grad)
+        return self
 
     def __len__(self):
         if self.ndim == 0:

@@ -1,0 +1,512 @@
+"""scanlib.optim against hand-written NumPy updates (bit for bit), against optax when it is
+installed, on pytrees of mixed shapes and dtypes, inside a scan carry, and in the torch-style
+loop (requires_grad_, .grad, fresh leaves after an update); and the errors it raises.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import scanlib as sl
+from scanlib import optim
+
+STEPS = 6
+
+
+# --- NumPy references: each optimiser written out for one array ---------------------------------
+def ref_sgd(p, grads, lr, momentum=None, nesterov=False):
+    t = np.zeros_like(p)
+    for g in grads:
+        if momentum is not None:
+            t = g + momentum * t
+            g = g + momentum * t if nesterov else t
+        p = p + (-lr) * g
+    return p
+
+
+def ref_adam(p, grads, lr, b1=0.9, b2=0.999, eps=1e-8, eps_root=0.0, weight_decay=None):
+    m, v = np.zeros_like(p), np.zeros_like(p)
+    for k, g in enumerate(grads, start=1):
+        m = (1 - b1) * g + b1 * m
+        v = (1 - b2) * (g * g) + b2 * v
+        count = np.asarray(k, dtype=p.dtype)  # the bias correction is computed in p's dtype
+        m_hat, v_hat = m / (1 - b1**count), v / (1 - b2**count)
+        u = m_hat / (np.sqrt(v_hat + eps_root) + eps)
+        if weight_decay is not None:
+            u = u + weight_decay * p
+        lr_k = lr(k - 1) if callable(lr) else lr
+        p = p + (-lr_k) * u
+    return p
+
+
+OPTIMISERS = {
+    "sgd": (lambda: optim.sgd(0.1), lambda p, gs: ref_sgd(p, gs, 0.1)),
+    "sgd_momentum": (lambda: optim.sgd(0.1, momentum=0.8),
+                     lambda p, gs: ref_sgd(p, gs, 0.1, 0.8)),
+    "sgd_nesterov": (lambda: optim.sgd(0.1, momentum=0.8, nesterov=True),
+                     lambda p, gs: ref_sgd(p, gs, 0.1, 0.8, nesterov=True)),
+    "momentum": (lambda: optim.momentum(0.05, beta=0.7),
+                 lambda p, gs: ref_sgd(p, gs, 0.05, 0.7)),
+    "adam": (lambda: optim.adam(0.01), lambda p, gs: ref_adam(p, gs, 0.01)),
+    "adam_eps_root": (lambda: optim.adam(0.01, b1=0.8, b2=0.99, eps=1e-6, eps_root=1e-10),
+                      lambda p, gs: ref_adam(p, gs, 0.01, 0.8, 0.99, 1e-6, 1e-10)),
+    "adamw": (lambda: optim.adamw(0.01, weight_decay=0.1),
+              lambda p, gs: ref_adam(p, gs, 0.01, weight_decay=0.1)),
+    "adamw_default_decay": (lambda: optim.adamw(0.01),
+                            lambda p, gs: ref_adam(p, gs, 0.01, weight_decay=1e-4)),
+    "adam_schedule": (lambda: optim.adam(lambda step: 0.02 * 0.5**step),
+                      lambda p, gs: ref_adam(p, gs, lambda step: 0.02 * 0.5**step)),
+}
+
+
+def gradient_sequence(rng, shape, dtype, steps=STEPS):
+    gs = [(3 * rng.standard_normal(shape)).astype(dtype) for _ in range(steps)]
+    gs[1].flat[0] = 0.0  # a zero gradient: eps is what keeps adam finite there
+    return gs
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", list(OPTIMISERS))
+def test_matches_numpy_reference_bit_for_bit(backend, rng, name, dtype):
+    make, ref = OPTIMISERS[name]
+    p0 = rng.standard_normal((3, 4)).astype(dtype)
+    grads = gradient_sequence(rng, p0.shape, dtype)
+    opt = make()
+    p = backend.tensor(p0)
+    state = opt.init(p)
+    for g in grads:
+        p, state = opt.update(backend.tensor(g), state, p)
+    backend.check_device(p)
+    assert p.dtype == dtype
+    np.testing.assert_array_equal(p.numpy(), ref(p0, grads))
+
+
+def test_adam_matches_the_textbook_formula(rng):
+    """The reference above is not a copy of a mistake: Kingma & Ba's Algorithm 1."""
+    p0, grads = rng.standard_normal(5), gradient_sequence(rng, (5,), np.float64)
+    lr, b1, b2, eps = 0.01, 0.9, 0.999, 1e-8
+    p, m, v = p0.copy(), 0.0, 0.0
+    for t, g in enumerate(grads, start=1):
+        m, v = b1 * m + (1 - b1) * g, b2 * v + (1 - b2) * g**2
+        p = p - lr * (m / (1 - b1**t)) / (np.sqrt(v / (1 - b2**t)) + eps)
+    np.testing.assert_allclose(ref_adam(p0, grads, lr), p, rtol=1e-14)
+
+
+@pytest.mark.parametrize("name", list(OPTIMISERS))
+def test_pytree_of_mixed_shapes_and_dtypes(backend, rng, name):
+    make, ref = OPTIMISERS[name]
+    p0 = {"W": rng.standard_normal((3, 4)).astype(np.float32),
+          "layers": [rng.standard_normal(2), (np.float64(rng.standard_normal()),
+                                              rng.standard_normal((1, 1)).astype(np.float32))]}
+    p0["layers"][1] = (np.asarray(p0["layers"][1][0]), p0["layers"][1][1])
+    flat0, treedef = sl.pytree.flatten(p0)
+    grads = [gradient_sequence(rng, a.shape, a.dtype) for a in flat0]
+    opt = make()
+    params = sl.pytree.unflatten(treedef, [backend.tensor(a) for a in flat0])
+    state = opt.init(params)
+    for k in range(STEPS):
+        g = sl.pytree.unflatten(treedef, [backend.tensor(gs[k]) for gs in grads])
+        params, state = opt.update(g, state, params)
+    leaves, new_def = sl.pytree.flatten(params)
+    assert new_def == treedef
+    for leaf, a, gs in zip(leaves, flat0, grads):
+        assert leaf.dtype == a.dtype and leaf.shape == a.shape
+        np.testing.assert_array_equal(leaf.numpy(), ref(a, gs))
+    for leaf in sl.pytree.flatten(state)[0]:  # moments keep their parameter's dtype
+        assert leaf.dtype in (np.float32, np.float64, np.int32)
+
+
+def test_state_structure_follows_optax(rng):
+    params = {"W": sl.tensor(np.ones((2, 2), np.float32)), "b": sl.tensor(np.zeros(2))}
+    adam_state, lr_state = optim.adam(0.1).init(params)
+    assert adam_state.count.dtype == np.int32 and adam_state.count.shape == ()
+    assert adam_state.mu["W"].dtype == np.float32 and adam_state.nu["b"].dtype == np.float64
+    assert lr_state == ()
+    _, sched_state = optim.adam(lambda step: 0.1).init(params)
+    assert int(sched_state.count) == 0
+    (trace_state, _) = optim.sgd(0.1, momentum=0.9).init(params)
+    assert set(trace_state.trace) == {"W", "b"}
+
+
+def test_arrays_in_arrays_out(rng):
+    p0 = {"w": rng.standard_normal(3)}
+    g = {"w": rng.standard_normal(3)}
+    opt = optim.adam(0.1)
+    p, state = opt.update(g, opt.init(p0), p0)
+    assert type(p["w"]) is np.ndarray
+    np.testing.assert_array_equal(p["w"], ref_adam(p0["w"], [g["w"]], 0.1))
+    assert p0["w"] is not p["w"]  # nothing is written in place
+
+
+def test_transform_and_apply_updates_are_update_in_two_steps(rng):
+    p0, grads = rng.standard_normal(4), gradient_sequence(rng, (4,), np.float64)
+    opt = optim.adamw(0.01, weight_decay=0.05)
+    p1 = p2 = sl.tensor(p0)
+    s1 = s2 = opt.init(p1)
+    for g in grads:
+        p1, s1 = opt.update(sl.tensor(g), s1, p1)
+        updates, s2 = opt.transform(sl.tensor(g), s2, p2)
+        p2 = optim.apply_updates(p2, updates)
+    np.testing.assert_array_equal(p1.numpy(), p2.numpy())
+    assert int(s1[0].count) == int(s2[0].count) == len(grads)
+
+
+def test_update_records_no_tape_and_keeps_requires_grad(rng):
+    w = sl.tensor(rng.standard_normal(3), requires_grad=True)
+    c = sl.tensor(rng.standard_normal(3))  # a constant leaf stays one
+    opt = optim.adam(0.1)
+    (w2, c2), _ = opt.update((sl.tensor(np.ones(3)), sl.tensor(np.ones(3))), opt.init((w, c)),
+                             (w, c))
+    assert w2.requires_grad and w2.is_leaf and w2.grad is None
+    assert not c2.requires_grad and c2.is_leaf
+
+
+# --- clip_by_global_norm, chain, schedules --------------------------------------------------------
+def test_clip_scales_above_the_norm(backend):
+    g = {"a": backend.tensor([3.0, 0.0]), "b": backend.tensor([[4.0]])}  # global norm 5
+    clip = optim.clip_by_global_norm(1.0)
+    updates, state = clip.transform(g, clip.init(g))
+    assert state == ()
+    np.testing.assert_allclose(updates["a"].numpy(), [0.6, 0.0], rtol=1e-15)
+    np.testing.assert_allclose(updates["b"].numpy(), [[0.8]], rtol=1e-15)
+    total = sum(float((u * u).sum()) for u in updates.values())
+    np.testing.assert_allclose(total, 1.0, rtol=1e-15)
+
+
+@pytest.mark.parametrize("values", [[0.3, 0.4], [0.0, 0.0]])
+def test_clip_leaves_updates_untouched_below_the_norm(backend, values):
+    g = {"a": backend.tensor(np.array(values, np.float32))}
+    clip = optim.clip_by_global_norm(1.0)
+    updates, _ = clip.transform(g, clip.init(g))
+    assert updates["a"] is g["a"]
+
+
+def test_clip_of_mixed_dtypes_keeps_each_dtype(rng):
+    g = [sl.tensor(np.full(4, 10.0, np.float32)), sl.tensor(np.full(2, 10.0))]
+    updates, _ = optim.clip_by_global_norm(2.0).transform(g, ())
+    assert [u.dtype for u in updates] == [np.float32, np.float64]
+    norm = np.sqrt(sum(float((u.astype("float64") ** 2).sum()) for u in updates))
+    np.testing.assert_allclose(norm, 2.0, rtol=1e-6)
+
+
+def test_chain_applies_in_order():
+    g = sl.tensor([3.0, 4.0])  # norm 5
+    w = sl.tensor([0.0, 0.0])
+    clip_first = optim.chain(optim.clip_by_global_norm(1.0), optim.sgd(0.1))
+    sgd_first = optim.chain(optim.sgd(0.1), optim.clip_by_global_norm(1.0))
+    a, _ = clip_first.update(g, clip_first.init(w), w)
+    b, _ = sgd_first.update(g, sgd_first.init(w), w)
+    np.testing.assert_allclose(a.numpy(), [-0.06, -0.08], rtol=1e-15)  # clipped, then scaled
+    np.testing.assert_allclose(b.numpy(), [-0.3, -0.4], rtol=1e-15)  # norm 0.5: not clipped
+
+
+def test_empty_chain_is_the_identity():
+    w = sl.tensor([1.0])
+    opt = optim.chain()
+    updates, state = opt.transform(sl.tensor([2.0]), opt.init(w))
+    assert state == () and updates.item() == 2.0
+
+
+def test_schedule_sees_python_int_steps_from_zero():
+    seen = []
+
+    def schedule(step):
+        seen.append(step)
+        return 0.1 * (step + 1)
+
+    opt = optim.sgd(schedule)
+    w = sl.tensor([0.0])
+    state = opt.init(w)
+    for _ in range(3):
+        w, state = opt.update(sl.tensor([1.0]), state, w)
+    assert seen == [0, 1, 2] and all(type(s) is int for s in seen)
+    np.testing.assert_allclose(w.item(), -(0.1 + 0.2 + 0.3), rtol=1e-15)
+
+
+def test_schedule_value_is_rounded_to_the_parameter_dtype():
+    w = sl.tensor(np.zeros(1, np.float32))
+    for value in (np.float64(0.1), sl.tensor(0.1), np.array(0.1)):
+        opt = optim.sgd(lambda step, value=value: value)
+        new, _ = opt.update(sl.tensor(np.ones(1, np.float32)), opt.init(w), w)
+        assert new.dtype == np.float32
+        assert new.item() == np.float32(-0.1)
+
+
+def test_float32_stays_float32_for_numpy_scalar_hyperparameters():
+    w = sl.tensor(np.ones(2, np.float32))
+    opt = optim.adamw(np.float64(0.1), b1=np.float64(0.9), weight_decay=np.float64(0.01))
+    new, state = opt.update(sl.tensor(np.ones(2, np.float32)), opt.init(w), w)
+    assert new.dtype == np.float32
+    assert state[0].mu.dtype == state[0].nu.dtype == np.float32
+
+
+def test_small_regression_converges(rng):
+    X = rng.standard_normal((64, 3))
+    w_true = np.array([1.5, -2.0, 0.5])
+    y = sl.tensor(X @ w_true + 0.3)
+    X = sl.tensor(X)
+
+    def loss(p):
+        return ((X @ p["w"] + p["b"] - y) ** 2).mean()
+
+    def decay(lr):  # adam's steps stay about lr long: a decaying rate lets it settle
+        return lambda step: lr * 0.99**step
+
+    for opt, steps in ((optim.adam(decay(0.1)), 400), (optim.sgd(0.1, momentum=0.9), 200),
+                       (optim.chain(optim.clip_by_global_norm(1.0),
+                                    optim.adamw(decay(0.05), weight_decay=1e-6)), 600)):
+        params = {"w": sl.zeros(3), "b": sl.zeros(())}
+        state = opt.init(params)
+        for _ in range(steps):
+            params, state = opt.update(sl.grad(loss)(params), state, params)
+        np.testing.assert_allclose(params["w"].numpy(), w_true, atol=1e-3)
+        np.testing.assert_allclose(params["b"].item(), 0.3, atol=1e-3)
+
+
+def test_state_rides_in_a_scan_carry(backend, rng):
+    """opt.update inside a scan body (count, moments and the clip decision are traced) gives
+    the Python loop's numbers."""
+    X = rng.standard_normal((8, 5, 3))
+    Y = X @ np.array([1.0, -2.0, 0.5])
+    opt = optim.chain(optim.clip_by_global_norm(1.0),
+                      optim.adam(lambda step: 0.1 / (1 + step)))
+
+    def loss(w, x, y):
+        return ((x @ w - y) ** 2).mean()
+
+    def body(carry, xy):
+        w, state = carry
+        w, state = opt.update(sl.grad(loss)(w, *xy), state, w)
+        return (w, state), loss(w, *xy)
+
+    w0 = backend.tensor(np.zeros(3))
+    (w_scan, s_scan), losses = sl.scan(body, (w0, opt.init(w0)),
+                                       (backend.tensor(X), backend.tensor(Y)))
+    carry, ref = (w0, opt.init(w0)), []
+    for x, y in zip(X, Y):
+        carry, value = body(carry, (backend.tensor(x), backend.tensor(y)))
+        ref.append(value.item())
+    np.testing.assert_allclose(w_scan.numpy(), carry[0].numpy(), rtol=1e-12)
+    np.testing.assert_allclose(losses.numpy(), ref, rtol=1e-12)
+    assert int(s_scan[1][0].count) == int(s_scan[1][1].count) == len(X)
+
+
+# --- the torch-style loop -------------------------------------------------------------------------
+def test_requires_grad_in_place_returns_self():
+    t = sl.tensor([1.0, 2.0])
+    assert t.requires_grad_() is t and t.requires_grad
+    assert t.requires_grad_(False) is t and not t.requires_grad
+
+
+def test_requires_grad_refuses_integer_tensors():
+    with pytest.raises(TypeError, match=r"i64\[2\].*astype\('float64'\)"):
+        sl.tensor([1, 2]).requires_grad_()
+    sl.tensor([1, 2]).requires_grad_(False)  # switching off is always allowed on a leaf
+
+
+def test_requires_grad_false_on_a_computed_tensor_points_to_detach():
+    y = sl.tensor([1.0], requires_grad=True) * 2
+    with pytest.raises(RuntimeError, match="detach"):
+        y.requires_grad_(False)
+    assert y.requires_grad_() is y  # already requires grad: nothing changes
+
+
+def test_requires_grad_inside_a_scan_body_raises():
+    def body(c, x):
+        return c.requires_grad_(), x
+
+    with pytest.raises(TypeError, match="traced"):
+        sl.scan(body, sl.tensor(0.0), sl.tensor([1.0, 2.0]))
+
+
+def test_hand_written_sgd_keeps_a_leaf_that_requires_grad(backend):
+    w = backend.tensor([1.0, -2.0], requires_grad=True)
+    for _ in range(3):
+        (w * w).sum().backward()
+        with sl.no_grad():
+            w = (w - 0.25 * w.grad).requires_grad_()
+        assert w.is_leaf and w.requires_grad and w.grad is None
+    np.testing.assert_allclose(w.numpy(), np.array([1.0, -2.0]) * 0.5**3, rtol=1e-15)
+
+
+def test_grad_can_be_reset_and_is_checked_when_set(backend):
+    w = backend.tensor([1.0, 2.0], requires_grad=True)
+    (w * w).sum().backward()
+    w.grad = None
+    assert w.grad is None
+    (3 * w).sum().backward()  # nothing left over from the first backward
+    np.testing.assert_allclose(w.grad.numpy(), [3.0, 3.0])
+    w.grad = backend.tensor([0.5, 0.5])
+    (3 * w).sum().backward()  # accumulates onto what was assigned
+    np.testing.assert_allclose(w.grad.numpy(), [3.5, 3.5])
+    with pytest.raises(ValueError, match=r"f64\[2\].*f64\[3\]"):
+        w.grad = backend.tensor([1.0, 2.0, 3.0])
+    with pytest.raises(ValueError, match=r"f32\[2\]"):
+        w.grad = backend.tensor(np.ones(2, np.float32))
+    with pytest.raises(TypeError, match="Tensor or None"):
+        w.grad = np.ones(2)
+    np.testing.assert_allclose(w.grad.numpy(), [3.5, 3.5])  # a refused assignment changes nothing
+
+
+def test_backward_twice_accumulates(backend):
+    w = backend.tensor([1.0, 2.0], requires_grad=True)
+    (w * w).sum().backward()
+    (w * w).sum().backward()  # a second graph: .grad sums, as in torch
+    np.testing.assert_allclose(w.grad.numpy(), [4.0, 8.0])
+    loss = (w * w * w).sum()
+    w.grad = None
+    loss.backward(retain_graph=True)
+    loss.backward()  # the same graph walked twice
+    np.testing.assert_allclose(w.grad.numpy(), [6.0, 24.0])
+    with pytest.raises(RuntimeError, match="retain_graph"):
+        loss.backward()
+
+
+def test_torch_style_loop_with_an_optimiser_matches_the_functional_one(backend, rng):
+    X = backend.tensor(rng.standard_normal((16, 3)))
+    y = backend.tensor(rng.standard_normal(16))
+
+    def loss(p):
+        return ((X @ p["w"] + p["b"] - y) ** 2).mean()
+
+    opt = optim.adam(0.05)
+    torch_style = {"w": backend.tensor(np.zeros(3), requires_grad=True),
+                   "b": backend.tensor(0.0, requires_grad=True)}
+    functional = {"w": backend.tensor(np.zeros(3)), "b": backend.tensor(0.0)}
+    s1, s2 = opt.init(torch_style), opt.init(functional)
+    for _ in range(5):
+        loss(torch_style).backward()
+        torch_style, s1 = opt.update(optim.grads_of(torch_style), s1, torch_style)
+        assert all(p.is_leaf and p.requires_grad and p.grad is None
+                   for p in torch_style.values())
+        functional, s2 = opt.update(sl.grad(loss)(functional), s2, functional)
+    for k in functional:
+        np.testing.assert_array_equal(torch_style[k].numpy(), functional[k].numpy())
+
+
+def test_grads_of_names_the_parameter_without_a_gradient():
+    params = {"w": sl.tensor([1.0], requires_grad=True), "unused": sl.tensor([1.0],
+                                                                            requires_grad=True)}
+    (params["w"] * 2).sum().backward()
+    with pytest.raises(ValueError, match=r"params\['unused'\]\.grad is None"):
+        optim.grads_of(params)
+    with pytest.raises(TypeError, match=r"params\['c'\] does not require grad"):
+        optim.grads_of({"c": sl.tensor([1.0])})
+
+
+# --- errors -------------------------------------------------------------------------------------
+def _adam_state(params):
+    return optim.adam(0.1).init(params)
+
+
+@pytest.mark.parametrize("grads, match", [
+    ({"W": np.ones((2, 2))}, r"grads\['b'\] is missing \(params\['b'\] exists\)"),
+    ({"W": np.ones((2, 2)), "b": np.ones(2), "c": np.ones(1)},
+     r"grads\['c'\] has no counterpart in params"),
+    ({"W": np.ones((2, 2)), "b": (np.ones(2),)}, r"the containers differ"),
+    ({"W": np.ones((2, 3)), "b": np.ones(2)},
+     r"grads\['W'\] is f64\[2,3\] but params\['W'\] is f64\[2,2\] \(shapes differ\)"),
+    ({"W": np.ones((2, 2), np.float32), "b": np.ones(2)}, r"grads\['W'\] is f32\[2,2\].*dtypes"),
+])
+def test_mismatched_grads_name_the_path(grads, match):
+    params = {"W": np.zeros((2, 2)), "b": np.zeros(2)}
+    if isinstance(grads.get("b"), tuple):
+        params["b"] = [np.zeros(2)]
+    with pytest.raises(TypeError, match=match) as info:
+        optim.adam(0.1).update(grads, _adam_state(params), params)
+    assert str(info.value).startswith("adam.update: ")
+
+
+def test_state_of_other_params_names_the_state_path():
+    params = {"W": np.zeros((2, 2))}
+    with pytest.raises(TypeError, match=r"state\[0\]\.mu\['W'\] is f64\[3\].*opt\.init"):
+        optim.adam(0.1).update({"W": np.ones((2, 2))}, _adam_state({"W": np.zeros(3)}), params)
+    with pytest.raises(TypeError, match=r"state\[0\]\.mu must have the structure of grads"):
+        optim.adam(0.1).update(params, _adam_state({"V": np.zeros((2, 2))}), params)
+    with pytest.raises(TypeError, match=r"state must be the tuple of 2 states"):
+        optim.adam(0.1).update(params, optim.sgd(0.1, 0.9).init(params)[0], params)
+    with pytest.raises(TypeError, match=r"state\[0\] must be a ScaleByAdamState"):
+        optim.adam(0.1).update(params, optim.sgd(0.1, 0.9).init(params), params)
+
+
+@pytest.mark.parametrize("leaf, match", [
+    (np.zeros(2, np.int64), r"params\['x'\] is i64\[2\]; optimisers need floating"),
+    (np.zeros(2, np.complex128), r"params\['x'\] is complex"),
+    (1.5, r"params\['x'\] is a float"),
+])
+def test_leaves_that_cannot_be_optimised(leaf, match):
+    with pytest.raises(TypeError, match=match):
+        optim.sgd(0.1).init({"x": leaf})
+
+
+def test_bad_arguments_are_refused():
+    w = sl.tensor([1.0])
+    with pytest.raises(TypeError, match="update needs params"):
+        optim.sgd(0.1).update(w, (), None)
+    with pytest.raises(TypeError, match="add_decayed_weights needs params"):
+        opt = optim.adamw(0.1)
+        opt.transform(w, opt.init(w))
+    with pytest.raises(TypeError, match="argument 1 is a function"):
+        optim.chain(optim.sgd(0.1), lambda g: g)
+    with pytest.raises(TypeError, match="b1 must be a real number"):
+        optim.adam(0.1, b1="0.9")
+    with pytest.raises(TypeError, match="learning_rate must be a real number"):
+        optim.sgd(True)
+    with pytest.raises(TypeError, match="schedule for weight_decay"):
+        optim.adamw(0.1, weight_decay=lambda step: 0.1)
+    opt = optim.sgd(lambda step: sl.tensor([0.1, 0.2]))
+    with pytest.raises(TypeError, match=r"real scalar, but at step 0 it returned a Tensor f64"):
+        opt.update(w, opt.init(w), w)
+
+
+# --- optax, when installed ------------------------------------------------------------------------
+def _optax_pairs(optax):
+    return {
+        "adam": (optim.adam(1e-2), optax.adam(1e-2)),
+        "adam_eps_root": (optim.adam(1e-2, eps_root=1e-8), optax.adam(1e-2, eps_root=1e-8)),
+        "adamw": (optim.adamw(1e-2, weight_decay=0.1), optax.adamw(1e-2, weight_decay=0.1)),
+        "sgd_nesterov": (optim.sgd(1e-2, 0.9, True), optax.sgd(1e-2, 0.9, True)),
+        "adam_optax_schedule": (optim.adam(optax.exponential_decay(1e-2, 5, 0.5)),
+                                optax.adam(optax.exponential_decay(1e-2, 5, 0.5))),
+    }
+
+
+@pytest.mark.parametrize("name", ["adam", "adam_eps_root", "adamw", "sgd_nesterov",
+                                  "adam_optax_schedule"])
+def test_same_trajectory_as_optax_float32(rng, name):
+    """optax run op by op (not jitted: XLA's fusion may round differently) in JAX's default
+    float32 mode gives the same bits."""
+    optax = pytest.importorskip("optax")
+    jnp = pytest.importorskip("jax.numpy")
+    ours, theirs = _optax_pairs(optax)[name]
+    p0 = {"W": rng.standard_normal((3, 4)).astype(np.float32),
+          "b": rng.standard_normal(4).astype(np.float32)}
+    p = {k: sl.tensor(v) for k, v in p0.items()}
+    q = {k: jnp.asarray(v) for k, v in p0.items()}
+    s, t = ours.init(p), theirs.init(q)
+    for _ in range(40):
+        g = {k: (3 * rng.standard_normal(v.shape)).astype(np.float32) for k, v in p0.items()}
+        p, s = ours.update({k: sl.tensor(v) for k, v in g.items()}, s, p)
+        u, t = theirs.update({k: jnp.asarray(v) for k, v in g.items()}, t, q)
+        q = optax.apply_updates(q, u)
+    for k in p0:
+        assert p[k].dtype == np.float32
+        np.testing.assert_array_equal(p[k].numpy(), np.asarray(q[k]))
+
+
+def test_clip_and_adam_close_to_optax(rng):
+    """clip_by_global_norm sums in another order than XLA: equal to rounding, not bits."""
+    optax = pytest.importorskip("optax")
+    jnp = pytest.importorskip("jax.numpy")
+    ours = optim.chain(optim.clip_by_global_norm(2.0), optim.adam(1e-2))
+    theirs = optax.chain(optax.clip_by_global_norm(2.0), optax.adam(1e-2))
+    p0 = rng.standard_normal(50).astype(np.float32)
+    p, q = sl.tensor(p0), jnp.asarray(p0)
+    s, t = ours.init(p), theirs.init(q)
+    for _ in range(20):
+        g = (3 * rng.standard_normal(50)).astype(np.float32)
+        p, s = ours.update(sl.tensor(g), s, p)
+        u, t = theirs.update(jnp.asarray(g), t, q)
+        q = optax.apply_updates(q, u)
+    np.testing.assert_allclose(p.numpy(), np.asarray(q), rtol=1e-5, atol=1e-6)
