@@ -1,13 +1,485 @@
-"""(being written)
+"""Linear-algebra primitives with their VJPs (inv, solve, triangular solve, cholesky, slogdet,
+det, eigh, qr), the checked functions over them that scanlib.linalg makes public (with
+matrix_power, and norm from matrices.py), and the NumPy dispatch of np.linalg.*.
 
-Imports backends, tape and the ops below it.
+Every matrix argument is [..., n, n], batched over leading axes as NumPy does. Each VJP is
+written with scanlib's ops (matmul, the solve primitives, transposes, masks), so second
+order works; complex matrices follow JAX's convention (plain transposes, no conjugate, for
+holomorphic ops). Imports backends, tape and the ops below it.
 """
 
 from __future__ import annotations
 
-__all__: list[str] = []
+import collections
+import operator
+
+import numpy as np
+
+from .. import backends
+from ..tape import Tensor
+from ..tape.state import STATE
+from . import elementwise as ew
+from . import functions as F
+from .linalg import matmul_p
+from .matrices import constant, norm, triu
+from .primitive import Primitive
+from .structural import reshape_p, transpose_p
+
+__all__: list[str] = []  # public as scanlib.linalg
+
+SlogdetResult = collections.namedtuple("SlogdetResult", ["sign", "logabsdet"])
+EighResult = collections.namedtuple("EighResult", ["eigenvalues", "eigenvectors"])
+QRResult = collections.namedtuple("QRResult", ["Q", "R"])
+
+
+def _xp(*a):
+    return backends.xp_of(*a)
+
+
+def _is_tensor(x):
+    return type(x) is Tensor
+
+
+def _mT(x):
+    """x with its last two axes swapped (a plain transpose, no conjugate)."""
+    return transpose_p(x, axes=tuple(range(x.ndim - 2)) + (x.ndim - 1, x.ndim - 2))
+
+
+def _with_unit_axes(x):
+    """x[..., None, None]: a per-matrix number that broadcasts over its matrix."""
+    return reshape_p(x, shape=x.shape + (1, 1))
+
+
+# --- forward helpers -------------------------------------------------------------------------
+_FAILURES = {"cholesky": "the matrix is not positive definite",
+             "inv": "the matrix is singular", "solve": "the matrix is singular",
+             "solve_triangular": "the triangular matrix has a zero on its diagonal"}
+
+
+def _linalg(who, compute, a, *rest):
+    """compute(a, *rest), with a clear error when NumPy finds a singular (or, for cholesky,
+    not positive definite) matrix. While a graph is traced, values are stand-in zeros whose
+    results are never used: there the identity stands in for a, so tracing gets its shapes.
+    (CuPy does not check: there such a matrix gives inf or nan, as in JAX.)"""
+    try:
+        return compute(a, *rest)
+    except np.linalg.LinAlgError as e:
+        if not STATE.builders:
+            raise np.linalg.LinAlgError(
+                f"{who}: {_FAILURES[who]} (NumPy: {e}), so the result would be inf or nan. "
+                "Check the input matrix (a stack fails if any one matrix does).") from None
+    xp = _xp(a)
+    return compute(xp.broadcast_to(xp.eye(a.shape[-1], dtype=a.dtype), a.shape), *rest)
+
+
+def _batch_broadcast(a, b):
+    """a [..., n, n] and b [..., n, k] with one batch shape: no backend has to guess whether
+    b is a stack of vectors (NumPy 1 and CuPy do, by b's number of axes)."""
+    xp = _xp(a, b)
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    return xp.broadcast_to(a, batch + a.shape[-2:]), xp.broadcast_to(b, batch + b.shape[-2:])
+
+
+def _triangle_mask(xp, n, lower, strict):
+    mask = xp.tri(n, n, -1 if strict else 0, dtype=bool)
+    return mask if lower else mask.T
+
+
+# --- inverse and solves ----------------------------------------------------------------------
+def _inv_impl(a):
+    return _linalg("inv", lambda m: _xp(m).linalg.inv(m), a)
+
+
+inv_p = Primitive(
+    "inv", _inv_impl,
+    lambda g, out, a: (ew.neg(matmul_p(matmul_p(_mT(out), g), _mT(out))),),
+    doc="inv(a): the inverse of a [..., n, n]; VJP -inv(a)^T g inv(a)^T.")
+
+
+def _solve_impl(a, b):
+    a, b = _batch_broadcast(a, b)
+    return _linalg("solve", lambda m, r: _xp(m, r).linalg.solve(m, r), a, b)
+
+
+def _solve_vjp(g, out, a, b):
+    gb = solve_p(_mT(a), g)  # the walk's sum_to folds broadcast batch axes back
+    return (ew.neg(matmul_p(gb, _mT(out))) if _is_tensor(a) else None), gb
+
+
+solve_p = Primitive("solve", _solve_impl, _solve_vjp,
+                    doc="solve(a, b): x with a x = b, for a [..., n, n] and b [..., n, k].")
+
+
+def _triangular_impl(a, b, lower, unit_diagonal):
+    # NumPy has no triangular solve (and scipy is not a dependency): LU on the triangle itself,
+    # which reads only that triangle, is exact to rounding, O(n^3) instead of O(n^2).
+    xp = _xp(a, b)
+    n = a.shape[-1]
+    t = xp.where(_triangle_mask(xp, n, lower, unit_diagonal), a, a.dtype.type(0))
+    if unit_diagonal:
+        t = t + xp.eye(n, dtype=a.dtype)
+    t, b = _batch_broadcast(t, b)
+    return _linalg("solve_triangular", lambda m, r: _xp(m, r).linalg.solve(m, r), t, b)
+
+
+def _triangular_vjp(g, out, a, b, lower, unit_diagonal):
+    gb = triangular_solve_p(_mT(a), g, lower=not lower, unit_diagonal=unit_diagonal)
+    if not _is_tensor(a):
+        return None, gb
+    ga = ew.neg(matmul_p(gb, _mT(out)))
+    n = a.shape[-1]
+    mask = constant(ga, lambda xp: _triangle_mask(xp, n, lower, unit_diagonal))
+    return ew.where(mask, ga, 0.0), gb  # only the triangle that was read has a gradient
+
+
+triangular_solve_p = Primitive(
+    "triangular_solve", _triangular_impl, _triangular_vjp,
+    doc="triangular_solve(a, b, lower, unit_diagonal): x with tri(a) x = b, reading only "
+        "a's lower (or upper) triangle, its diagonal taken as ones when unit_diagonal.")
+
+
+# --- cholesky --------------------------------------------------------------------------------
+def _cholesky_impl(a):
+    return _linalg("cholesky", lambda m: _xp(m).linalg.cholesky(m), a)
+
+
+def _cholesky_vjp(g, out, a):
+    """For L = chol(A) with dA symmetric: dL = L Phi(L^-1 dA L^-T), Phi the lower triangle
+    with half its diagonal; so A's cotangent is sym(L^-T Phi(L^T g) L^-1)."""
+    n = out.shape[-1]
+    dtype = out.dtype
+    half_diagonal = constant(out, lambda xp: xp.tri(n, dtype=dtype) - 0.5 * xp.eye(n, dtype=dtype))
+    phi = ew.mul(matmul_p(_mT(out), g), half_diagonal)
+    upper = _mT(out)
+    left = triangular_solve_p(upper, phi, lower=False, unit_diagonal=False)  # L^-T phi
+    s = _mT(triangular_solve_p(upper, _mT(left), lower=False, unit_diagonal=False))
+    return (ew.mul(ew.add(s, _mT(s)), 0.5),)
+
+
+cholesky_p = Primitive("cholesky", _cholesky_impl, _cholesky_vjp,
+                       doc="cholesky(a): the lower Cholesky factor of a symmetric positive "
+                           "definite [..., n, n] (its lower triangle is read).")
+
+
+# --- determinants ----------------------------------------------------------------------------
+def _slogdet_impl(a):
+    xp = _xp(a)
+    sign, logabsdet = xp.linalg.slogdet(a)
+    return [xp.asarray(sign), xp.asarray(logabsdet)]
+
+
+def _slogdet_vjp(cts, outs, a, _saved=None):
+    """d logabsdet = Re(t) and d sign = sign i Im(t), t = tr(a^-1 da): a's cotangent is
+    (g_logabsdet + i Im(g_sign sign)) a^-T. A real sign is piecewise constant: no gradient."""
+    g_sign, g_log = cts
+    if np.dtype(a.dtype).kind != "c":
+        g_sign = None
+    if g_sign is None and g_log is None:
+        return (None,)
+    coef = g_log
+    if g_sign is not None:
+        sign = outs[0] if outs[0] is not None else slogdet_p(a)[0]
+        c = ew.mul(g_sign, sign)
+        phase = ew.mul(ew.sub(c, ew.conj(c)), 0.5)  # i Im(c)
+        coef = phase if coef is None else ew.add(coef, phase)
+    return (ew.mul(_with_unit_axes(coef), _mT(inv_p(a))),)
+
+
+slogdet_p = Primitive("slogdet", _slogdet_impl, _slogdet_vjp, multiple_results=True,
+                      doc="slogdet(a): [sign, log|det a|] of a [..., n, n].")
+det_p = Primitive(
+    "det", lambda a: _xp(a).asarray(_xp(a).linalg.det(a)),
+    lambda g, out, a: (ew.mul(_with_unit_axes(ew.mul(g, out)), _mT(inv_p(a))),),
+    doc="det(a): the determinant of a [..., n, n]; VJP g det(a) inv(a)^T (a must be "
+        "invertible to differentiate).")
+
+
+# --- eigh and qr -----------------------------------------------------------------------------
+def _eigh_impl(a, UPLO):
+    w, v = _xp(a).linalg.eigh(a, UPLO=UPLO)
+    return [w, v]
+
+
+def _eigh_vjp(cts, outs, a, UPLO, _saved=None):
+    """a = v diag(w) v^T: a's cotangent is v (diag(g_w) + F * (v^T g_v)) v^T with
+    F[i, j] = 1 / (w[j] - w[i]) off the diagonal. Only g_v needs F, so the eigenvalues'
+    gradient is defined for repeated eigenvalues too; the eigenvectors' is not (inf, nan)."""
+    g_w, g_v = cts
+    w, v = outs
+    if w is None or v is None:  # an output the caller dropped: recompute both
+        w, v = eigh_p(a, UPLO=UPLO)
+    n = w.shape[-1]
+    middle = None
+    if g_w is not None:
+        eye = constant(g_w, lambda xp: xp.eye(n, dtype=g_w.dtype))
+        middle = ew.mul(reshape_p(g_w, shape=g_w.shape + (1,)), eye)
+    if g_v is not None:
+        off = constant(w, lambda xp: ~xp.eye(n, dtype=bool))
+        gaps = ew.sub(reshape_p(w, shape=w.shape[:-1] + (1, n)),
+                      reshape_p(w, shape=w.shape + (1,)))  # [i, j] = w[j] - w[i]
+        f = ew.where(off, ew.div(1.0, ew.where(off, gaps, 1.0)), 0.0)
+        rotated = ew.mul(f, matmul_p(_mT(v), g_v))
+        middle = rotated if middle is None else ew.add(middle, rotated)
+    return (matmul_p(matmul_p(v, middle), _mT(v)),)
+
+
+eigh_p = Primitive("eigh", _eigh_impl, _eigh_vjp, multiple_results=True,
+                   doc="eigh(a, UPLO): [w, v], the ascending eigenvalues and eigenvectors of "
+                       "a symmetric [..., n, n].")
+
+
+def _qr_impl(a, mode):
+    q, r = _xp(a).linalg.qr(a, mode=mode)
+    return [q, r]
+
+
+def _qr_vjp(cts, outs, a, mode, _saved=None):
+    """For a = q r (m >= n, q [m, n]): with M = g_r r^T - q^T g_q, a's cotangent is
+    (g_q + q copyltu(M)) r^-T, copyltu(M) = triu(M) + triu(M, 1)^T."""
+    m, n = a.shape[-2:]
+    if m < n or (mode == "complete" and m != n):
+        raise NotImplementedError(
+            f"qr: the gradient is implemented for square and tall matrices (m >= n) in mode "
+            f"'reduced' or 'r', but this one is {m}x{n} in mode {mode!r}. For a wide matrix, "
+            "differentiate the qr of its first m columns, or of its transpose.")
+    g_q, g_r = cts
+    q, r = outs
+    if q is None or r is None:  # an output the caller dropped: recompute both
+        q, r = qr_p(a, mode=mode)
+    inner = matmul_p(g_r, _mT(r)) if g_r is not None else None
+    if g_q is not None:
+        qt_gq = matmul_p(_mT(q), g_q)
+        inner = ew.neg(qt_gq) if inner is None else ew.sub(inner, qt_gq)
+    upper = triu(inner)
+    lifted = matmul_p(q, ew.add(upper, _mT(triu(inner, 1))))
+    b = lifted if g_q is None else ew.add(g_q, lifted)
+    return (_mT(triangular_solve_p(r, _mT(b), lower=False, unit_diagonal=False)),)
+
+
+qr_p = Primitive("qr", _qr_impl, _qr_vjp, multiple_results=True,
+                 doc="qr(a, mode): [q, r] with a = q r, q orthonormal, r upper triangular.")
+
+
+# --- the checked functions (public as scanlib.linalg) ----------------------------------------
+def _floating(a, who, complex_ok=True):
+    """a as a float or complex tensor: integers become float64, as NumPy's linalg makes them."""
+    kind = np.dtype(a.dtype).kind
+    if kind in "biu":
+        return ew.astype(a, dtype=np.dtype(np.float64))
+    if kind == "c" and not complex_ok:
+        raise TypeError(f"{who}: complex input ({a.dtype}) is not supported; scanlib's {who} "
+                        "and its gradient are for real matrices")
+    if kind not in "fc" or a.dtype == np.float16:
+        raise TypeError(f"{who}: {a.dtype} input is not supported (NumPy's linalg has no "
+                        f"{a.dtype}); cast to float32 or float64 first")
+    return a
+
+
+def _square(a, who, complex_ok=True):
+    a = F.as_tensor(a)
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+        raise ValueError(f"{who}: expected a square matrix or a stack of them ([..., n, n]), "
+                         f"got shape {a.shape}")
+    return _floating(a, who, complex_ok)
+
+
+def _right_hand_side(a, b, who):
+    """b as [..., n, k] and a function that gives the result b's layout back. As NumPy 2 (and
+    JAX from 0.5): b is one vector only when 1-d; otherwise a stack of [n, k] matrices."""
+    b = _floating(F.as_tensor(b), who)
+    n = a.shape[-1]
+    if b.ndim == 1:
+        if b.shape[0] != n:
+            raise ValueError(f"{who}: a has shape {a.shape} but the vector b has length "
+                             f"{b.shape[0]}; they must agree (n = {n})")
+        return F.reshape(b, (n, 1)), lambda x: F.reshape(x, x.shape[:-1])
+    if b.ndim == 0 or b.shape[-2] != n:
+        raise ValueError(
+            f"{who}: a has shape {a.shape}, so b must be [{n}] or [..., {n}, k], got shape "
+            f"{b.shape}. (A b of 2 or more axes is a stack of matrices, as in NumPy 2; for a "
+            f"stack of vectors write {who}(a, b[..., None])[..., 0].)")
+    try:
+        np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    except ValueError:
+        raise ValueError(f"{who}: the batch axes of a {a.shape[:-2]} and b {b.shape[:-2]} do "
+                         f"not broadcast (shapes {a.shape} and {b.shape})") from None
+    return b, lambda x: x
+
+
+def inv(a):
+    """The inverse of a square matrix (or of each in a stack [..., n, n]).
+
+    >>> sl.linalg.inv(sl.tensor([[2.0, 0.0], [0.0, 4.0]]))
+    """
+    return inv_p(_square(a, "inv"))
+
+
+def solve(a, b):
+    """x with a @ x = b, for a [..., n, n] and b [n] or [..., n, k] (NumPy 2's rule).
+
+    >>> sl.linalg.solve(sl.tensor([[2.0, 0.0], [0.0, 4.0]]), sl.tensor([2.0, 2.0]))
+    """
+    a = _square(a, "solve")
+    b, as_given = _right_hand_side(a, b, "solve")
+    return as_given(solve_p(a, b))
+
+
+_TRANS = {0: 0, "N": 0, 1: 1, "T": 1, 2: 2, "C": 2}
+
+
+def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False):
+    """x with op(a) @ x = b for a triangular a, as jax.scipy.linalg.solve_triangular.
+
+    op is a itself (trans 0 or 'N'), a^T (1, 'T') or a^H (2, 'C'); only a's lower
+    (lower=True) or upper triangle is read, its diagonal taken as ones when unit_diagonal.
+    b is [n] or [..., n, k], as in solve. NumPy has no triangular solve: this one solves by
+    LU on the triangle (exact to rounding, O(n^3) rather than O(n^2)).
+
+    >>> sl.linalg.solve_triangular(sl.tensor([[2.0, 0.0], [1.0, 1.0]]), sl.tensor([2.0, 3.0]),
+    ...                            lower=True)
+    """
+    a = _square(a, "solve_triangular")
+    if isinstance(trans, bool) or trans not in _TRANS:
+        raise ValueError(f"solve_triangular: trans must be 0/'N', 1/'T' or 2/'C', got {trans!r}")
+    b, as_given = _right_hand_side(a, b, "solve_triangular")
+    lower = bool(lower)
+    if _TRANS[trans]:
+        a, lower = _mT(a), not lower
+        if _TRANS[trans] == 2 and np.dtype(a.dtype).kind == "c":
+            a = ew.conj(a)
+    return as_given(triangular_solve_p(a, b, lower=lower, unit_diagonal=bool(unit_diagonal)))
+
+
+def cho_solve(c_and_lower, b):
+    """x with A @ x = b from A's Cholesky factor, as jax.scipy.linalg.cho_solve.
+
+    c_and_lower is (c, lower): A = c c^H when lower, else c^H c.
+
+    >>> L = sl.linalg.cholesky(sl.tensor([[4.0, 2.0], [2.0, 3.0]]))
+    >>> sl.linalg.cho_solve((L, True), sl.tensor([1.0, 2.0]))
+    """
+    try:
+        c, lower = c_and_lower
+    except (TypeError, ValueError):
+        raise TypeError("cho_solve: the first argument must be a pair (c, lower), as "
+                        f"cholesky's factor and whether it is lower, got {c_and_lower!r}") from None
+    lower = bool(lower)
+    y = solve_triangular(c, b, trans=0 if lower else 2, lower=lower)
+    return solve_triangular(c, y, trans=2 if lower else 0, lower=lower)
+
+
+def _symmetrized(a):
+    return ew.mul(ew.add(a, _mT(a)), 0.5)
+
+
+def cholesky(a, upper=False):
+    """The Cholesky factor L (a = L @ L^T) of a symmetric positive definite matrix.
+
+    L is lower triangular, or upper (a = U^T @ U) when upper=True. As JAX does, a is
+    symmetrized first ((a + a^T) / 2), so its gradient is symmetric. Real matrices only.
+
+    >>> sl.linalg.cholesky(sl.tensor([[4.0, 2.0], [2.0, 3.0]]))
+    """
+    factor = cholesky_p(_symmetrized(_square(a, "cholesky", complex_ok=False)))
+    return _mT(factor) if upper else factor
+
+
+def slogdet(a):
+    """The sign and log absolute value of the determinant, as numpy.linalg.slogdet.
+
+    A named tuple (sign, logabsdet); for complex a the sign is a complex unit.
+
+    >>> sl.linalg.slogdet(sl.tensor([[2.0, 0.0], [0.0, -3.0]]))
+    """
+    sign, logabsdet = slogdet_p(_square(a, "slogdet"))
+    return SlogdetResult(sign, logabsdet)
+
+
+def det(a):
+    """The determinant of a square matrix (or of each in a stack).
+
+    >>> sl.linalg.det(sl.tensor([[2.0, 1.0], [1.0, 3.0]]))
+    """
+    return det_p(_square(a, "det"))
+
+
+def eigh(a, UPLO="L"):
+    """The eigenvalues (ascending) and eigenvectors of a symmetric matrix, as a named tuple.
+
+    As JAX does, a is symmetrized first, so UPLO changes nothing for a symmetric a. The
+    eigenvectors' gradient needs distinct eigenvalues (it divides by their gaps: repeated
+    ones give inf or nan); the eigenvalues' gradient alone is always defined. Real only.
+
+    >>> sl.linalg.eigh(sl.tensor([[2.0, 1.0], [1.0, 2.0]])).eigenvalues
+    """
+    if UPLO not in ("L", "U"):
+        raise ValueError(f"eigh: UPLO must be 'L' or 'U', got {UPLO!r}")
+    w, v = eigh_p(_symmetrized(_square(a, "eigh", complex_ok=False)), UPLO=UPLO)
+    return EighResult(w, v)
+
+
+def qr(a, mode="reduced"):
+    """The QR decomposition a = Q @ R as a named tuple (R alone for mode='r'), as numpy.linalg.qr.
+
+    The gradient needs a square or tall a (m >= n) in mode 'reduced' or 'r' (or a square
+    one in mode 'complete'); otherwise it raises NotImplementedError. Real matrices only.
+
+    >>> sl.linalg.qr(sl.tensor([[3.0, 1.0], [4.0, 2.0]])).R
+    """
+    a = F.as_tensor(a)
+    if a.ndim < 2:
+        raise ValueError(f"qr: expected a matrix or a stack of them ([..., m, n]), got shape "
+                         f"{a.shape}")
+    a = _floating(a, "qr", complex_ok=False)
+    if mode not in ("reduced", "complete", "r"):
+        raise ValueError(f"qr: mode must be 'reduced', 'complete' or 'r', got {mode!r} ('raw' "
+                         "is LAPACK's internal form, which has no gradient here)")
+    q, r = qr_p(a, mode="reduced" if mode == "r" else mode)
+    return r if mode == "r" else QRResult(q, r)
+
+
+def matrix_power(a, n):
+    """a raised to the integer power n, as numpy.linalg.matrix_power.
+
+    By repeated squaring; n < 0 inverts a first, n = 0 gives the identity (no gradient).
+
+    >>> sl.linalg.matrix_power(sl.tensor([[1.0, 1.0], [0.0, 1.0]]), 3)
+    """
+    a = F.as_tensor(a)
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+        raise ValueError(f"matrix_power: expected a square matrix or a stack of them "
+                         f"([..., n, n]), got shape {a.shape}")
+    try:
+        n = operator.index(n)
+    except TypeError:
+        raise TypeError(f"matrix_power: the exponent must be an integer, got {n!r}") from None
+    if n == 0:
+        size, dtype = a.shape[-1], a.dtype
+        return F.as_tensor(constant(a, lambda xp: xp.broadcast_to(xp.eye(size, dtype=dtype),
+                                                                  a.shape)))
+    if n < 0:
+        a, n = inv(a), -n
+    result, power = None, a
+    while n:
+        if n & 1:
+            result = power if result is None else matmul_p(result, power)
+        n >>= 1
+        if n:
+            power = matmul_p(power, power)
+    return result
+
 
 # NumPy functions (np.f called on a Tensor, NEP 18) and ufuncs that run these ops; each
 # callable takes NumPy's parameter names (numpy_interop refuses other keywords).
-NUMPY_FUNCTIONS: dict = {}
+NUMPY_FUNCTIONS: dict = {
+    np.linalg.inv: inv,
+    np.linalg.solve: solve,
+    np.linalg.cholesky: cholesky,
+    np.linalg.slogdet: slogdet,
+    np.linalg.det: det,
+    np.linalg.eigh: eigh,
+    np.linalg.qr: qr,
+    np.linalg.norm: norm,
+    np.linalg.matrix_power: matrix_power,
+}
 NUMPY_UFUNCS: dict = {}

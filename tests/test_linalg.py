@@ -1,0 +1,581 @@
+"""scanlib.linalg and the matrix functions (eye, diag, trace, tril, kron, tensordot, dot, ...):
+forward against NumPy, VJPs against finite differences to second order, float32 against
+float64, batched inputs and inside a scan body (the opcheck table), plus JAX's gradients where
+JAX is installed, a Kalman-style loss in a scan against its loop, errors and dtypes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import scanlib as sl
+from scanlib.testing import check_grads
+
+from opcheck import A, D, N, case, table_tests
+
+
+# --- input generators: well-conditioned matrices, so that finite differences are accurate ----
+def _spd(rng, shape):
+    """Symmetric positive definite, eigenvalues well apart from 0 (exactly symmetric)."""
+    n = shape[-1]
+    a = rng.standard_normal(shape)
+    m = a @ np.swapaxes(a, -1, -2) / n + np.eye(n)
+    return (m + np.swapaxes(m, -1, -2)) / 2
+
+
+def _wellcond(rng, shape):
+    """A general matrix with a dominant diagonal of mixed signs (det may be negative)."""
+    n = shape[-1]
+    signs = np.where(rng.permutation(n) % 2 == 0, 1.0, -1.0)
+    return 0.3 * rng.standard_normal(shape) + np.diag(2.0 * signs)
+
+
+def _negdet(rng, shape):
+    """Well-conditioned with a negative determinant (one row of a positive-definite one
+    flipped)."""
+    m = _spd(rng, shape) + 0.2 * rng.standard_normal(shape)
+    m[..., 0, :] *= -1
+    return m
+
+
+def _uniform(rng, shape):
+    """Uniform in (-2, 2). (opcheck's finite-difference direction is the standard normal draw
+    of the same seed, so an N input would be moved along itself, to which Q is blind.)"""
+    return rng.uniform(-2.0, 2.0, shape)
+
+
+W, S, ND, G = _wellcond, _spd, _negdet, _uniform
+
+
+def _mT(x):
+    return np.swapaxes(x, -1, -2)
+
+
+# NumPy references for the jax.scipy functions (NumPy has none).
+def _np_solve_triangular(a, b, lower=False, trans=0, unit=False):
+    t = np.tril(a) if lower else np.triu(a)
+    if unit:
+        t = t - np.diag(np.diagonal(t)) + np.eye(a.shape[-1]).astype(a.dtype)
+    t = _mT(t) if trans else t
+    return np.linalg.solve(t, b) if b.ndim > 1 else np.linalg.solve(t, b[:, None])[:, 0]
+
+
+def _np_norm(ord=None, axis=None, keepdims=False):
+    return lambda x: np.linalg.norm(x, ord=ord, axis=axis, keepdims=keepdims)
+
+
+def _eigh_vectors_squared(a):
+    v = sl.linalg.eigh(a).eigenvectors
+    return v * v  # a sign-free function of the eigenvectors
+
+
+def _np_qr(part, mode="reduced"):
+    return lambda a: np.linalg.qr(a, mode=mode)[part]
+
+
+CASES = [
+    # inverse and solves
+    case("inv", sl.linalg.inv, (W, (3, 3)), ref=np.linalg.inv),
+    case("inv-batched", sl.linalg.inv, (W, (2, 3, 3)), ref=np.linalg.inv),
+    case("solve-vector", sl.linalg.solve, (W, (3, 3)), (N, (3,)), ref=np.linalg.solve),
+    case("solve-matrix", sl.linalg.solve, (W, (3, 3)), (N, (3, 2)), ref=np.linalg.solve),
+    case("solve-batched-a-vector-b", sl.linalg.solve, (W, (2, 3, 3)), (N, (3,)),
+         ref=np.linalg.solve),
+    case("solve-broadcast-a", sl.linalg.solve, (W, (3, 3)), (N, (2, 3, 2)),
+         ref=np.linalg.solve),
+    case("solve-broadcast-b", sl.linalg.solve, (W, (2, 3, 3)), (N, (3, 1)),
+         ref=np.linalg.solve),
+    case("solve_triangular-lower", lambda a, b: sl.linalg.solve_triangular(a, b, lower=True),
+         (W, (3, 3)), (N, (3, 2)), ref=lambda a, b: _np_solve_triangular(a, b, lower=True)),
+    case("solve_triangular-upper-vector", sl.linalg.solve_triangular, (W, (3, 3)), (N, (3,)),
+         ref=_np_solve_triangular),
+    case("solve_triangular-trans-T",
+         lambda a, b: sl.linalg.solve_triangular(a, b, trans="T", lower=True),
+         (W, (3, 3)), (N, (3, 2)),
+         ref=lambda a, b: _np_solve_triangular(a, b, lower=True, trans=1)),
+    case("solve_triangular-trans-C-upper",
+         lambda a, b: sl.linalg.solve_triangular(a, b, trans=2),
+         (W, (3, 3)), (N, (3, 2)), ref=lambda a, b: _np_solve_triangular(a, b, trans=1)),
+    case("solve_triangular-unit-diagonal",
+         lambda a, b: sl.linalg.solve_triangular(a, b, lower=True, unit_diagonal=True),
+         (W, (3, 3)), (N, (3, 2)),
+         ref=lambda a, b: _np_solve_triangular(a, b, lower=True, unit=True)),
+    case("solve_triangular-batched",
+         lambda a, b: sl.linalg.solve_triangular(a, b, lower=True),
+         (W, (2, 3, 3)), (N, (2, 3, 1)), ref=lambda a, b: np.linalg.solve(np.tril(a), b)),
+    case("cho_solve-lower",
+         lambda s, b: sl.linalg.cho_solve((sl.linalg.cholesky(s), True), b),
+         (S, (3, 3)), (N, (3, 2)), ref=np.linalg.solve),
+    case("cho_solve-upper-vector",
+         lambda s, b: sl.linalg.cho_solve((sl.linalg.cholesky(s, upper=True), False), b),
+         (S, (3, 3)), (N, (3,)), ref=np.linalg.solve),
+    # factorizations
+    case("cholesky", sl.linalg.cholesky, (S, (3, 3)), ref=np.linalg.cholesky),
+    case("cholesky-batched", sl.linalg.cholesky, (S, (2, 4, 4)), ref=np.linalg.cholesky),
+    case("cholesky-upper", lambda a: sl.linalg.cholesky(a, upper=True), (S, (3, 3)),
+         ref=lambda a: _mT(np.linalg.cholesky(a))),
+    case("eigh-eigenvalues", lambda a: sl.linalg.eigh(a)[0], (S, (4, 4)),
+         ref=lambda a: np.linalg.eigh(a)[0]),
+    case("eigh-eigenvalues-batched-U", lambda a: sl.linalg.eigh(a, UPLO="U").eigenvalues,
+         (S, (2, 3, 3)), ref=lambda a: np.linalg.eigh(a, UPLO="U")[0]),
+    case("eigh-eigenvectors", _eigh_vectors_squared, (S, (4, 4)),
+         ref=lambda a: np.linalg.eigh(a)[1] ** 2),
+    case("eigh-both", lambda a: sl.linalg.eigh(a)[0][..., None] * _eigh_vectors_squared(a),
+         (S, (2, 3, 3)), ref=lambda a: np.linalg.eigh(a)[0][..., None] * np.linalg.eigh(a)[1] ** 2),
+    case("qr-Q-tall", lambda a: sl.linalg.qr(a).Q, (G, (4, 3)), ref=_np_qr(0)),
+    case("qr-R-tall", lambda a: sl.linalg.qr(a).R, (G, (4, 3)), ref=_np_qr(1)),
+    case("qr-both-square", lambda a: sl.concatenate(list(sl.linalg.qr(a)), axis=-2),
+         (G, (3, 3)), ref=lambda a: np.concatenate(np.linalg.qr(a), axis=-2)),
+    case("qr-both-batched", lambda a: sl.concatenate(list(sl.linalg.qr(a)), axis=-2),
+         (G, (2, 4, 2)), ref=lambda a: np.concatenate(np.linalg.qr(a), axis=-2)),
+    case("qr-mode-r", lambda a: sl.linalg.qr(a, mode="r"), (G, (4, 3)),
+         ref=lambda a: np.linalg.qr(a, mode="r")),
+    case("qr-complete-square", lambda a: sl.linalg.qr(a, mode="complete").Q, (G, (3, 3)),
+         ref=_np_qr(0, "complete")),
+    # determinants
+    case("slogdet-logabsdet", lambda a: sl.linalg.slogdet(a).logabsdet, (W, (3, 3)),
+         ref=lambda a: np.linalg.slogdet(a)[1]),
+    case("slogdet-negative", lambda a: sl.linalg.slogdet(a)[1], (ND, (3, 3)),
+         ref=lambda a: np.linalg.slogdet(a)[1]),
+    case("slogdet-sign", lambda a: sl.linalg.slogdet(a).sign, (ND, (2, 3, 3)),
+         ref=lambda a: np.linalg.slogdet(a)[0]),
+    case("slogdet-batched", lambda a: sl.linalg.slogdet(a)[1], (W, (2, 3, 3)),
+         ref=lambda a: np.linalg.slogdet(a)[1]),
+    case("det", sl.linalg.det, (W, (3, 3)), ref=np.linalg.det),
+    case("det-batched", sl.linalg.det, (ND, (2, 3, 3)), ref=np.linalg.det),
+    # norms
+    case("norm-vector", sl.linalg.norm, (N, (5,)), ref=np.linalg.norm),
+    case("norm-flat-3d", sl.linalg.norm, (N, (2, 3, 4)), ref=np.linalg.norm),
+    case("norm-fro", lambda x: sl.linalg.norm(x, "fro"), (N, (3, 4)), ref=_np_norm("fro")),
+    case("norm-fro-batched", lambda x: sl.linalg.norm(x, axis=(-2, -1)), (N, (2, 3, 4)),
+         ref=_np_norm(axis=(-2, -1))),
+    case("norm-1", lambda x: sl.linalg.norm(x, 1), (A, (5,)), ref=_np_norm(1)),
+    case("norm-inf-axis", lambda x: sl.linalg.norm(x, np.inf, axis=1), (D, (3, 4)),
+         ref=_np_norm(np.inf, axis=1)),
+    case("norm-minus-inf", lambda x: sl.linalg.norm(x, -np.inf), (D, (5,)),
+         ref=_np_norm(-np.inf)),
+    case("norm-p3-keepdims", lambda x: sl.linalg.norm(x, 3, axis=0, keepdims=True),
+         (A, (3, 4)), ref=_np_norm(3, axis=0, keepdims=True)),
+    case("norm-0", lambda x: sl.linalg.norm(x, 0, axis=-1), (A, (3, 4)),
+         ref=_np_norm(0, axis=-1)),
+    case("norm-matrix-1", lambda x: sl.linalg.norm(x, 1), (D, (3, 4)), ref=_np_norm(1)),
+    case("norm-matrix-inf-swapped", lambda x: sl.linalg.norm(x, np.inf, axis=(1, 0)),
+         (D, (3, 4)), ref=_np_norm(np.inf, axis=(1, 0))),
+    case("norm-matrix-minus-1-keepdims",
+         lambda x: sl.linalg.norm(x, -1, axis=(0, 2), keepdims=True), (D, (3, 2, 4)),
+         ref=_np_norm(-1, axis=(0, 2), keepdims=True)),
+    # powers
+    case("matrix_power-3", lambda a: sl.linalg.matrix_power(a, 3), (W, (3, 3)),
+         ref=lambda a: np.linalg.matrix_power(a, 3)),
+    case("matrix_power-minus-2", lambda a: sl.linalg.matrix_power(a, -2), (W, (2, 3, 3)),
+         ref=lambda a: np.linalg.matrix_power(a, -2)),
+    case("matrix_power-1", lambda a: sl.linalg.matrix_power(a, 1), (W, (3, 3)),
+         ref=lambda a: np.linalg.matrix_power(a, 1)),
+    # matrix functions
+    case("diag-vector", sl.diag, (N, (3,)), ref=np.diag),
+    case("diag-vector-k", lambda v: sl.diag(v, 1), (N, (3,)), ref=lambda v: np.diag(v, 1)),
+    case("diag-vector-minus-k", lambda v: sl.diag(v, -2), (N, (2,)),
+         ref=lambda v: np.diag(v, -2)),
+    case("diag-matrix", lambda m: sl.diag(m, -1), (N, (3, 4)), ref=lambda m: np.diag(m, -1)),
+    case("diagonal", sl.diagonal, (N, (3, 4)), ref=np.diagonal),
+    case("diagonal-axes", lambda a: sl.diagonal(a, 1, 2, 0), (N, (3, 2, 4)),
+         ref=lambda a: np.diagonal(a, 1, 2, 0)),
+    case("diagonal-negative-axes", lambda a: sl.diagonal(a, -1, axis1=-1, axis2=-2),
+         (N, (2, 3, 4)), ref=lambda a: np.diagonal(a, -1, axis1=-1, axis2=-2)),
+    case("trace", sl.trace, (N, (3, 4)), ref=np.trace),
+    case("trace-batched", lambda a: sl.trace(a, 1, axis1=1, axis2=2), (N, (2, 3, 3)),
+         ref=lambda a: np.trace(a, 1, axis1=1, axis2=2)),
+    case("outer", sl.outer, (N, (3,)), (N, (2, 2)), ref=np.outer),
+    case("tril", sl.tril, (N, (3, 4)), ref=np.tril),
+    case("tril-k-batched", lambda m: sl.tril(m, -1), (N, (2, 3, 3)), ref=lambda m: np.tril(m, -1)),
+    case("triu", sl.triu, (N, (4, 3)), ref=np.triu),
+    case("triu-k", lambda m: sl.triu(m, 1), (N, (3, 3)), ref=lambda m: np.triu(m, 1)),
+    case("kron", sl.kron, (N, (2, 3)), (N, (3, 2)), ref=np.kron),
+    case("kron-mixed-ndim", sl.kron, (N, (3,)), (N, (2, 2)), ref=np.kron),
+    case("tensordot-2", sl.tensordot, (N, (2, 3, 4)), (N, (3, 4, 2)), ref=np.tensordot),
+    case("tensordot-pairs", lambda a, b: sl.tensordot(a, b, axes=([0, 2], [2, 0])),
+         (N, (2, 3, 4)), (N, (4, 5, 2)),
+         ref=lambda a, b: np.tensordot(a, b, axes=([0, 2], [2, 0]))),
+    case("tensordot-0", lambda a, b: sl.tensordot(a, b, axes=0), (N, (2,)), (N, (3,)),
+         ref=lambda a, b: np.tensordot(a, b, axes=0)),
+    case("dot-nd", sl.dot, (N, (2, 3, 4)), (N, (2, 4, 3)), ref=np.dot),
+    case("dot-nd-vector", sl.dot, (N, (2, 3, 4)), (N, (4,)), ref=np.dot),
+    case("dot-matrix", sl.dot, (N, (3, 4)), (N, (4, 2)), ref=np.dot),
+    case("dot-vector", sl.dot, (N, (4,)), (N, (4,)), ref=np.dot),
+    case("dot-scalar", sl.dot, (N, ()), (N, (2, 3)), ref=np.dot),
+]
+
+(test_forward_matches_numpy, test_vjp_float32_matches_float64,
+ test_grads_match_finite_differences, test_inside_a_scan_body_matches_the_loop) = table_tests(
+    CASES)
+
+
+# --- against JAX (where installed) ------------------------------------------------------------
+@pytest.fixture
+def jax64():
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    return jax
+
+
+def _grads_agree(jax, sl_loss, jax_loss, *inputs, rtol=1e-9):
+    ours = sl.grad(sl_loss, argnums=tuple(range(len(inputs))))(*[sl.tensor(x) for x in inputs])
+    theirs = jax.grad(jax_loss, argnums=tuple(range(len(inputs))))(*inputs)
+    for g, h in zip(ours, theirs):
+        np.testing.assert_allclose(g.numpy(), np.asarray(h), rtol=rtol, atol=1e-10)
+
+
+def test_cholesky_gradient_matches_jax_for_a_non_symmetric_cotangent(jax64):
+    """A loss that weighs L's entries unevenly, of an input that is not symmetric: JAX
+    symmetrizes the input, and so must scanlib (its gradient is then symmetric)."""
+    jnp = jax64.numpy
+    rng = np.random.default_rng(5)
+    a = _spd(rng, (4, 4)) + 0.1 * np.triu(rng.standard_normal((4, 4)), 1)  # not symmetric
+    weights = rng.standard_normal((4, 4))
+    _grads_agree(jax64, lambda a: sl.sum(sl.linalg.cholesky(a) * weights),
+                 lambda a: jnp.sum(jnp.linalg.cholesky(a) * weights), a)
+    g = sl.grad(lambda a: sl.sum(sl.linalg.cholesky(a) * weights))(sl.tensor(a)).numpy()
+    np.testing.assert_allclose(g, g.T, rtol=1e-12)
+    # second order: a Hessian-vector product through cholesky
+    direction = rng.standard_normal((4, 4))
+
+    def hvp_sl(a):
+        return sl.vdot(sl.grad(lambda a: sl.sum(sl.linalg.cholesky(a) ** 3 * weights))(a),
+                       sl.tensor(direction))
+
+    def hvp_jax(a):
+        g = jax64.grad(lambda a: jnp.sum(jnp.linalg.cholesky(a) ** 3 * weights))(a)
+        return jnp.vdot(g, direction)
+
+    _grads_agree(jax64, hvp_sl, hvp_jax, a)
+
+
+def test_eigh_gradient_matches_jax(jax64):
+    jnp = jax64.numpy
+    rng = np.random.default_rng(6)
+    a = _spd(rng, (2, 4, 4)) + 0.1 * rng.standard_normal((2, 4, 4))  # not symmetric
+    cw, cv = rng.standard_normal((2, 4)), rng.standard_normal((2, 4, 4))
+
+    def ours(a):
+        w, v = sl.linalg.eigh(a)
+        return sl.sum(w * cw) + sl.sum(v * v * cv)  # v * v: free of the eigenvectors' signs
+
+    def theirs(a):
+        w, v = jnp.linalg.eigh(a)
+        return jnp.sum(w * cw) + jnp.sum(v * v * cv)
+
+    _grads_agree(jax64, ours, theirs, a, rtol=1e-8)
+
+
+def test_other_gradients_match_jax(jax64):
+    jnp, jsl = jax64.numpy, jax64.scipy.linalg
+    rng = np.random.default_rng(7)
+    a, b = _wellcond(rng, (2, 3, 3)), rng.standard_normal((2, 3, 2))
+    c = rng.standard_normal((2, 3, 2))
+    pairs = [
+        (lambda a, b: sl.sum(sl.linalg.solve(a, b) * c), lambda a, b: jnp.sum(
+            jnp.linalg.solve(a, b) * c)),
+        (lambda a, b: sl.sum(sl.linalg.inv(a) @ b * c), lambda a, b: jnp.sum(
+            jnp.linalg.inv(a) @ b * c)),
+        (lambda a, b: sl.sum(sl.linalg.solve_triangular(a, b, trans=1, lower=True) * c),
+         lambda a, b: jnp.sum(jsl.solve_triangular(a, b, trans=1, lower=True) * c)),
+        (lambda a, b: sl.sum(sl.linalg.slogdet(a)[1] * sl.linalg.det(a)) + sl.sum(b),
+         lambda a, b: jnp.sum(jnp.linalg.slogdet(a)[1] * jnp.linalg.det(a)) + jnp.sum(b)),
+        (lambda a, b: sl.sum(sl.linalg.qr(b).Q * c) + sl.sum(sl.linalg.qr(b).R) + sl.sum(a),
+         lambda a, b: jnp.sum(jnp.linalg.qr(b)[0] * c) + jnp.sum(jnp.linalg.qr(b)[1])
+         + jnp.sum(a)),
+    ]
+    for ours, theirs in pairs:
+        _grads_agree(jax64, ours, theirs, a, b)
+
+
+# --- a Kalman-style loss inside a scan ------------------------------------------------------
+def _kalman_step(F, Q, R):
+    """One step of a Kalman filter (observation matrix I): predict with F and Q, score y
+    under N(m, S) with cholesky + cho_solve + slogdet, and update the mean and covariance."""
+    def step(carry, y):
+        m, P = carry
+        m, P = F @ m, F @ P @ F.T + Q
+        S = P + R
+        L = sl.linalg.cholesky(S)
+        innovation = y - m
+        alpha = sl.linalg.cho_solve((L, True), innovation)
+        nll = 0.5 * (sl.vdot(innovation, alpha) + sl.linalg.slogdet(S).logabsdet)
+        m = m + P @ alpha
+        P = P - P @ sl.linalg.cho_solve((L, True), P)
+        return (m, P), nll
+    return step
+
+
+def test_kalman_style_loss_in_a_scan_matches_the_loop(backend):
+    rng = np.random.default_rng(11)
+    d, T = 3, 6
+    m0, ys = backend.tensor(np.zeros(d)), backend.tensor(rng.standard_normal((T, d)))
+    P0, Q, R = (backend.tensor(_spd(rng, (d, d))) for _ in range(3))
+    F = backend.tensor(np.eye(d) * 0.9 + 0.1 * rng.standard_normal((d, d)))
+
+    def by_scan(P0, F, Q, R):
+        (m, P), nlls = sl.scan(_kalman_step(F, Q, R), (m0, P0), ys)
+        return sl.sum(nlls) + sl.sum(P)
+
+    def by_loop(P0, F, Q, R):
+        step, carry, total = _kalman_step(F, Q, R), (m0, P0), 0.0
+        for t in range(T):
+            carry, nll = step(carry, ys[t])
+            total = total + nll
+        return total + sl.sum(carry[1])
+
+    args = (P0, F, Q, R)
+    v1, g1 = sl.value_and_grad(by_scan, argnums=(0, 1, 2, 3))(*args)
+    v2, g2 = sl.value_and_grad(by_loop, argnums=(0, 1, 2, 3))(*args)
+    np.testing.assert_allclose(v1.numpy(), v2.numpy(), rtol=1e-11)
+    for a, b in zip(g1, g2):
+        backend.check_device(a)
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-9, atol=1e-12)
+    check_grads(by_scan, [backend.array(x.numpy()) for x in args], order=2)
+
+
+# --- complex matrices (JAX's convention) --------------------------------------------------------
+def _complex_matrix(rng, shape):
+    n = shape[-1]
+    return rng.standard_normal(shape) + 1j * rng.standard_normal(shape) + 3 * np.eye(n)
+
+
+@pytest.mark.parametrize("name", ["inv", "det", "logabsdet", "sign", "solve", "solve_triangular-C",
+                                  "cho_solve", "matrix_power", "norm"])
+def test_complex_forward_and_gradients(backend, name):
+    rng = np.random.default_rng(8)
+    a = _complex_matrix(rng, (2, 3, 3))
+    b = rng.standard_normal((2, 3, 2)) + 1j * rng.standard_normal((2, 3, 2))
+    bt = backend.tensor(b)
+    fn, ref = {
+        "inv": (sl.linalg.inv, np.linalg.inv),
+        "det": (sl.linalg.det, np.linalg.det),
+        "logabsdet": (lambda a: sl.linalg.slogdet(a)[1], lambda a: np.linalg.slogdet(a)[1]),
+        "sign": (lambda a: sl.linalg.slogdet(a)[0], lambda a: np.linalg.slogdet(a)[0]),
+        "solve": (lambda a: sl.linalg.solve(a, bt), lambda a: np.linalg.solve(a, b)),
+        "solve_triangular-C": (
+            lambda a: sl.linalg.solve_triangular(a, bt, trans="C", lower=True),
+            lambda a: np.linalg.solve(np.conj(_mT(np.tril(a))), b)),
+        "cho_solve": (lambda a: sl.linalg.cho_solve((a, True), bt),
+                      lambda a: np.linalg.solve(np.tril(a) @ np.conj(_mT(np.tril(a))), b)),
+        "matrix_power": (lambda a: sl.linalg.matrix_power(a, -2),
+                         lambda a: np.linalg.matrix_power(a, -2)),
+        "norm": (lambda a: sl.linalg.norm(a, axis=(-2, -1)),
+                 lambda a: np.linalg.norm(a, axis=(-2, -1))),
+    }[name]
+    out = fn(backend.tensor(a))
+    want = ref(a)
+    assert out.dtype == want.dtype
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-12, atol=1e-12)
+    check_grads(fn, [backend.array(a)], order=2)
+
+
+def test_complex_gradients_match_jax(jax64):
+    jnp = jax64.numpy
+    rng = np.random.default_rng(9)
+    a, b = _complex_matrix(rng, (2, 3, 3)), rng.standard_normal((2, 3, 2))
+    c = rng.standard_normal(2)
+
+    def ours(a):
+        sign, logabsdet = sl.linalg.slogdet(a)
+        return (sl.sum(sl.real(sign * c) + logabsdet * c) + sl.sum(sl.imag(sl.linalg.det(a)))
+                + sl.sum(sl.real(sl.linalg.solve(a, b) * 1.5)))
+
+    def theirs(a):
+        sign, logabsdet = jnp.linalg.slogdet(a)
+        return (jnp.sum(jnp.real(sign * c) + logabsdet * c) + jnp.sum(jnp.imag(jnp.linalg.det(a)))
+                + jnp.sum(jnp.real(jnp.linalg.solve(a, b) * 1.5)))
+
+    _grads_agree(jax64, ours, theirs, a)
+
+
+@pytest.mark.parametrize("fn", [sl.linalg.cholesky, sl.linalg.eigh, sl.linalg.qr])
+def test_complex_input_is_refused_where_not_supported(backend, fn):
+    a = backend.tensor(_complex_matrix(np.random.default_rng(0), (3, 3)))
+    with pytest.raises(TypeError, match="complex input"):
+        fn(a)
+
+
+# --- edge cases: repeated eigenvalues, singular matrices, dtypes -------------------------------
+def test_eigenvalue_gradient_is_defined_for_repeated_eigenvalues(backend):
+    """w's gradient needs no 1 / (w_i - w_j): at the identity (all eigenvalues equal) the
+    gradient of sum(w) is the identity, not nan; also inside a scan body."""
+    eye = backend.tensor(np.eye(3))
+    g = sl.grad(lambda a: sl.sum(sl.linalg.eigh(a).eigenvalues))(eye)
+    np.testing.assert_allclose(g.numpy(), np.eye(3), atol=1e-12)
+    stack = backend.tensor(np.stack([np.eye(3), 2 * np.eye(3)]))
+
+    def by_scan(xs):
+        total, _ = sl.scan(lambda c, a: (c + sl.sum(sl.linalg.eigh(a)[0] ** 2), 0.0),
+                           backend.tensor(0.0), xs)
+        return total
+
+    g = sl.grad(by_scan)(stack).numpy()
+    np.testing.assert_allclose(g, np.stack([2 * np.eye(3), 4 * np.eye(3)]), atol=1e-12)
+
+
+def test_singular_and_indefinite_matrices_raise(backend):
+    if backend.name != "numpy":
+        pytest.skip("CuPy does not check (inf or nan, as in JAX)")
+    singular = backend.tensor(np.array([[1.0, 2.0], [2.0, 4.0]]))
+    with pytest.raises(np.linalg.LinAlgError, match="singular"):
+        sl.linalg.inv(singular)
+    with pytest.raises(np.linalg.LinAlgError, match="singular"):
+        sl.linalg.solve(singular, backend.tensor([1.0, 2.0]))
+    with pytest.raises(np.linalg.LinAlgError, match="not positive definite"):
+        sl.linalg.cholesky(backend.tensor(np.diag([1.0, -1.0])))
+    with pytest.raises(np.linalg.LinAlgError, match="zero on its diagonal"):
+        sl.linalg.solve_triangular(backend.tensor(np.diag([1.0, 0.0])), backend.tensor([1.0, 1]))
+    # in a scan body, a singular step is an error too (only tracing sees stand-in zeros)
+    with pytest.raises(np.linalg.LinAlgError, match="singular"):
+        sl.scan(lambda c, a: (c, sl.linalg.inv(a)), 0.0,
+                backend.tensor(np.stack([np.eye(2), np.zeros((2, 2))])))
+
+
+def test_integer_inputs_follow_numpy(backend):
+    m = np.array([[2, 1], [1, 3]])
+    t = backend.tensor(m)
+    for ours, want in ((sl.linalg.inv(t), np.linalg.inv(m)), (sl.linalg.det(t), np.linalg.det(m)),
+                       (sl.linalg.norm(t), np.linalg.norm(m)),
+                       (sl.linalg.norm(t, 1, axis=0), np.linalg.norm(m, 1, axis=0)),
+                       (sl.linalg.matrix_power(t, 3), np.linalg.matrix_power(m, 3)),
+                       (sl.linalg.matrix_power(t, 0), np.linalg.matrix_power(m, 0)),
+                       (sl.linalg.matrix_power(t, -1), np.linalg.matrix_power(m, -1)),
+                       (sl.tril(t), np.tril(m)), (sl.triu(t > 1), np.triu(m > 1)),
+                       (sl.trace(backend.tensor(m.astype(np.int32))), np.trace(m.astype(np.int32))),
+                       (sl.diag(t), np.diag(m)), (sl.diag(backend.tensor([1, 2])), np.diag([1, 2])),
+                       (sl.kron(t, t), np.kron(m, m)), (sl.outer(t, t), np.outer(m, m)),
+                       (sl.tensordot(t, t, 1), np.tensordot(m, m, 1)),
+                       (sl.dot(t, t), np.dot(m, m))):
+        assert ours.dtype == want.dtype, (ours, want)
+        np.testing.assert_allclose(ours.numpy(), want, rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_dtypes_are_kept_and_promoted_as_numpy(backend, dtype):
+    rng = np.random.default_rng(3)
+    a, b = _wellcond(rng, (3, 3)).astype(dtype), rng.standard_normal(3)
+    x = sl.linalg.solve(backend.tensor(a), backend.tensor(b.astype(np.float64)))
+    assert x.dtype == np.linalg.solve(a, b).dtype == np.float64
+    assert sl.eye(2, dtype=dtype, device=backend.device).dtype == dtype
+    assert sl.linalg.norm(backend.tensor(a), np.inf).dtype == dtype
+    w, v = sl.linalg.eigh(backend.tensor(_spd(rng, (3, 3)).astype(dtype)))
+    assert w.dtype == v.dtype == dtype
+
+
+def test_eye(backend):
+    for args, kw in (((3,), {}), ((2, 4), {"k": 1}), ((3, 2), {"k": -1, "dtype": np.float32})):
+        t = sl.eye(*args, device=backend.device, **kw)
+        backend.check_device(t)
+        want = np.eye(*args, **kw)
+        assert t.dtype == want.dtype
+        np.testing.assert_array_equal(t.numpy(), want)
+
+
+def test_matrix_power_zero_is_the_identity_with_zero_gradient(backend):
+    a = backend.tensor(_wellcond(np.random.default_rng(0), (2, 3, 3)))
+    np.testing.assert_array_equal(sl.linalg.matrix_power(a, 0).numpy(), np.broadcast_to(
+        np.eye(3), (2, 3, 3)))
+    g = sl.grad(lambda a: sl.sum(sl.linalg.matrix_power(a, 0)) + sl.sum(a * 0.0))(a)
+    np.testing.assert_array_equal(g.numpy(), 0.0)
+
+
+def test_norm_gradient_at_zero_is_zero(backend):
+    for kw in ({}, {"ord": "fro"}, {"axis": 1}):
+        g = sl.grad(lambda x, kw=kw: sl.sum(sl.linalg.norm(x, **kw)))(
+            backend.tensor(np.zeros((2, 3))))
+        np.testing.assert_array_equal(g.numpy(), 0.0)
+
+
+# --- NumPy dispatch ----------------------------------------------------------------------------
+def test_numpy_functions_run_the_differentiable_ops(backend):
+    if backend.name != "numpy":
+        pytest.skip("NumPy functions on CuPy data are CuPy's to dispatch")
+    rng = np.random.default_rng(4)
+    s = _spd(rng, (3, 3))
+    a = sl.tensor(s, requires_grad=True)
+    results = {
+        "inv": (np.linalg.inv(a), np.linalg.inv(s)),
+        "solve": (np.linalg.solve(a, np.ones(3)), np.linalg.solve(s, np.ones(3))),
+        "cholesky": (np.linalg.cholesky(a), np.linalg.cholesky(s)),
+        "cholesky-upper": (np.linalg.cholesky(a, upper=True), np.linalg.cholesky(s, upper=True)),
+        "slogdet": (np.linalg.slogdet(a).logabsdet, np.linalg.slogdet(s).logabsdet),
+        "det": (np.linalg.det(a), np.linalg.det(s)),
+        "eigh": (np.linalg.eigh(a, UPLO="U").eigenvalues, np.linalg.eigh(s, UPLO="U")[0]),
+        "qr": (np.linalg.qr(a, mode="r"), np.linalg.qr(s, mode="r")),
+        "norm": (np.linalg.norm(a, ord=1, axis=0, keepdims=True),
+                 np.linalg.norm(s, ord=1, axis=0, keepdims=True)),
+        "matrix_power": (np.linalg.matrix_power(a, 2), np.linalg.matrix_power(s, 2)),
+        "diag": (np.diag(a, 1), np.diag(s, 1)), "diagonal": (np.diagonal(a), np.diagonal(s)),
+        "trace": (np.trace(a), np.trace(s)), "outer": (np.outer(a, a), np.outer(s, s)),
+        "tril": (np.tril(a, -1), np.tril(s, -1)), "triu": (np.triu(a), np.triu(s)),
+        "kron": (np.kron(a, a), np.kron(s, s)),
+        "tensordot": (np.tensordot(a, a, 1), np.tensordot(s, s, 1)),
+        "dot-3d": (np.dot(a[None], a[None]), np.dot(s[None], s[None])),
+    }
+    for name, (ours, want) in results.items():
+        assert isinstance(ours, sl.Tensor) and ours.requires_grad, name
+        np.testing.assert_allclose(ours.numpy(), want, rtol=1e-12, err_msg=name)
+    with pytest.raises(TypeError, match="dtype="):
+        np.trace(a, dtype=np.float32)
+
+
+# --- errors say what is wrong, with the shapes -------------------------------------------------
+def test_errors_name_the_shapes_and_the_fix(backend):
+    t = backend.tensor
+    sq, wide = t(np.eye(3)), t(np.ones((2, 3)))
+    cases = [
+        (lambda: sl.linalg.inv(wide), ValueError, r"square matrix .* got shape \(2, 3\)"),
+        (lambda: sl.linalg.det(t(np.ones(3))), ValueError, "square"),
+        (lambda: sl.linalg.solve(sq, t(np.ones(4))), ValueError, "length 4"),
+        (lambda: sl.linalg.solve(sq, t(np.ones((2, 3)))), ValueError, r"b\[\.\.\., None\]"),
+        (lambda: sl.linalg.solve(t(np.ones((2, 3, 3))), t(np.ones((4, 3, 1)))), ValueError,
+         "do not broadcast"),
+        (lambda: sl.linalg.solve_triangular(sq, t(np.ones(3)), trans="X"), ValueError, "trans"),
+        (lambda: sl.linalg.cho_solve(sq, t(np.ones(3))), TypeError, "pair"),
+        (lambda: sl.linalg.eigh(sq, UPLO="X"), ValueError, "UPLO"),
+        (lambda: sl.linalg.qr(t(np.ones(3))), ValueError, "matrix"),
+        (lambda: sl.linalg.qr(sq, mode="raw"), ValueError, "mode"),
+        (lambda: sl.linalg.norm(sq, "nuc"), NotImplementedError, "SVD"),
+        (lambda: sl.linalg.norm(sq, 2), NotImplementedError, "SVD"),
+        (lambda: sl.linalg.norm(sq, "bad"), ValueError, "invalid order"),
+        (lambda: sl.linalg.norm(t(np.ones(3)), "fro"), ValueError, "matrix norm"),
+        (lambda: sl.linalg.norm(t(np.ones((2, 2, 2))), 1), ValueError, "name the axis"),
+        (lambda: sl.linalg.norm(sq, axis=(0, 1, 0)), ValueError, "axis"),
+        (lambda: sl.linalg.norm(sq, axis=2), ValueError, "out of range"),
+        (lambda: sl.linalg.matrix_power(sq, 1.5), TypeError, "integer"),
+        (lambda: sl.linalg.matrix_power(wide, 2), ValueError, "square"),
+        (lambda: sl.linalg.inv(t(np.eye(2, dtype=np.float16))), TypeError, "float32"),
+        (lambda: sl.tril(t(np.ones(3))), ValueError, "at least 2 axes"),
+        (lambda: sl.diagonal(sq, 0, 1, -1), ValueError, "one axis"),
+        (lambda: sl.diag(t(np.ones((2, 2, 2)))), ValueError, "1-d"),
+        (lambda: sl.tensordot(sq, wide, axes=([0], [0])), ValueError, "do not match"),
+        (lambda: sl.tensordot(sq, wide, axes=3), ValueError, "between 0"),
+        (lambda: sl.tensordot(sq, wide, axes=([0, 1], [1])), ValueError, "as many"),
+        (lambda: sl.dot(t(np.ones((2, 2, 3))), wide), ValueError, "not aligned"),
+        (lambda: sl.eye(2.5), TypeError, "N must be an int"),
+    ]
+    for fn, error, match in cases:
+        with pytest.raises(error, match=match):
+            fn()
+
+
+def test_wide_qr_has_no_gradient_and_says_so(backend):
+    a = backend.tensor(np.random.default_rng(0).standard_normal((2, 3)))
+    q, r = sl.linalg.qr(a)  # the forward pass works
+    np.testing.assert_allclose((q @ r).numpy(), a.numpy(), atol=1e-12)
+    with pytest.raises(NotImplementedError, match=r"m >= n.* 2x3"):
+        sl.grad(lambda a: sl.sum(sl.linalg.qr(a).R))(a)
+    with pytest.raises(NotImplementedError, match="complete"):
+        sl.grad(lambda a: sl.sum(sl.linalg.qr(a, mode="complete").Q))(
+            backend.tensor(np.random.default_rng(0).standard_normal((3, 2))))
+
+
+def test_dropped_outputs_are_recomputed_for_the_gradient(backend):
+    """eigh and qr's rules need both outputs; a caller that keeps only one still gets the
+    right gradient (the other is recomputed)."""
+    s = backend.tensor(_spd(np.random.default_rng(2), (3, 3)))
+    check_grads(lambda a: sl.linalg.eigh(a)[1][:, 0] ** 2, [s._value], order=1)
+    check_grads(lambda a: sl.linalg.qr(a)[0], [s._value], order=1)
