@@ -1,13 +1,153 @@
-"""(being written)
+"""Activation and classification functions as jax.nn names them (gelu, silu, elu, leaky_relu,
+log_softmax, one_hot, ...). Each is a composite of differentiable primitives, so none needs a
+rule of its own; at kinks the gradient is the one JAX gives.
 
-Imports backends, tape and the ops below it.
+Imports backends, tape and the ops below it (elementwise, functions, special).
 """
 
 from __future__ import annotations
 
-__all__: list[str] = []
+import math
+import operator
 
-# NumPy functions (np.f called on a Tensor, NEP 18) and ufuncs that run these ops; each
-# callable takes NumPy's parameter names (numpy_interop refuses other keywords).
+import numpy as np
+
+from . import elementwise as ew
+from . import functions as F
+from .special import erf, expm1
+
+__all__ = [
+    "gelu", "silu", "swish", "elu", "leaky_relu", "log_softmax", "one_hot", "log_sigmoid",
+    "softsign", "relu6", "hard_tanh", "celu", "selu",
+]
+
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+_SQRT_HALF = math.sqrt(0.5)
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def gelu(x, approximate: bool = True):
+    """Gaussian error linear unit x * Phi(x), as jax.nn.gelu: by default with the tanh
+    approximation, and with approximate=False exactly, through erf.
+
+    >>> sl.gelu(sl.tensor([-1.0, 0.0, 1.0])), sl.gelu(sl.tensor([1.0]), approximate=False)
+    """
+    x = F.as_tensor(x)
+    if approximate:
+        inner = ew.mul(ew.add(x, ew.mul(ew.mul(ew.mul(x, x), x), 0.044715)), _SQRT_2_OVER_PI)
+        return ew.mul(x, ew.mul(ew.add(ew.tanh(inner), 1.0), 0.5))
+    return ew.mul(ew.mul(x, ew.add(erf(ew.mul(x, _SQRT_HALF)), 1.0)), 0.5)
+
+
+def silu(x):
+    """x * sigmoid(x) (also called swish), as jax.nn.silu.
+
+    >>> sl.silu(sl.tensor([-1.0, 0.0, 1.0]))
+    """
+    return ew.mul(x, ew.sigmoid(x))
+
+
+swish = silu
+
+
+def elu(x, alpha=1.0):
+    """x where x > 0, else alpha * (exp(x) - 1), as jax.nn.elu (gradient alpha at 0).
+
+    >>> sl.elu(sl.tensor([-1.0, 0.0, 2.0]))
+    """
+    positive = ew.greater(x, 0)
+    safe = ew.where(positive, 0.0, x)  # expm1 of large positive x would overflow unused
+    return ew.where(positive, x, ew.mul(expm1(safe), alpha))
+
+
+def leaky_relu(x, negative_slope=0.01):
+    """x where x >= 0, else negative_slope * x, as jax.nn.leaky_relu (gradient 1 at 0).
+
+    >>> sl.leaky_relu(sl.tensor([-2.0, 0.0, 3.0]), 0.1)
+    """
+    return ew.where(ew.greater_equal(x, 0), x, ew.mul(x, negative_slope))
+
+
+def celu(x, alpha=1.0):
+    """max(x, 0) + alpha * expm1(min(x, 0) / alpha), as jax.nn.celu.
+
+    >>> sl.celu(sl.tensor([-1.0, 0.0, 2.0]))
+    """
+    return ew.add(ew.maximum(x, 0.0), ew.mul(expm1(ew.div(ew.minimum(x, 0.0), alpha)), alpha))
+
+
+def selu(x):
+    """Scaled ELU: scale * elu(x, alpha) with the constants of Klambauer et al., as jax.nn.selu.
+
+    >>> sl.selu(sl.tensor([-1.0, 0.0, 2.0]))
+    """
+    return ew.mul(elu(x, _SELU_ALPHA), _SELU_SCALE)
+
+
+def log_sigmoid(x):
+    """log(sigmoid(x)) = -softplus(-x), stable for large |x|, as jax.nn.log_sigmoid.
+
+    >>> sl.log_sigmoid(sl.tensor([-1000.0, 0.0, 1000.0]))
+    """
+    return ew.neg(F.softplus(ew.neg(x)))
+
+
+def softsign(x):
+    """x / (|x| + 1), as jax.nn.soft_sign.
+
+    >>> sl.softsign(sl.tensor([-3.0, 0.0, 1.0]))
+    """
+    return ew.div(x, ew.add(ew.absolute(x), 1.0))
+
+
+def relu6(x):
+    """min(max(x, 0), 6), as jax.nn.relu6: the gradient is 1 strictly inside (0, 6) and 0 at
+    both kinks; nan stays nan.
+
+    >>> sl.relu6(sl.tensor([-1.0, 3.0, 7.0]))
+    """
+    below = ew.where(ew.less_equal(x, 0), 0.0, x)  # nan fails every test and is kept
+    return ew.where(ew.greater(x, 0), ew.where(ew.less(x, 6), x, 6.0), below)
+
+
+def hard_tanh(x):
+    """x clipped to [-1, 1], as jax.nn.hard_tanh (gradient 1 at the kinks, as JAX gives).
+
+    >>> sl.hard_tanh(sl.tensor([-2.0, 0.5, 2.0]))
+    """
+    return ew.where(ew.greater(x, 1), 1.0, ew.where(ew.less(x, -1), -1.0, x))
+
+
+def log_softmax(x, axis=-1):
+    """x - logsumexp(x) along axis (an int, a tuple or None), stable, as jax.nn.log_softmax.
+
+    >>> sl.log_softmax(sl.tensor([1000.0, 1000.0]))
+    """
+    return ew.sub(x, F.logsumexp(x, axis=axis, keepdims=True))
+
+
+def one_hot(x, num_classes, *, dtype=np.float64, axis=-1):
+    """Integer labels as one-hot vectors along a new axis, as jax.nn.one_hot: labels outside
+    [0, num_classes) (negative ones too) give rows of zeros. float64 unless dtype is given;
+    not differentiable.
+
+    >>> sl.one_hot(sl.tensor([0, 2, 5]), 3)
+    """
+    x = F.as_tensor(x)
+    if np.dtype(x.dtype).kind not in "iu":
+        raise TypeError(f"one_hot: labels must be integers, got {x.dtype}. Cast them first, "
+                        "e.g. labels.astype('int64').")
+    num_classes = operator.index(num_classes)
+    if num_classes < 0:
+        raise ValueError(f"one_hot: num_classes must be >= 0, got {num_classes}")
+    axis = F._one_axis(axis, x.ndim + 1, "one_hot")
+    classes = F.arange(num_classes, dtype=np.int64, device=x.device)
+    classes = F.reshape(classes, (num_classes,) + (1,) * (x.ndim - axis))
+    hot = ew.equal(F.expand_dims(x, axis), classes)
+    return ew.astype(hot, dtype=np.dtype(dtype))
+
+
+# NumPy has none of these; the tables numpy_interop merges stay empty.
 NUMPY_FUNCTIONS: dict = {}
 NUMPY_UFUNCS: dict = {}
