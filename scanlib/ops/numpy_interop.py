@@ -14,7 +14,7 @@ import inspect
 import numpy as np
 
 from ..tape import Tensor
-from . import arrays, decompositions, matrices, nn, special
+from . import arrays, decompositions, gathers, matrices, nn, reductions, special
 from . import elementwise as ew
 from . import functions as F
 from .structural import normalize_axis
@@ -31,7 +31,7 @@ _UFUNCS = {
     np.logical_not: ew.logical_not, np.logical_and: ew.logical_and,
     np.logical_or: ew.logical_or, np.conjugate: ew.conj,
 }
-_EXTENSIONS = (special, nn, arrays, matrices, decompositions)
+_EXTENSIONS = (special, nn, arrays, reductions, gathers, matrices, decompositions)
 for _module in _EXTENSIONS:
     _UFUNCS.update(getattr(_module, "NUMPY_UFUNCS", {}))
 # Ufunc keywords that, with these values, change nothing (NumPy passes dtype=None through).
@@ -181,7 +181,10 @@ def _call_table(func, op, args, kwargs):
     for key, value in list(bound.arguments.items()):
         default = params[key].default
         if params[key].kind is inspect.Parameter.VAR_KEYWORD:  # np.clip's ufunc options
-            raise _keyword_error(f, next(iter(value)))
+            refused = next((k for k in value if k not in accepted), None)
+            if refused is not None:
+                raise _keyword_error(f, refused)
+            continue  # np.pad's **kwargs: passed on by name
         if value is np._NoValue or key not in accepted and (  # _NoValue: "not given"
                 value is default or isinstance(value, str) and value == default):
             del bound.arguments[key]  # the same as not passing it
