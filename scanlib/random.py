@@ -1,8 +1,679 @@
-"""scanlib.random: JAX-style functional random keys (being written).
+"""scanlib.random: JAX-style functional random keys. A key is a uint32[2] Tensor; `split` and
+`fold_in` make new keys, and the same key always gives the same numbers, so a key in a scan's
+carry draws fresh numbers at every step. Threefry-2x32 (20 rounds) on uint32 arrays, in JAX's
+"partitionable" layout: keys and raw bits equal jax.random's bit for bit.
 
-Imports ops.
+Imports backends, tape and ops; the primitives here have no VJP (keys have no gradient).
 """
 
 from __future__ import annotations
 
-__all__: list[str] = []
+import math
+
+import numpy as np
+
+from . import backends
+from .ops import Primitive, as_tensor, getitem, log, log1p, maximum, stop_gradient, where
+from .ops.functions import _one_axis
+from .tape import Tensor, type_str
+
+__all__ = [
+    "key", "PRNGKey", "split", "fold_in", "bits", "uniform", "normal", "bernoulli",
+    "categorical", "gumbel", "exponential", "randint", "choice", "permutation",
+]
+
+_U32 = np.dtype(np.uint32)
+_U64 = np.dtype(np.uint64)
+
+
+# --- Threefry-2x32 on raw uint32 arrays --------------------------------------------------
+_ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
+
+
+def _rotate_left(x, r):
+    return (x << np.uint32(r)) | (x >> np.uint32(32 - r))
+
+
+def threefry2x32(key, x0, x1):
+    """The Threefry-2x32 block cipher (20 rounds) of counters (x0, x1) under key, as raw
+    uint32 arrays on the key's backend; the function jax.random is built on."""
+    k0, k1 = key[0:1], key[1:2]  # (1,)-arrays: array arithmetic wraps without warnings
+    ks = (k0, k1, k0 ^ k1 ^ np.uint32(0x1BD11BDA))
+    x0, x1 = x0 + ks[0], x1 + ks[1]
+    for i in range(5):
+        for r in _ROTATIONS[i % 2]:
+            x0 = x0 + x1
+            x1 = _rotate_left(x1, r) ^ x0
+        x0 = x0 + ks[(i + 1) % 3]
+        x1 = x1 + ks[(i + 2) % 3] + np.uint32(i + 1)
+    return x0, x1
+
+
+# Everything is computed on flat arrays and reshaped at the end, so a 0-d draw is a 0-d array
+# (NumPy turns 0-d arithmetic into scalars, which have no .view and warn on wrapping).
+def _counters(key, size):
+    """The index of each element as a 64-bit number split into its high and low words (JAX's
+    iota_2x32_shape, row-major)."""
+    xp = backends.xp_of(key)
+    with backends.on_device(backends.device_of(key)):
+        index = xp.arange(size, dtype=_U64)
+    return (index >> np.uint64(32)).astype(_U32), (index & np.uint64(0xFFFFFFFF)).astype(_U32)
+
+
+def _flat_bits(key, size, width):
+    """size random unsigned integers of `width` bits: JAX's partitionable random_bits."""
+    b0, b1 = threefry2x32(key, *_counters(key, size))
+    if width == 64:
+        return (b0.astype(_U64) << np.uint64(32)) | b1.astype(_U64)
+    return (b0 ^ b1).astype(np.dtype(f"uint{width}"))
+
+
+def _raw_bits(key, shape, width):
+    return _flat_bits(key, math.prod(shape), width).reshape(shape)
+
+
+def _raw_split(key, shape):
+    b0, b1 = threefry2x32(key, *_counters(key, math.prod(shape)))
+    return backends.xp_of(key).stack([b0, b1], axis=-1).reshape(shape + (2,))
+
+
+def _flat_unit_floats(key, size, dtype):
+    """Floats in [0, 1) of dtype: random mantissa bits under the exponent of 1.0, minus 1."""
+    info = np.finfo(dtype)
+    uint = np.dtype(f"uint{info.bits}")
+    mantissa = _flat_bits(key, size, info.bits) >> uint.type(info.bits - info.nmant)
+    one = uint.type(np.array(1.0, dtype).view(uint))  # a scalar: CuPy mixes no NumPy arrays
+    return (mantissa | one).view(dtype) - dtype.type(1.0)
+
+
+def _unit_floats(key, shape, dtype):
+    return _flat_unit_floats(key, math.prod(shape), dtype).reshape(shape)
+
+
+def _flat_uniform(key, size, dtype, lo, hi):
+    """Uniform on [lo, hi) in dtype, with JAX's arithmetic (so equal to jax.random.uniform)."""
+    lo, hi = dtype.type(lo), dtype.type(hi)
+    floats = _flat_unit_floats(key, size, dtype)
+    return backends.xp_of(key).maximum(lo, floats * (hi - lo) + lo)
+
+
+# --- erfinv, for normal: Giles' polynomials, evaluated as XLA evaluates them ---------------
+_ERFINV32 = (
+    (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
+     -0.00125372503, -0.00417768164, 0.246640727, 1.50140941),
+    (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
+     -0.0076224613, 0.00943887047, 1.00167406, 2.83297682))
+_ERFINV64 = (
+    (-3.6444120640178196996e-21, -1.685059138182016589e-19, 1.2858480715256400167e-18,
+     1.115787767802518096e-17, -1.333171662854620906e-16, 2.0972767875968561637e-17,
+     6.6376381343583238325e-15, -4.0545662729752068639e-14, -8.1519341976054721522e-14,
+     2.6335093153082322977e-12, -1.2975133253453532498e-11, -5.4154120542946279317e-11,
+     1.051212273321532285e-09, -4.1126339803469836976e-09, -2.9070369957882005086e-08,
+     4.2347877827932403518e-07, -1.3654692000834678645e-06, -1.3882523362786468719e-05,
+     0.0001867342080340571352, -0.00074070253416626697512, -0.0060336708714301490533,
+     0.24015818242558961693, 1.6536545626831027356),
+    (2.2137376921775787049e-09, 9.0756561938885390979e-08, -2.7517406297064545428e-07,
+     1.8239629214389227755e-08, 1.5027403968909827627e-06, -4.013867526981545969e-06,
+     2.9234449089955446044e-06, 1.2475304481671778723e-05, -4.7318229009055733981e-05,
+     6.8284851459573175448e-05, 2.4031110387097893999e-05, -0.0003550375203628474796,
+     0.00095328937973738049703, -0.0016882755560235047313, 0.0024914420961078508066,
+     -0.0037512085075692412107, 0.005370914553590063617, 1.0052589676941592334,
+     3.0838856104922207635),
+    (-2.7109920616438573243e-11, -2.5556418169965252055e-10, 1.5076572693500548083e-09,
+     -3.7894654401267369937e-09, 7.6157012080783393804e-09, -1.4960026627149240478e-08,
+     2.9147953450901080826e-08, -6.7711997758452339498e-08, 2.2900482228026654717e-07,
+     -9.9298272942317002539e-07, 4.5260625972231537039e-06, -1.9681778105531670567e-05,
+     7.5995277030017761139e-05, -0.00021503011930044477347, -0.00013871931833623122026,
+     1.0103004648645343977, 4.8499064014085844221))
+
+
+def _erfinv32(xp, x):
+    w = -xp.log1p(-x * x)
+    small = w < np.float32(5.0)
+    w = xp.where(small, w - np.float32(2.5), xp.sqrt(w) - np.float32(3.0))
+    lo, hi = (tuple(np.float32(c) for c in cs) for cs in _ERFINV32)
+    p = xp.where(small, lo[0], hi[0])
+    for a, b in zip(lo[1:], hi[1:]):
+        p = xp.where(small, a, b) + p * w
+    return p * x
+
+
+def _erfinv64(xp, x):
+    w = -xp.log1p(-x * x)
+    lt625, lt16 = w < 6.25, w < 16.0
+    sqrt_w = xp.sqrt(w)
+    w = xp.where(lt625, w - 3.125, sqrt_w - xp.where(lt16, 3.25, 5.0))
+    a, b, c = _ERFINV64
+
+    def coefficient(i):
+        out = xp.where(lt625, a[i], b[i]) if i < 19 else a[i]
+        return xp.where(lt16, out, c[i]) if i < 17 else out
+
+    p = coefficient(0)
+    for i in range(1, 17):
+        p = coefficient(i) + p * w
+    for i in range(17, 23):
+        p = xp.where(lt16 if i < 19 else lt625, coefficient(i) + p * w, p)
+    return p * x
+
+
+def _raw_normal(key, shape, dtype):
+    """JAX's normal: sqrt(2) erfinv(u), u uniform on (-1, 1); erfinv in float32 unless float64."""
+    xp = backends.xp_of(key)
+    lo = np.nextafter(np.array(-1.0, dtype), np.array(0.0, dtype))
+    u = _flat_uniform(key, math.prod(shape), dtype, lo, 1.0)
+    z = _erfinv64(xp, u) if dtype == np.float64 else _erfinv32(xp, u.astype(np.float32))
+    return (z.astype(dtype) * dtype.type(np.sqrt(2))).reshape(shape)
+
+
+# --- primitives: one equation per draw, computed on the key's backend ----------------------
+def _seed_impl(seed):
+    """JAX's threefry_seed: the high word of a 64-bit seed (0 for narrower ones), then the low
+    word (astype keeps it, in two's complement for a negative seed)."""
+    xp, seed = backends.xp_of(seed), seed.reshape(1)
+    high = (seed.astype(_U64) >> np.uint64(32)).astype(_U32) if seed.dtype.itemsize == 8 else (
+        xp.zeros_like(seed, dtype=_U32))
+    return xp.concatenate([high, seed.astype(_U32)])
+
+
+def _fold_in_impl(key, data):
+    xp = backends.xp_of(key)
+    with backends.on_device(backends.device_of(key)):
+        data = xp.asarray(data).astype(_U32).reshape(1)
+    return xp.concatenate(threefry2x32(key, xp.zeros_like(data), data))
+
+
+seed_p = Primitive("random_seed", _seed_impl, doc="random_seed(seed): the key of an int seed.")
+split_p = Primitive("random_split", _raw_split, doc="random_split(key, shape): new keys.")
+fold_in_p = Primitive("random_fold_in", _fold_in_impl, doc="random_fold_in(key, data).")
+bits_p = Primitive("random_bits", lambda key, shape, width: _raw_bits(key, shape, width),
+                   doc="random_bits(key, shape, width): uniform unsigned integers.")
+uniform_p = Primitive("random_uniform", lambda key, shape, dtype: _unit_floats(key, shape, dtype),
+                      doc="random_uniform(key, shape, dtype): uniform floats in [0, 1).")
+normal_p = Primitive("random_normal", _raw_normal,
+                     doc="random_normal(key, shape, dtype): standard normal floats.")
+argmax_p = Primitive("argmax", lambda x, axis: backends.xp_of(x).asarray(
+                         backends.xp_of(x).argmax(x, axis=axis)),
+                     doc="argmax(x, axis): index of the first maximum (or NaN) along axis.")
+
+
+# --- checking arguments ------------------------------------------------------------------
+def _check_key(key, who) -> Tensor:
+    """key as a Tensor, if it is one key: uint32[2]."""
+    if not isinstance(key, Tensor) and not backends.is_array(key):
+        raise TypeError(f"{who}: the key must be a uint32[2] array, got a {type(key).__name__}. "
+                        "Make one with scanlib.random.key(seed) and split it for new ones.")
+    key = as_tensor(key)
+    if key.dtype != _U32:
+        raise TypeError(
+            f"{who}: a key must be a uint32[2] array, got {type_str(key.shape, key.dtype)}. "
+            "Make one with scanlib.random.key(seed) (or PRNGKey(seed)); keys come from "
+            "key, split and fold_in, never from other integers.")
+    if key.shape != (2,):
+        hint = (" For a batch of keys use one at a time (keys[i]), or scan over them."
+                if key.shape[-1:] == (2,) else "")
+        raise TypeError(f"{who}: expects one key, a uint32[2] array, got "
+                        f"{type_str(key.shape, key.dtype)}.{hint}")
+    return key
+
+
+def _shape(shape, who) -> tuple:
+    if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
+        shape = (shape,)
+    if not isinstance(shape, (tuple, list)) or not all(
+            isinstance(s, (int, np.integer)) and not isinstance(s, bool) for s in shape):
+        raise TypeError(f"{who}: shape must be a tuple of ints, got {shape!r}")
+    if any(s < 0 for s in shape):
+        raise ValueError(f"{who}: shape {tuple(shape)} has a negative dimension")
+    return tuple(int(s) for s in shape)
+
+
+def _float_dtype(dtype, who) -> np.dtype:
+    dtype = np.dtype(dtype)
+    if dtype not in (np.float16, np.float32, np.float64):
+        raise TypeError(f"{who}: dtype must be a real floating dtype (float16, float32 or "
+                        f"float64), got {dtype}")
+    return dtype
+
+
+def _check_shape(who, shape, *param_shapes):
+    """Parameters must broadcast to exactly `shape` (as JAX requires)."""
+    try:
+        result = np.broadcast_shapes(shape, *param_shapes)
+    except ValueError:
+        result = None
+    if result != shape:
+        raise ValueError(
+            f"{who}: the parameter shapes {list(param_shapes)} must broadcast to the shape "
+            f"argument {shape}, but they {'do not broadcast' if result is None else 'give '}"
+            f"{'' if result is None else result}. Pass a shape that the parameters fit.")
+
+
+def _shape_of(x) -> tuple:
+    return tuple(x.shape) if hasattr(x, "shape") else np.shape(x)
+
+
+def _param(x, dtype):
+    """A distribution parameter in dtype: a Tensor (cast if needed, differentiably) or a
+    Python float holding dtype's value exactly (so arithmetic stays in dtype, as in JAX)."""
+    if isinstance(x, (bool, int, float, np.number)):
+        return float(dtype.type(x))
+    x = as_tensor(x)
+    if x.dtype.kind not in "fiub":
+        raise TypeError(f"expected a real parameter, got {type_str(x.shape, x.dtype)}")
+    return x if x.dtype == dtype else x.astype(dtype)
+
+
+def _is_concrete(x):
+    return not (isinstance(x, Tensor) and x._trace is not None)
+
+
+# --- keys ----------------------------------------------------------------------------------
+def key(seed) -> Tensor:
+    """A random key (uint32[2]) from an integer seed, as jax.random.key and PRNGKey.
+
+    A Python int seed is read as a 64-bit integer (JAX with 64-bit types: for seeds in
+    [0, 2**32) both of JAX's modes agree); an integer Tensor seed may be traced.
+
+    >>> k = sl.random.key(0)
+    >>> k, sub = sl.random.split(k)
+    >>> x = sl.random.normal(sub, (3,))
+    """
+    if isinstance(seed, (int, np.integer)) and not isinstance(seed, (bool, np.bool_)):
+        seed = int(seed)
+        if not -2**63 <= seed < 2**63:
+            raise ValueError(f"key: the seed {seed} does not fit in a 64-bit signed integer")
+        return Tensor(np.array([(seed % 2**64) >> 32, seed % 2**32], dtype=_U32))
+    if not isinstance(seed, Tensor) and not backends.is_array(seed):
+        raise TypeError(f"key: the seed must be an int, got a {type(seed).__name__}")
+    seed = as_tensor(seed)
+    if seed.dtype.kind not in "iu" or seed.ndim:
+        raise TypeError(f"key: the seed must be a scalar integer, got "
+                        f"{type_str(seed.shape, seed.dtype)}")
+    return seed_p(seed)
+
+
+def PRNGKey(seed) -> Tensor:  # noqa: N802 (JAX's name)
+    """A random key (uint32[2]) from an integer seed; the same as `key`.
+
+    >>> k = sl.random.PRNGKey(42)
+    """
+    return key(seed)
+
+
+def split(key, num=2) -> Tensor:
+    """num new keys (uint32[num, 2]) from one key, as jax.random.split.
+
+    num may be a shape tuple; the keys then have shape num + (2,).
+
+    >>> keys = sl.random.split(sl.random.key(0), 3)
+    >>> k0, k1, k2 = keys
+    """
+    key = _check_key(key, "split")
+    return split_p(key, shape=_shape(num, "split"))
+
+
+def fold_in(key, data) -> Tensor:
+    """A new key from key and an integer (a step index, say), as jax.random.fold_in.
+
+    >>> k = sl.random.fold_in(sl.random.key(0), 7)
+    """
+    key = _check_key(key, "fold_in")
+    if isinstance(data, (int, np.integer)) and not isinstance(data, (bool, np.bool_)):
+        if not 0 <= int(data) < 2**32:
+            raise ValueError(f"fold_in: data {int(data)} is out of range for uint32 "
+                             "[0, 2**32); fold in data % 2**32 if wrapping is meant")
+        return fold_in_p(key, int(data))
+    data = as_tensor(data)
+    if data.dtype.kind not in "iu" or data.ndim:
+        raise TypeError(f"fold_in: data must be a scalar integer, got "
+                        f"{type_str(data.shape, data.dtype)}")
+    return fold_in_p(key, data)  # a wider or signed integer wraps to uint32, as in JAX
+
+
+def bits(key, shape=(), dtype=None) -> Tensor:
+    """Uniform random unsigned integers (uint32 unless dtype is uint8/16/64).
+
+    >>> b = sl.random.bits(sl.random.key(0), (4,))
+    """
+    key = _check_key(key, "bits")
+    dtype = np.dtype(np.uint32 if dtype is None else dtype)
+    if dtype.kind != "u":
+        raise TypeError(f"bits: dtype must be an unsigned integer dtype, got {dtype}")
+    return bits_p(key, shape=_shape(shape, "bits"), width=8 * dtype.itemsize)
+
+
+# --- continuous distributions --------------------------------------------------------------
+def uniform(key, shape=(), dtype=np.float64, minval=0.0, maxval=1.0) -> Tensor:
+    """Uniform floats on [minval, maxval), differentiable in minval and maxval.
+
+    >>> u = sl.random.uniform(sl.random.key(0), (2, 3), minval=-1.0, maxval=1.0)
+    """
+    key, shape = _check_key(key, "uniform"), _shape(shape, "uniform")
+    dtype = _float_dtype(dtype, "uniform")
+    _check_shape("uniform", shape, _shape_of(minval), _shape_of(maxval))
+    u = uniform_p(key, shape=shape, dtype=dtype)
+    if _is_number(minval, 0.0) and _is_number(maxval, 1.0):
+        return u  # u * 1 + 0 and max(0, u) would give u exactly
+    lo, hi = _param(minval, dtype), _param(maxval, dtype)
+    both_numbers = isinstance(lo, float) and isinstance(hi, float)
+    span = float(dtype.type(hi) - dtype.type(lo)) if both_numbers else hi - lo  # in dtype
+    return maximum(lo, u * span + lo)
+
+
+def _is_number(x, value):
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and x == value
+
+
+def normal(key, shape=(), dtype=np.float64) -> Tensor:
+    """Standard normal floats, sqrt(2) erfinv(u) for u uniform on (-1, 1), as JAX draws them.
+
+    The uniforms are JAX's bit for bit; erfinv is XLA's polynomial evaluated with NumPy, so
+    the numbers agree with JAX's to a few ulps, not always exactly (docs/random.md).
+
+    >>> z = 0.5 + 2.0 * sl.random.normal(sl.random.key(0), (3,))
+    """
+    key, shape = _check_key(key, "normal"), _shape(shape, "normal")
+    return normal_p(key, shape=shape, dtype=_float_dtype(dtype, "normal"))
+
+
+def gumbel(key, shape=(), dtype=np.float64) -> Tensor:
+    """Standard Gumbel floats, -log(-log(u)).
+
+    >>> g = sl.random.gumbel(sl.random.key(0), (3,))
+    """
+    dtype = _float_dtype(dtype, "gumbel")
+    u = uniform(key, shape, dtype, minval=float(np.finfo(dtype).tiny), maxval=1.0)
+    return -log(-log(u))
+
+
+def exponential(key, shape=(), dtype=np.float64) -> Tensor:
+    """Standard exponential floats (rate 1), -log1p(-u).
+
+    >>> e = sl.random.exponential(sl.random.key(0), (3,)) / 2.0
+    """
+    return -log1p(-uniform(key, shape, _float_dtype(dtype, "exponential")))
+
+
+# --- discrete distributions ----------------------------------------------------------------
+def bernoulli(key, p=0.5, shape=None) -> Tensor:
+    """Booleans that are True with probability p, as jax.random.bernoulli.
+
+    uniform(key, shape) < p in p's float dtype (float64 for a Python float, as JAX with
+    64-bit types); shape defaults to p's shape.
+
+    >>> coin = sl.random.bernoulli(sl.random.key(0), 0.3, (5,))
+    """
+    key = _check_key(key, "bernoulli")
+    dtype = np.dtype(np.float64 if isinstance(p, float) else as_tensor(p).dtype)
+    if dtype.kind != "f":
+        raise TypeError(f"bernoulli: p must be a float, got {dtype}")
+    shape = _shape_of(p) if shape is None else _shape(shape, "bernoulli")
+    _check_shape("bernoulli", shape, _shape_of(p))
+    return uniform(key, shape, dtype) < _param(p, dtype)
+
+
+def categorical(key, logits, axis=-1, shape=None) -> Tensor:
+    """Indices drawn with probabilities softmax(logits) along axis, as jax.random.categorical.
+
+    The Gumbel-max trick, as in JAX; shape (by default logits' shape without axis) may add
+    leading sample axes. Not differentiable (the result is an integer).
+
+    >>> logits = sl.log(sl.tensor([0.2, 0.3, 0.5]))
+    >>> i = sl.random.categorical(sl.random.key(0), logits, shape=(4,))
+    """
+    key, logits = _check_key(key, "categorical"), stop_gradient(as_tensor(logits))
+    if logits.dtype.kind != "f":
+        raise TypeError(f"categorical: logits must be floats, got {logits.dtype}")
+    axis = _one_axis(axis, logits.ndim, "categorical")
+    batch_shape = logits.shape[:axis] + logits.shape[axis + 1:]
+    shape = batch_shape if shape is None else _shape(shape, "categorical")
+    _check_shape("categorical", shape, batch_shape)
+    prefix = shape[:len(shape) - len(batch_shape)]
+    noise_shape = prefix + logits.shape
+    noisy = gumbel(key, noise_shape, logits.dtype) + logits
+    return argmax_p(noisy, axis=len(prefix) + axis)
+
+
+def _randint_impl(key, minval, maxval, shape, dtype):
+    """JAX's randint: two words of random bits reduced modulo the span (so the bias is tiny);
+    8- and 16-bit integers are drawn as int32 within their range, then cast (as JAX >= 0.8)."""
+    xp, size = backends.xp_of(key), math.prod(shape)
+    with backends.on_device(backends.device_of(key)):
+        minval, maxval = (xp.broadcast_to(xp.asarray(v), shape).reshape(size)
+                          for v in (minval, maxval))
+    if dtype.itemsize < 4:
+        info = np.iinfo(dtype)
+        minval = _clip_integer(minval, np.int32, info.min, info.max)
+        maxval = _clip_integer(maxval, np.int32, info.min, info.max + 1)
+        return _randint_flat(xp, key, minval, maxval, np.dtype(np.int32)).astype(
+            dtype).reshape(shape)
+    return _randint_flat(xp, key, minval, maxval, dtype).reshape(shape)
+
+
+def _randint_flat(xp, key, minval, maxval, dtype):
+    nbits = 8 * dtype.itemsize
+    uint = np.dtype(f"uint{nbits}")
+    lo, hi = _clip_integer(minval, dtype), _clip_integer(maxval, dtype)
+    hi_too_big = _exceeds(maxval, dtype)
+    keys = _raw_split(key, (2,))
+    high, low = (_flat_bits(k, lo.size, nbits).astype(uint) for k in (keys[0], keys[1]))
+    span = (hi - lo).astype(uint)
+    span = xp.where(hi <= lo, uint.type(1), span)
+    span = xp.where(hi_too_big & (hi > lo), span + uint.type(1), span)
+    multiplier = _rem(xp, xp.full_like(span, 2 ** (nbits // 2)), span)
+    multiplier = _rem(xp, multiplier * multiplier, span)
+    offset = _rem(xp, high, span) * multiplier + _rem(xp, low, span)
+    return lo + _rem(xp, offset, span).astype(dtype)
+
+
+def _rem(xp, a, b):
+    """a % b for unsigned arrays with XLA's a % 0 = a (the full range of int64 has span 2**64,
+    which wraps to 0)."""
+    zero = b == 0
+    return xp.where(zero, a, a % xp.where(zero, b.dtype.type(1), b))
+
+
+def _clip_integer(v, dtype, lo=None, hi=None):
+    """v clipped to [lo, hi] (dtype's range by default), then converted to dtype (JAX's
+    _convert_and_clip_integer): a bound beyond the range never wraps."""
+    info, src = np.iinfo(dtype), np.iinfo(v.dtype)
+    lo = max(info.min if lo is None else lo, src.min)
+    hi = min(info.max if hi is None else hi, src.max)
+    return backends.xp_of(v).clip(v, v.dtype.type(lo), v.dtype.type(hi)).astype(dtype)
+
+
+def _exceeds(v, dtype):
+    xp = backends.xp_of(v)
+    if np.iinfo(v.dtype).max <= np.iinfo(dtype).max:
+        return xp.zeros(v.shape, dtype=bool)
+    return v > v.dtype.type(np.iinfo(dtype).max)
+
+
+randint_p = Primitive("random_randint", _randint_impl,
+                      doc="random_randint(key, minval, maxval, shape, dtype): integers.")
+
+
+def randint(key, shape, minval, maxval, dtype=np.int64) -> Tensor:
+    """Uniform integers in [minval, maxval) (minval where maxval <= minval), as JAX's randint.
+
+    JAX's algorithm bit for bit, including its small modulo bias for huge ranges.
+
+    >>> dice = sl.random.randint(sl.random.key(0), (5,), 1, 7)
+    """
+    key, shape = _check_key(key, "randint"), _shape(shape, "randint")
+    dtype = np.dtype(dtype)
+    if dtype.kind not in "iu":
+        raise TypeError(f"randint: dtype must be an integer dtype, got {dtype}")
+    _check_shape("randint", shape, _shape_of(minval), _shape_of(maxval))
+    bounds = [_integer_bound(v, "randint") for v in (minval, maxval)]
+    return randint_p(key, *bounds, shape=shape, dtype=dtype)
+
+
+def _integer_bound(v, who):
+    if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
+        if not -2**63 <= int(v) < 2**64:
+            raise ValueError(f"{who}: bound {int(v)} does not fit in int64 or uint64")
+        return int(v)
+    v = as_tensor(v)
+    if v.dtype.kind not in "iu":
+        raise TypeError(f"{who}: bounds must be integers, got {type_str(v.shape, v.dtype)}; "
+                        "round them first if a float bound is meant")
+    return v
+
+
+# --- permutations and choice ---------------------------------------------------------------
+def _raw_shuffle(key, shape, axis):
+    """Indices permuting each slice along axis: JAX's _shuffle, rounds of stable sorts by
+    random 32-bit keys (ceil(3 ln(size) / ln(2**32 - 1)) rounds, so ties barely matter)."""
+    xp, size = backends.xp_of(key), math.prod(shape)
+    rounds = int(np.ceil(3 * np.log(max(1, size)) / np.log(np.iinfo(np.uint32).max)))
+    with backends.on_device(backends.device_of(key)):
+        along = xp.arange(shape[axis], dtype=np.int64).reshape(
+            (-1,) + (1,) * (len(shape) - axis - 1))
+        index = xp.broadcast_to(along, shape).copy()
+    for _ in range(rounds):
+        keys = _raw_split(key, (2,))
+        key, sort_keys = keys[0], _raw_bits(keys[1], shape, 32)
+        index = xp.take_along_axis(index, xp.argsort(sort_keys, axis=axis, kind="stable"),
+                                   axis=axis)
+    return index
+
+
+shuffle_p = Primitive("random_shuffle", _raw_shuffle,
+                      doc="random_shuffle(key, shape, axis): permutation indices along axis.")
+
+
+def _take(x, index, axis):
+    return getitem(x, (slice(None),) * axis + (index,))
+
+
+def _take_along(x, index, axis):
+    """x reordered along axis by index (index has x's shape), differentiably."""
+    grids = [np.arange(s).reshape((-1,) + (1,) * (x.ndim - d - 1)) for d, s in enumerate(x.shape)]
+    grids[axis] = index
+    return getitem(x, tuple(grids))
+
+
+def _concrete_int(x, who):
+    if isinstance(x, (int, np.integer)) and not isinstance(x, bool):
+        return int(x)
+    x = as_tensor(x)
+    if x.ndim or x.dtype.kind not in "iu":
+        return None
+    if not _is_concrete(x):
+        raise TypeError(f"{who}: an integer n must be known when the function is traced, but "
+                        "it is a traced value; pass a Python int")
+    return int(x.item())
+
+
+def permutation(key, x, axis=0, independent=False) -> Tensor:
+    """A random permutation of range(x) for an int x, or x shuffled along axis.
+
+    Every slice is shuffled the same way unless independent=True, as jax.random.permutation;
+    the result is differentiable in x (the indices are not).
+
+    >>> perm = sl.random.permutation(sl.random.key(0), 5)
+    >>> rows = sl.random.permutation(sl.random.key(1), sl.arange(6.0).reshape(3, 2))
+    """
+    key = _check_key(key, "permutation")
+    n = _concrete_int(x, "permutation")
+    if n is not None:
+        if n < 0:
+            raise ValueError(f"permutation: n must be non-negative, got {n}")
+        return shuffle_p(key, shape=(n,), axis=0)
+    x = as_tensor(x)
+    if x.ndim == 0:
+        raise TypeError(f"permutation: x must be an integer or at least 1-d, got "
+                        f"{type_str(x.shape, x.dtype)}")
+    axis = _one_axis(axis, x.ndim, "permutation")
+    if independent and x.ndim > 1:
+        return _take_along(x, shuffle_p(key, shape=x.shape, axis=axis), axis)
+    return _take(x, shuffle_p(key, shape=(x.shape[axis],), axis=0), axis)
+
+
+def _choice_with_p_impl(key, p, shape, replace):
+    """Indices drawn with probabilities p: the inverse CDF with replacement, Gumbel top-k
+    without (JAX's algorithms). Weights that are not probabilities (NaN, infinite, negative
+    or all 0: only known at run time inside a traced body) give the index n, out of range,
+    instead of a plausible one; no error here, as stand-in values while tracing may be such."""
+    xp, n_draws = backends.xp_of(key, p), math.prod(shape)
+    if replace:
+        cum = xp.cumsum(p)
+        r = cum[-1:] * (p.dtype.type(1) - _flat_unit_floats(key, n_draws, p.dtype))
+        index = xp.searchsorted(cum, r).astype(np.int64)
+    else:
+        tiny = np.finfo(p.dtype).tiny
+        with np.errstate(divide="ignore", invalid="ignore"):  # log(0) = -inf: never drawn
+            g = -xp.log(-xp.log(_flat_uniform(key, p.size, p.dtype, tiny, 1.0))) + xp.log(p)
+        index = xp.argsort(-g, kind="stable")[:n_draws].astype(np.int64)
+    bad = ~(xp.all(xp.isfinite(p)) & xp.all(p >= 0) & (xp.sum(p) > 0))
+    return xp.where(bad, np.int64(p.size), index).reshape(shape)
+
+
+choice_p = Primitive("random_choice", _choice_with_p_impl,
+                     doc="random_choice(key, p, shape, replace): indices drawn with weights p.")
+
+
+def choice(key, a, shape=(), replace=True, p=None, axis=0) -> Tensor:
+    """Random items of a along axis (an int n means range(n)), as jax.random.choice.
+
+    With or without replacement, uniformly or with probabilities p (weights, normalised by
+    their sum). Differentiable in a's values, not in p.
+
+    >>> p = sl.tensor([0.1, 0.2, 0.3, 0.2, 0.2])
+    >>> i = sl.random.choice(sl.random.key(0), 5, (3,), replace=False, p=p)
+    """
+    key, shape = _check_key(key, "choice"), _shape(shape, "choice")
+    n = _concrete_int(a, "choice")
+    arr = None if n is not None else as_tensor(a)
+    if arr is not None:
+        axis = _one_axis(axis, arr.ndim, "choice")
+        n = arr.shape[axis]
+    n_draws = math.prod(shape)
+    if n <= 0 and n_draws:
+        raise ValueError(f"choice: a must be greater than 0 unless no samples are taken, got {n}")
+    if not replace and n_draws > n:
+        raise ValueError(f"choice: cannot take {n_draws} samples without replacement from "
+                         f"{n} items; pass replace=True or a smaller shape")
+    if p is None and replace:
+        index = randint(key, shape, 0, n)
+    elif p is None:
+        index = permutation(key, n)[:n_draws].reshape(shape)
+    else:
+        index = choice_p(key, _weights(p, n, n_draws, replace), shape=shape,
+                         replace=bool(replace))
+    if arr is None:
+        return index
+    flat = index.reshape(-1)
+    out = _take(arr, _in_range(flat, n, arr), axis)
+    if p is not None and arr.dtype.kind in "fc":  # bad weights: NaN, never a plausible item
+        ok = flat.reshape((-1,) + (1,) * (arr.ndim - axis - 1)) < n
+        out = where(ok, out, np.nan)
+    return out.reshape(arr.shape[:axis] + shape + arr.shape[axis + 1:])
+
+
+def _in_range(index, n, arr):
+    """index, where an out-of-range index (from bad weights) is kept for integer items, so
+    that indexing raises, and made 0 for float items, whose results become NaN (see choice);
+    a float gather must not fail on a trace's stand-in weights (0 / 0 is NaN there)."""
+    return index if arr.dtype.kind not in "fc" else where(index < n, index, 0)
+
+
+def _weights(p, n, n_draws, replace):
+    """p as a float Tensor of shape (n,), its values checked where they are known."""
+    p = stop_gradient(as_tensor(p))
+    if p.dtype.kind in "iub":
+        p = p.astype(np.float64)
+    if p.dtype.kind != "f":
+        raise TypeError(f"choice: p must be real, got {type_str(p.shape, p.dtype)}")
+    if p.shape != (n,):
+        raise ValueError(f"choice: p must have shape ({n},), one weight per item, got {p.shape}")
+    if _is_concrete(p):
+        values = backends.to_numpy(p._value)
+        if not (np.all(np.isfinite(values)) and np.all(values >= 0) and values.sum() > 0):
+            raise ValueError(f"choice: p must be finite, non-negative and not all 0, got {values}")
+        if not replace and np.count_nonzero(values) < n_draws:
+            raise ValueError(f"choice: p has {np.count_nonzero(values)} non-zero entries, fewer "
+                             f"than the {n_draws} draws without replacement")
+    return p
