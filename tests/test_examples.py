@@ -129,3 +129,16 @@ def test_hvp_tiny(capsys):
     assert status == 0, out
     assert out.count("[ok]") == 4
     assert "full 18x18 Hessian" in out
+
+
+def test_kalman_rts_tiny(capsys):
+    for solver in ("solve", "cholesky"):
+        status, out = run("kalman_rts", ["--length", "15", "--sequences", "2", "--steps", "4",
+                                         "--solver", solver, "--recovery-tol", "100"], capsys)
+        assert status == 0, out
+        assert "[ok] filter log-likelihood and RTS smoother match dense Gaussian" in out
+        assert "[ok] d loglik / d theta matches" in out
+        assert "[ok] the log-likelihood rose" in out
+        assert "[ok] smoothing helps" in out
+        for name in ("rho", "omega1", "omega2", "q", "r", "c"):
+            assert f"\n{name:>6} " in out
