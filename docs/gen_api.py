@@ -99,6 +99,16 @@ FALLBACK = {
                       "sl.grad(lambda x: (x * sl.stop_gradient(x)).sum())(sl.tensor([3.0]))"),
     "sign": ("sign(x)", "Elementwise sign (-1, 0 or 1); not differentiable.",
              "sl.sign(sl.tensor([-2.0, 0.0, 5.0]))"),
+    "real": ("real(x)", "The real part (x itself for real x); gradients in JAX's convention.",
+             "sl.real(sl.tensor([1 + 2j, 3.0]))"),
+    "imag": ("imag(x)", "The imaginary part (zeros for real x).",
+             "sl.imag(sl.tensor([1 + 2j, 3.0]))"),
+    "conj": ("conj(x)", "The complex conjugate (x itself for real x).",
+             "sl.conj(sl.tensor([1 + 2j]))"),
+    "conjugate": ("conjugate(x)", "The complex conjugate; the same as conj.",
+                  "sl.conjugate(sl.tensor([1 - 1j]))"),
+    "angle": ("angle(x)", "The argument of a complex number, in radians.",
+              "sl.angle(sl.tensor([1j, -1.0]))"),
     "Tensor": (None, None,
                ("x = sl.tensor([1.0, 2.0], requires_grad=True)\n"
                "loss = (x * x).sum()\n"
@@ -360,6 +370,7 @@ def main(argv=None) -> int:
     targets = {os.path.join(HERE, "api.md"): lambda _: api_markdown(),
                os.path.join(HERE, "tutorial.md"): refresh_markdown,
                os.path.join(HERE, "internals.md"): refresh_markdown,
+               os.path.join(HERE, "porting.md"): refresh_markdown,
                os.path.join(ROOT, "README.md"): refresh_readme}
     stale = []
     for path, make in targets.items():

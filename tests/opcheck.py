@@ -105,7 +105,10 @@ def check_vjp_dtypes(backend, c):
 
 
 def check_finite_differences(backend, c):
-    check_grads(c.on(backend), [backend.array(x) for x in c.inputs(np.float64)], order=c.order)
+    # Not the inputs' seed: with seed 0 a standard-normal input would be the very direction
+    # of the check, which hides a rule off by a factor in that input.
+    check_grads(c.on(backend), [backend.array(x) for x in c.inputs(np.float64)], order=c.order,
+                seed=101)
 
 
 def check_in_scan(backend, c, T=3):

@@ -215,8 +215,8 @@ CASES = [
 @pytest.fixture
 def jax64():
     jax = pytest.importorskip("jax")
-    jax.config.update("jax_enable_x64", True)
-    return jax
+    with jax.enable_x64(True):  # only for this test: a global switch changes others' float32
+        yield jax
 
 
 def _grads_agree(jax, sl_loss, jax_loss, *inputs, rtol=1e-9):

@@ -415,3 +415,24 @@ def test_format_tolist_flatten_squeeze(backend):
     assert x.squeeze().shape == (2, 3) and x.squeeze(0).shape == (2, 3)
     g = sl.grad(lambda x: (x.flatten() * backend.tensor(np.arange(6.0))).sum())(x)
     np.testing.assert_array_equal(backend.numpy(g), np.arange(6.0).reshape(1, 2, 3))
+
+
+def test_tensor_methods_match_numpy(backend):
+    a = np.array([[3.0, -1.0, 2.0], [0.5, 4.0, -2.0]])
+    t = backend.tensor(a)
+    for name, args, kw in (("prod", (), {}), ("prod", (1,), {"keepdims": True}), ("var", (), {}),
+                           ("var", (0,), {"ddof": 1}), ("std", (1,), {}), ("argmax", (), {}),
+                           ("argmin", (1,), {}), ("any", (), {}), ("all", (0,), {}),
+                           ("cumsum", (1,), {}), ("cumprod", (0,), {}), ("min", (1,), {}),
+                           ("max", (), {}), ("mean", (0,), {"keepdims": True})):
+        got = backend.numpy(getattr(t, name)(*args, **kw))
+        np.testing.assert_allclose(got, getattr(a, name)(*args, **kw), rtol=1e-12, err_msg=name)
+    with pytest.raises(TypeError):
+        t.var(0, 1)  # NumPy's second positional is dtype: refused, not read as ddof
+    assert (t // 1.5).dtype == a.dtype and (t % 1.5).dtype == a.dtype
+    np.testing.assert_array_equal(backend.numpy(t // 1.5), a // 1.5)
+    np.testing.assert_array_equal(backend.numpy(-7.0 % t), -7.0 % a)
+    z = backend.tensor(np.array([1 + 2j, -1j]))
+    np.testing.assert_array_equal(backend.numpy(z.conj()), [1 - 2j, 1j])
+    np.testing.assert_array_equal(backend.numpy(z.real), [1.0, 0.0])
+    np.testing.assert_array_equal(backend.numpy(z.imag), [2.0, -1.0])

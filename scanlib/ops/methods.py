@@ -13,6 +13,7 @@ from .. import backends
 from ..tape import Tensor
 from . import elementwise as ew
 from . import functions as F
+from . import reductions, special
 from .at import IndexUpdate
 from .numpy_interop import array_function, array_ufunc
 
@@ -63,6 +64,8 @@ def install():
     T.__sub__, T.__rsub__ = _method(ew.sub), _swap(ew.sub)
     T.__mul__, T.__rmul__ = _method(ew.mul), _swap(ew.mul)
     T.__truediv__, T.__rtruediv__ = _method(ew.div), _swap(ew.div)
+    T.__floordiv__, T.__rfloordiv__ = _method(special.floor_divide), _swap(special.floor_divide)
+    T.__mod__, T.__rmod__ = _method(special.remainder), _swap(special.remainder)
     T.__pow__, T.__rpow__ = _method(ew.power), _swap(ew.power)
     T.__matmul__, T.__rmatmul__ = F.matmul, _swap(F.matmul)
     T.__neg__ = _method(ew.neg)
@@ -77,11 +80,25 @@ def install():
                     ".multiply(v), .divide(v), .get().")
     T.__array_ufunc__ = array_ufunc
     T.__array_function__ = array_function
-    T.sum = lambda self, axis=None, keepdims=False: F.sum(self, axis, keepdims)
-    T.mean = lambda self, axis=None, keepdims=False: F.mean(self, axis, keepdims)
-    T.max = lambda self, axis=None, keepdims=False: F.max(self, axis, keepdims)
-    T.min = lambda self, axis=None, keepdims=False: F.min(self, axis, keepdims)
+    # After axis, NumPy's methods take dtype and out positionally (a.var(0, 1) is dtype=1):
+    # the other options are keyword-only here, so a positional one fails instead of meaning
+    # something else.
+    T.sum = lambda self, axis=None, *, keepdims=False: F.sum(self, axis, keepdims)
+    T.mean = lambda self, axis=None, *, keepdims=False: F.mean(self, axis, keepdims)
+    T.max = lambda self, axis=None, *, keepdims=False: F.max(self, axis, keepdims)
+    T.min = lambda self, axis=None, *, keepdims=False: F.min(self, axis, keepdims)
     T.reshape = F.reshape
+    T.prod = lambda self, axis=None, *, keepdims=False: reductions.prod(self, axis, keepdims)
+    T.var = lambda self, axis=None, *, ddof=0, keepdims=False: reductions.var(self, axis, ddof,
+                                                                               keepdims)
+    T.std = lambda self, axis=None, *, ddof=0, keepdims=False: reductions.std(self, axis, ddof,
+                                                                               keepdims)
+    T.argmax = lambda self, axis=None, *, keepdims=False: reductions.argmax(self, axis, keepdims)
+    T.argmin = lambda self, axis=None, *, keepdims=False: reductions.argmin(self, axis, keepdims)
+    T.any = lambda self, axis=None, *, keepdims=False: reductions.any(self, axis, keepdims)
+    T.all = lambda self, axis=None, *, keepdims=False: reductions.all(self, axis, keepdims)
+    T.cumsum = lambda self, axis=None, dtype=None: reductions.cumsum(self, axis, dtype)
+    T.cumprod = lambda self, axis=None, dtype=None: reductions.cumprod(self, axis, dtype)
     T.squeeze = lambda self, axis=None: F.squeeze(self, axis)
     T.flatten = T.ravel = lambda self: F.reshape(self, -1)
     T.__format__ = _format
@@ -91,3 +108,6 @@ def install():
     T.astype = _astype
     T.to = _to
     T.exp, T.log, T.tanh, T.sqrt = (_method(f) for f in (ew.exp, ew.log, ew.tanh, ew.sqrt))
+    T.conj = T.conjugate = _method(ew.conj)
+    T.real = property(ew.real, doc="The real part (JAX's and NumPy's x.real).")
+    T.imag = property(ew.imag, doc="The imaginary part.")
