@@ -264,3 +264,18 @@ def test_on_the_gpu_the_table_runs_there_and_numpy_is_not_silently_given_gpu_mem
     else:
         with pytest.raises(TypeError, match="GPU"):
             np.partition(t, 1)
+
+
+def test_numpy_and_asarray_hand_out_read_only_views_and_np_array_copies():
+    """Tensors are immutable, as JAX arrays are: no write through .numpy() or np.asarray can
+    reach a value the tape holds (x's data and exp's output, which its VJP reuses)."""
+    x = sl.tensor(X.copy())
+    y = sl.exp(x)
+    for view in (x.numpy(), np.asarray(x), np.asarray(y), y.numpy()):
+        assert not view.flags.writeable
+        with pytest.raises(ValueError, match="read-only"):
+            view[0, 0] = 99.0
+    copy = np.array(x)
+    copy[0, 0] = 99.0
+    assert copy.flags.writeable and x.numpy()[0, 0] == X[0, 0]
+    assert np.asarray(x, dtype=np.float32).dtype == np.float32

@@ -43,6 +43,15 @@ def _check_grad(x, g):
             "(.to) the gradient first, or assign None to reset it.")
 
 
+def _read_only(array):
+    """A read-only view of a NumPy array (a GPU copy from .get() is the caller's to keep)."""
+    if not isinstance(array, np.ndarray) or not array.flags.writeable:
+        return array
+    view = array.view()
+    view.flags.writeable = False
+    return view
+
+
 class Tensor:
     """An immutable n-d array that can record the operations applied to it.
 
@@ -155,12 +164,10 @@ class Tensor:
 
     def numpy(self) -> np.ndarray:
         """The data as a NumPy array (copied from the GPU for CUDA tensors). On the CPU it is
-        the tensor's own memory, not a copy; where that memory is another tensor's (the
-        gradient of x in `vdot(x, P)` is P itself), and for everything a scan returns (its
-        ys and carries share buffers with each other, xs and the values saved for backward,
-        and so do the gradients its backward scan returns), the array is read-only: copy it
-        (`np.array(t)`) to write into it."""
-        return backends.to_numpy(self._concrete(".numpy()"))
+        a read-only view of the tensor's own memory, not a copy: tensors are immutable, as
+        JAX arrays are, and that memory may be shared with the tape, a scan's saved values or
+        another tensor. Copy it (`np.array(t)`) to write into it."""
+        return _read_only(backends.to_numpy(self._concrete(".numpy()")))
 
     def item(self):
         """The value of a one-element tensor as a Python scalar."""
@@ -192,7 +199,12 @@ class Tensor:
                 f"this tensor lives on {self.device}; NumPy cannot read GPU memory. "
                 "Call .numpy() (which copies) or .to('cpu') first."
             )
-        return np.asarray(value, dtype=dtype)
+        if copy:  # np.array(t): a fresh, writable array
+            return np.array(value, dtype=dtype, copy=True)
+        out = np.asarray(value, dtype=dtype)
+        if copy is False and out is not value:
+            raise ValueError(f"np.asarray(t, dtype={dtype!r}, copy=False): the cast needs a copy")
+        return _read_only(out)
 
     def __bool__(self):
         value = self._concrete("Python control flow (bool())")
