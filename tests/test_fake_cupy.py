@@ -12,21 +12,35 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-@pytest.mark.skipif(importlib.util.find_spec("cupy") is not None,
-                    reason="a real CuPy is installed: the backend fixture covers it")
-def test_scan_and_ops_on_the_fake_cupy_backend():
+def _run_on_the_fake(files, *options):
     env = dict(os.environ, SCANLIB_TEST_BACKEND="cupy",
                PYTHONPATH=os.pathsep.join([os.path.join(HERE, "fake_cupy"),
                                            os.environ.get("PYTHONPATH", "")]))
-    files = ["test_scan.py", "test_scan_errors.py", "test_scan_plan.py", "test_scan_hypothesis.py",
-             "test_ops.py", "test_autodiff.py", "test_tape.py", "test_engine_errors.py"]
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-o", "addopts=",
-         *[os.path.join(HERE, f) for f in files]],
+         *options, *[os.path.join(HERE, f) for f in files]],
         env=env, capture_output=True, text=True, timeout=600)
     tail = proc.stdout[-3000:] + proc.stderr[-2000:]
     assert proc.returncode == 0, tail
     assert " passed" in tail and "failed" not in tail, tail
+
+
+@pytest.mark.skipif(importlib.util.find_spec("cupy") is not None,
+                    reason="a real CuPy is installed: the backend fixture covers it")
+def test_scan_and_ops_on_the_fake_cupy_backend():
+    _run_on_the_fake(["test_scan.py", "test_scan_errors.py", "test_scan_plan.py",
+                      "test_scan_hypothesis.py", "test_ops.py", "test_autodiff.py", "test_tape.py",
+                      "test_engine_errors.py"])
+
+
+@pytest.mark.skipif(importlib.util.find_spec("cupy") is not None,
+                    reason="a real CuPy is installed: the backend fixture covers it")
+def test_linalg_everyday_ops_random_and_optim_on_the_fake_cupy_backend():
+    """Dispatch and device discipline of the newer op families; their finite-difference and
+    float32-vs-float64 checks, which test numerics rather than devices, run on NumPy only."""
+    _run_on_the_fake(["test_linalg.py", "test_ops_special.py", "test_ops_arrays.py",
+                      "test_random.py", "test_at.py", "test_complex.py", "test_optim.py"],
+                     "-k", "not finite_differences and not float32_matches_float64 and not jax")
 
 
 @pytest.mark.skipif(importlib.util.find_spec("cupy") is not None,
