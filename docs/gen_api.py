@@ -371,6 +371,7 @@ def main(argv=None) -> int:
                os.path.join(HERE, "tutorial.md"): refresh_markdown,
                os.path.join(HERE, "internals.md"): refresh_markdown,
                os.path.join(HERE, "porting.md"): refresh_markdown,
+               os.path.join(HERE, "random.md"): refresh_markdown,
                os.path.join(ROOT, "README.md"): refresh_readme}
     stale = []
     for path, make in targets.items():
