@@ -177,6 +177,10 @@ def value_and_grad(f, argnums=0, has_aux=False, holomorphic=False):
 def _check_holomorphic(out, inputs, paths, holomorphic):
     """JAX's rules: grad needs a real output, unless holomorphic=True, which needs complex
     inputs and output."""
+    if not is_differentiable_dtype(out.dtype):
+        raise TypeError(f"grad: f returned a scalar of dtype {out.dtype}; grad needs a float (its "
+                        "derivative would be zero everywhere, or undefined), as in JAX. Return a "
+                        "float, e.g. with .astype('float64'), if that is what you mean.")
     complex_out = np.dtype(out.dtype).kind == "c"
     if complex_out and not holomorphic:
         raise TypeError(f"grad: f returned a complex scalar ({out.dtype}); grad needs a real "

@@ -151,3 +151,39 @@ def test_repeated_traced_indices_inside_scan(backend):
 
     with pytest.raises(ValueError, match="more than once"):
         sl.scan(bad, backend.tensor(np.ones(3)), idx)
+
+
+def test_updates_that_would_change_an_integer_or_bool_dtype_raise():
+    """As NumPy's in-place np.multiply.at(int_array, i, 2.5) refuses (same_kind casting),
+    instead of truncating; set casts, as NumPy's and JAX's assignments do."""
+    ints, flags = sl.tensor([1, 2, 3]), sl.tensor([True, False, True])
+    for update in (lambda: ints.at[np.array([0, 2])].divide(2),
+                   lambda: ints.at[0].multiply(2.5), lambda: ints.at[0].add(0.5),
+                   lambda: flags.at[[0, 2]].add(-1)):
+        with pytest.raises(TypeError, match="cast x first"):
+            update()
+    np.testing.assert_array_equal(ints.at[0].multiply(2).numpy(), [2, 2, 3])
+    np.testing.assert_array_equal(ints.at[0].set(2.7).numpy(), [2, 2, 3])
+    assert sl.zeros(3, dtype="float32").at[0].add(sl.tensor(2.5)).dtype == np.float32
+
+
+def test_values_with_extra_leading_unit_axes_fit_as_numpy_assigns_them():
+    for index, vshape in ((0, (1, 1, 4)), ((slice(None), 1), (1, 3))):
+        v = sl.tensor(np.arange(float(np.prod(vshape))).reshape(vshape))
+        for how in ("set", "add"):
+            out = getattr(sl.zeros((3, 4)).at[index], how)(v)
+            want = np.zeros((3, 4))
+            want[index] = v.numpy().reshape(want[index].shape)
+            np.testing.assert_array_equal(out.numpy(), want)
+            g = sl.grad(lambda v, how=how, index=index: (
+                getattr(sl.zeros((3, 4)).at[index], how)(v) ** 2).sum())(v)
+            assert g.shape == vshape
+            np.testing.assert_allclose(g.numpy(), 2 * v.numpy())
+    with pytest.raises(ValueError, match="does not fit"):
+        sl.zeros((3, 4)).at[0].set(sl.ones((2, 1, 4)))
+
+
+def test_a_numpy_bool_scalar_index_is_a_new_axis_as_in_numpy():
+    x = sl.tensor(np.arange(3.0))
+    assert x[np.bool_(True)].shape == (1, 3) and x[np.bool_(False)].shape == (0, 3)
+    np.testing.assert_array_equal(x.at[np.bool_(True)].set(2.0).numpy(), [2.0, 2.0, 2.0])

@@ -411,3 +411,8 @@ def test_device_moves_are_differentiable(backend):
     (y * y).sum().backward()
     backend.check_device(x.grad)
     np.testing.assert_allclose(x.grad.numpy(), [2.0, 4.0])
+
+
+def test_grad_of_an_integer_result_raises_as_in_jax():
+    with pytest.raises(TypeError, match="needs a float"):
+        sl.grad(lambda v: sl.arange(5).at[1].set(v).sum())(sl.tensor(2.0))

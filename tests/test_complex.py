@@ -214,3 +214,13 @@ def test_gradients_agree_with_jax():
             want = np.asarray(jax.grad(lambda v, f=f: f(jnp, v))(jnp.asarray(z)))
         got = sl.grad(lambda v, f=f: f(sl, v))(sl.tensor(z)).numpy()
         np.testing.assert_allclose(got, want, rtol=1e-10, err_msg=name)
+
+
+def test_negative_real_base_to_a_complex_power():
+    """d(x**w)/dw = x**w log(x) with the principal complex log of a negative base (JAX's
+    value), whether the base is a number or a real tensor."""
+    w = sl.tensor(0.5 + 1j)
+    for base in (-2.0, sl.tensor(-2.0)):
+        g = sl.grad(lambda w, base=base: sl.real(base ** w))(w)
+        np.testing.assert_allclose(g.numpy(), -0.17475645 - 0.0900914j, rtol=1e-7)
+    check_grads(lambda w: (-2.0) ** w, [np.array([0.5 + 1j, -0.3 + 0.2j])], order=2)

@@ -279,3 +279,40 @@ def test_numpy_and_asarray_hand_out_read_only_views_and_np_array_copies():
     copy[0, 0] = 99.0
     assert copy.flags.writeable and x.numpy()[0, 0] == X[0, 0]
     assert np.asarray(x, dtype=np.float32).dtype == np.float32
+
+
+def test_nothing_numpy_offers_writes_into_a_tensor():
+    """ufunc.at ignores NumPy's read-only flag, so it is refused on tensors; the flag of a
+    handed-out view cannot be switched back on; and tensor() copies its source array, so
+    writing into that array later cannot change what the tape saved."""
+    c = sl.tensor([1.0, 2.0])
+    for ufunc in (np.add, np.multiply, np.negative):
+        with pytest.raises(TypeError, match=r"immutable.*t\.at\[index\]"):
+            ufunc.at(c, [0], 5.0) if ufunc is not np.negative else ufunc.at(c, [0])
+    view = c.numpy()
+    with pytest.raises(ValueError):
+        view.flags.writeable = True
+    source = np.array([1.0, 2.0])
+    w = sl.tensor(source, requires_grad=True)
+    y = (w ** 3).sum()
+    source *= 10
+    y.backward()
+    np.testing.assert_array_equal(w.grad.numpy(), [3.0, 12.0])
+    np.testing.assert_array_equal(c.numpy(), [1.0, 2.0])
+
+
+def test_np_linalg_eigh_and_cholesky_read_one_triangle_as_numpy_does():
+    """NumPy's eigh and cholesky read one triangle; scanlib's own functions symmetrize, as
+    JAX's do. Through np.linalg the result must be NumPy's."""
+    A = np.array([[2, 1, .3], [-.5, 3, .2], [.7, 5, 4]])
+    for uplo in "LU":
+        for f in (lambda a, u: np.linalg.eigh(a, UPLO=u).eigenvalues,
+                  lambda a, u: np.linalg.eigvalsh(a, UPLO=u)):
+            got = f(sl.tensor(A, requires_grad=True), uplo)
+            assert isinstance(got, sl.Tensor)
+            np.testing.assert_allclose(got.numpy(), f(A, uplo), rtol=1e-12)
+    S = A @ A.T + np.eye(3)
+    S[0, 2] += 5  # the upper triangle is no longer the lower's mirror
+    for upper in (False, True):
+        np.testing.assert_allclose(np.linalg.cholesky(sl.tensor(S), upper=upper).numpy(),
+                                   np.linalg.cholesky(S, upper=upper), rtol=1e-12)

@@ -250,6 +250,16 @@ def test_stable_functions_at_extremes(backend):
         assert sl.logsumexp(minus_inf).item() == -np.inf
 
 
+def test_pow_zero_exponent_has_zero_gradient_at_zero(backend):
+    # x**0 is constant, so its derivative is 0 even at x = 0 (y * x**(y-1) would be 0 * inf)
+    zero = backend.tensor(0.0)
+    assert sl.grad(lambda x: x ** 0)(zero).item() == 0.0
+    gx, gy = sl.grad(lambda x, y: x ** y, argnums=(0, 1))(zero, backend.tensor(0.0))
+    assert gx.item() == 0.0 and gy.item() == 0.0
+    g = sl.grad(lambda x: sl.sum(x ** backend.tensor([0.0, 2.0])))(backend.tensor([0.0, 3.0]))
+    np.testing.assert_array_equal(backend.numpy(g), [0.0, 6.0])
+
+
 def test_pow_tensor_exponent_at_nonpositive_base(backend):
     # d(x**y)/dy = x**y log x is only defined for x > 0; elsewhere the rule gives 0, not nan.
     x = backend.tensor([-2.0, 0.0, 2.0])

@@ -69,9 +69,39 @@ class IndexedUpdate:
         arrays = [a if isinstance(a, Tensor) else backends.to_device(a, device) for a in arrays]
         return template, arrays
 
-    def _value(self, v):
+    def _target_shape(self, template, arrays):
+        """The shape of x[index] (index arrays stand in as zeros: only their shapes matter)."""
+        probe = np.broadcast_to(np.zeros((), bool), self.x.shape)
+        return probe[_fill(template, [np.zeros(a.shape, np.int64) for a in arrays])].shape
+
+    def _fitted(self, v, template, arrays, who):
+        """v with leading length-1 axes beyond x[index]'s rank dropped, as NumPy's assignment
+        drops them, so that its cotangent can be summed back to v's shape."""
+        v = self._value(v, who)
+        shape = self._target_shape(template, arrays)
+        extra = v.ndim - len(shape)
+        if extra > 0:
+            if any(n != 1 for n in v.shape[:extra]):
+                raise ValueError(f"x.at[...].{who}(v): v of shape {v.shape} does not fit "
+                                 f"x[index] of shape {shape}")
+            from .structural import reshape_p
+            v = reshape_p(v, shape=v.shape[extra:])
+        return v
+
+    def _check_kind(self, result_dtype, who):
+        """An update that would need another dtype for x is refused, as NumPy's in-place
+        np.add.at(x, i, 2.5) on integers is (same_kind casting), instead of truncating."""
+        if result_dtype != self.x.dtype and not np.can_cast(result_dtype, self.x.dtype,
+                                                            "same_kind"):
+            raise TypeError(f"x.at[...].{who}: the result is {result_dtype} but x is "
+                            f"{self.x.dtype}, and casting it back would change values; cast x "
+                            f"first (x.astype('{result_dtype}')).")
+
+    def _value(self, v, who="set"):
         """v in x's dtype (as JAX casts it; NumPy's assignment does the same)."""
         v = v if isinstance(v, Tensor) else Tensor(backends.asarray_on(v, self.x.device))
+        if who != "set":
+            self._check_kind(np.result_type(self.x.dtype, v.dtype), who)
         if v.dtype != self.x.dtype:
             if np.dtype(v.dtype).kind == "c" and np.dtype(self.x.dtype).kind != "c":
                 raise TypeError(f"x.at[...]: a complex value ({v.dtype}) cannot update a "
@@ -90,14 +120,16 @@ class IndexedUpdate:
         """x with x[index] replaced by v (broadcast to x[index]'s shape)."""
         _check_options("set", mode, None, hints)
         template, arrays = self._parts()
-        return scatter_set_p(self.x, self._value(v), *arrays, index=template, unique=False)
+        v = self._fitted(v, template, arrays, "set")
+        return scatter_set_p(self.x, v, *arrays, index=template, unique=False)
 
     def add(self, v, *, mode=None, **hints):
         """x with v added at index; repeated indices add every value."""
         _check_options("add", mode, None, hints)
         template, arrays = self._parts()
         # np.add.at broadcasts v; the walk sums its cotangent back to v's shape
-        update = scatter_add_p(self._value(v), *arrays, index=template, shape=self.x.shape)
+        v = self._fitted(v, template, arrays, "add")
+        update = scatter_add_p(v, *arrays, index=template, shape=self.x.shape)
         return ew.add(self.x, update)
 
     def multiply(self, v, *, mode=None, **hints):
@@ -123,7 +155,10 @@ class IndexedUpdate:
                                  "is not supported (JAX leaves it undefined); combine the "
                                  "factors of each position first.")
         current = getitem_p(self.x, *arrays, index=template)
-        new = self._value(op(current, self._value(v)))
+        operand = v if isinstance(v, Tensor) else Tensor(backends.asarray_on(v, self.x.device))
+        new = op(current, operand)
+        self._check_kind(new.dtype, who.rpartition(".")[2])
+        new = self._value(new)
         return scatter_set_p(self.x, new, *arrays, index=template, unique=who)
 
     def __repr__(self):

@@ -21,7 +21,7 @@ from ..tape.state import STATE
 from . import elementwise as ew
 from . import functions as F
 from .linalg import matmul_p
-from .matrices import constant, norm, triu
+from .matrices import constant, norm, tril, triu
 from .primitive import Primitive
 from .structural import reshape_p, transpose_p
 
@@ -471,13 +471,33 @@ def matrix_power(a, n):
 
 # NumPy functions (np.f called on a Tensor, NEP 18) and ufuncs that run these ops; each
 # callable takes NumPy's parameter names (numpy_interop refuses other keywords).
+def _numpy_triangle(a, lower):
+    """The symmetric matrix NumPy's eigh and cholesky read: one triangle of a, mirrored (they
+    never look at the other; scanlib's own functions symmetrize instead, as JAX's do)."""
+    a = _square(a, "np.linalg", complex_ok=False)
+    half = tril(a) if lower else triu(a)
+    eye = constant(a, lambda xp: xp.eye(a.shape[-1], dtype=a.dtype))
+    return ew.sub(ew.add(half, _mT(half)), ew.mul(a, eye))  # the diagonal counted once
+
+
+def _np_cholesky(a, upper=False):
+    return cholesky(_numpy_triangle(a, lower=not upper), upper=upper)
+
+
+def _np_eigh(a, UPLO="L"):
+    if UPLO not in ("L", "U"):
+        raise ValueError(f"np.linalg.eigh: UPLO must be 'L' or 'U', got {UPLO!r}")
+    return eigh(_numpy_triangle(a, lower=UPLO == "L"))
+
+
 NUMPY_FUNCTIONS: dict = {
     np.linalg.inv: inv,
     np.linalg.solve: solve,
-    np.linalg.cholesky: cholesky,
+    np.linalg.cholesky: _np_cholesky,
     np.linalg.slogdet: slogdet,
     np.linalg.det: det,
-    np.linalg.eigh: eigh,
+    np.linalg.eigh: _np_eigh,
+    np.linalg.eigvalsh: lambda a, UPLO="L": _np_eigh(a, UPLO).eigenvalues,
     np.linalg.qr: qr,
     np.linalg.norm: norm,
     np.linalg.matrix_power: matrix_power,

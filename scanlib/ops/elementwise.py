@@ -62,22 +62,31 @@ div = _arith("div", lambda x, y: x / y, lambda g, out, x, y: (
 neg = _arith("neg", lambda x: -x, lambda g, out, x: (neg(g),), "negative", "(-{0})")
 
 
+def _pow_dx(x, y):
+    """d(x**y)/dx = y x**(y-1), and 0 where y == 0, as JAX (x**0 is constant, even at 0)."""
+    if not _is_tensor(y):
+        return mul(x, 0.0) if y == 0 else mul(x, 2.0) if y == 2 else mul(y, power(x, y - 1))
+    zero = equal(y, 0)
+    safe_y = where(zero, 1.0, y)  # x**(0 - 1) would be inf at x = 0, and 0 * inf is nan
+    return where(zero, 0.0, mul(y, power(x, sub(safe_y, 1))))
+
+
+def _pow_dy(out, x):
+    """d(x**y)/dy = x**y log(x): the principal complex log when the result is complex (a
+    negative real base to a complex power); for real results 0 where x <= 0."""
+    if _is_complex(out):
+        if not _is_tensor(x):
+            return mul(out, complex(np.log(complex(x)))) if x != 0 else mul(out, 0.0)
+        return mul(out, log(x if _is_complex(x) else astype(x, dtype=out.dtype)))
+    if not _is_tensor(x):  # a number base (2.0 ** y): its log folds now
+        return mul(out, float(np.log(x))) if x > 0 else mul(out, 0.0)
+    positive = greater(x, 0)
+    return where(positive, mul(out, log(where(positive, x, 1.0))), 0.0)
+
+
 def _pow_vjp(g, out, x, y):
-    gx = gy = None
-    if _is_tensor(x):
-        if isinstance(y, (int, float)) and y == 2:
-            gx = mul(g, mul(x, 2.0))
-        else:
-            gx = mul(g, mul(y, power(x, sub(y, 1) if _is_tensor(y) else y - 1)))
-    if _is_tensor(y) and not _is_tensor(x) and not _is_complex(x):  # 2.0 ** y: log folds now
-        gy = mul(g, mul(out, float(np.log(x)))) if x > 0 else mul(g, 0.0)
-    elif _is_tensor(y) and _is_complex(x):  # the principal log, defined off 0
-        gy = mul(g, mul(out, log(x)))
-    elif _is_tensor(y):
-        positive = greater(x, 0)
-        safe_x = where(positive, x, 1.0)
-        gy = mul(g, where(positive, mul(out, log(safe_x)), 0.0))
-    return gx, gy
+    return (mul(g, _pow_dx(x, y)) if _is_tensor(x) else None,
+            mul(g, _pow_dy(out, x)) if _is_tensor(y) else None)
 
 
 power = _arith("pow", lambda x, y: x**y, _pow_vjp, "power", "({0} ** {1})")

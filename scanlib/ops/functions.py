@@ -33,7 +33,9 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False) -> Tensor:
     >>> x = tensor([1.0, 2.0], requires_grad=True)
 
     Of a Tensor it makes a new one with no gradient history, also inside a traced scan body
-    (where it is a stop_gradient of the traced value, cast and moved as asked).
+    (where it is a stop_gradient of the traced value, cast and moved as asked). A NumPy or
+    CuPy array is copied (as torch.tensor and jnp.array copy), so writing into it later cannot
+    change what the tape saved; `as_tensor` shares it instead.
     """
     if isinstance(data, Tensor) and data._trace is not None:
         return _traced_tensor(data, dtype, device, requires_grad)
@@ -41,7 +43,10 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False) -> Tensor:
         data = data._value
     if device is None:
         device = backends.device_of(data) if backends.is_array(data) else "cpu"
+    source = data
     value = backends.asarray_on(data, backends.parse_device(device), dtype)
+    if backends.is_array(source) and backends.xp_of(value).may_share_memory(value, source):
+        value = value.copy()
     if value.dtype == object:
         raise TypeError(f"tensor(): cannot make a numeric array from {type(data).__name__} "
                         "(ragged lists or non-numeric items?)")
@@ -72,7 +77,8 @@ def _traced_tensor(x, dtype, device, requires_grad):
 
 
 def as_tensor(x) -> Tensor:
-    """x if it is a Tensor, else a Tensor (no grad) holding x's data on its own device."""
+    """x if it is a Tensor, else a Tensor (no grad) holding x's data on its own device (an
+    array is shared, not copied: do not write into it while the tape may still read it)."""
     if type(x) is Tensor:
         return x
     if backends.is_array(x):

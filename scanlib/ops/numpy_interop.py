@@ -40,6 +40,11 @@ _UFUNC_DEFAULTS = {"dtype": None, "where": True, "casting": "same_kind", "order"
 
 
 def array_ufunc(self, ufunc, method, *inputs, **kwargs):
+    if method == "at" and inputs and isinstance(inputs[0], Tensor):
+        # ufunc.at writes in place and ignores NumPy's read-only flag: refuse it outright
+        raise TypeError(f"np.{ufunc.__name__}.at(t, ...) would write into a tensor, and tensors "
+                        "are immutable; use the functional update, e.g. t.at[index].add(v) "
+                        "or t.at[index].multiply(v), which returns a new tensor.")
     op = _UFUNCS.get(ufunc)
     if method != "__call__" or op is None:
         name = ufunc.__name__ + ("" if method == "__call__" else "." + method)

@@ -168,6 +168,9 @@ def split_index(index):
             item = np.asarray(item)
         if isinstance(item, Tensor) or backends.is_array(item):
             dtype = np.dtype(item.dtype)
+            if dtype == np.bool_ and isinstance(item, np.generic):
+                template.append(bool(item))  # np.True_ indexes as True does (a new axis)
+                continue
             if dtype == np.bool_:
                 if isinstance(item, Tensor) and item._trace is not None:
                     raise TypeError(

@@ -44,12 +44,16 @@ def _check_grad(x, g):
 
 
 def _read_only(array):
-    """A read-only view of a NumPy array (a GPU copy from .get() is the caller's to keep)."""
-    if not isinstance(array, np.ndarray) or not array.flags.writeable:
+    """A read-only view of a NumPy array. Made through a read-only buffer, so that its flag
+    cannot be switched back on (a view's base would be the tensor's own writable memory)."""
+    if not isinstance(array, np.ndarray):
         return array
-    view = array.view()
-    view.flags.writeable = False
-    return view
+    try:
+        return np.asarray(memoryview(array).toreadonly())
+    except (TypeError, ValueError, BufferError):  # dtypes the buffer protocol cannot carry
+        view = array.view()
+        view.flags.writeable = False
+        return view
 
 
 class Tensor:
@@ -158,7 +162,9 @@ class Tensor:
                 f"({type_str(self.shape, self.dtype)}) is traced (inside a scan body or "
                 "make_graph), where values are not known yet. "
                 "Use scanlib.where(cond, a, b) instead of Python `if`, keep loop bounds static, "
-                "and return values instead of converting them with float()/.item()/.numpy()."
+                "and return values instead of converting them with float()/.item()/.numpy(). "
+                "To index a NumPy array with a traced index, make the array a tensor first: "
+                "scanlib.tensor(table)[i] or scanlib.take(table, i)."
             )
         return self._value
 
