@@ -13,6 +13,10 @@ from .ops import *  # noqa: F403
 from .ops import __all__ as _ops_all
 from .tape import Graph, Tensor, enable_grad, no_grad
 from .scan import ScanPlan, scan, scan_plan
+from . import associative, control, transforms
+from .associative import *  # noqa: F403
+from .control import *  # noqa: F403
+from .transforms import *  # noqa: F403
 from .tracing import make_graph
 
 __version__ = "0.1.0"
@@ -22,4 +26,5 @@ __all__ = [
     "Tensor", "Graph", "no_grad", "enable_grad", "grad", "value_and_grad", "vjp",
     "make_graph", "testing", "linalg", "random", "optim", "cuda_available", "scan",
     "scan_plan", "ScanPlan",
+    *transforms.__all__, *associative.__all__, *control.__all__,
 ]
