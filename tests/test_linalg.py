@@ -579,3 +579,38 @@ def test_dropped_outputs_are_recomputed_for_the_gradient(backend):
     s = backend.tensor(_spd(np.random.default_rng(2), (3, 3)))
     check_grads(lambda a: sl.linalg.eigh(a)[1][:, 0] ** 2, [s._value], order=1)
     check_grads(lambda a: sl.linalg.qr(a)[0], [s._value], order=1)
+
+
+def test_det_gradient_is_the_cofactor_matrix_also_at_singular_matrices():
+    """det is a polynomial: its gradient (the cofactor matrix) exists everywhere, as JAX
+    gives it; det(a) inv(a)^T would fail at a singular a."""
+    g = sl.grad(sl.linalg.det)(sl.tensor([[1.0, 2.0], [2.0, 4.0]]))
+    np.testing.assert_allclose(g.numpy(), [[4.0, -2.0], [-2.0, 1.0]])
+    np.testing.assert_allclose(sl.grad(sl.linalg.det)(sl.zeros((3, 3))).numpy(), 0.0)
+    rank1 = np.outer([1.0, 2.0, 3.0], [1.0, 0.0, 2.0])
+    check_grads(sl.linalg.det, [rank1], order=2)
+    check_grads(sl.linalg.det, [np.random.default_rng(0).standard_normal((2, 4, 4))], order=2)
+
+
+def test_singular_matrix_errors_do_not_talk_about_broadcasting():
+    with pytest.raises(np.linalg.LinAlgError) as info:
+        sl.linalg.solve(sl.tensor([[1.0, 2.0], [2.0, 4.0]]), sl.ones(2))
+    assert "singular" in str(info.value) and "broadcasting" not in str(info.value)
+    assert ".." not in str(info.value)
+
+
+def test_numpy_2_linalg_spellings_dispatch():
+    if not hasattr(np.linalg, "matrix_norm"):
+        pytest.skip("NumPy < 2")
+    x = np.arange(24.0).reshape(2, 3, 4)
+    t = sl.tensor(x, requires_grad=True)
+    for f in (lambda a: np.linalg.matmul(a, np.ones((4, 2))),
+              lambda a: np.linalg.diagonal(a, offset=1), np.linalg.trace,
+              np.linalg.matrix_transpose, np.linalg.vector_norm,
+              lambda a: np.linalg.vector_norm(a, axis=1, keepdims=True),
+              lambda a: np.linalg.vector_norm(a, keepdims=True), np.linalg.matrix_norm,
+              lambda a: np.linalg.tensordot(a, np.ones((3, 4)))):
+        out = f(t)
+        assert isinstance(out, sl.Tensor) and out.requires_grad
+        np.testing.assert_allclose(out.numpy(), f(x), rtol=1e-12)
+    assert sl.linalg.norm(sl.zeros(0), np.inf).item() == 0.0

@@ -187,11 +187,25 @@ def _slogdet_vjp(cts, outs, a, _saved=None):
 
 slogdet_p = Primitive("slogdet", _slogdet_impl, _slogdet_vjp, multiple_results=True,
                       doc="slogdet(a): [sign, log|det a|] of a [..., n, n].")
+def _cofactors(a):
+    """The cofactor matrix of a [..., n, n], from the determinants of its n^2 minors: it is
+    det(a) inv(a)^T where a is invertible, and defined where a is singular too, as det's
+    gradient is (a polynomial's). O(n^5) work: meant for the small matrices of filters."""
+    n = a.shape[-1]
+    if n == 1:
+        return constant(a, lambda xp: xp.ones(a.shape, a.dtype))
+    rest = np.array([[j for j in range(n) if j != i] for i in range(n)])  # [n, n-1]
+    minors = F.getitem(a, (Ellipsis, rest[:, None, :, None], rest[None, :, None, :]))
+    signs = constant(a, lambda xp: xp.asarray((-1.0) ** np.add.outer(np.arange(n),
+                                                                    np.arange(n))))
+    return ew.mul(det_p(minors), signs)
+
+
 det_p = Primitive(
     "det", lambda a: _xp(a).asarray(_xp(a).linalg.det(a)),
-    lambda g, out, a: (ew.mul(_with_unit_axes(ew.mul(g, out)), _mT(inv_p(a))),),
-    doc="det(a): the determinant of a [..., n, n]; VJP g det(a) inv(a)^T (a must be "
-        "invertible to differentiate).")
+    lambda g, out, a: (ew.mul(_with_unit_axes(g), _cofactors(a)),),
+    doc="det(a): the determinant of a [..., n, n]; VJP g times a's cofactor matrix, defined "
+        "for singular a too.")
 
 
 # --- eigh and qr -----------------------------------------------------------------------------
@@ -487,7 +501,7 @@ def _np_cholesky(a, upper=False):
 def _np_eigh(a, UPLO="L"):
     if UPLO not in ("L", "U"):
         raise ValueError(f"np.linalg.eigh: UPLO must be 'L' or 'U', got {UPLO!r}")
-    return eigh(_numpy_triangle(a, lower=UPLO == "L"))
+    return eigh(_numpy_triangle(a, lower=UPLO == "L"), UPLO=UPLO)  # NumPy's vector signs
 
 
 NUMPY_FUNCTIONS: dict = {

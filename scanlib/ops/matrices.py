@@ -260,6 +260,8 @@ def _vector_norm(x, ord, axes):
         raise ValueError(f"norm: ord={ord!r} is a matrix norm; a vector norm takes a number "
                          "(None, 2, 1, inf, -inf, 0 or any p)")
     if ord == np.inf:
+        if all(x.shape[a] == 0 for a in axes):  # NumPy's inf-norm of nothing is 0
+            return F.sum(ew.absolute(x), axis=axes, keepdims=True)
         return F.max(ew.absolute(x), axis=axes, keepdims=True)
     if ord == -np.inf:
         return F.min(ew.absolute(x), axis=axes, keepdims=True)
@@ -334,4 +336,29 @@ NUMPY_FUNCTIONS: dict = {
     np.tensordot: tensordot,
     np.dot: dot,
 }
+# NumPy 2's array-API spellings in np.linalg: the same functions over the last two axes.
+def _np_vector_norm(x, axis=None, keepdims=False, ord=2):
+    x = F.as_tensor(x)
+    if axis is not None:
+        return norm(x, ord, axis, keepdims)
+    out = norm(F.reshape(x, -1), ord)  # every element, as one vector
+    return F.reshape(out, (1,) * x.ndim) if keepdims else out
+
+
+def _np_trace(x, offset=0, dtype=None):
+    out = trace(x, offset, -2, -1)
+    return out if dtype is None else ew.astype(out, dtype=np.dtype(dtype))
+
+
+NUMPY_FUNCTIONS.update({
+    np.linalg.matmul: lambda x1, x2: F.matmul(x1, x2),
+    np.linalg.outer: lambda x1, x2: outer(x1, x2),
+    np.linalg.diagonal: lambda x, offset=0: diagonal(x, offset, -2, -1),
+    np.linalg.trace: _np_trace,
+    np.linalg.tensordot: lambda x1, x2, axes=2: tensordot(x1, x2, axes),
+    np.linalg.matrix_transpose: lambda x: F.swapaxes(x, -1, -2),
+    np.linalg.vector_norm: _np_vector_norm,
+    np.linalg.matrix_norm: lambda x, keepdims=False, ord="fro": norm(x, ord, (-2, -1),
+                                                                      keepdims),
+} if hasattr(np.linalg, "matrix_norm") else {})
 NUMPY_UFUNCS: dict = {}

@@ -81,13 +81,17 @@ def _check_devices(prim, args, values):
 
 
 def _explained(e, prim, args, params):
-    """e, restated with the primitive, its inputs' types and how broadcasting works."""
+    """e, restated with the primitive and its inputs' types, and, for an error that may be
+    about shapes, how broadcasting works (not for a singular matrix: LinAlgError is a
+    ValueError too)."""
     shown = ", ".join(f"{k}={v!r}" for k, v in params.items() if not k.startswith("_"))
+    hint = ("" if isinstance(e, np.linalg.LinAlgError) else
+            " Check the shapes above; broadcasting follows NumPy's rules (trailing axes must "
+            "match or be 1).")
     return type(e)(
         f"{prim.name} failed on inputs ({_describe(args)})"
         + (f" with {shown}" if shown else "")
-        + f": {e}. Check the shapes above; broadcasting follows NumPy's rules "
-        "(trailing axes must match or be 1).")
+        + f": {str(e).rstrip('.')}." + hint)
 
 
 def _run_impl(prim, args, values, params):
