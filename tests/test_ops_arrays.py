@@ -480,3 +480,130 @@ def test_results_match_jax_numpy():
     ]
     for ours, theirs in pairs:
         np.testing.assert_allclose(ours.numpy(), np.asarray(theirs), rtol=1e-5, atol=1e-6)
+
+
+# --- reported edge cases: dtypes asked for, empty and 0-d inputs, NumPy's options ----------
+@pytest.mark.parametrize("values, dtype", [
+    ([100, 100, 100], np.int8), ([250, 10, 3], np.uint8), ([1, 0, 1], np.bool_),
+    ([30000, 30000], np.int16), ([0.5, 1.7, -2.2], np.int32), ([3, 4], np.float16)])
+def test_cumsum_accumulates_in_the_dtype_asked_for(backend, values, dtype):
+    """dtype= is the accumulator, as in NumPy and JAX: int8 wraps around, bools saturate."""
+    src = np.array(values, np.int8 if dtype == np.int8 else None)
+    x = backend.tensor(src)
+    want = np.cumsum(src, dtype=dtype)
+    for out in (sl.cumsum(x, dtype=dtype), sl.cumsum(x, 0, np.dtype(dtype).name),
+                x.cumsum(dtype=dtype), np.cumsum(x, dtype=dtype)):
+        assert out.dtype == want.dtype, (out.dtype, want.dtype)
+        np.testing.assert_array_equal(out.numpy(), want)
+
+
+def test_cumsum_dtype_inside_a_scan_body_and_against_jax(backend):
+    xs = np.array([[100, 100, 100], [-128, -1, 127]], np.int8)
+    _, ys = sl.scan(lambda c, x: (c, sl.cumsum(x, dtype=np.int8)), backend.tensor(0),
+                    backend.tensor(xs))
+    assert ys.dtype == np.int8
+    np.testing.assert_array_equal(ys.numpy(), np.cumsum(xs, axis=1, dtype=np.int8))
+    jax = pytest.importorskip("jax")
+    with jax.enable_x64(True):
+        want = np.asarray(jax.numpy.cumsum(xs, axis=1, dtype=np.int8))
+    np.testing.assert_array_equal(sl.cumsum(backend.tensor(xs), 1, np.int8).numpy(), want)
+
+
+def test_pad_reads_a_tensor_of_constant_values_as_pairs(backend):
+    xs = np.arange(4.0).reshape(2, 2)
+    x = backend.tensor(xs)
+    for cv in ([1.0, 2.0], [[1.0, 2.0], [3.0, 4.0]], [[5.0], [6.0]], [7.0]):
+        width = ((1, 2), (2, 1))
+        np.testing.assert_array_equal(
+            sl.pad(x, width, constant_values=backend.tensor(cv)).numpy(),
+            np.pad(xs, width, constant_values=cv), err_msg=str(cv))
+    c = backend.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    g = sl.grad(lambda c: sl.pad(x, ((1, 2), (2, 1)), constant_values=c).sum())(c)
+    # rows padded first (whole rows of the original width), then columns (the full height)
+    np.testing.assert_array_equal(g.numpy(), [[2.0, 4.0], [10.0, 5.0]])
+    with pytest.raises(ValueError, match="pair per axis"):
+        sl.pad(x, 1, constant_values=backend.tensor([1.0, 2.0, 3.0]))
+    with pytest.raises(ValueError, match="pair per axis"):
+        sl.pad(x, 1, constant_values=backend.tensor(np.ones((1, 2, 2))))
+
+
+def test_argmax_argmin_of_an_empty_array_along_a_nonempty_axis(backend):
+    xs = np.zeros((0, 4))
+    x = backend.tensor(xs)
+    for fn, ref in ((sl.argmax, np.argmax), (sl.argmin, np.argmin)):
+        for kw in ({"axis": 1}, {"axis": -1, "keepdims": True}):
+            out, want = fn(x, **kw), ref(xs, **kw)
+            assert out.dtype == np.int64 and out.shape == want.shape, (out.shape, want.shape)
+        for kw in ({}, {"axis": 0}):
+            with pytest.raises(ValueError, match="empty"):
+                fn(x, **kw)
+
+
+def test_axis_zero_of_a_0d_tensor_reads_as_numpy_does(backend):
+    xs = np.array(5.0)
+    x = backend.tensor(xs)
+    calls = [
+        lambda m, a: m.cumsum(a, axis=0), lambda m, a: m.cumprod(a, axis=-1),
+        lambda m, a: m.prod(a, axis=0), lambda m, a: m.prod(a, 0, keepdims=True),
+        lambda m, a: m.argsort(a, axis=0), lambda m, a: m.argmax(a, axis=0),
+        lambda m, a: m.argmin(a, axis=-1, keepdims=True), lambda m, a: m.take(a, 0, axis=0),
+        lambda m, a: m.take(a, [0, 0], axis=-1), lambda m, a: m.any(a, axis=0),
+        lambda m, a: m.all(a, axis=0),
+    ]
+    for call in calls:
+        out, want = call(sl, x), call(np, xs)
+        assert out.shape == np.shape(want) and out.dtype == np.asarray(want).dtype
+        np.testing.assert_array_equal(out.numpy(), want)
+    for bad in (lambda m, a: m.cumsum(a, axis=1), lambda m, a: m.prod(a, axis=(0,)),
+                lambda m, a: m.sort(a, axis=0), lambda m, a: m.argmax(a, axis=1)):
+        with pytest.raises(np.exceptions.AxisError):  # refused, as NumPy refuses
+            bad(np, xs)
+        with pytest.raises(ValueError, match="out of range"):
+            bad(sl, x)
+    g = sl.grad(lambda t: sl.cumsum(t, axis=0).sum() + sl.prod(t, axis=0))(x)
+    assert g.shape == () and g.item() == 2.0
+
+
+def test_numpy_sort_kinds(backend):
+    xs = np.array([2.0, 1.0, 2.0, 1.0])
+    x = backend.tensor(xs)
+    for kind in ("stable", "mergesort", "quicksort", "heapsort", None):
+        np.testing.assert_array_equal(np.sort(x, kind=kind).numpy(), np.sort(xs))
+    np.testing.assert_array_equal(np.sort(x, stable=True).numpy(), np.sort(xs))
+    for kw in ({"kind": "stable"}, {"kind": "mergesort"}, {"stable": True}, {}):
+        np.testing.assert_array_equal(np.argsort(x, **kw).numpy(), [1, 3, 0, 2])
+    for kw in ({"kind": "quicksort"}, {"kind": "heapsort"}, {"stable": False}):
+        with pytest.raises(ValueError, match="stably"):
+            np.argsort(x, **kw)
+    with pytest.raises(ValueError, match="kind must be"):
+        np.sort(x, kind="bubble")
+
+
+def test_take_with_an_empty_list(backend):
+    xs = np.arange(6.0).reshape(2, 3)
+    x = backend.tensor(xs, requires_grad=True)
+    for kw in ({}, {"axis": 1}, {"axis": 0}):
+        out, want = sl.take(x, [], **kw), np.take(xs, [], **kw)
+        assert out.shape == want.shape and out.dtype == want.dtype
+    assert sl.take(x, [[]], axis=1).shape == np.take(xs, [[]], axis=1).shape
+    g = sl.grad(lambda t: sl.take(t, [], axis=1).sum())(x)
+    np.testing.assert_array_equal(g.numpy(), np.zeros((2, 3)))
+    with pytest.raises(TypeError, match="integers"):
+        sl.take(x, [0.5])
+
+
+def test_flatten_and_ravel_orders(backend):
+    xs = np.arange(24.0).reshape(2, 3, 4)
+    x = backend.tensor(xs, requires_grad=True)
+    for order in ("C", "F"):
+        want = xs.flatten(order)
+        for out in (x.flatten(order), x.ravel(order=order), sl.ravel(x, order),
+                    np.ravel(x, order=order)):
+            np.testing.assert_array_equal(out.numpy(), want)
+    np.testing.assert_array_equal(x.flatten().numpy(), xs.ravel())
+    w = np.arange(24.0)
+    g = sl.grad(lambda t: (t.flatten("F") * backend.tensor(w)).sum())(x)
+    np.testing.assert_array_equal(g.numpy(), w.reshape(xs.shape[::-1]).T)
+    for order in ("A", "K", "X"):
+        with pytest.raises(ValueError, match="'C'.*'F'"):
+            x.flatten(order)

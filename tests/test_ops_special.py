@@ -601,3 +601,215 @@ def test_rounding_inside_a_scan_matches_the_loop(backend, dtype):
         want = sl.stack([y[i] for y in ys2])
         assert ys[i].dtype == want.dtype
         np.testing.assert_array_equal(ys[i].numpy(), want.numpy())
+
+
+# --- reported accuracy and edge cases ------------------------------------------------------------
+def _ulps(got, want, dtype):
+    """|got - want| in units of the spacing of want rounded to dtype; 0 where want is below
+    dtype's smallest normal (XLA flushes those to zero, NumPy does not)."""
+    want = np.asarray(want, np.float64)
+    spacing = np.spacing(np.abs(want).astype(dtype)).astype(np.float64)
+    normal = np.abs(want) >= np.finfo(dtype).tiny
+    return np.where(normal, np.abs(np.asarray(got, np.float64) - want) / spacing, 0.0)
+
+
+def _sigmoid64(x):
+    x = np.asarray(x, np.float64)
+    return np.where(x >= 0, 1 / (1 + np.exp(-np.abs(x))),
+                    np.exp(-np.abs(x)) / (1 + np.exp(-np.abs(x))))
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32])
+def test_sigmoid_and_silu_are_accurate_in_the_negative_tail(backend, dtype):
+    xs = np.linspace(-100.0, 100.0, 20001).astype(dtype)
+    with np.errstate(over="raise", invalid="raise"):  # nothing overflows, in either branch
+        got = sl.sigmoid(backend.tensor(xs)).numpy()
+        silu = sl.silu(backend.tensor(xs)).numpy()
+    assert got.dtype == dtype and silu.dtype == dtype
+    assert _ulps(got, _sigmoid64(xs), dtype).max() <= 3
+    normal = _sigmoid64(xs) >= np.finfo(dtype).tiny  # x * a subnormal sigmoid has few bits
+    assert _ulps(silu, xs.astype(np.float64) * _sigmoid64(xs), dtype)[normal].max() <= 4
+    tail = np.array([-8.0, -9.0] if dtype == np.float16 else [-17.0, -20.0], dtype)
+    np.testing.assert_allclose(sl.silu(backend.tensor(tail)).numpy().astype(np.float64),
+                               tail * _sigmoid64(tail), rtol=4 * np.finfo(dtype).eps)
+
+
+def test_sigmoid_out_impl_is_its_impl_even_into_its_input(backend):
+    """The loop compiler may write sigmoid into its input's buffer: same bits as impl."""
+    sigmoid = sl.ops.elementwise.sigmoid
+    rng = np.random.default_rng(3)
+    for dtype in (np.float16, np.float32, np.float64, np.complex128):
+        xs = (rng.standard_normal(50) * 30).astype(dtype)
+        xs[:3] = [0.0, -0.0, np.nan]
+        x = backend.array(xs)
+        with np.errstate(invalid="ignore"):
+            want = sigmoid.impl(x)
+            out = sl.backends.xp_of(x).empty_like(want)
+            sigmoid.out_impl(x, out=out)
+            sigmoid.out_impl(x, out=x)
+        np.testing.assert_array_equal(backend.numpy(out), backend.numpy(want), str(dtype))
+        np.testing.assert_array_equal(backend.numpy(x), backend.numpy(want), str(dtype))
+
+
+def test_sigmoid_and_silu_match_jax(backend):
+    jax, jnp = _jax()
+    xs = np.linspace(-100.0, 100.0, 4001)
+    for dtype in (np.float16, np.float32, np.float64):
+        x = xs.astype(dtype)
+        with jax.enable_x64(True):
+            want = np.asarray(jax.nn.sigmoid(jnp.asarray(x)))
+            want_silu = np.asarray(jax.nn.silu(jnp.asarray(x)))
+            want_g = np.asarray(jax.grad(lambda v: jax.nn.sigmoid(v).sum())(jnp.asarray(x)))
+        got = sl.sigmoid(backend.tensor(x)).numpy()
+        assert got.dtype == want.dtype
+        assert _ulps(got, want, dtype).max() <= 4, dtype
+        assert _ulps(sl.silu(backend.tensor(x)).numpy(), want_silu, dtype).max() <= 6, dtype
+        if dtype == np.float64:
+            g = sl.grad(lambda v: sl.sigmoid(v).sum())(backend.tensor(x)).numpy()
+            np.testing.assert_allclose(g, want_g, rtol=1e-13, atol=1e-300)
+
+
+def _second(fn, values, backend):
+    x = backend.tensor(np.array(values))
+    return sl.grad(lambda v: sl.grad(lambda u: fn(u).sum())(v).sum())(x).numpy()
+
+
+def test_softplus_and_log_sigmoid_second_derivatives_at_zero_and_far_out(backend):
+    points = [0.0, -0.0, 50.0, -50.0, 1000.0, -1000.0]
+    s, ds = _sigmoid64(points), _sigmoid64(points) * _sigmoid64(np.negative(points))
+    with np.errstate(over="raise", invalid="raise", divide="raise"):  # in neither branch
+        sp = sl.softplus(backend.tensor(points)).numpy()
+        ls = sl.log_sigmoid(backend.tensor(points)).numpy()
+        d_sp = _grad_at(sl.softplus, points, backend)
+        d_ls = _grad_at(sl.log_sigmoid, points, backend)
+        dd_sp = _second(sl.softplus, points, backend)
+        dd_ls = _second(sl.log_sigmoid, points, backend)
+    np.testing.assert_allclose(sp, np.logaddexp(0.0, points), rtol=1e-15)
+    np.testing.assert_allclose(ls, -np.logaddexp(0.0, np.negative(points)), rtol=1e-15)
+    np.testing.assert_allclose(d_sp, s, rtol=1e-14)
+    np.testing.assert_allclose(d_ls, _sigmoid64(np.negative(points)), rtol=1e-14)
+    np.testing.assert_allclose(dd_sp, ds, rtol=1e-14)
+    np.testing.assert_allclose(dd_ls, -ds, rtol=1e-14)
+    assert dd_sp[0] == 0.25 and dd_ls[0] == -0.25
+
+
+def test_softplus_dtypes_and_complex(backend):
+    for dtype in (np.float16, np.float32):
+        assert sl.softplus(backend.tensor(np.array([-3.0, 3.0], dtype))).dtype == dtype
+    for src in (np.array([1, -3], np.int8), np.array([True, False]), np.array([2, 0])):
+        out = sl.softplus(backend.tensor(src))
+        assert out.dtype == np.float64
+        np.testing.assert_allclose(out.numpy(), np.logaddexp(0.0, src.astype(np.float64)))
+    with pytest.raises(TypeError, match="complex"):
+        sl.softplus(backend.tensor([1 + 1j]))
+
+
+def test_softplus_and_log_sigmoid_second_order_match_jax(backend):
+    jax, jnp = _jax()
+    values = np.array([-1000.0, -50.0, -1.0, 0.0, 1e-9, 1.0, 50.0, 1000.0])
+    for name, jf in (("softplus", jax.nn.softplus), ("log_sigmoid", jax.nn.log_sigmoid)):
+        with jax.enable_x64(True):
+            want = np.asarray(jax.vmap(jax.grad(jax.grad(jf)))(jnp.asarray(values)))
+        got = _second(getattr(sl, name), values, backend)
+        # JAX's second derivative at 50 is 0; the true one is exp(-50), which scanlib gives
+        np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-21, err_msg=name)
+
+
+def test_log_softmax_keeps_small_differences_next_to_large_values(backend):
+    got = sl.log_softmax(backend.tensor(np.array([1e8, 1e8], np.float32))).numpy()
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, [-np.log(2.0)] * 2, rtol=1e-7)
+    x16 = np.array([100.0, 100.0, 99.0], np.float16)
+    want16 = _np_log_softmax(x16.astype(np.float64))
+    got16 = sl.log_softmax(backend.tensor(x16)).numpy()
+    assert got16.dtype == np.float16
+    np.testing.assert_allclose(got16, want16, rtol=2e-3)
+    x = backend.tensor(np.array([[1e8, 1e8 + 4, -1e8], [3.0, -np.inf, 1.0]]))
+    np.testing.assert_allclose(sl.log_softmax(x).numpy(), _np_log_softmax(x.numpy()))
+    g = sl.grad(lambda t: (sl.log_softmax(t) * backend.tensor([[1.0, 2.0, 3.0]])).sum())(
+        backend.tensor([[1e8, 1e8, 1e8 - 1e3]]))
+    np.testing.assert_allclose(g.numpy(), [[1 - 6 * 0.5, 2 - 6 * 0.5, 3.0]], rtol=1e-12)
+    for values in ([-np.inf, -np.inf], [np.inf, 1.0], [-np.inf, 1.0]):  # JAX's results
+        with np.errstate(invalid="ignore"):
+            out = sl.log_softmax(backend.tensor(values)).numpy()
+        want = [np.nan, np.nan] if values[0] != -np.inf or values[1] == -np.inf else [
+            -np.inf, 0.0]
+        np.testing.assert_array_equal(out, want)
+
+
+def test_log_softmax_matches_jax_in_low_precision(backend):
+    jax, jnp = _jax()
+    rng = np.random.default_rng(4)
+    for dtype, scale in ((np.float16, 100.0), (np.float32, 1e6)):
+        xs = (rng.standard_normal((3, 7)) * scale).astype(dtype)
+        xs[0, :2] = xs[0, 2]  # a tie with the max
+        with jax.enable_x64(True):
+            want = np.asarray(jax.nn.log_softmax(jnp.asarray(xs), axis=-1))
+        got = sl.log_softmax(backend.tensor(xs)).numpy()
+        assert got.dtype == dtype
+        np.testing.assert_allclose(got, want, rtol=4 * np.finfo(dtype).eps,
+                                   atol=4 * np.finfo(dtype).eps)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_exact_gelu_is_accurate_for_negative_x(backend, dtype):
+    """Against x * erfc(u) / 2 with u = -x / sqrt(2) rounded as the dtype rounds it: far out,
+    gelu is ill-conditioned (a rounded u alone moves it by ~x**2 ulps), but nothing more may
+    be lost (1 + erf(u) cancels to nothing)."""
+    xs = np.linspace(-9.0, 4.0, 1301).astype(dtype)
+    u = (-xs * dtype(math.sqrt(0.5))).astype(dtype).astype(np.float64)
+    tail = np.vectorize(math.erfc)(u)
+    want = xs.astype(np.float64) * tail / 2
+    got = sl.gelu(backend.tensor(xs), approximate=False).numpy()
+    assert got.dtype == dtype
+    normal = tail >= np.finfo(dtype).tiny  # x * a subnormal erfc has few bits
+    assert _ulps(got, want, dtype)[normal].max() <= (2 if dtype != np.float64 else 4)
+
+
+def test_exact_gelu_matches_jax_in_low_precision(backend):
+    jax, jnp = _jax()
+    xs = np.array([-3.0, -4.0, -6.0, -1.0, 0.5, 2.0])
+    for dtype, rtol in ((np.float16, 4e-3), (np.float32, 1e-6)):
+        x = xs.astype(dtype)
+        with jax.enable_x64(True):
+            want = np.asarray(jax.nn.gelu(jnp.asarray(x), approximate=False))
+        got = sl.gelu(backend.tensor(x), approximate=False).numpy()
+        assert got.dtype == dtype
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=0)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.int64, np.uint8, np.float32])
+def test_hard_tanh_keeps_an_integer_dtype(backend, dtype):
+    xs = np.array([-3, -1, 0, 1, 3] if dtype != np.uint8 else [0, 1, 3, 255], dtype)
+    out = sl.hard_tanh(backend.tensor(xs))
+    assert out.dtype == dtype
+    np.testing.assert_array_equal(out.numpy(), np.clip(xs, -1 if dtype != np.uint8 else 0, 1))
+
+
+def test_hard_tanh_integer_dtype_matches_jax(backend):
+    jax, jnp = _jax()
+    with jax.enable_x64(True):
+        want = jax.nn.hard_tanh(jnp.array([-3, 0, 3], jnp.int32))
+    out = sl.hard_tanh(backend.tensor(np.array([-3, 0, 3], np.int32)))
+    assert out.dtype == want.dtype
+    np.testing.assert_array_equal(out.numpy(), np.asarray(want))
+
+
+def test_python_round_and_divmod(backend):
+    xs = np.array([1.26, -2.55, 7.0])
+    x = backend.tensor(xs, requires_grad=True)
+    for args in ((1,), (0,), ()):
+        out = round(x, *args)
+        assert isinstance(out, sl.Tensor) and out.dtype == np.float64
+        np.testing.assert_array_equal(out.numpy(), np.round(xs, *args))
+    assert round(backend.tensor(np.float32(2.5))).dtype == np.float32
+    for q, r in (divmod(x, 2), divmod(x, backend.tensor([2.0, -3.0, 0.5]))):
+        assert isinstance(q, sl.Tensor) and isinstance(r, sl.Tensor)
+    for (q, r), (wq, wr) in ((divmod(x, 2), divmod(xs, 2)), (divmod(3.0, x), divmod(3.0, xs)),
+                             (divmod(backend.tensor([7, -7]), 3),
+                              divmod(np.array([7, -7]), 3))):
+        assert q.dtype == wq.dtype and r.dtype == wr.dtype
+        np.testing.assert_array_equal(q.numpy(), wq)
+        np.testing.assert_array_equal(r.numpy(), wr)
+    g = sl.grad(lambda t: divmod(t, 2)[1].sum())(x)
+    np.testing.assert_array_equal(g.numpy(), np.ones(3))

@@ -45,6 +45,18 @@ def _flat(x):
     return reshape_p(x, shape=(x.size,)) if x.ndim != 1 else x
 
 
+def _is_one_int_axis_of_0d(a, axis):
+    """NumPy reads axis 0 (or -1) of a 0-d array as the axis of its one element (np.cumsum,
+    np.argsort, np.take, np.prod and np.argmax take it): True for that case."""
+    return (a.ndim == 0 and isinstance(axis, (int, np.integer)) and not isinstance(axis, bool)
+            and axis in (0, -1))
+
+
+def _zero_d_as_1d(a, axis):
+    """(a, axis), with a 0-d `a` and axis 0 or -1 made shape (1,) and axis 0, as NumPy does."""
+    return (reshape_p(a, shape=(1,)), 0) if _is_one_int_axis_of_0d(a, axis) else (a, axis)
+
+
 def _is_graph_tensor(x):
     return isinstance(x, Tensor) and (x._trace is not None or x.requires_grad)
 
@@ -155,6 +167,24 @@ def _pairs(value, ndim, what, as_index):
                          f"pair or one pair per axis for {ndim} axes") from None
 
 
+def _tensor_pairs(value, ndim):
+    """A Tensor of constant values read as numpy.pad reads them: broadcast to one (before,
+    after) pair per axis; each entry a 0-d Tensor, so the gradient reaches the one it came
+    from."""
+    if value.ndim == 0:
+        return [[value] * 2] * ndim
+    try:
+        if value.ndim > 2:
+            raise ValueError
+        np.broadcast_shapes(value.shape, (ndim, 2))
+    except ValueError:
+        raise ValueError(f"pad: constant_values of shape {value.shape} cannot be read as a "
+                         f"value, a (before, after) pair or one pair per axis for {ndim} "
+                         "axes") from None
+    pairs = broadcast_to_p(value, shape=(ndim, 2))
+    return [[getitem(pairs, (axis, side)) for side in (0, 1)] for axis in range(ndim)]
+
+
 def _source_index(positions, n, mode):
     """For each output position (relative to the original start), the input index it copies."""
     if mode == "edge":
@@ -188,7 +218,7 @@ def pad(array, pad_width, mode="constant", constant_values=0) -> Tensor:
     widths = _pairs(pad_width, x.ndim, "pad_width", as_index=True)
     if mode == "constant":
         if isinstance(constant_values, Tensor):
-            values = [[constant_values] * 2] * x.ndim
+            values = _tensor_pairs(constant_values, x.ndim)
         else:
             values = _pairs(constant_values, x.ndim, "constant_values", as_index=False)
     for axis, (before, after) in enumerate(widths):  # axis by axis, as NumPy: corners last
@@ -328,12 +358,22 @@ def meshgrid(*xi, indexing="xy") -> tuple:
 
 
 # --- joining, splitting and shapes ----------------------------------------------------------
-def ravel(a) -> Tensor:
-    """a as a 1-d tensor (row-major order).
+def ravel(a, order="C") -> Tensor:
+    """a as a 1-d tensor, in row-major order ('C') or column-major order ('F'), as jnp.ravel.
 
-    >>> sl.ravel(sl.zeros((2, 3))).shape
+    'A' and 'K' (NumPy's memory-layout orders) are refused, as in JAX: a tensor's layout is
+    not part of its value.
+
+    >>> sl.ravel(sl.zeros((2, 3))).shape, sl.ravel(sl.tensor([[1, 2], [3, 4]]), "F")
     """
-    return _flat(as_tensor(a))
+    a = as_tensor(a)
+    if order == "F":
+        return _flat(transpose(a))
+    if order != "C":
+        raise ValueError(f"ravel/flatten: order must be 'C' (row-major) or 'F' (column-major), "
+                         f"got {order!r}; NumPy's 'A' and 'K' follow the memory layout, which "
+                         "a scanlib Tensor does not expose (as in JAX).")
+    return _flat(a)
 
 
 def _atleast(ndim_of, arys):
@@ -464,7 +504,7 @@ NUMPY_FUNCTIONS: dict = {
     np.split: lambda ary, indices_or_sections, axis=0: split(ary, indices_or_sections, axis),
     np.diff: lambda a, n=1, axis=-1, prepend=None, append=None: diff(a, n, axis, prepend,
                                                                      append),
-    np.ravel: lambda a: ravel(a),
+    np.ravel: lambda a, order="C": ravel(a, order),
     np.atleast_1d: _np_atleast(atleast_1d),
     np.atleast_2d: _np_atleast(atleast_2d),
     np.linspace: lambda start, stop, num=50, endpoint=True, dtype=None, device=None: linspace(

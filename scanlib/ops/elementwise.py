@@ -114,24 +114,41 @@ tanh = _ufunc("tanh", lambda g, out, x: (mul(g, sub(1.0, mul(out, out))),),  # r
               "tanh(x): elementwise hyperbolic tangent; VJP g * (1 - out**2).")
 
 
+def _sigmoid_parts(x):
+    """What sigmoid needs from x, read before anything is written (out may be x's buffer):
+    e = exp(-|x|), at most 1 so nothing overflows, and its numerator: e where x < 0
+    (e / (1 + e), no cancellation in the negative tail), else 1 (1 / (1 + e))."""
+    xp = _xp(x)
+    e = xp.exp(-xp.abs(x * 1.0))  # x * 1.0: x * 0.5's dtype (ints -> float64), no int overflow
+    return xp, e, xp.where(x < 0, e, xp.ones_like(e))
+
+
 def _sigmoid_out(x, out):
     """sigmoid written into out, the same arithmetic as its impl."""
-    xp = _xp(x)
-    xp.multiply(x, 0.5, out=out)
-    xp.tanh(out, out=out)
-    out += 1
-    out *= 0.5
+    if _is_complex(x):  # complex: the tanh form (the branches on x < 0 mean nothing there)
+        xp = _xp(x)
+        xp.multiply(x, 0.5, out=out)
+        xp.tanh(out, out=out)
+        out += 1
+        out *= 0.5
+        return out
+    xp, e, numerator = _sigmoid_parts(x)
+    xp.add(e, 1, out=out)
+    xp.divide(numerator, out, out=out)
     return out
 
 
 def _sigmoid_impl(x):
-    xp = _xp(x)
-    return (xp.tanh(x * 0.5) + 1) * 0.5  # stable for large |x|, unlike 1 / (1 + exp(-x))
+    if _is_complex(x):
+        return (_xp(x).tanh(x * 0.5) + 1) * 0.5
+    _, e, numerator = _sigmoid_parts(x)
+    return numerator / (e + 1)
 
 
 sigmoid = Primitive(
     "sigmoid", _sigmoid_impl, lambda g, out, x: (mul(g, mul(out, sub(1.0, out))),),
-    doc="sigmoid(x): 1 / (1 + exp(-x)), stable for large |x|; VJP g * out * (1 - out).",
+    doc="sigmoid(x): 1 / (1 + exp(-x)), as e / (1 + e) with e = exp(x) for x < 0 (accurate "
+        "in the tail, nothing overflows); VJP g * out * (1 - out).",
     elementwise=True, out_impl=_sigmoid_out)
 sign = Primitive("sign", lambda x: _xp(x).sign(x), elementwise=True,
                  doc="sign(x): -1, 0 or 1 elementwise (not differentiable).")

@@ -45,7 +45,8 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False) -> Tensor:
         device = backends.device_of(data) if backends.is_array(data) else "cpu"
     source = data
     value = backends.asarray_on(data, backends.parse_device(device), dtype)
-    if backends.is_array(source) and backends.xp_of(value).may_share_memory(value, source):
+    if (backends.is_array(source) and backends.xp_of(source) is backends.xp_of(value)
+            and backends.xp_of(value).may_share_memory(value, source)):
         value = value.copy()
     if value.dtype == object:
         raise TypeError(f"tensor(): cannot make a numeric array from {type(data).__name__} "
@@ -153,8 +154,25 @@ def relu(x):
 
 
 def softplus(x):
-    """log(1 + exp(x)), computed without overflow."""
-    return ew.add(ew.maximum(x, 0.0), ew.log1p(ew.exp(ew.neg(ew.absolute(x)))))
+    """log(1 + exp(x)), computed without overflow, as jax.nn.softplus.
+
+    x + log1p(exp(-x)) for x > 0, else log1p(exp(x)): each piece is smooth at 0 (so the second
+    derivative there is 1/4), and each sees only the x of its side (the other gets 0), so
+    neither overflows nor sends nan back. Integers and bools compute in float64.
+
+    >>> sl.softplus(sl.tensor([-1000.0, 0.0, 1000.0]))
+    """
+    x = as_tensor(x)
+    if x.dtype.kind == "c":
+        raise TypeError(f"softplus: got complex input ({x.dtype}); it is defined here for real "
+                        "numbers only. Apply it to the real part or the magnitude.")
+    if x.dtype.kind in "biu":
+        x = ew.astype(x, dtype=np.dtype(np.float64))
+    positive = ew.greater(x, 0)
+    above = ew.where(positive, x, 0.0)
+    below = ew.where(positive, 0.0, x)
+    return ew.where(positive, ew.add(above, ew.log1p(ew.exp(ew.neg(above)))),
+                    ew.log1p(ew.exp(below)))
 
 
 def clip(x, lo=None, hi=None):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..tape import Tensor
-from .arrays import _along, _flat, _on_device_of, _xp
+from .arrays import _along, _flat, _on_device_of, _xp, _zero_d_as_1d
 from .functions import _one_axis, as_tensor
 from .primitive import Primitive
 from .structural import getitem
@@ -46,7 +46,7 @@ def argsort(a, axis=-1) -> Tensor:
 
     >>> sl.argsort(sl.tensor([3.0, 1.0, 2.0]))
     """
-    a = as_tensor(a)
+    a, axis = _zero_d_as_1d(as_tensor(a), axis)
     if axis is None:
         a, axis = _flat(a), 0
     return argsort_p(a, axis=_one_axis(axis, a.ndim, "argsort"))
@@ -90,6 +90,8 @@ fixed_indices_p = Primitive("fixed_indices", _fixed_indices_impl)  # integers: n
 
 
 def _index_tensor(indices, like, who):
+    if isinstance(indices, (list, tuple)) and np.asarray(indices).size == 0:
+        indices = np.zeros(np.shape(indices), np.int64)  # [] reads as float64; NumPy takes it
     idx = _on_device_of(indices, like)
     if idx.dtype.kind not in "iu":
         raise TypeError(f"{who}: indices must be integers, got {idx.dtype}; cast them with "
@@ -121,7 +123,7 @@ def take(a, indices, axis=None, mode=None) -> Tensor:
 
     >>> sl.take(sl.tensor([1.0, 2.0, 3.0]), [2, 0])
     """
-    a = as_tensor(a)
+    a, axis = _zero_d_as_1d(as_tensor(a), axis)
     if axis is None:
         a, axis = _flat(a), 0
     axis = _one_axis(axis, a.ndim, "take")
@@ -173,13 +175,37 @@ def searchsorted(a, v, side="left") -> Tensor:
     return searchsorted_p(a, v, side=side)
 
 
+_SORT_KINDS = (None, "stable", "mergesort", "quicksort", "heapsort")
+_STABLE_KINDS = (None, "stable", "mergesort")
+
+
+def _sort_axis(axis, kind, stable, who):
+    """axis, once NumPy's `kind` and `stable` are checked: scanlib's sort is stable, and any
+    kind of np.sort gives the same values; np.argsort's unstable ones may order ties
+    otherwise."""
+    if kind not in _SORT_KINDS:
+        raise ValueError(f"{who}: kind must be one of {_SORT_KINDS[1:]}, got {kind!r}")
+    if stable not in (None, True, False):
+        raise ValueError(f"{who}: stable must be None, True or False, got {stable!r}")
+    if stable is not None and kind is not None:
+        raise ValueError(f"{who}: `kind` and keyword parameter `stable` cannot both be given")
+    if who == "argsort" and (kind not in _STABLE_KINDS or stable is False):
+        given = f"kind={kind!r}" if kind is not None else "stable=False"
+        raise ValueError(f"np.argsort(t, {given}) on a scanlib Tensor: scanlib sorts stably "
+                         "(equal values keep their order), which an unstable sort need not; "
+                         "pass kind='stable' (or leave kind out).")
+    return axis
+
+
 # NumPy functions (np.f called on a Tensor, NEP 18) and ufuncs that run these ops; each
 # callable takes NumPy's parameter names (numpy_interop refuses other keywords).
 NUMPY_FUNCTIONS: dict = {
     np.take: lambda a, indices, axis=None, mode="raise": take(a, indices, axis, mode),
     np.take_along_axis: lambda arr, indices, axis=-1: take_along_axis(arr, indices, axis),
     np.searchsorted: lambda a, v, side="left": searchsorted(a, v, side),
-    np.sort: lambda a, axis=-1: sort(a, axis),
-    np.argsort: lambda a, axis=-1: argsort(a, axis),
+    np.sort: lambda a, axis=-1, kind=None, *, stable=None: sort(
+        a, _sort_axis(axis, kind, stable, "sort")),
+    np.argsort: lambda a, axis=-1, kind=None, *, stable=None: argsort(
+        a, _sort_axis(axis, kind, stable, "argsort")),
 }
 NUMPY_UFUNCS: dict = {}

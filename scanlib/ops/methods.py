@@ -58,6 +58,23 @@ def _tolist(self):
     return backends.to_numpy(self._concrete(".tolist()")).tolist()
 
 
+def _flatten(self, order="C"):
+    """t as a 1-d tensor in row-major ('C') or column-major ('F') order, as ndarray.flatten."""
+    from .arrays import ravel  # arrays' functions are not among this file's imports
+
+    return ravel(self, order)
+
+
+def _round(self, ndigits=None):
+    """round(t, n): t rounded to n decimals (halves to even), a Tensor, as for JAX arrays."""
+    return special.round(self, 0 if ndigits is None else ndigits)
+
+
+def _divmod(x, y):
+    """divmod(x, y): (x // y, x % y) elementwise, as for NumPy arrays."""
+    return special.floor_divide(x, y), special.remainder(x, y)
+
+
 def install():
     T = Tensor
     T.__add__, T.__radd__ = _method(ew.add), _swap(ew.add)
@@ -100,7 +117,10 @@ def install():
     T.cumsum = lambda self, axis=None, dtype=None: reductions.cumsum(self, axis, dtype)
     T.cumprod = lambda self, axis=None, dtype=None: reductions.cumprod(self, axis, dtype)
     T.squeeze = lambda self, axis=None: F.squeeze(self, axis)
-    T.flatten = T.ravel = lambda self: F.reshape(self, -1)
+    T.flatten = T.ravel = _flatten
+    T.__round__ = _round
+    T.__divmod__ = lambda self, other: _divmod(self, other)
+    T.__rdivmod__ = lambda self, other: _divmod(other, self)
     T.__format__ = _format
     T.tolist = _tolist
     T.transpose = F.transpose

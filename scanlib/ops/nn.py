@@ -14,7 +14,8 @@ import numpy as np
 
 from . import elementwise as ew
 from . import functions as F
-from .special import erf, expm1
+from .structural import max_p, normalize_axis, sum_p
+from .special import erfc, expm1
 
 __all__ = [
     "gelu", "silu", "swish", "elu", "leaky_relu", "log_softmax", "one_hot", "log_sigmoid",
@@ -29,7 +30,8 @@ _SELU_SCALE = 1.0507009873554804934193349852946
 
 def gelu(x, approximate: bool = True):
     """Gaussian error linear unit x * Phi(x), as jax.nn.gelu: by default with the tanh
-    approximation, and with approximate=False exactly, through erf.
+    approximation, and with approximate=False exactly, as x * erfc(-x / sqrt(2)) / 2 (as JAX:
+    1 + erf(x / sqrt(2)) would cancel for negative x).
 
     >>> sl.gelu(sl.tensor([-1.0, 0.0, 1.0])), sl.gelu(sl.tensor([1.0]), approximate=False)
     """
@@ -37,7 +39,7 @@ def gelu(x, approximate: bool = True):
     if approximate:
         inner = ew.mul(ew.add(x, ew.mul(ew.mul(ew.mul(x, x), x), 0.044715)), _SQRT_2_OVER_PI)
         return ew.mul(x, ew.mul(ew.add(ew.tanh(inner), 1.0), 0.5))
-    return ew.mul(ew.mul(x, ew.add(erf(ew.mul(x, _SQRT_HALF)), 1.0)), 0.5)
+    return ew.mul(x, ew.div(erfc(ew.mul(ew.neg(x), _SQRT_HALF)), 2.0))
 
 
 def silu(x):
@@ -112,19 +114,31 @@ def relu6(x):
 
 
 def hard_tanh(x):
-    """x clipped to [-1, 1], as jax.nn.hard_tanh (gradient 1 at the kinks, as JAX gives).
+    """x clipped to [-1, 1], as jax.nn.hard_tanh (gradient 1 at the kinks, as JAX gives);
+    integer input keeps its dtype.
 
     >>> sl.hard_tanh(sl.tensor([-2.0, 0.5, 2.0]))
     """
-    return ew.where(ew.greater(x, 1), 1.0, ew.where(ew.less(x, -1), -1.0, x))
+    x = F.as_tensor(x)
+    kind = np.dtype(x.dtype).kind
+    if kind in "bu":  # nothing below -1 (and -1 is no value of the dtype)
+        return ew.where(ew.greater(x, 1), 1, x)
+    one = 1 if kind == "i" else 1.0  # a Python int keeps an integer dtype, as in JAX
+    return ew.where(ew.greater(x, one), one, ew.where(ew.less(x, -one), -one, x))
 
 
 def log_softmax(x, axis=-1):
     """x - logsumexp(x) along axis (an int, a tuple or None), stable, as jax.nn.log_softmax.
 
+    Computed as JAX does, s - log(sum(exp(s))) with s = x - max(x) (the max without gradient):
+    subtracting a logsumexp near a large max would lose the small differences.
+
     >>> sl.log_softmax(sl.tensor([1000.0, 1000.0]))
     """
-    return ew.sub(x, F.logsumexp(x, axis=axis, keepdims=True))
+    x = F.as_tensor(x)
+    axes = normalize_axis(axis, x.ndim)
+    shifted = ew.sub(x, ew.stop_gradient(max_p(x, axis=axes, keepdims=True)))
+    return ew.sub(shifted, ew.log(sum_p(ew.exp(shifted), axis=axes, keepdims=True)))
 
 
 def one_hot(x, num_classes, *, dtype=np.float64, axis=-1):

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..tape import Tensor
 from . import elementwise as ew
-from .arrays import _along, _constant, _flat, _xp
+from .arrays import _along, _constant, _flat, _is_one_int_axis_of_0d, _xp, _zero_d_as_1d
 from .functions import _one_axis, as_tensor, concatenate, reshape, transpose
 from .primitive import Primitive
 from .structural import getitem, normalize_axis, reshape_p, sum_p
@@ -27,10 +27,12 @@ def _accumulated_dtype(dtype, fn):
 
 # --- scans along an axis --------------------------------------------------------------------
 def _cumsum_impl(x, axis, reverse):
+    # dtype=x.dtype: the input is already in the dtype asked for, and NumPy would widen
+    # small integers and bools again (an int8 cumsum with dtype='int8' wraps around).
     xp = _xp(x)
     if reverse:
-        return xp.flip(xp.cumsum(xp.flip(x, axis), axis=axis), axis)
-    return xp.cumsum(x, axis=axis)
+        return xp.flip(xp.cumsum(xp.flip(x, axis), axis=axis, dtype=x.dtype), axis)
+    return xp.cumsum(x, axis=axis, dtype=x.dtype)
 
 
 def _cumsum_batch(prim, params, batched, shapes, out_shape):
@@ -45,7 +47,7 @@ cumsum_p = Primitive(
 
 
 def _scan_prep(a, axis, dtype, fn):
-    a = as_tensor(a)
+    a, axis = _zero_d_as_1d(as_tensor(a), axis)
     if axis is None:
         a, axis = _flat(a), 0
     else:
@@ -57,8 +59,9 @@ def _scan_prep(a, axis, dtype, fn):
 def cumsum(a, axis=None, dtype=None) -> Tensor:
     """Cumulative sum along axis (of the flattened tensor when axis is None), as numpy.cumsum.
 
-    Small integers and bools accumulate in int64 as in NumPy; the VJP is a cumsum of the
-    cotangent from the other end.
+    Small integers and bools accumulate in int64 as in NumPy, unless dtype is given: then the
+    sum is taken in that dtype (int8 wraps around, bools saturate at True), as in NumPy. The
+    VJP is a cumsum of the cotangent from the other end.
 
     >>> sl.cumsum(sl.tensor([1.0, 2.0, 3.0]))
     """
@@ -108,7 +111,7 @@ def prod(a, axis=None, keepdims=False, *, dtype=None) -> Tensor:
     >>> sl.prod(sl.tensor([[1.0, 2.0], [3.0, 4.0]]), axis=1)
     """
     a = as_tensor(a)
-    axes = normalize_axis(axis, a.ndim)
+    axes = None if _is_one_int_axis_of_0d(a, axis) else normalize_axis(axis, a.ndim)
     want = np.dtype(dtype) if dtype is not None else _accumulated_dtype(a.dtype, np.prod)
     x = _to_last_axis(ew.astype(a, dtype=want) if want != a.dtype else a, axes)
     if x.shape[-1] == 0:  # the empty product
@@ -165,11 +168,13 @@ def _arg_reduction(name):
 
     def public(a, axis=None, keepdims=False) -> Tensor:
         a = as_tensor(a)
+        if _is_one_int_axis_of_0d(a, axis):
+            axis = None  # NumPy takes axis 0 of a 0-d array: its one element
         if axis is not None:
             axis = _one_axis(axis, a.ndim, name)
-        if a.size == 0:
+        if (a.size if axis is None else a.shape[axis]) == 0:  # other empty axes are fine
             raise ValueError(f"{name}: attempt to get {name} of an empty sequence "
-                             f"(shape {a.shape})")
+                             f"(shape {a.shape}, axis {axis})")
         return prim(a, axis=axis, keepdims=bool(keepdims))
 
     public.__name__ = public.__qualname__ = name
@@ -191,7 +196,8 @@ def _logical_reduction(name):
 
     def public(a, axis=None, keepdims=False) -> Tensor:
         a = as_tensor(a)
-        return prim(a, axis=normalize_axis(axis, a.ndim), keepdims=bool(keepdims))
+        axes = None if _is_one_int_axis_of_0d(a, axis) else normalize_axis(axis, a.ndim)
+        return prim(a, axis=axes, keepdims=bool(keepdims))
 
     public.__name__ = public.__qualname__ = name
     which = "any element" if name == "any" else "every element"
