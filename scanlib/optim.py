@@ -1,6 +1,8 @@
 """scanlib.optim: optimisers in optax's shape (sgd, momentum, adam, adamw, clip_by_global_norm,
 chain) over any pytree of Tensors or arrays, with optax's arithmetic, operation for operation
 (the same bits as optax run op by op; under jax.jit XLA may fuse and round differently).
+clip_by_global_norm is the exception: it agrees with optax to a few ulps, not bit for bit
+(XLA sums the squares in another order and computes t / norm as t * (1 / norm)).
 
     opt = sl.optim.chain(sl.optim.clip_by_global_norm(1.0), sl.optim.adam(1e-3))
     state = opt.init(params)
@@ -10,16 +12,27 @@ Differences from optax. optax's `update` returns `(updates, state)` and the user
 `optax.apply_updates(params, updates)`; here that pair is `opt.transform(grads, state, params)`
 and `sl.optim.apply_updates(params, updates)`, and `opt.update` does both at once. A schedule
 receives the step count as a Python int (a 0-d int32 Tensor inside a traced scan body).
-Bias corrections are computed in each parameter's dtype: for float32 that is what optax does
-in JAX's default mode (jax_enable_x64 off), for float64 what it does with x64 on. Complex
-parameters, and schedules for weight_decay, are refused.
+Bias corrections are computed in float32 for float16/float32 parameters (then cast to the
+parameter's dtype), as optax does in JAX's default mode (jax_enable_x64 off), and in float64
+for float64 ones, as it does with x64 on. Complex parameters, and schedules for weight_decay,
+are refused.
 
-Updates run under no_grad and return new Tensors (Tensors are immutable): a parameter that
-required grad comes back as a fresh leaf that requires grad, with `.grad` None, so the
-torch-style loop needs no zero_grad:
+Two modes, chosen by where the update runs:
 
-    loss_fn(params).backward()
-    params, state = opt.update(sl.optim.grads_of(params), state, params)
+- The usual training loop (not inside sl.grad/vjp): updates run under no_grad and return new
+  Tensors (Tensors are immutable): a parameter that required grad comes back as a fresh leaf
+  that requires grad, with `.grad` None, so the torch-style loop needs no zero_grad:
+
+      loss_fn(params).backward()
+      params, state = opt.update(sl.optim.grads_of(params), state, params)
+
+- Inside a differentiation (sl.grad, sl.vjp, and scan bodies traced inside them): the update
+  is recorded like any other ops, so unrolled optimisation and meta-gradients differentiate
+  through it, as with optax in JAX. New parameters are then not detached.
+
+In both modes an array parameter comes back as an array, except when its new value is
+traced (an update inside a scan body) or carries a gradient: it is then a Tensor, since an
+array could hold neither.
 
 The state is a pytree of Tensors (NamedTuples as in optax: `state[0].mu['W']`), so it can ride
 in a scan carry. Imports tape, ops and pytree.
@@ -27,12 +40,14 @@ in a scan carry. Imports tape, ops and pytree.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
 from . import backends, ops, pytree
 from .tape import Tensor, no_grad, type_str
+from .tape.state import STATE
 
 __all__ = [
     "GradientTransformation", "sgd", "momentum", "adam", "adamw", "clip_by_global_norm",
@@ -77,7 +92,7 @@ def _flatten(tree, root: str, who: str) -> _Flat:
     for i, leaf in enumerate(raw):
         if not (isinstance(leaf, Tensor) or backends.is_array(leaf)):
             raise TypeError(
-                f"{who}: {flat.path(i)} is a {type(leaf).__name__}; the leaves of {root} must be "
+                f"{who}: {flat.path(i)} is {_a(type(leaf).__name__)}; the leaves of {root} must be "
                 "Tensors or NumPy/CuPy arrays. Wrap a number with sl.tensor(value).")
         kind = np.dtype(leaf.dtype).kind
         if kind == "c":
@@ -143,6 +158,20 @@ def _number(who: str, name: str, value) -> float:
     return float(value)  # a NumPy scalar would upcast float32 leaves; a Python float does not
 
 
+def _differentiating() -> bool:
+    """Inside sl.grad/vjp (directly, or while tracing a scan body inside them)."""
+    return STATE.diff_depth > 0
+
+
+def _recording(differentiable: bool):
+    """Record the update for a gradient, or (the training loop) record nothing."""
+    return contextlib.nullcontext() if differentiable else no_grad()
+
+
+def _a(name: str) -> str:
+    return f"an {name}" if name[:1] in "aeiou" else f"a {name}"
+
+
 def _count_zero(params: _Flat) -> Tensor:
     device = params.tensors[0].device if params.tensors else None
     return ops.zeros((), dtype=np.int32, device=device)
@@ -169,12 +198,13 @@ class GradientTransformation:
     >>> w
     """
 
-    __slots__ = ("name", "_init", "_apply")
+    __slots__ = ("name", "_init", "_apply", "outline")
 
-    def __init__(self, name: str, init: Callable, apply: Callable):
+    def __init__(self, name: str, init: Callable, apply: Callable, outline: str = "()"):
         # init(params: _Flat) -> state; apply(leaves, state, params: _Flat | None, ctx, where)
-        # -> (leaves, state): the stages work on flat lists of Tensors, checked once.
-        self.name, self._init, self._apply = name, init, apply
+        # -> (leaves, state): the stages work on flat lists of Tensors, checked once. outline:
+        # the state's structure for messages, "(ScaleByAdamState, ())" for adam.
+        self.name, self._init, self._apply, self.outline = name, init, apply, outline
 
     def __repr__(self):
         return f"GradientTransformation({self.name})"
@@ -188,20 +218,22 @@ class GradientTransformation:
         """`(updates, new_state)` from gradients, as optax's `update`; add the updates to the
         parameters with `apply_updates`."""
         ctx, p = self._checked(grads, params, "transform")
-        with no_grad():
+        with _recording(_differentiating()):
             leaves, state = self._apply(ctx.grads.tensors, state, p, ctx, "state")
         return _rebuild(ctx.grads, leaves), state
 
     def update(self, grads, state, params):
-        """One step: `(new_params, new_state)`. New parameters have the old ones' kind (Tensor
-        or array), dtype and requires_grad; they are fresh leaves with `.grad` None."""
+        """One step: `(new_params, new_state)`. New parameters have the old ones' dtype; in
+        the training loop also their kind (Tensor or array) and requires_grad, as fresh leaves
+        with `.grad` None. Inside sl.grad/vjp the step is differentiable (module docstring)."""
         if params is None:
             raise TypeError(f"{self.name}.update needs params (it returns the updated ones); "
                             "use transform(grads, state) for the updates alone.")
         ctx, p = self._checked(grads, params, "update")
-        with no_grad():
+        differentiable = _differentiating()
+        with _recording(differentiable):
             leaves, state = self._apply(ctx.grads.tensors, state, p, ctx, "state")
-            return _rebuild(p, _added(p, leaves)), state
+            return _rebuild(p, _added(p, leaves, differentiable)), state
 
     def _checked(self, grads, params, method):
         who = f"{self.name}.{method}"
@@ -213,18 +245,21 @@ class GradientTransformation:
         return _Context(who, g), p
 
 
-def _added(params: _Flat, updates) -> list:
-    """p + u for each leaf, returned in p's kind: a Tensor keeps requires_grad (as a new leaf),
-    an array stays an array."""
+def _added(params: _Flat, updates, differentiable: bool) -> list:
+    """p + u for each leaf. An array parameter stays an array when the sum is a plain
+    concrete value; a traced sum (a scan body) or one carrying a gradient stays a Tensor, as
+    an array would drop either. In the training loop a Tensor that required grad comes back
+    as a fresh leaf that requires grad; when differentiable, the sum is left as recorded."""
     out = []
     for raw, p, u in zip(params.raw, params.tensors, updates):
         new = p + u
         if new.dtype != p.dtype:
             new = new.astype(p.dtype)  # as optax's apply_updates
+        concrete = new._trace is None
         if not isinstance(raw, Tensor):
-            out.append(new._value)
+            out.append(new._value if concrete and not new.requires_grad else new)
             continue
-        if raw.requires_grad and new._trace is None:
+        if raw.requires_grad and concrete and not differentiable:
             new.requires_grad_()
         out.append(new)
     return out
@@ -232,7 +267,8 @@ def _added(params: _Flat, updates) -> list:
 
 def apply_updates(params, updates):
     """`params + updates`, leaf by leaf, as optax.apply_updates: each result keeps its
-    parameter's kind (Tensor or array), dtype and requires_grad.
+    parameter's dtype, and (outside sl.grad/vjp) its kind (Tensor or array) and requires_grad;
+    inside them it is differentiable, as opt.update.
 
     >>> opt = sl.optim.adam(0.1)
     >>> w = sl.tensor([1.0, 2.0])
@@ -242,8 +278,9 @@ def apply_updates(params, updates):
     who = "apply_updates"
     p, u = _flatten(params, "params", who), _flatten(updates, "updates", who)
     _check_like(who, u, p, "Pass the updates opt.transform returned for these params.")
-    with no_grad():
-        return _rebuild(p, _added(p, u.tensors))
+    differentiable = _differentiating()
+    with _recording(differentiable):
+        return _rebuild(p, _added(p, u.tensors, differentiable))
 
 
 # --- stages ---------------------------------------------------------------------------------------
@@ -262,7 +299,7 @@ def chain(*transforms: GradientTransformation) -> GradientTransformation:
     """
     for i, t in enumerate(transforms):
         if not isinstance(t, GradientTransformation):
-            raise TypeError(f"chain: argument {i} is a {type(t).__name__}, not a "
+            raise TypeError(f"chain: argument {i} is {_a(type(t).__name__)}, not a "
                             "GradientTransformation (sl.optim.adam(...), sl.optim.sgd(...))")
     name = f"chain({', '.join(t.name for t in transforms)})"
 
@@ -270,17 +307,58 @@ def chain(*transforms: GradientTransformation) -> GradientTransformation:
         return tuple(t._init(params) for t in transforms)
 
     def apply(leaves, state, params, ctx, where):
-        if not isinstance(state, tuple) or len(state) != len(transforms):
-            raise TypeError(f"{ctx.who}: {where} must be the tuple of {len(transforms)} states "
-                            f"that {name}.init returns, got {type(state).__name__}. "
-                            + _FIX_STATE)
+        if type(state) is not tuple or len(state) != len(transforms):  # NamedTuples are not
+            n = len(transforms)
+            raise TypeError(f"{ctx.who}: {where} must be the tuple of {n} state"
+                            f"{'' if n == 1 else 's'} that {opt.name}.init returns, "
+                            f"{opt.outline}, but got {_got(state)}.{_made_by(state)} Pass "
+                            f"the state that this optimiser's init made: state = "
+                            f"opt.init(params).")
         states = []
         for i, (t, s) in enumerate(zip(transforms, state)):
             leaves, s = t._apply(leaves, s, params, ctx, f"{where}[{i}]")
             states.append(s)
         return leaves, tuple(states)
 
-    return GradientTransformation(name, init, apply)
+    outline = "(" + ", ".join(t.outline for t in transforms) + ("," if len(transforms) == 1
+                                                                else "") + ")"
+    opt = GradientTransformation(name, init, apply, outline)  # apply reads its name: sgd
+    return opt
+
+
+_MADE_BY = {"ScaleByAdamState": "scale_by_adam (adam, adamw)",
+            "TraceState": "trace (sgd with momentum, momentum)",
+            "ScaleByScheduleState": "scale_by_learning_rate with a schedule"}
+
+
+def _outline(state) -> str:
+    """A state's outline for messages: (ScaleByAdamState, ()) for adam's."""
+    if type(state) is tuple:
+        inner = ", ".join(_outline(s) for s in state)
+        return f"({inner}{',' if len(state) == 1 else ''})"
+    return type(state).__name__
+
+
+def _got(state) -> str:
+    if type(state) is not tuple:
+        return _a(type(state).__name__)
+    if not state:
+        return "an empty tuple ()"
+    return f"a tuple of {len(state)}, {_outline(state)}"
+
+
+def _made_by(state) -> str:
+    """Which stages make the state classes found in state, for messages."""
+    names = dict.fromkeys(_state_classes(state))
+    return "".join(f" A {n} is made by {_MADE_BY[n]}." for n in names if n in _MADE_BY)
+
+
+def _state_classes(state):
+    if type(state) is tuple:
+        for s in state:
+            yield from _state_classes(s)
+    else:
+        yield type(state).__name__
 
 
 def _check_state(ctx, state, where, kind):
@@ -337,7 +415,8 @@ def scale_by_learning_rate(learning_rate, *, flip_sign: bool = True) -> Gradient
         return _scaled(leaves, -step if sign < 0 else step), ScaleByScheduleState(
             state.count + 1)
 
-    return GradientTransformation("scale_by_learning_rate(schedule)", init, apply)
+    return GradientTransformation("scale_by_learning_rate(schedule)", init, apply,
+                                  "ScaleByScheduleState")
 
 
 def trace(decay: float, nesterov: bool = False) -> GradientTransformation:
@@ -360,7 +439,7 @@ def trace(decay: float, nesterov: bool = False) -> GradientTransformation:
         out = [g + decay * t for g, t in zip(leaves, new)] if nesterov else new
         return out, TraceState(_rebuild(ctx.grads, new))
 
-    return GradientTransformation("trace", init, apply)
+    return GradientTransformation("trace", init, apply, "TraceState")
 
 
 def scale_by_adam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
@@ -389,12 +468,11 @@ def scale_by_adam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
         mu = [(1 - b1) * g + b1 * m for g, m in zip(leaves, mu)]
         nu = [(1 - b2) * (g * g) + b2 * v for g, v in zip(leaves, nu)]
         count = state.count + 1
-        corrections = {}  # per dtype: 1 - b ** count, computed in that dtype
+        corrections = {}  # per dtype: 1 - b ** count, as optax computes it, in m's dtype
         out = []
         for m, v in zip(mu, nu):
             if m.dtype not in corrections:
-                t = count.astype(m.dtype)
-                corrections[m.dtype] = (1 - b1 ** t, 1 - b2 ** t)
+                corrections[m.dtype] = _bias_corrections(count, m.dtype, b1, b2)
             c1, c2 = corrections[m.dtype]
             v_hat = v / c2
             if eps_root:
@@ -402,7 +480,16 @@ def scale_by_adam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
             out.append((m / c1) / (ops.sqrt(v_hat) + eps))
         return out, ScaleByAdamState(count, _rebuild(ctx.grads, mu), _rebuild(ctx.grads, nu))
 
-    return GradientTransformation(who, init, apply)
+    return GradientTransformation(who, init, apply, "ScaleByAdamState")
+
+
+def _bias_corrections(count: Tensor, dtype, *decays) -> list:
+    """1 - b ** count for each decay b, computed in float32 (float64 for float64 moments) and
+    then cast to dtype, as optax does: b ** count in float16 would round b2 = 0.999 to
+    0.99902 and be 1% off."""
+    compute = np.promote_types(dtype, np.float32)
+    t = count.astype(compute)
+    return [(1 - b ** t).astype(dtype) for b in decays]
 
 
 def add_decayed_weights(weight_decay: float = 0.0) -> GradientTransformation:
@@ -433,6 +520,9 @@ def add_decayed_weights(weight_decay: float = 0.0) -> GradientTransformation:
 def clip_by_global_norm(max_norm: float) -> GradientTransformation:
     """Scale all updates by max_norm / norm when their joint L2 norm is at least max_norm
     (below it they pass untouched), as optax.clip_by_global_norm.
+
+    Equal to optax's up to a few ulps, not bit for bit: the sum of squares runs in another
+    order than XLA's, and XLA computes t / norm as t * (1 / norm).
 
     >>> opt = sl.optim.clip_by_global_norm(1.0)
     >>> g = {"a": sl.tensor([3.0]), "b": sl.tensor([4.0])}

@@ -201,7 +201,8 @@ argmax_p = Primitive("argmax", lambda x, axis: backends.xp_of(x).asarray(
 def _check_key(key, who) -> Tensor:
     """key as a Tensor, if it is one key: uint32[2]."""
     if not isinstance(key, Tensor) and not backends.is_array(key):
-        raise TypeError(f"{who}: the key must be a uint32[2] array, got a {type(key).__name__}. "
+        raise TypeError(f"{who}: the key must be a uint32[2] array, got "
+                        f"{_a(type(key).__name__)}. "
                         "Make one with scanlib.random.key(seed) and split it for new ones.")
     key = as_tensor(key)
     if key.dtype != _U32:
@@ -215,6 +216,10 @@ def _check_key(key, who) -> Tensor:
         raise TypeError(f"{who}: expects one key, a uint32[2] array, got "
                         f"{type_str(key.shape, key.dtype)}.{hint}")
     return key
+
+
+def _a(name: str) -> str:
+    return f"an {name}" if name[:1] in "aeiou" else f"a {name}"
 
 
 def _shape(shape, who) -> tuple:
@@ -272,20 +277,23 @@ def _is_concrete(x):
 def key(seed) -> Tensor:
     """A random key (uint32[2]) from an integer seed, as jax.random.key and PRNGKey.
 
-    A Python int seed is read as a 64-bit integer (JAX with 64-bit types: for seeds in
-    [0, 2**32) both of JAX's modes agree); an integer Tensor seed may be traced.
+    A Python int seed is read as a 64-bit signed integer (JAX with 64-bit types: for seeds in
+    [0, 2**32) both of JAX's modes agree); a NumPy integer scalar or integer Tensor seed keeps
+    its dtype, as in JAX (so np.uint64(2**63 + 1) works, and a 32-bit seed has a high word of
+    0); a Tensor seed may be traced.
 
     >>> k = sl.random.key(0)
     >>> k, sub = sl.random.split(k)
     >>> x = sl.random.normal(sub, (3,))
     """
-    if isinstance(seed, (int, np.integer)) and not isinstance(seed, (bool, np.bool_)):
-        seed = int(seed)
+    if isinstance(seed, np.integer):
+        seed = np.asarray(seed)  # its dtype decides, as JAX's threefry_seed
+    elif isinstance(seed, int) and not isinstance(seed, bool):
         if not -2**63 <= seed < 2**63:
             raise ValueError(f"key: the seed {seed} does not fit in a 64-bit signed integer")
         return Tensor(np.array([(seed % 2**64) >> 32, seed % 2**32], dtype=_U32))
     if not isinstance(seed, Tensor) and not backends.is_array(seed):
-        raise TypeError(f"key: the seed must be an int, got a {type(seed).__name__}")
+        raise TypeError(f"key: the seed must be an int, got {_a(type(seed).__name__)}")
     seed = as_tensor(seed)
     if seed.dtype.kind not in "iu" or seed.ndim:
         raise TypeError(f"key: the seed must be a scalar integer, got "
@@ -333,6 +341,9 @@ def fold_in(key, data) -> Tensor:
 
 def bits(key, shape=(), dtype=None) -> Tensor:
     """Uniform random unsigned integers (uint32 unless dtype is uint8/16/64).
+
+    The uint32 default is JAX's without 64-bit types (with them on, JAX gives uint64) and the
+    generator's own word; scanlib's other defaults are 64-bit (docs/random.md).
 
     >>> b = sl.random.bits(sl.random.key(0), (4,))
     """
@@ -425,12 +436,20 @@ def categorical(key, logits, axis=-1, shape=None) -> Tensor:
     key, logits = _check_key(key, "categorical"), stop_gradient(as_tensor(logits))
     if logits.dtype.kind != "f":
         raise TypeError(f"categorical: logits must be floats, got {logits.dtype}")
+    if logits.ndim == 0:
+        raise ValueError("categorical: logits must have at least 1 dimension (the categories "
+                         "along axis), got a 0-d array")
     axis = _one_axis(axis, logits.ndim, "categorical")
+    if logits.shape[axis] == 0:
+        raise ValueError(f"categorical: logits {type_str(logits.shape, logits.dtype)} has no "
+                         f"categories along axis {axis} (size 0); there is nothing to draw")
     batch_shape = logits.shape[:axis] + logits.shape[axis + 1:]
     shape = batch_shape if shape is None else _shape(shape, "categorical")
     _check_shape("categorical", shape, batch_shape)
-    prefix = shape[:len(shape) - len(batch_shape)]
-    noise_shape = prefix + logits.shape
+    # JAX's noise shape: `shape` with the category axis inserted (logits broadcast into it,
+    # so a size-1 batch axis of logits takes shape's size there)
+    prefix, batch = shape[:len(shape) - len(batch_shape)], shape[len(shape) - len(batch_shape):]
+    noise_shape = prefix + batch[:axis] + (logits.shape[axis],) + batch[axis:]
     noisy = gumbel(key, noise_shape, logits.dtype) + logits
     return argmax_p(noisy, axis=len(prefix) + axis)
 
@@ -497,7 +516,9 @@ randint_p = Primitive("random_randint", _randint_impl,
 def randint(key, shape, minval, maxval, dtype=np.int64) -> Tensor:
     """Uniform integers in [minval, maxval) (minval where maxval <= minval), as JAX's randint.
 
-    JAX's algorithm bit for bit, including its small modulo bias for huge ranges.
+    JAX's algorithm bit for bit, including its small modulo bias for huge ranges, except
+    for 8/16-bit dtypes with bounds outside int32: JAX wraps those to int32 first, scanlib
+    clips them to the dtype's range (docs/random.md).
 
     >>> dice = sl.random.randint(sl.random.key(0), (5,), 1, 7)
     """
@@ -628,6 +649,9 @@ def choice(key, a, shape=(), replace=True, p=None, axis=0) -> Tensor:
     n = _concrete_int(a, "choice")
     arr = None if n is not None else as_tensor(a)
     if arr is not None:
+        if arr.ndim == 0:
+            raise TypeError(f"choice: a must be an int (meaning range(a)) or an array with at "
+                            f"least 1 dimension, got {type_str(arr.shape, arr.dtype)}")
         axis = _one_axis(axis, arr.ndim, "choice")
         n = arr.shape[axis]
     n_draws = math.prod(shape)

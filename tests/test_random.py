@@ -471,6 +471,89 @@ def test_draws_on_the_backend_device_equal_the_cpu_ones(backend):
         np.testing.assert_array_equal(_np(out), _np(want))
 
 
+
+# --- findings of the adversarial review ----------------------------------------------------
+@pytest.mark.parametrize("logits_shape, axis, shape, full", [
+    ((1, 3), -1, (4,), (4, 3)),
+    ((1, 3), -1, (2, 4), (4, 3)),
+    ((3, 1), 0, (5,), (3, 5)),
+    ((2, 1, 3), -1, (2, 6), (2, 6, 3)),
+])
+def test_categorical_broadcasts_a_size_1_batch_axis_to_shape(logits_shape, axis, shape, full):
+    """The noise has `shape` plus the category axis, as in JAX: logits broadcast into it."""
+    logits = np.log(np.random.default_rng(0).uniform(0.1, 1.0, logits_shape))
+    drawn = r.categorical(K, logits, axis=axis, shape=shape)
+    assert drawn.shape == shape
+    np.testing.assert_array_equal(
+        _np(drawn), _np(r.categorical(K, np.broadcast_to(logits, full), axis=axis,
+                                      shape=shape)))
+
+
+def test_categorical_with_a_size_1_batch_axis_equals_jax(jax):
+    jr = jax.random
+    with _x64(jax):
+        k, jk = r.key(5), jr.PRNGKey(5)
+        logits = np.log(np.array([[0.2, 0.3, 0.5]]))
+        _exact(r.categorical(k, logits, shape=(4,)), jr.categorical(jk, logits, shape=(4,)))
+        _exact(r.categorical(k, logits, shape=(3, 7)), jr.categorical(jk, logits, shape=(3, 7)))
+        _exact(r.categorical(k, logits.T, axis=0, shape=(6,)),
+               jr.categorical(jk, logits.T, axis=0, shape=(6,)))
+
+
+def test_numpy_integer_seeds_keep_their_dtype_as_tensor_seeds_do():
+    for seed in (np.uint64(2**63 + 1), np.int32(-1), np.uint32(2**32 - 1), np.int8(-3)):
+        np.testing.assert_array_equal(_np(r.key(seed)), _np(r.key(sl.tensor(seed))))
+    np.testing.assert_array_equal(_np(r.key(np.uint64(2**63 + 1))), [2**31, 1])
+    np.testing.assert_array_equal(_np(r.key(np.int32(-1))), [0, 2**32 - 1])
+
+
+def test_numpy_integer_seeds_equal_jax(jax):
+    with _x64(jax):
+        for seed in (np.uint64(2**63 + 1), np.int32(-1), np.int64(-1), np.uint16(7)):
+            _exact(r.key(seed), jax.random.PRNGKey(seed))
+
+
+def test_small_integer_randint_clips_bounds_beyond_int32_instead_of_wrapping():
+    """Documented difference from JAX (docs/random.md): JAX wraps 2**31 to int32's -2**31."""
+    drawn = _np(r.randint(K, (4000,), 0, 2**31, "int8"))
+    assert drawn.dtype == np.int8 and drawn.min() >= 0 and len(np.unique(drawn)) == 128
+    np.testing.assert_array_equal(_np(r.randint(K, (50,), 0, 2**40, "uint16")),
+                                  _np(r.randint(K, (50,), 0, 2**16, "uint16")))
+    np.testing.assert_array_equal(_np(r.randint(K, (50,), -2**31 - 1, 5, "int16")),
+                                  _np(r.randint(K, (50,), -2**15, 5, "int16")))
+
+
+def test_small_integer_randint_equals_jax_for_bounds_within_int32(jax):
+    jr = jax.random
+    with _x64(jax):
+        k, jk = r.key(3), jr.PRNGKey(3)
+        for dtype in ("int8", "int16", "uint8", "uint16"):
+            for lo, hi in [(0, 1000), (-5000, 70000), (-2**31, 2**31 - 1)]:
+                _exact(r.randint(k, (64,), lo, hi, dtype), jr.randint(jk, (64,), lo, hi, dtype))
+
+
+def test_bits_defaults_to_uint32_as_jax_without_x64(jax):
+    jr = jax.random
+    _exact(r.bits(K, (5,)), jr.bits(jr.PRNGKey(0), (5,)))
+    with _x64(jax):  # JAX's default follows x64 mode; scanlib's stays uint32
+        assert r.bits(K, (5,)).dtype == np.uint32
+        _exact(r.bits(K, (5,), np.uint64), jr.bits(jr.PRNGKey(0), (5,)))
+
+
+def test_messages_for_scalar_choice_empty_categorical_and_articles():
+    with pytest.raises(TypeError, match=r"a must be an int .* at least 1 dimension, got f64\[\]"):
+        r.choice(K, 3.0, (2,))
+    with pytest.raises(ValueError, match=r"no categories along axis 0"):
+        r.categorical(K, sl.zeros((0,)))
+    with pytest.raises(ValueError, match=r"no categories along axis 1"):
+        r.categorical(K, sl.zeros((2, 0)), shape=(4, 2))
+    with pytest.raises(ValueError, match=r"at least 1 dimension"):
+        r.categorical(K, sl.tensor(0.0))
+    with pytest.raises(TypeError, match=r"got an int\."):
+        r.normal(0, (2,))
+    with pytest.raises(TypeError, match=r"got a float$"):
+        r.key(1.5)
+
 # --- errors --------------------------------------------------------------------------------
 @pytest.mark.parametrize("bad", [np.array([0, 0]), [0, 1], sl.tensor([0.0, 1.0]), 0])
 def test_a_key_that_is_not_uint32_is_a_type_error_saying_how_to_make_one(bad):
