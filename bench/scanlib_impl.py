@@ -2,6 +2,7 @@
 recurrence as a Python loop on the tape, ys stacked with scanlib.stack), on the CPU and, as
 scanlib-scan-cuda and scanlib-loop-cuda, on a GPU through CuPy (the data moved there once,
 outside the timed call; each call ends by reading the loss back, which waits for the GPU).
+scanlib-assoc runs linrec and cumsum as scanlib.associative_scan (issue 12).
 
 Both differentiate with scanlib.value_and_grad and define the body afresh on every call, as
 inside a training step. scanlib-loop takes xs as a list of per-step arrays, as the other
@@ -98,6 +99,47 @@ def build_scan(wl, inputs, consts, device="cpu"):
     return Runner(_synced(lambda: vg(args), device), _to_numpy)
 
 
+def _affine(e1, e2):
+    """(a1, b1) then (a2, b2): h -> a2 * (a1 * h + b1) + b2 (see scanlib/associative.py)."""
+    (a1, b1), (a2, b2) = e1, e2
+    return a1 * a2, a2 * b1 + b2
+
+
+def build_assoc(wl, inputs, consts, device="cpu"):
+    """The recurrence as scanlib.associative_scan: linrec over pairs (a, b) with the initial
+    carry folded into the first b (b_0 <- a_0 * h_0 + b_0), cumsum with +."""
+    sl = _scanlib()
+    ops = _ops(sl)
+    on = _on(sl, device)
+    c = map_tree(on, consts)
+    args = map_tree(on, inputs)
+
+    def f(a):
+        if wl.kind == "cumsum":
+            ys = sl.associative_scan(lambda x, y: x + y, a["xs"]) + a["init"]
+        else:
+            xs = a["xs"]
+            b0, b_rest = sl.split(xs["b"], [1])
+            a0 = sl.split(xs["a"], [1])[0]
+            b = sl.concatenate([a0 * a["init"] + b0, b_rest])
+            _, ys = sl.associative_scan(_affine, (xs["a"], b))
+        return loss(ops, ys, sl.split(ys, [len(ys) - 1])[1][0], c)
+
+    vg = sl.value_and_grad(f)
+    return Runner(_synced(lambda: vg(args), device), _to_numpy)
+
+
+def _assoc_supports(wl):
+    return None if wl.kind in ("linrec", "cumsum") else "not an associative recurrence"
+
+
+def _assoc_available():
+    reason = _scan_available()
+    if reason:
+        return reason
+    return None if hasattr(_scanlib(), "associative_scan") else "no associative_scan yet"
+
+
 def _scan_available():
     try:
         sl = _scanlib()
@@ -118,6 +160,8 @@ CONTENDERS = [
               note="scanlib.scan + value_and_grad"),
     Contender("scanlib-loop", "scanlib", build_loop,
               note="Python loop on the tape, scanlib.stack; xs as per-step leaves"),
+    Contender("scanlib-assoc", "scanlib", build_assoc, available=_assoc_available,
+              supports=_assoc_supports, note="scanlib.associative_scan + value_and_grad"),
     Contender("scanlib-scan-cuda", "scanlib", functools.partial(build_scan, device="cuda"),
               available=_cuda_available, memory_visible=False,
               note="scanlib.scan on the GPU (CuPy)"),

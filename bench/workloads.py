@@ -52,6 +52,10 @@ WORKLOADS = [
              {"full": {"B": 16, "D": 1024, "T": 1000}, "quick": {"B": 4, "D": 64, "T": 50},
               "tiny": {"B": 2, "D": 3, "T": 5}},
              "elementwise h = a_t * h + b_t"),
+    Workload("linrec-long", "linrec", "float32",
+             {"full": {"B": 4, "D": 64, "T": 10_000}, "quick": {"B": 4, "D": 64, "T": 333},
+              "tiny": {"B": 2, "D": 3, "T": 7}},
+             "linrec with little work per step and many steps (issue 12: associative_scan)"),
 ]
 BY_NAME = {w.name: w for w in WORKLOADS}
 

@@ -1,8 +1,185 @@
-"""(being written)
+"""associative_scan: an inclusive parallel prefix scan with an associative binary fn over
+pytrees, as `jax.lax.associative_scan`, in O(log T) vectorised levels built from scanlib ops
+(so reverse mode, and grad of grad, come from the ops' own rules).
 
-Imports the layers below scanlib/__init__.
+Linear recurrences as associative scans
+---------------------------------------
+A diagonal linear recurrence `h_t = a_t * h_{t-1} + b_t` (real or complex, elementwise) is the
+composition of affine maps `h -> a_t * h + b_t`. Composing step 1 then step 2 gives
+`h -> a2 * (a1 * h + b1) + b2 = (a1 * a2) * h + (a2 * b1 + b2)`, another affine map, and
+composition is associative. So with the pair operator
+
+    def affine(e1, e2):          # e1 = (a1, b1) is the earlier step, e2 = (a2, b2) the later
+        a1, b1 = e1
+        a2, b2 = e2
+        return a1 * a2, a2 * b1 + b2
+
+`A, B = associative_scan(affine, (a, b))` gives at every t the map from h_0 (before step 1)
+to h_t: `h_t = A_t * h_0 + B_t`. With h_0 = 0, h_t is just B_t; a non-zero h_0 is folded into
+the first step beforehand (`b_1 <- a_1 * h_0 + b_1`), which costs nothing per step.
+Worked example, T = 3, a = [0.5, 2, 1], b = [1, 1, 3], h_0 = 0:
+
+    step by step: h_1 = 0.5 * 0 + 1 = 1, h_2 = 2 * 1 + 1 = 3, h_3 = 1 * 3 + 3 = 6
+    scanned pairs: (0.5, 1), (0.5 * 2, 2 * 1 + 1) = (1, 3), (1 * 1, 1 * 3 + 3) = (1, 6)
+
+so B = [1, 3, 6] = h. The same holds for complex a and b (S5 and LRU use complex diagonal
+a_t): only `*` and `+` appear, and both are holomorphic, so gradients follow JAX's complex
+convention. `reverse=True` scans from the end (a backward-in-time recurrence
+h_t = a_t * h_{t+1} + b_t). Imports pytree and the ops (below scanlib/__init__).
 """
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from collections.abc import Callable
+from typing import Any
+
+from . import pytree
+from .ops.functions import as_tensor
+from .ops.structural import (concatenate_p, getitem, normalize_axis, reshape_p, split_p,
+                             stack_p, unstack_p)
+
+__all__ = ["associative_scan"]
+
+
+def associative_scan(fn: Callable, elems: Any, reverse: bool = False, axis: int = 0) -> Any:
+    """An inclusive scan of elems with the associative binary fn, as jax.lax.associative_scan.
+
+    `fn(a, b)` takes two pytrees with the structure of `elems` whose leaves all have the
+    scanned axis (of one length, at position `axis`), and combines them elementwise along it
+    into one such pytree; it must be associative, `fn(fn(a, b), c) == fn(a, fn(b, c))`, and
+    need not be commutative. The result has the structure and shapes of elems, with
+    `out[t] = fn(...fn(fn(elems[0], elems[1]), elems[2])..., elems[t])` along `axis`.
+    `reverse=True` scans from the end, as JAX defines it: the result is that of the forward
+    scan of the reversed elems, reversed again (`out[t]` combines elems[T-1] down to elems[t],
+    the accumulated later elements as fn's first argument).
+
+    The work-efficient odd/even structure JAX uses: combine adjacent pairs, scan the half
+    recursively, then fix up the even positions; about 2T applications of fn in
+    2 log2(T) vectorised calls (an odd length peels its last element off first). It is built
+    from scanlib ops and fn, so it is differentiable (reverse mode, to any order).
+
+    See this module's docstring for a diagonal linear recurrence h_t = a_t * h_{t-1} + b_t
+    written as an associative scan over pairs (a, b).
+
+    >>> import scanlib as sl
+    >>> sl.associative_scan(lambda x, y: x + y, sl.tensor([1.0, 2.0, 3.0, 4.0]))
+    >>> affine = lambda e1, e2: (e1[0] * e2[0], e2[0] * e1[1] + e2[1])
+    >>> a, b = sl.tensor([0.5, 2.0, 1.0]), sl.tensor([1.0, 1.0, 3.0])
+    >>> A, h = sl.associative_scan(affine, (a, b))  # h_t = a_t * h_{t-1} + b_t, h_0 = 0
+    """
+    paths, leaves, treedef = pytree.flatten_with_paths(elems, "elems")
+    if not leaves:
+        raise ValueError(
+            f"associative_scan: elems holds no arrays (structure "
+            f"{pytree.structure_str(treedef)}); pass a Tensor, an array or a pytree of them.")
+    leaves = [as_tensor(x) for x in leaves]
+    axis = _scan_axis(axis, paths, leaves)
+    _check_lengths(paths, leaves, axis)
+    combine = _combiner(fn, treedef, paths, axis)
+    if reverse:
+        leaves = [_flip(x, axis) for x in leaves]
+    out = _scan(combine, leaves, axis)
+    if reverse:
+        out = [_flip(x, axis) for x in out]
+    return pytree.unflatten(treedef, out)
+
+
+# --- checks ---------------------------------------------------------------------------------
+def _scan_axis(axis, paths, leaves) -> int:
+    """axis as one non-negative int valid for every leaf (a negative axis only where all
+    leaves have the same number of dimensions, so it means one position)."""
+    ndims = [x.ndim for x in leaves]
+    if isinstance(axis, int) and not isinstance(axis, bool) and axis < 0 and len(set(ndims)) > 1:
+        raise ValueError(
+            f"associative_scan: axis={axis} counts from the end, but the leaves have different "
+            f"numbers of dimensions ({_describe(paths, leaves)}), so it would name different "
+            "positions; pass the non-negative axis you mean.")
+    for path, x in zip(paths, leaves):
+        try:
+            pos = normalize_axis(axis, x.ndim, "associative_scan: axis")
+        except ValueError as e:
+            raise ValueError(f"{e} ({path} has shape {x.shape}); every leaf of elems needs the "
+                             "scanned axis") from None
+        if len(pos) != 1:
+            raise TypeError(f"associative_scan: axis must be one int, got {axis!r}")
+    return pos[0]
+
+
+def _check_lengths(paths, leaves, axis):
+    n = leaves[0].shape[axis]
+    for path, x in zip(paths[1:], leaves[1:]):
+        if x.shape[axis] != n:
+            raise ValueError(
+                f"associative_scan: every leaf of elems must have one length along axis {axis}, "
+                f"but {paths[0]} has {n} (shape {leaves[0].shape}) and {path} has "
+                f"{x.shape[axis]} (shape {x.shape}).")
+
+
+def _describe(paths, leaves) -> str:
+    return ", ".join(f"{p}: {x.dtype}{list(x.shape)}" for p, x in zip(paths, leaves))
+
+
+def _combiner(fn, treedef, paths, axis):
+    """fn on flat lists of leaves, checked: the structure, dtypes and scanned length of its
+    result must be those of its inputs (else concatenating the levels would be wrong)."""
+
+    def combine(a, b):
+        out = fn(pytree.unflatten(treedef, a), pytree.unflatten(treedef, b))
+        out_paths, got, out_def = pytree.flatten_with_paths(out, "fn(a, b)")
+        if out_def != treedef:
+            raise TypeError(
+                f"associative_scan: fn must return a pytree with the structure of elems, "
+                f"{pytree.structure_str(treedef)}, but it returned "
+                f"{pytree.structure_str(out_def)}.")
+        got = [as_tensor(g) for g in got]
+        for path, out_path, x, g in zip(paths, out_paths, a, got):
+            if g.dtype != x.dtype or g.ndim != x.ndim or g.shape[axis] != x.shape[axis]:
+                raise TypeError(
+                    f"associative_scan: fn must combine elementwise along axis {axis} and keep "
+                    f"each leaf's dtype, but for {path} of {x.dtype}{list(x.shape)} it returned "
+                    f"{out_path} of {g.dtype}{list(g.shape)}. Cast inside fn to keep the dtype.")
+        return got
+
+    return combine
+
+
+# --- the levels -----------------------------------------------------------------------------
+# Pieces are cut with split and unstack (multi-output views whose VJPs are one concatenate or
+# stack), not with strided getitem: a getitem's VJP scatters into a fresh zero array per slice.
+def _scan(combine, xs, axis):
+    n = xs[0].shape[axis]
+    if n < 2:
+        return list(xs)
+    if n % 2:
+        return _scan_odd(combine, xs, axis, n)
+    pair_shape = [x.shape[:axis] + (n // 2, 2) + x.shape[axis + 1:] for x in xs]
+    evens, odds = zip(*[unstack_p(reshape_p(x, shape=s), axis=axis + 1)
+                        for x, s in zip(xs, pair_shape)])
+    odd_out = _scan(combine, combine(list(evens), list(odds)), axis)  # out[1], out[3], ...
+    even_out = _fix_evens(combine, list(evens), odd_out, axis)  # out[0], out[2], ...
+    return [reshape_p(stack_p(e, o, axis=axis + 1), shape=x.shape)
+            for e, o, x in zip(even_out, odd_out, xs)]
+
+
+def _fix_evens(combine, evens, odd_out, axis):
+    """out[2i] = fn(out[2i - 1], x[2i]) for i >= 1, and out[0] = x[0]."""
+    m = evens[0].shape[axis]
+    if m == 1:
+        return evens
+    firsts, rests = zip(*[split_p(e, sizes=(1, m - 1), axis=axis) for e in evens])
+    before = [split_p(o, sizes=(m - 1, 1), axis=axis)[0] for o in odd_out]
+    return [concatenate_p(f, r, axis=axis)
+            for f, r in zip(firsts, combine(before, list(rests)))]
+
+
+def _scan_odd(combine, xs, axis, n):
+    """An odd length: scan the first n - 1, then out[n-1] = fn(out[n-2], x[n-1])."""
+    heads, lasts = zip(*[split_p(x, sizes=(n - 1, 1), axis=axis) for x in xs])
+    out = _scan(combine, list(heads), axis)
+    prev = [split_p(y, sizes=(n - 2, 1), axis=axis)[1] for y in out]
+    ends = combine(prev, list(lasts))
+    return [concatenate_p(y, e, axis=axis) for y, e in zip(out, ends)]
+
+
+def _flip(x, axis):
+    return getitem(x, (slice(None),) * axis + (slice(None, None, -1),))
