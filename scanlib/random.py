@@ -3,7 +3,9 @@
 carry draws fresh numbers at every step. Threefry-2x32 (20 rounds) on uint32 arrays, in JAX's
 "partitionable" layout: keys and raw bits equal jax.random's bit for bit.
 
-Imports backends, tape and ops; the primitives here have no VJP (keys have no gradient).
+The public API: argument checks and distributions built on the generator of ops.prng, plus
+the randint, shuffle and choice primitives. Imports backends, tape and ops; the primitives
+here have no VJP (keys have no gradient).
 """
 
 from __future__ import annotations
@@ -15,186 +17,15 @@ import numpy as np
 from . import backends
 from .ops import Primitive, as_tensor, getitem, log, log1p, maximum, stop_gradient, where
 from .ops.functions import _one_axis
+from .ops.prng import (_U32, _flat_bits, _flat_uniform, _flat_unit_floats, _raw_bits, _raw_split,
+                       bits_p, fold_in_p, normal_p, seed_p, split_p, uniform_p)
+from .ops.prng import threefry2x32  # noqa: F401 (scanlib.random.threefry2x32, as before)
 from .tape import Tensor, type_str
 
 __all__ = [
     "key", "PRNGKey", "split", "fold_in", "bits", "uniform", "normal", "bernoulli",
     "categorical", "gumbel", "exponential", "randint", "choice", "permutation",
 ]
-
-_U32 = np.dtype(np.uint32)
-_U64 = np.dtype(np.uint64)
-
-
-# --- Threefry-2x32 on raw uint32 arrays --------------------------------------------------
-_ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
-
-
-def _rotate_left(x, r):
-    return (x << np.uint32(r)) | (x >> np.uint32(32 - r))
-
-
-def threefry2x32(key, x0, x1):
-    """The Threefry-2x32 block cipher (20 rounds) of counters (x0, x1) under key, as raw
-    uint32 arrays on the key's backend; the function jax.random is built on."""
-    k0, k1 = key[0:1], key[1:2]  # (1,)-arrays: array arithmetic wraps without warnings
-    ks = (k0, k1, k0 ^ k1 ^ np.uint32(0x1BD11BDA))
-    x0, x1 = x0 + ks[0], x1 + ks[1]
-    for i in range(5):
-        for r in _ROTATIONS[i % 2]:
-            x0 = x0 + x1
-            x1 = _rotate_left(x1, r) ^ x0
-        x0 = x0 + ks[(i + 1) % 3]
-        x1 = x1 + ks[(i + 2) % 3] + np.uint32(i + 1)
-    return x0, x1
-
-
-# Everything is computed on flat arrays and reshaped at the end, so a 0-d draw is a 0-d array
-# (NumPy turns 0-d arithmetic into scalars, which have no .view and warn on wrapping).
-def _counters(key, size):
-    """The index of each element as a 64-bit number split into its high and low words (JAX's
-    iota_2x32_shape, row-major)."""
-    xp = backends.xp_of(key)
-    with backends.on_device(backends.device_of(key)):
-        index = xp.arange(size, dtype=_U64)
-    return (index >> np.uint64(32)).astype(_U32), (index & np.uint64(0xFFFFFFFF)).astype(_U32)
-
-
-def _flat_bits(key, size, width):
-    """size random unsigned integers of `width` bits: JAX's partitionable random_bits."""
-    b0, b1 = threefry2x32(key, *_counters(key, size))
-    if width == 64:
-        return (b0.astype(_U64) << np.uint64(32)) | b1.astype(_U64)
-    return (b0 ^ b1).astype(np.dtype(f"uint{width}"))
-
-
-def _raw_bits(key, shape, width):
-    return _flat_bits(key, math.prod(shape), width).reshape(shape)
-
-
-def _raw_split(key, shape):
-    b0, b1 = threefry2x32(key, *_counters(key, math.prod(shape)))
-    return backends.xp_of(key).stack([b0, b1], axis=-1).reshape(shape + (2,))
-
-
-def _flat_unit_floats(key, size, dtype):
-    """Floats in [0, 1) of dtype: random mantissa bits under the exponent of 1.0, minus 1."""
-    info = np.finfo(dtype)
-    uint = np.dtype(f"uint{info.bits}")
-    mantissa = _flat_bits(key, size, info.bits) >> uint.type(info.bits - info.nmant)
-    one = uint.type(np.array(1.0, dtype).view(uint))  # a scalar: CuPy mixes no NumPy arrays
-    return (mantissa | one).view(dtype) - dtype.type(1.0)
-
-
-def _unit_floats(key, shape, dtype):
-    return _flat_unit_floats(key, math.prod(shape), dtype).reshape(shape)
-
-
-def _flat_uniform(key, size, dtype, lo, hi):
-    """Uniform on [lo, hi) in dtype, with JAX's arithmetic (so equal to jax.random.uniform)."""
-    lo, hi = dtype.type(lo), dtype.type(hi)
-    floats = _flat_unit_floats(key, size, dtype)
-    return backends.xp_of(key).maximum(lo, floats * (hi - lo) + lo)
-
-
-# --- erfinv, for normal: Giles' polynomials, evaluated as XLA evaluates them ---------------
-_ERFINV32 = (
-    (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
-     -0.00125372503, -0.00417768164, 0.246640727, 1.50140941),
-    (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
-     -0.0076224613, 0.00943887047, 1.00167406, 2.83297682))
-_ERFINV64 = (
-    (-3.6444120640178196996e-21, -1.685059138182016589e-19, 1.2858480715256400167e-18,
-     1.115787767802518096e-17, -1.333171662854620906e-16, 2.0972767875968561637e-17,
-     6.6376381343583238325e-15, -4.0545662729752068639e-14, -8.1519341976054721522e-14,
-     2.6335093153082322977e-12, -1.2975133253453532498e-11, -5.4154120542946279317e-11,
-     1.051212273321532285e-09, -4.1126339803469836976e-09, -2.9070369957882005086e-08,
-     4.2347877827932403518e-07, -1.3654692000834678645e-06, -1.3882523362786468719e-05,
-     0.0001867342080340571352, -0.00074070253416626697512, -0.0060336708714301490533,
-     0.24015818242558961693, 1.6536545626831027356),
-    (2.2137376921775787049e-09, 9.0756561938885390979e-08, -2.7517406297064545428e-07,
-     1.8239629214389227755e-08, 1.5027403968909827627e-06, -4.013867526981545969e-06,
-     2.9234449089955446044e-06, 1.2475304481671778723e-05, -4.7318229009055733981e-05,
-     6.8284851459573175448e-05, 2.4031110387097893999e-05, -0.0003550375203628474796,
-     0.00095328937973738049703, -0.0016882755560235047313, 0.0024914420961078508066,
-     -0.0037512085075692412107, 0.005370914553590063617, 1.0052589676941592334,
-     3.0838856104922207635),
-    (-2.7109920616438573243e-11, -2.5556418169965252055e-10, 1.5076572693500548083e-09,
-     -3.7894654401267369937e-09, 7.6157012080783393804e-09, -1.4960026627149240478e-08,
-     2.9147953450901080826e-08, -6.7711997758452339498e-08, 2.2900482228026654717e-07,
-     -9.9298272942317002539e-07, 4.5260625972231537039e-06, -1.9681778105531670567e-05,
-     7.5995277030017761139e-05, -0.00021503011930044477347, -0.00013871931833623122026,
-     1.0103004648645343977, 4.8499064014085844221))
-
-
-def _erfinv32(xp, x):
-    w = -xp.log1p(-x * x)
-    small = w < np.float32(5.0)
-    w = xp.where(small, w - np.float32(2.5), xp.sqrt(w) - np.float32(3.0))
-    lo, hi = (tuple(np.float32(c) for c in cs) for cs in _ERFINV32)
-    p = xp.where(small, lo[0], hi[0])
-    for a, b in zip(lo[1:], hi[1:]):
-        p = xp.where(small, a, b) + p * w
-    return p * x
-
-
-def _erfinv64(xp, x):
-    w = -xp.log1p(-x * x)
-    lt625, lt16 = w < 6.25, w < 16.0
-    sqrt_w = xp.sqrt(w)
-    w = xp.where(lt625, w - 3.125, sqrt_w - xp.where(lt16, 3.25, 5.0))
-    a, b, c = _ERFINV64
-
-    def coefficient(i):
-        out = xp.where(lt625, a[i], b[i]) if i < 19 else a[i]
-        return xp.where(lt16, out, c[i]) if i < 17 else out
-
-    p = coefficient(0)
-    for i in range(1, 17):
-        p = coefficient(i) + p * w
-    for i in range(17, 23):
-        p = xp.where(lt16 if i < 19 else lt625, coefficient(i) + p * w, p)
-    return p * x
-
-
-def _raw_normal(key, shape, dtype):
-    """JAX's normal: sqrt(2) erfinv(u), u uniform on (-1, 1); erfinv in float32 unless float64."""
-    xp = backends.xp_of(key)
-    lo = np.nextafter(np.array(-1.0, dtype), np.array(0.0, dtype))
-    u = _flat_uniform(key, math.prod(shape), dtype, lo, 1.0)
-    z = _erfinv64(xp, u) if dtype == np.float64 else _erfinv32(xp, u.astype(np.float32))
-    return (z.astype(dtype) * dtype.type(np.sqrt(2))).reshape(shape)
-
-
-# --- primitives: one equation per draw, computed on the key's backend ----------------------
-def _seed_impl(seed):
-    """JAX's threefry_seed: the high word of a 64-bit seed (0 for narrower ones), then the low
-    word (astype keeps it, in two's complement for a negative seed)."""
-    xp, seed = backends.xp_of(seed), seed.reshape(1)
-    high = (seed.astype(_U64) >> np.uint64(32)).astype(_U32) if seed.dtype.itemsize == 8 else (
-        xp.zeros_like(seed, dtype=_U32))
-    return xp.concatenate([high, seed.astype(_U32)])
-
-
-def _fold_in_impl(key, data):
-    xp = backends.xp_of(key)
-    with backends.on_device(backends.device_of(key)):
-        data = xp.asarray(data).astype(_U32).reshape(1)
-    return xp.concatenate(threefry2x32(key, xp.zeros_like(data), data))
-
-
-seed_p = Primitive("random_seed", _seed_impl, doc="random_seed(seed): the key of an int seed.")
-split_p = Primitive("random_split", _raw_split, doc="random_split(key, shape): new keys.")
-fold_in_p = Primitive("random_fold_in", _fold_in_impl, doc="random_fold_in(key, data).")
-bits_p = Primitive("random_bits", lambda key, shape, width: _raw_bits(key, shape, width),
-                   doc="random_bits(key, shape, width): uniform unsigned integers.")
-uniform_p = Primitive("random_uniform", lambda key, shape, dtype: _unit_floats(key, shape, dtype),
-                      doc="random_uniform(key, shape, dtype): uniform floats in [0, 1).")
-normal_p = Primitive("random_normal", _raw_normal,
-                     doc="random_normal(key, shape, dtype): standard normal floats.")
-argmax_p = Primitive("argmax", lambda x, axis: backends.xp_of(x).asarray(
-                         backends.xp_of(x).argmax(x, axis=axis)),
-                     doc="argmax(x, axis): index of the first maximum (or NaN) along axis.")
 
 
 # --- checking arguments ------------------------------------------------------------------
@@ -422,6 +253,11 @@ def bernoulli(key, p=0.5, shape=None) -> Tensor:
     shape = _shape_of(p) if shape is None else _shape(shape, "bernoulli")
     _check_shape("bernoulli", shape, _shape_of(p))
     return uniform(key, shape, dtype) < _param(p, dtype)
+
+
+argmax_p = Primitive("argmax", lambda x, axis: backends.xp_of(x).asarray(
+                         backends.xp_of(x).argmax(x, axis=axis)),
+                     doc="argmax(x, axis): index of the first maximum (or NaN) along axis.")
 
 
 def categorical(key, logits, axis=-1, shape=None) -> Tensor:

@@ -1,0 +1,53 @@
+"""scanlib.optim: optimisers in optax's shape (sgd, momentum, adam, adamw, clip_by_global_norm,
+chain) over any pytree of Tensors or arrays, with optax's arithmetic, operation for operation
+(the same bits as optax run op by op; under jax.jit XLA may fuse and round differently).
+clip_by_global_norm is the exception: it agrees with optax to a few ulps, not bit for bit
+(XLA sums the squares in another order and computes t / norm as t * (1 / norm)).
+
+    opt = sl.optim.chain(sl.optim.clip_by_global_norm(1.0), sl.optim.adam(1e-3))
+    state = opt.init(params)
+    params, state = opt.update(grads, state, params)    # one step: new params, new state
+
+Differences from optax. optax's `update` returns `(updates, state)` and the user then calls
+`optax.apply_updates(params, updates)`; here that pair is `opt.transform(grads, state, params)`
+and `sl.optim.apply_updates(params, updates)`, and `opt.update` does both at once. A schedule
+receives the step count as a Python int (a 0-d int32 Tensor inside a traced scan body).
+Bias corrections are computed in float32 for float16/float32 parameters (then cast to the
+parameter's dtype), as optax does in JAX's default mode (jax_enable_x64 off), and in float64
+for float64 ones, as it does with x64 on. Complex parameters, and schedules for weight_decay,
+are refused.
+
+Two modes, chosen by where the update runs:
+
+- The usual training loop (not inside sl.grad/vjp): updates run under no_grad and return new
+  Tensors (Tensors are immutable): a parameter that required grad comes back as a fresh leaf
+  that requires grad, with `.grad` None, so the torch-style loop needs no zero_grad:
+
+      loss_fn(params).backward()
+      params, state = opt.update(sl.optim.grads_of(params), state, params)
+
+- Inside a differentiation (sl.grad, sl.vjp, and scan bodies traced inside them): the update
+  is recorded like any other ops, so unrolled optimisation and meta-gradients differentiate
+  through it, as with optax in JAX. New parameters are then not detached.
+
+In both modes an array parameter comes back as an array, except when its new value is
+traced (an update inside a scan body) or carries a gradient: it is then a Tensor, since an
+array could hold neither.
+
+The state is a pytree of Tensors (NamedTuples as in optax: `state[0].mu['W']`), so it can ride
+in a scan carry. The package: core (checked flat trees, GradientTransformation,
+apply_updates, grads_of), transforms (the stages) and optimisers (sgd, momentum, adam,
+adamw); it imports backends, tape, ops and pytree.
+"""
+
+from .core import GradientTransformation, apply_updates, grads_of
+from .optimisers import adam, adamw, momentum, sgd
+from .transforms import (ScaleByAdamState, ScaleByScheduleState, TraceState,  # noqa: F401
+                         add_decayed_weights, chain, clip_by_global_norm, scale_by_adam,
+                         scale_by_learning_rate, trace)
+
+__all__ = [
+    "GradientTransformation", "sgd", "momentum", "adam", "adamw", "clip_by_global_norm",
+    "chain", "scale_by_adam", "scale_by_learning_rate", "add_decayed_weights", "trace",
+    "apply_updates", "grads_of",
+]
