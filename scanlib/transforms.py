@@ -1,8 +1,310 @@
-"""(being written)
+"""Forward mode and Jacobians, with JAX's signatures: jvp, linearize, jacfwd, jacrev, hessian.
 
-Imports the layers below scanlib/__init__.
+scanlib records reverse mode only; forward mode is the transpose of the VJP ("double VJP"):
+vjp_fn(u) is linear in the cotangent u, so its own VJP, applied to a tangent, is the JVP.
+Imports the layers below scanlib/__init__ (autodiff, pytree, ops, tape, backends).
 """
 
 from __future__ import annotations
 
-__all__: list[str] = []
+import functools
+
+import numpy as np
+
+from . import autodiff, backends, pytree
+from .ops import reshape, stack, zeros
+from .tape import Tensor
+
+__all__ = ["jvp", "linearize", "jacfwd", "jacrev", "hessian"]
+
+
+# --- leaves: shape, dtype, device, checks -----------------------------------------------------
+def _leaf_info(x):
+    """(shape, dtype, device) of a pytree leaf, or None when it is not array-like."""
+    if isinstance(x, Tensor):
+        return tuple(x.shape), np.dtype(x.dtype), x.device
+    if backends.is_array(x):
+        return tuple(x.shape), np.dtype(x.dtype), backends.device_of(x)
+    if isinstance(x, (bool, int, float, complex)):
+        return (), np.asarray(x).dtype, "cpu"
+    return None
+
+
+def _describe(info):
+    shape, dtype, _ = info
+    return f"{dtype}{list(shape)}"
+
+
+def _check_float(who, paths, leaves, what, allow_complex=True):
+    """Forward mode differentiates float (or complex) leaves only: say which one is not."""
+    kinds = "fc" if allow_complex else "f"
+    for path, x in zip(paths, leaves):
+        info = _leaf_info(x)
+        if info is None:
+            raise TypeError(f"{who}: {path} is a {type(x).__name__}; {what} leaves must be "
+                            "Tensors, arrays or Python floats.")
+        if info[1].kind not in kinds:
+            hint = ("pass a float array (x.astype('float64')), or close over it (or choose "
+                    "other argnums) if it is not meant to be differentiated"
+                    if what == "input" else
+                    "return it through has_aux=True, or cast it with .astype('float64')")
+            if info[1].kind == "c":
+                raise TypeError(f"{who}: {path} is complex ({info[1]}); {who} supports real "
+                                "inputs and outputs only (use scanlib.jvp for complex ones).")
+            raise TypeError(f"{who}: {path} has dtype {info[1]}, which has no tangent space "
+                            f"(JAX would use float0 tangents, scanlib refuses); {hint}.")
+
+
+def _check_tangents(who, primals, tangents):
+    """tangents as Tensors, after checking that they match primals leaf by leaf."""
+    if not isinstance(tangents, (tuple, list)):
+        raise TypeError(f"{who}: tangents must be a tuple with one entry per primal (as "
+                        f"jax.jvp), got {type(tangents).__name__}")
+    p_paths, p_leaves, p_tree = pytree.flatten_with_paths(tuple(primals), "primals")
+    t_paths, t_leaves, t_tree = pytree.flatten_with_paths(tuple(tangents), "tangents")
+    if p_tree != t_tree:
+        raise TypeError(f"{who}: tangents must have the structure of primals, but primals is "
+                        f"{pytree.structure_str(p_tree)} and tangents is "
+                        f"{pytree.structure_str(t_tree)}")
+    out = []
+    for t_path, p, t in zip(t_paths, p_leaves, t_leaves):
+        p_info, t_info = _leaf_info(p), _leaf_info(t)
+        if t_info is None:
+            raise TypeError(f"{who}: {t_path} is a {type(t).__name__}; tangents must be "
+                            "Tensors, arrays or Python floats")
+        weak = isinstance(t, (int, float)) and not isinstance(t, bool) and p_info[0] == ()
+        if t_info[0] != p_info[0] or (t_info[1] != p_info[1] and not weak):
+            raise TypeError(f"{who}: {t_path} is {_describe(t_info)} but its primal is "
+                            f"{_describe(p_info)}; a tangent must have its primal's shape and "
+                            "dtype (cast it with .astype or reshape it).")
+        if isinstance(t, Tensor):
+            out.append(t)
+        else:
+            out.append(Tensor(backends.asarray_on(t, p_info[2], dtype=p_info[1])))
+    return pytree.unflatten(t_tree, out)
+
+
+def _detach_tree(tree):
+    leaves, treedef = pytree.flatten(tree)
+    return pytree.unflatten(treedef, [x.detach() if isinstance(x, Tensor) else x
+                                      for x in leaves])
+
+
+# --- the double VJP ---------------------------------------------------------------------------
+def _linearized(f, primals, has_aux, who):
+    """(out, aux, push): push(tangents shaped like primals) is the JVP of f at primals.
+
+    vjp_fn(u) is linear in u; recording it once at a dummy u and walking back from its result
+    with the tangent as cotangent gives J @ tangent (the transpose of the transpose).
+    """
+    paths, leaves, _ = pytree.flatten_with_paths(tuple(primals), "primals")
+    _check_float(who, paths, leaves, "input")
+    found = autodiff.vjp(f, *primals, has_aux=has_aux)
+    out, vjp_fn = found[0], found[1]
+    aux = found[2] if has_aux else None
+    out_paths, out_leaves, out_tree = pytree.flatten_with_paths(out, "out")
+    _check_float(who, out_paths, out_leaves, "output")
+    # The dummy's value is never read by the result (g is linear in it): zeros do.
+    dummy = pytree.unflatten(out_tree, [zeros(*_leaf_info(o)) for o in out_leaves])
+    _, transpose = autodiff.vjp(vjp_fn, dummy)
+
+    def push(tangents):
+        (tangents_out,) = transpose(tangents)
+        return tangents_out
+
+    if not autodiff._should_record(leaves):
+        out = _detach_tree(out)
+    return out, aux, push
+
+
+def jvp(f, primals, tangents, has_aux=False):
+    """(f(*primals), the JVP of f at primals applied to tangents), as jax.jvp.
+
+    primals and tangents are tuples with one pytree per positional argument of f; each
+    tangent leaf has its primal's shape and dtype. Inputs must be float (or complex):
+    integer or bool primals raise TypeError (JAX would take float0 tangents). With
+    has_aux=True, f returns (output, aux) and jvp returns (out, tangent_out, aux).
+    Computed as the transpose of the VJP, so it works through everything that has a VJP
+    (scan, nested scans); it costs a forward, a recorded backward and one walk back over it.
+
+    >>> import scanlib as sl
+    >>> x = sl.tensor([1.0, 2.0])
+    >>> sl.jvp(lambda x: x ** 3, (x,), (sl.tensor([1.0, 0.0]),))
+    (tensor([1., 8.], dtype=float64), tensor([3., 0.], dtype=float64))
+    """
+    if not isinstance(primals, (tuple, list)):
+        raise TypeError(f"jvp: primals must be a tuple with one entry per positional argument "
+                        f"of f (as jax.jvp), got {type(primals).__name__}; write (x,).")
+    primals = tuple(primals)
+    paths, leaves, _ = pytree.flatten_with_paths(primals, "primals")
+    _check_float("jvp", paths, leaves, "input")  # before the tangents: the better message
+    tangents = _check_tangents("jvp", primals, tangents)
+    out, aux, push = _linearized(f, primals, has_aux, "jvp")
+    tangents_out = push(tangents)
+    return (out, tangents_out, aux) if has_aux else (out, tangents_out)
+
+
+def linearize(f, *primals):
+    """(f(*primals), f_jvp), where f_jvp(*tangents) is the JVP at primals, as jax.linearize.
+
+    f runs once (with its backward recorded); each f_jvp call then costs one walk over that
+    record, so many tangents at one point (a Jacobian's columns) share the forward.
+
+    >>> import scanlib as sl
+    >>> out, f_jvp = sl.linearize(lambda x: sl.sin(x), sl.tensor([0.0, 1.0]))
+    >>> f_jvp(sl.tensor([1.0, 1.0]))
+    tensor([1.        , 0.54030231], dtype=float64)
+    """
+    out, _, push = _linearized(f, primals, False, "linearize")
+
+    def f_jvp(*tangents):
+        return push(_check_tangents("linearize", primals, tangents))
+
+    return out, f_jvp
+
+
+# --- Jacobians --------------------------------------------------------------------------------
+def _argnums(argnums, nargs, who):
+    """(the chosen argument indices, whether argnums was a tuple), checked as JAX does."""
+    multiple = isinstance(argnums, (tuple, list))
+    nums = tuple(argnums) if multiple else (argnums,)
+    for n in nums:
+        if isinstance(n, bool) or not isinstance(n, int) or not -nargs <= n < nargs:
+            raise ValueError(f"{who}: argnums {argnums!r} is out of range for {nargs} "
+                             "positional arguments")
+    return tuple(n % nargs for n in nums), multiple
+
+
+def _of_chosen(f, args, nums):
+    """f as a function of args[nums] only, the other arguments held fixed."""
+    def g(*chosen):
+        call = list(args)
+        for n, v in zip(nums, chosen):
+            call[n] = v
+        return f(*call)
+    return g
+
+
+def _basis(info, j):
+    """The j-th unit vector of a leaf's space, as a Tensor of its shape, dtype and device."""
+    shape, dtype, device = info
+    xp = backends.namespace(device)
+    with backends.on_device(device):
+        e = xp.zeros(int(np.prod(shape, dtype=np.int64)), dtype=dtype)
+        e[j] = 1
+        return Tensor(e.reshape(shape))
+
+
+def _assemble(pieces, axis, out_info, in_info):
+    """Stack the per-element results into one leaf of shape out.shape + in.shape."""
+    shape = out_info[0] + in_info[0]
+    if not pieces:  # a zero-size input or output
+        return zeros(shape, out_info[1] if axis == -1 else in_info[1], out_info[2])
+    return reshape(stack(pieces, axis=axis), shape)
+
+
+def _nest(out_tree, in_tree, blocks, multiple):
+    """JAX's nesting: the output's structure outside, the chosen arguments' inside."""
+    per_out = []
+    for row in blocks:
+        inner = pytree.unflatten(in_tree, row)
+        per_out.append(inner if multiple else inner[0])
+    return pytree.unflatten(out_tree, per_out)
+
+
+def jacfwd(f, argnums=0, has_aux=False):
+    """The Jacobian of f with respect to args[argnums] by forward mode, as jax.jacfwd.
+
+    One JVP per input element (columns), sharing one linearization. Each leaf of the result
+    has shape out.shape + in.shape; the result has the output's structure with, at each leaf,
+    the structure of the chosen argument (a tuple of them when argnums is a tuple). Real
+    float inputs and outputs only (a TypeError otherwise). With has_aux=True, f returns
+    (output, aux) and the function returns (jacobian, aux).
+
+    >>> import scanlib as sl
+    >>> sl.jacfwd(lambda x: x * x)(sl.tensor([1.0, 2.0]))
+    tensor([[2., 0.],
+            [0., 4.]], dtype=float64)
+    """
+    @functools.wraps(f)
+    def wrapped(*args):
+        nums, multiple = _argnums(argnums, len(args), "jacfwd")
+        chosen = tuple(args[n] for n in nums)
+        in_paths, in_leaves, in_tree = pytree.flatten_with_paths(chosen, "args")
+        _check_float("jacfwd", in_paths, in_leaves, "input", allow_complex=False)
+        out, aux, push = _linearized(_of_chosen(f, args, nums), chosen, has_aux, "jacfwd")
+        out_paths, out_leaves, out_tree = pytree.flatten_with_paths(out, "out")
+        _check_float("jacfwd", out_paths, out_leaves, "output", allow_complex=False)
+        in_infos = [_leaf_info(x) for x in in_leaves]
+        out_infos = [_leaf_info(o) for o in out_leaves]
+        zero_tangents = [zeros(*info) for info in in_infos]
+        columns = [[[] for _ in in_leaves] for _ in out_leaves]
+        for i, info in enumerate(in_infos):
+            for j in range(int(np.prod(info[0], dtype=np.int64))):
+                tangent = list(zero_tangents)
+                tangent[i] = _basis(info, j)
+                pushed, _ = pytree.flatten(push(pytree.unflatten(in_tree, tangent)))
+                for o, column in enumerate(pushed):
+                    columns[o][i].append(column)
+        blocks = [[_assemble(columns[o][i], -1, out_infos[o], in_infos[i])
+                   for i in range(len(in_leaves))] for o in range(len(out_leaves))]
+        jac = _nest(out_tree, in_tree, blocks, multiple)
+        return (jac, aux) if has_aux else jac
+
+    return wrapped
+
+
+def jacrev(f, argnums=0, has_aux=False):
+    """The Jacobian of f with respect to args[argnums] by reverse mode, as jax.jacrev.
+
+    One VJP per output element (rows), sharing one forward pass. Shapes and nesting as
+    jacfwd (out.shape + in.shape; output's structure outside, the arguments' inside). Real
+    float inputs and outputs only. With has_aux=True, f returns (output, aux) and the
+    function returns (jacobian, aux).
+
+    >>> import scanlib as sl
+    >>> sl.jacrev(lambda x: sl.sum(x * x))(sl.tensor([1.0, 2.0]))
+    tensor([2., 4.], dtype=float64)
+    """
+    @functools.wraps(f)
+    def wrapped(*args):
+        nums, multiple = _argnums(argnums, len(args), "jacrev")
+        chosen = tuple(args[n] for n in nums)
+        in_paths, in_leaves, in_tree = pytree.flatten_with_paths(chosen, "args")
+        _check_float("jacrev", in_paths, in_leaves, "input", allow_complex=False)
+        found = autodiff.vjp(_of_chosen(f, args, nums), *chosen, has_aux=has_aux)
+        out, vjp_fn = found[0], found[1]
+        out_paths, out_leaves, out_tree = pytree.flatten_with_paths(out, "out")
+        _check_float("jacrev", out_paths, out_leaves, "output", allow_complex=False)
+        in_infos = [_leaf_info(x) for x in in_leaves]
+        out_infos = [_leaf_info(o) for o in out_leaves]
+        zero_cts = [zeros(*info) for info in out_infos]
+        rows = [[[] for _ in in_leaves] for _ in out_leaves]
+        for o, info in enumerate(out_infos):
+            for k in range(int(np.prod(info[0], dtype=np.int64))):
+                ct = list(zero_cts)
+                ct[o] = _basis(info, k)
+                pulled, _ = pytree.flatten(vjp_fn(pytree.unflatten(out_tree, ct)))
+                for i, row in enumerate(pulled):
+                    rows[o][i].append(row)
+        blocks = [[_assemble(rows[o][i], 0, out_infos[o], in_infos[i])
+                   for i in range(len(in_leaves))] for o in range(len(out_leaves))]
+        jac = _nest(out_tree, in_tree, blocks, multiple)
+        return (jac, found[2]) if has_aux else jac
+
+    return wrapped
+
+
+def hessian(f, argnums=0, has_aux=False):
+    """The Hessian of scalar f with respect to args[argnums]: jacfwd(jacrev(f)), as JAX.
+
+    Each leaf has shape out.shape + in.shape + in.shape, nested output / argument / argument
+    (for argnums=(0, 1), hess[i][j] is the block of d^2 f / d args[i] d args[j]).
+
+    >>> import scanlib as sl
+    >>> sl.hessian(lambda x: sl.sum(x ** 3))(sl.tensor([1.0, 2.0]))
+    tensor([[ 6.,  0.],
+            [ 0., 12.]], dtype=float64)
+    """
+    return jacfwd(jacrev(f, argnums, has_aux=has_aux), argnums, has_aux=has_aux)
+

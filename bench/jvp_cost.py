@@ -1,0 +1,70 @@
+"""jvp through a bench workload's scan against its forward alone (and value_and_grad), in
+process CPU time, median of 7 calls after 2 warm-ups (bench/NOTES.md, "Issue 12: jvp by
+double VJP"):
+
+    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python -m bench.jvp_cost rnn full
+
+Imports scanlib, NumPy and bench's own modules.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+
+import scanlib as sl
+from bench.scanlib_impl import _ops
+from bench.workloads import BY_NAME, loss, make_data, map_tree, step
+
+
+def _median_cpu_time(fn, reps=7):
+    fn()
+    fn()
+    times = []
+    for _ in range(reps):
+        t0 = time.process_time()
+        fn()
+        times.append(time.process_time() - t0)
+    return float(np.median(times))
+
+
+def main(argv):
+    name = argv[0] if argv else "rnn"
+    size = argv[1] if len(argv) > 1 else "full"
+    wl = BY_NAME[name]
+    inputs, consts = make_data(wl, size)
+    ops = _ops(sl)
+    rng = np.random.default_rng(1)
+    tangents = map_tree(lambda a: rng.standard_normal(a.shape).astype(a.dtype), inputs)
+
+    def trajectory(a):
+        def body(carry, x):
+            return step(wl.kind, ops, a["params"], carry, x)
+        return sl.scan(body, a["init"], a["xs"])
+
+    def f(a):  # the workload's loss
+        carry, ys = trajectory(a)
+        return loss(ops, ys, carry, consts)
+
+    def f_ys(a):  # the trajectory itself as the output
+        return trajectory(a)[1]
+
+    vg = sl.value_and_grad(f)
+    cases = {
+        "forward": lambda: f(inputs),
+        "value_and_grad": lambda: vg(inputs),
+        "jvp (loss)": lambda: sl.jvp(f, (inputs,), (tangents,)),
+        "forward (ys)": lambda: f_ys(inputs),
+        "jvp (ys)": lambda: sl.jvp(f_ys, (inputs,), (tangents,)),
+    }
+    times = {k: _median_cpu_time(v) for k, v in cases.items()}
+    for k, v in times.items():
+        base = times["forward (ys)"] if "ys" in k else times["forward"]
+        print(f"{k:16s} {v * 1e3:9.2f} ms   {v / base:5.2f}x forward")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,363 @@
+"""jvp, linearize, jacfwd, jacrev and hessian: against central finite differences (float64),
+against jax.jvp / jax.jacfwd / jax.hessian where JAX is installed, through scan (forward,
+reverse, nested, pytree carries, closures), higher order, and the errors.
+
+Each case is written once as f(m, *args), m a namespace of scanlib's or jax.numpy's ops.
+"""
+
+from __future__ import annotations
+
+import types
+
+import numpy as np
+import optree
+import pytest
+
+import scanlib as sl
+
+SL = types.SimpleNamespace(tanh=sl.tanh, sin=sl.sin, exp=sl.exp, log=sl.log, sum=sl.sum,
+                           mean=sl.mean, max=sl.max, where=sl.where, solve=sl.linalg.solve,
+                           scan=sl.scan, cumsum=sl.cumsum)
+
+
+def _jax_ns():
+    """jax and a namespace of its ops; references run under jax.jit (eager dispatch of each op
+    costs seconds here)."""
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    return jax, types.SimpleNamespace(tanh=jnp.tanh, sin=jnp.sin, exp=jnp.exp, log=jnp.log,
+                                      sum=jnp.sum, mean=jnp.mean, max=jnp.max, where=jnp.where,
+                                      solve=jnp.linalg.solve, scan=jax.lax.scan,
+                                      cumsum=jnp.cumsum)
+
+
+# --- the cases --------------------------------------------------------------------------------
+def _rnn(m, W, U, h0, xs, reverse=False):
+    def body(h, x):  # closes over W and U
+        h = m.tanh(h @ W + x @ U)
+        return h, h * h
+    return m.scan(body, h0, xs, reverse=reverse)
+
+
+def _nested(m, W, h0, xs):
+    def outer(h, row):
+        def inner(c, x):
+            c = m.sin(c * W + x)
+            return c, c
+        c, ys = m.scan(inner, h, row)
+        return c + h, m.sum(ys, axis=0)
+    return m.scan(outer, h0, xs)
+
+
+def _dict_carry(m, p, init, xs):
+    def body(carry, x):
+        h = m.tanh(carry["h"] @ p["W"] + x)
+        c = carry["c"] * p["a"] + h
+        return {"h": h, "c": c}, {"y": m.sum(c, axis=-1)}
+    return m.scan(body, init, xs)
+
+
+CASES = {
+    "elementwise": (lambda m, x, y: m.exp(m.sin(x) * y) + m.log(y * y + 1.0) / (x * x + 2.0),
+                    [(3, 4), (3, 4)]),
+    "broadcast": (lambda m, x, y: m.tanh(x + y) * x, [(3, 4), (4,)]),
+    "matmul": (lambda m, a, b: m.tanh(a @ b) @ b.T, [(3, 4), (4, 5)]),
+    "reductions": (lambda m, x: (m.sum(x * x, axis=0), m.mean(m.exp(x), axis=1),
+                                 m.max(x, axis=-1), m.cumsum(x, axis=1)), [(4, 5)]),
+    "indexing": (lambda m, x: x[1:, ::2] * x[0, 1] + x[np.array([2, 0, 2])][:, 1:3].sum(),
+                 [(4, 5)]),
+    "solve": (lambda m, a, b: m.solve(a + 4.0 * np.eye(3), b), [(3, 3), (3, 2)]),
+    "where": (lambda m, x, y: m.where(x > 0.1, x * y, m.sin(y)), [(5,), (5,)]),
+    "scan": (lambda m, W, U, h0, xs: _rnn(m, W, U, h0, xs), [(3, 3), (2, 3), (2, 3), (4, 2, 2)]),
+    "scan_reverse": (lambda m, W, U, h0, xs: _rnn(m, W, U, h0, xs, reverse=True),
+                     [(3, 3), (2, 3), (2, 3), (4, 2, 2)]),
+    "scan_nested": (_nested, [(2,), (2,), (3, 4, 2)]),
+    "scan_pytree": (_dict_carry, [{"W": (3, 3), "a": (3,)}, {"h": (2, 3), "c": (2, 3)},
+                                  (4, 2, 3)]),
+}
+
+
+def _random(spec, rng, dtype=np.float64):
+    return optree.tree_map(lambda s: rng.standard_normal(s).astype(dtype), spec,
+                           is_leaf=lambda s: isinstance(s, tuple))
+
+
+def _np(tree):
+    return optree.tree_map(lambda t: np.asarray(t.numpy() if isinstance(t, sl.Tensor) else t),
+                           tree, namespace="scanlib")
+
+
+def _fd_jvp(f, args, tangents, eps=1e-6):
+    def at(s):
+        shifted = optree.tree_map(lambda a, t: a + s * t, args, tangents)
+        return _np(f(*shifted))
+    return optree.tree_map(lambda p, q: (p - q) / (2 * eps), at(eps), at(-eps))
+
+
+def _assert_trees_close(got, want, rtol=1e-6, atol=1e-8):
+    got_leaves, got_tree = optree.tree_flatten(_np(got), namespace="scanlib")
+    want_leaves, want_tree = optree.tree_flatten(_np(want), namespace="scanlib")
+    assert len(got_leaves) == len(want_leaves), (got_tree, want_tree)
+    for g, w in zip(got_leaves, want_leaves):
+        assert g.shape == w.shape
+        np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)
+
+
+# --- jvp ----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", CASES)
+def test_jvp_matches_finite_differences(name, rng):
+    fn, spec = CASES[name]
+    args, tangents = _random(spec, rng), _random(spec, rng)
+
+    def f(*a):
+        return fn(SL, *a)
+
+    out, t_out = sl.jvp(f, tuple(args), tuple(tangents))
+    _assert_trees_close(out, f(*args))
+    _assert_trees_close(t_out, _fd_jvp(f, args, tangents), rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_jvp_matches_jax(name, rng):
+    jax, jm = _jax_ns()
+    fn, spec = CASES[name]
+    args, tangents = _random(spec, rng), _random(spec, rng)
+    out, t_out = sl.jvp(lambda *a: fn(SL, *a), tuple(args), tuple(tangents))
+    with jax.enable_x64(True):
+        want_out, want_t = jax.jit(lambda a, t: jax.jvp(lambda *a: fn(jm, *a), a, t))(
+            tuple(args), tuple(tangents))
+        want_out, want_t = _np(want_out), _np(want_t)
+    _assert_trees_close(out, want_out)
+    _assert_trees_close(t_out, want_t)
+
+
+def test_jvp_keeps_float32_and_pytree_structure(rng):
+    p = {"w": rng.standard_normal(3).astype(np.float32), "b": np.float32(0.5)}
+    t = {"w": np.ones(3, np.float32), "b": np.float32(1.0)}
+    out, t_out = sl.jvp(lambda p: {"y": (p["w"] * p["b"], sl.sum(p["w"]))}, (p,), (t,))
+    assert set(t_out) == {"y"} and len(t_out["y"]) == 2
+    assert t_out["y"][0].dtype == np.float32 and out["y"][0].dtype == np.float32
+    np.testing.assert_allclose(t_out["y"][0].numpy(), p["w"] + 0.5, rtol=1e-6)
+    np.testing.assert_allclose(t_out["y"][1].numpy(), 3.0)
+
+
+def test_jvp_of_a_constant_output_is_zero():
+    out, t_out = sl.jvp(lambda x: (x * 2.0, sl.tensor([1.0, 2.0])), (np.ones(2),),
+                        (np.ones(2),))
+    np.testing.assert_array_equal(t_out[0].numpy(), [2.0, 2.0])
+    np.testing.assert_array_equal(t_out[1].numpy(), [0.0, 0.0])
+
+
+def test_jvp_has_aux():
+    out, t_out, aux = sl.jvp(lambda x: (x * x, {"n": 3}), (sl.tensor([1.0, 2.0]),),
+                             (sl.tensor([1.0, 1.0]),), has_aux=True)
+    assert aux == {"n": 3}
+    np.testing.assert_array_equal(t_out.numpy(), [2.0, 4.0])
+
+
+def test_jvp_of_complex_functions_follows_jax(rng):
+    z = rng.standard_normal(3) + 1j * rng.standard_normal(3)
+    t = rng.standard_normal(3) + 1j * rng.standard_normal(3)
+    _, t_out = sl.jvp(lambda z: z * z, (z,), (t,))
+    np.testing.assert_allclose(t_out.numpy(), 2 * z * t)  # holomorphic: f'(z) t
+    _, t_out = sl.jvp(lambda z: sl.real(z * sl.conj(z)), (z,), (t,))
+    np.testing.assert_allclose(t_out.numpy(), 2 * (z.real * t.real + z.imag * t.imag))
+
+
+def test_linearize_matches_jvp_for_several_tangents(rng):
+    fn, spec = CASES["scan"]
+    args = _random(spec, rng)
+
+    def f(*a):
+        return fn(SL, *a)
+
+    out, f_jvp = sl.linearize(f, *args)
+    _assert_trees_close(out, f(*args))
+    for _ in range(2):
+        tangents = _random(spec, rng)
+        _assert_trees_close(f_jvp(*tangents), sl.jvp(f, tuple(args), tuple(tangents))[1])
+
+
+def test_jvp_on_the_backend_device(backend, rng):
+    x = backend.tensor(rng.standard_normal((2, 3)))
+    t = backend.tensor(np.ones((2, 3)))
+    W = backend.tensor(rng.standard_normal((3, 3)))
+    out, t_out = sl.jvp(lambda x: sl.scan(lambda h, _: (sl.tanh(h @ W), h), x, None,
+                                          length=3)[0], (x,), (t,))
+    backend.check_device(t_out)
+    jac = sl.jacfwd(lambda x: sl.tanh(x @ W))(x)
+    backend.check_device(jac)
+    assert jac.shape == (2, 3, 2, 3)
+
+
+# --- higher order -------------------------------------------------------------------------------
+def _loss(x):
+    return sl.sum(sl.tanh(x) ** 3 * x)
+
+
+def test_jvp_of_grad_is_a_hessian_vector_product(rng):
+    x, v = rng.standard_normal(4), rng.standard_normal(4)
+    _, hv = sl.jvp(sl.grad(_loss), (x,), (v,))
+    np.testing.assert_allclose(hv.numpy(), sl.hessian(_loss)(x).numpy() @ v, rtol=1e-10)
+
+
+def test_grad_of_jvp_matches_finite_differences(rng):
+    x, v = rng.standard_normal(4), rng.standard_normal(4)
+
+    def directional(x):
+        return sl.jvp(_loss, (x,), (v,))[1]
+
+    g = sl.grad(directional)(x).numpy()
+    eps = 1e-6
+    fd = [(directional(x + eps * e).item() - directional(x - eps * e).item()) / (2 * eps)
+          for e in np.eye(4)]
+    np.testing.assert_allclose(g, fd, rtol=1e-6)
+
+
+# --- Jacobians ----------------------------------------------------------------------------------
+def _random_fn(m, p, x):
+    y = m.tanh(p["W"] @ x + p["b"])
+    return {"y": y * x[:3], "s": (m.sum(y ** 2), m.exp(p["b"]) * x[0])}
+
+
+def test_jacfwd_equals_jacrev_on_pytrees(rng):
+    p = {"W": rng.standard_normal((3, 4)), "b": rng.standard_normal(3)}
+    x = rng.standard_normal(4)
+    f = lambda p, x: _random_fn(SL, p, x)  # noqa: E731
+    fwd = sl.jacfwd(f, argnums=(0, 1))(p, x)
+    rev = sl.jacrev(f, argnums=(0, 1))(p, x)
+    _assert_trees_close(fwd, rev, rtol=1e-10, atol=1e-12)
+    assert fwd["y"][0]["W"].shape == (3, 3, 4) and fwd["s"][0][1].shape == (4,)
+    assert fwd["s"][1][0]["b"].shape == (3, 3)
+
+
+def test_jacobians_match_jax_nesting_and_values(rng):
+    jax, jm = _jax_ns()
+    p = {"W": rng.standard_normal((3, 4)), "b": rng.standard_normal(3)}
+    x = rng.standard_normal(4)
+    for argnums in (0, 1, (1, 0)):
+        got = sl.jacrev(lambda p, x: _random_fn(SL, p, x), argnums=argnums)(p, x)
+        with jax.enable_x64(True):
+            want = _np(jax.jit(jax.jacfwd(lambda p, x: _random_fn(jm, p, x),
+                                          argnums=argnums))(p, x))
+        assert optree.tree_structure(_np(got), namespace="scanlib") == \
+            optree.tree_structure(want, namespace="scanlib")
+        _assert_trees_close(got, want, rtol=1e-10, atol=1e-12)
+
+
+def test_jacobian_of_a_scan_matches_finite_differences(rng):
+    fn, spec = CASES["scan"]
+    W, U, h0, xs = _random(spec, rng)
+
+    def f(h0):
+        return fn(SL, W, U, h0, xs)[0]
+
+    jac = sl.jacfwd(f)(h0).numpy()
+    assert jac.shape == (2, 3, 2, 3)
+    eps = 1e-6
+    for j in range(h0.size):
+        e = np.zeros(h0.size)
+        e[j] = eps
+        e = e.reshape(h0.shape)
+        fd = (f(h0 + e).numpy() - f(h0 - e).numpy()) / (2 * eps)
+        np.testing.assert_allclose(jac.reshape(2, 3, -1)[..., j], fd, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(sl.jacrev(f)(h0).numpy(), jac, rtol=1e-10, atol=1e-12)
+
+
+def test_jacobians_has_aux_and_negative_argnums(rng):
+    x = rng.standard_normal(3)
+    for jac in (sl.jacfwd, sl.jacrev):
+        j, aux = jac(lambda a, x: (a * sl.sin(x), "aux"), argnums=-1, has_aux=True)(2.0, x)
+        assert aux == "aux"
+        np.testing.assert_allclose(j.numpy(), np.diag(2 * np.cos(x)), rtol=1e-12)
+
+
+def test_jacobian_of_zero_size_input():
+    j = sl.jacfwd(lambda x, y: sl.sum(x) * y, argnums=(0, 1))(np.zeros((0, 2)), np.ones(2))
+    assert j[0].shape == (2, 0, 2) and j[1].shape == (2, 2)
+
+
+# --- hessian ------------------------------------------------------------------------------------
+def _energy(m, x, y):
+    return m.sum(m.tanh(x @ y) ** 2) + m.sum(m.sin(x) * x) * m.sum(y ** 3)
+
+
+def test_hessian_symmetric_and_equal_to_finite_differences_of_grad(rng):
+    x, y = rng.standard_normal((2, 3)), rng.standard_normal(3)
+    H = sl.hessian(lambda x: _energy(SL, x, y))(x).numpy()
+    assert H.shape == (2, 3, 2, 3)
+    flat = H.reshape(6, 6)
+    np.testing.assert_allclose(flat, flat.T, rtol=1e-10, atol=1e-12)
+    grad = sl.grad(lambda x: _energy(SL, x, y))
+    eps = 1e-6
+    for j in range(6):
+        e = np.zeros(6)
+        e[j] = eps
+        e = e.reshape(2, 3)
+        fd = (grad(x + e).numpy() - grad(x - e).numpy()) / (2 * eps)
+        np.testing.assert_allclose(flat[:, j], fd.ravel(), rtol=1e-6, atol=1e-8)
+
+
+def test_hessian_blocks_match_jax(rng):
+    jax, jm = _jax_ns()
+    x, y = rng.standard_normal((2, 3)), rng.standard_normal(3)
+    got = sl.hessian(lambda x, y: _energy(SL, x, y), argnums=(0, 1))(x, y)
+    with jax.enable_x64(True):
+        want = _np(jax.jit(jax.hessian(lambda x, y: _energy(jm, x, y), argnums=(0, 1)))(x, y))
+    assert got[0][1].shape == (2, 3, 3) and got[1][0].shape == (3, 2, 3)
+    _assert_trees_close(got, want, rtol=1e-9, atol=1e-12)
+
+
+def test_hessian_through_a_scan_matches_jax(rng):
+    jax, jm = _jax_ns()
+    fn, spec = CASES["scan"]
+    W, U, h0, xs = _random(spec, rng)
+
+    def loss(m, W):
+        carry, ys = fn(m, W, U, h0, xs)
+        return m.sum(carry ** 2) + m.sum(ys)
+
+    got = sl.hessian(lambda W: loss(SL, W))(W).numpy()
+    with jax.enable_x64(True):
+        want = np.asarray(jax.jit(jax.hessian(lambda W: loss(jm, W)))(W))
+    np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
+
+
+# --- errors -------------------------------------------------------------------------------------
+def test_integer_primal_is_refused():
+    with pytest.raises(TypeError, match=r"jvp: primals\[0\] has dtype int64.*float0"):
+        sl.jvp(lambda x: x * 2, (np.arange(3),), (np.ones(3),))
+    with pytest.raises(TypeError, match=r"jacfwd: args\[0\] has dtype bool"):
+        sl.jacfwd(lambda x: x)(np.array([True]))
+    # an integer argument not differentiated is fine
+    j = sl.jacrev(lambda x, n: x * n, argnums=0)(np.ones(2), np.arange(2))
+    np.testing.assert_array_equal(j.numpy(), np.diag([0.0, 1.0]))
+
+
+def test_tangent_mismatch_names_the_path():
+    p = {"h": np.ones((2, 3)), "c": np.ones(3)}
+    bad_shape = {"h": np.ones((3, 2)), "c": np.ones(3)}
+    with pytest.raises(TypeError, match=r"tangents\[0\]\['h'\] is float64\[3, 2\] but its "
+                                        r"primal is float64\[2, 3\]"):
+        sl.jvp(lambda p: p["h"], (p,), (bad_shape,))
+    bad_dtype = {"h": np.ones((2, 3)), "c": np.ones(3, np.float32)}
+    with pytest.raises(TypeError, match=r"tangents\[0\]\['c'\] is float32\[3\]"):
+        sl.jvp(lambda p: p["h"], (p,), (bad_dtype,))
+    with pytest.raises(TypeError, match="structure of primals"):
+        sl.jvp(lambda p: p["h"], (p,), ({"h": np.ones((2, 3))},))
+    _, f_jvp = sl.linearize(lambda x: x * 2.0, np.ones(2))
+    with pytest.raises(TypeError, match=r"linearize: tangents\[0\] is float64\[3\]"):
+        f_jvp(np.ones(3))
+
+
+def test_bad_calls_are_refused():
+    with pytest.raises(TypeError, match="primals must be a tuple"):
+        sl.jvp(lambda x: x, np.ones(2), (np.ones(2),))
+    with pytest.raises(TypeError, match="tangents must be a tuple"):
+        sl.jvp(lambda x: x, (np.ones(2),), np.ones(2))
+    with pytest.raises(TypeError, match=r"jvp: out\[1\] has dtype int64.*has_aux"):
+        sl.jvp(lambda x: (x, sl.tensor([1, 2])), (np.ones(2),), (np.ones(2),))
+    with pytest.raises(ValueError, match="argnums 2 is out of range for 2"):
+        sl.jacfwd(lambda x, y: x, argnums=2)(np.ones(2), np.ones(2))
+    with pytest.raises(TypeError, match="complex"):
+        sl.jacrev(lambda z: z * z)(np.ones(2, complex))
