@@ -72,3 +72,21 @@ def backend(request) -> Backend:
 @pytest.fixture
 def rng():
     return np.random.default_rng(1234)
+
+
+def _jax_x64():
+    import sys
+
+    jax = sys.modules.get("jax")
+    return None if jax is None else bool(jax.config.read("jax_enable_x64"))
+
+
+@pytest.fixture(autouse=True)
+def _jax_x64_is_not_left_on():
+    """A test that switches JAX's 64-bit mode on globally changes every later comparison with
+    JAX's float32 (optax's trajectories, random bits): use `with jax.enable_x64(True):`."""
+    before = _jax_x64()
+    yield
+    after = _jax_x64()
+    assert before is None or after == before, "this test left jax_enable_x64 switched"
+    assert not (before is None and after), "this test switched jax_enable_x64 on globally"

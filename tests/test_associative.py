@@ -291,15 +291,15 @@ def test_fn_that_breaks_the_contract():
 @pytest.mark.parametrize("reverse", [False, True])
 def test_matches_jax(rng, reverse):
     jax = pytest.importorskip("jax")
-    jax.config.update("jax_enable_x64", True)
-    x = rng.standard_normal((8, 2, 2)) / 1.5 + np.eye(2)
-    a, b = rng.uniform(0.5, 1, (11, 3)), rng.standard_normal((11, 3))
-    want_m = jax.lax.associative_scan(lambda p, q: p @ q, x, reverse=reverse)
-    want_a = jax.lax.associative_scan(affine, (a, b), reverse=reverse, axis=0)
-    np.testing.assert_allclose(sl.associative_scan(matprod, x, reverse=reverse).numpy(),
-                               np.asarray(want_m), rtol=1e-12)
-    for g, w in zip(sl.associative_scan(affine, (a, b), reverse=reverse), want_a):
-        np.testing.assert_allclose(g.numpy(), np.asarray(w), rtol=1e-12)
+    with jax.enable_x64(True):  # for this test only: a global switch leaks
+        x = rng.standard_normal((8, 2, 2)) / 1.5 + np.eye(2)
+        a, b = rng.uniform(0.5, 1, (11, 3)), rng.standard_normal((11, 3))
+        want_m = jax.lax.associative_scan(lambda p, q: p @ q, x, reverse=reverse)
+        want_a = jax.lax.associative_scan(affine, (a, b), reverse=reverse, axis=0)
+        np.testing.assert_allclose(sl.associative_scan(matprod, x, reverse=reverse).numpy(),
+                                   np.asarray(want_m), rtol=1e-12)
+        for g, w in zip(sl.associative_scan(affine, (a, b), reverse=reverse), want_a):
+            np.testing.assert_allclose(g.numpy(), np.asarray(w), rtol=1e-12)
 
 
 class _NumpyBackend:

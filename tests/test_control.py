@@ -265,27 +265,27 @@ def test_while_loop_carry_type_errors():
 # --- against JAX ----------------------------------------------------------------------------
 def test_against_jax():
     jax = pytest.importorskip("jax")
-    jax.config.update("jax_enable_x64", True)
-    jnp = jax.numpy
-    W = np.array([[0.5, -0.4], [0.3, 0.2]])
-    h0 = np.array([1.0, 2.0])
+    with jax.enable_x64(True):  # for this test only: a global switch leaks
+        jnp = jax.numpy
+        W = np.array([[0.5, -0.4], [0.3, 0.2]])
+        h0 = np.array([1.0, 2.0])
 
-    ours = sl.fori_loop(1, 6, lambda i, h: sl.tanh(h @ sl.tensor(W)) * i.astype(np.float64), h0)
-    theirs = jax.lax.fori_loop(1, 6, lambda i, h: jnp.tanh(h @ W) * i, jnp.asarray(h0))
-    np.testing.assert_allclose(ours.numpy(), np.asarray(theirs), rtol=1e-12)
+        ours = sl.fori_loop(1, 6, lambda i, h: sl.tanh(h @ sl.tensor(W)) * i.astype(np.float64), h0)
+        theirs = jax.lax.fori_loop(1, 6, lambda i, h: jnp.tanh(h @ W) * i, jnp.asarray(h0))
+        np.testing.assert_allclose(ours.numpy(), np.asarray(theirs), rtol=1e-12)
 
-    def body(c):
-        return c[0] + 1, c[1] * 1.7 + 0.1
+        def body(c):
+            return c[0] + 1, c[1] * 1.7 + 0.1
 
-    ours = sl.while_loop(lambda c: c[1] < 50.0, body, (sl.tensor(0), sl.tensor(0.5)))
-    theirs = jax.lax.while_loop(lambda c: c[1] < 50.0, body, (0, 0.5))
-    assert int(ours[0]) == int(theirs[0])
-    np.testing.assert_allclose(float(ours[1]), float(theirs[1]), rtol=1e-12)
-    # JAX can forward-differentiate its while_loop; our reverse-mode gradient must agree.
-    d_jax = jax.jacfwd(lambda s: jax.lax.while_loop(lambda c: c[1] < 50.0,
-                                                    lambda c: (c[0] + 1, c[1] * s),
-                                                    (0, 0.5))[1])(1.7)
-    d_ours = sl.grad(lambda s: sl.while_loop(lambda c: c[1] < 50.0,
-                                             lambda c: (c[0] + 1, c[1] * s),
-                                             (sl.tensor(0), sl.tensor(0.5)))[1])(sl.tensor(1.7))
-    np.testing.assert_allclose(float(d_ours), float(d_jax), rtol=1e-12)
+        ours = sl.while_loop(lambda c: c[1] < 50.0, body, (sl.tensor(0), sl.tensor(0.5)))
+        theirs = jax.lax.while_loop(lambda c: c[1] < 50.0, body, (0, 0.5))
+        assert int(ours[0]) == int(theirs[0])
+        np.testing.assert_allclose(float(ours[1]), float(theirs[1]), rtol=1e-12)
+        # JAX can forward-differentiate its while_loop; our reverse-mode gradient must agree.
+        d_jax = jax.jacfwd(lambda s: jax.lax.while_loop(lambda c: c[1] < 50.0,
+                                                        lambda c: (c[0] + 1, c[1] * s),
+                                                        (0, 0.5))[1])(1.7)
+        d_ours = sl.grad(lambda s: sl.while_loop(lambda c: c[1] < 50.0,
+                                                 lambda c: (c[0] + 1, c[1] * s),
+                                                 (sl.tensor(0), sl.tensor(0.5)))[1])(sl.tensor(1.7))
+        np.testing.assert_allclose(float(d_ours), float(d_jax), rtol=1e-12)
