@@ -614,3 +614,8 @@ def test_numpy_2_linalg_spellings_dispatch():
         assert isinstance(out, sl.Tensor) and out.requires_grad
         np.testing.assert_allclose(out.numpy(), f(x), rtol=1e-12)
     assert sl.linalg.norm(sl.zeros(0), np.inf).item() == 0.0
+
+
+def test_slogdet_gradient_at_a_singular_matrix_says_so():
+    with pytest.raises(np.linalg.LinAlgError, match="slogdet: the gradient of log"):
+        sl.grad(lambda a: sl.linalg.slogdet(a)[1])(sl.tensor([[1.0, 2.0], [2.0, 4.0]]))

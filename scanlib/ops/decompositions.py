@@ -182,7 +182,14 @@ def _slogdet_vjp(cts, outs, a, _saved=None):
         c = ew.mul(g_sign, sign)
         phase = ew.mul(ew.sub(c, ew.conj(c)), 0.5)  # i Im(c)
         coef = phase if coef is None else ew.add(coef, phase)
-    return (ew.mul(_with_unit_axes(coef), _mT(inv_p(a))),)
+    try:
+        inverse = inv_p(a)
+    except np.linalg.LinAlgError:
+        raise np.linalg.LinAlgError(
+            "slogdet: the gradient of log|det a| is undefined where a is singular (det a = 0, "
+            "log|det a| = -inf); for a gradient that exists there, use det(a), whose gradient "
+            "is the cofactor matrix.") from None
+    return (ew.mul(_with_unit_axes(coef), _mT(inverse)),)
 
 
 slogdet_p = Primitive("slogdet", _slogdet_impl, _slogdet_vjp, multiple_results=True,

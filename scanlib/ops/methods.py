@@ -75,6 +75,21 @@ def _divmod(x, y):
     return special.floor_divide(x, y), special.remainder(x, y)
 
 
+def _reduction_method(name, call):
+    """t.name(axis=None, **options). After axis NumPy's methods take dtype and out
+    positionally (a.var(0, 1) is dtype=1), so here the other options are keyword-only, and a
+    positional one is refused instead of meaning something else."""
+    def method(self, axis=None, *positional, **options):
+        if positional:
+            raise TypeError(f"t.{name}(axis, ...): the options after axis are keyword-only "
+                            f"(NumPy's second positional argument is dtype); write, e.g., "
+                            f"t.{name}({axis!r}, keepdims=True)"
+                            + (" or ddof=1" if name in ("var", "std") else ""))
+        return call(self, axis, **options)
+    method.__name__ = name
+    return method
+
+
 def install():
     T = Tensor
     T.__add__, T.__radd__ = _method(ew.add), _swap(ew.add)
@@ -97,23 +112,16 @@ def install():
                     ".multiply(v), .divide(v), .get().")
     T.__array_ufunc__ = array_ufunc
     T.__array_function__ = array_function
-    # After axis, NumPy's methods take dtype and out positionally (a.var(0, 1) is dtype=1):
-    # the other options are keyword-only here, so a positional one fails instead of meaning
-    # something else.
-    T.sum = lambda self, axis=None, *, keepdims=False: F.sum(self, axis, keepdims)
-    T.mean = lambda self, axis=None, *, keepdims=False: F.mean(self, axis, keepdims)
-    T.max = lambda self, axis=None, *, keepdims=False: F.max(self, axis, keepdims)
-    T.min = lambda self, axis=None, *, keepdims=False: F.min(self, axis, keepdims)
+    for name, fn in (("sum", F.sum), ("mean", F.mean), ("max", F.max), ("min", F.min),
+                     ("prod", reductions.prod), ("argmax", reductions.argmax),
+                     ("argmin", reductions.argmin), ("any", reductions.any),
+                     ("all", reductions.all)):
+        setattr(T, name, _reduction_method(name, lambda self, axis, fn=fn, keepdims=False:
+                                           fn(self, axis, keepdims)))
+    for name, fn in (("var", reductions.var), ("std", reductions.std)):
+        setattr(T, name, _reduction_method(name, lambda self, axis, fn=fn, ddof=0,
+                                           keepdims=False: fn(self, axis, ddof, keepdims)))
     T.reshape = F.reshape
-    T.prod = lambda self, axis=None, *, keepdims=False: reductions.prod(self, axis, keepdims)
-    T.var = lambda self, axis=None, *, ddof=0, keepdims=False: reductions.var(self, axis, ddof,
-                                                                               keepdims)
-    T.std = lambda self, axis=None, *, ddof=0, keepdims=False: reductions.std(self, axis, ddof,
-                                                                               keepdims)
-    T.argmax = lambda self, axis=None, *, keepdims=False: reductions.argmax(self, axis, keepdims)
-    T.argmin = lambda self, axis=None, *, keepdims=False: reductions.argmin(self, axis, keepdims)
-    T.any = lambda self, axis=None, *, keepdims=False: reductions.any(self, axis, keepdims)
-    T.all = lambda self, axis=None, *, keepdims=False: reductions.all(self, axis, keepdims)
     T.cumsum = lambda self, axis=None, dtype=None: reductions.cumsum(self, axis, dtype)
     T.cumprod = lambda self, axis=None, dtype=None: reductions.cumprod(self, axis, dtype)
     T.squeeze = lambda self, axis=None: F.squeeze(self, axis)
