@@ -237,21 +237,29 @@ def jacfwd(f, argnums=0, has_aux=False):
         _check_float("jacfwd", out_paths, out_leaves, "output", allow_complex=False)
         in_infos = [_leaf_info(x) for x in in_leaves]
         out_infos = [_leaf_info(o) for o in out_leaves]
-        zero_tangents = [zeros(*info) for info in in_infos]
-        columns = [[[] for _ in in_leaves] for _ in out_leaves]
-        for i, info in enumerate(in_infos):
-            for j in range(int(np.prod(info[0], dtype=np.int64))):
-                tangent = list(zero_tangents)
-                tangent[i] = _basis(info, j)
-                pushed, _ = pytree.flatten(push(pytree.unflatten(in_tree, tangent)))
-                for o, column in enumerate(pushed):
-                    columns[o][i].append(column)
-        blocks = [[_assemble(columns[o][i], -1, out_infos[o], in_infos[i])
+        columns = _images_of_units(push, in_tree, in_infos)  # [input leaf][unit][output leaf]
+        blocks = [[_assemble([c[o] for c in columns[i]], -1, out_infos[o], in_infos[i])
                    for i in range(len(in_leaves))] for o in range(len(out_leaves))]
         jac = _nest(out_tree, in_tree, blocks, multiple)
         return (jac, aux) if has_aux else jac
 
     return wrapped
+
+
+def _images_of_units(linear, tree, infos):
+    """The images under `linear` of every unit vector of every leaf of `tree` (the other
+    leaves zero), each flattened to its leaves: [leaf][unit][image leaf]. jacfwd pushes
+    tangents through a JVP this way (columns), jacrev cotangents through a VJP (rows)."""
+    zero = [zeros(*info) for info in infos]
+    images = []
+    for i, info in enumerate(infos):
+        per_unit = []
+        for j in range(int(np.prod(info[0], dtype=np.int64))):
+            unit = list(zero)
+            unit[i] = _basis(info, j)
+            per_unit.append(pytree.flatten(linear(pytree.unflatten(tree, unit)))[0])
+        images.append(per_unit)
+    return images
 
 
 def jacrev(f, argnums=0, has_aux=False):
@@ -278,16 +286,8 @@ def jacrev(f, argnums=0, has_aux=False):
         _check_float("jacrev", out_paths, out_leaves, "output", allow_complex=False)
         in_infos = [_leaf_info(x) for x in in_leaves]
         out_infos = [_leaf_info(o) for o in out_leaves]
-        zero_cts = [zeros(*info) for info in out_infos]
-        rows = [[[] for _ in in_leaves] for _ in out_leaves]
-        for o, info in enumerate(out_infos):
-            for k in range(int(np.prod(info[0], dtype=np.int64))):
-                ct = list(zero_cts)
-                ct[o] = _basis(info, k)
-                pulled, _ = pytree.flatten(vjp_fn(pytree.unflatten(out_tree, ct)))
-                for i, row in enumerate(pulled):
-                    rows[o][i].append(row)
-        blocks = [[_assemble(rows[o][i], 0, out_infos[o], in_infos[i])
+        rows = _images_of_units(vjp_fn, out_tree, out_infos)  # [output leaf][unit][input leaf]
+        blocks = [[_assemble([r[i] for r in rows[o]], 0, out_infos[o], in_infos[i])
                    for i in range(len(in_leaves))] for o in range(len(out_leaves))]
         jac = _nest(out_tree, in_tree, blocks, multiple)
         return (jac, found[2]) if has_aux else jac
