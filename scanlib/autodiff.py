@@ -22,6 +22,7 @@ from .tape import (
     enable_grad,
     grad_enabled,
     is_differentiable_dtype,
+    reaches_other_leaves,
 )
 from .tape import state as _state
 
@@ -58,6 +59,14 @@ def _should_record(originals, cts=()):
         or _state.current_builder() is not None)
 
 
+def _records(originals, inputs, outs, cts=()):
+    """Record the walk (and keep the value on the tape) when an enclosing differentiation
+    could need it: the cases of _should_record, or f's result depends on a tensor that
+    requires grad other than through the inputs (a closed-over parameter)."""
+    return _should_record(originals, cts) or (
+        grad_enabled() and reaches_other_leaves(outs, inputs))
+
+
 def _zeros_for(target):
     return zeros_like(target.detach())
 
@@ -70,6 +79,13 @@ def vjp(f, *primals, has_aux=False):
     >>> back(sl.tensor([1.0, 1.0]))
     (tensor([2., 4.], dtype=float64),)
     """
+    return vjp_recording(f, primals, has_aux, None)
+
+
+def vjp_recording(f, primals, has_aux, record):
+    """vjp, with `record` forcing (True/False) whether vjp_fn's walk is recorded, or None to
+    decide as vjp does. The returned vjp_fn tells its choice as `vjp_fn.records` (the double
+    VJP of scanlib.transforms passes the first one's on to the second)."""
     paths, leaves, treedef = pytree.flatten_with_paths(primals, "primals")
     with differentiating():
         inputs = [_fresh_input(x, p, "vjp") for p, x in zip(paths, leaves)]
@@ -79,6 +95,8 @@ def vjp(f, *primals, has_aux=False):
     if has_aux:
         out, aux = _split_aux(out, "vjp")
     out_paths, out_leaves, out_tree = pytree.flatten_with_paths(out, "out")
+    if record is None:
+        record = _records(leaves, inputs, out_leaves)
 
     def vjp_fn(cotangent):
         ct_paths, ct_leaves, ct_tree = pytree.flatten_with_paths(cotangent, "cotangent")
@@ -96,11 +114,12 @@ def vjp(f, *primals, has_aux=False):
                 roots.append(o)
                 cts.append(c)
         found = (backward_pass(roots, cts, targets=inputs, retain_graph=True,
-                               create_graph=_should_record(leaves, cts)) if roots
+                               create_graph=record or _should_record(leaves, cts)) if roots
                  else [None] * len(inputs))
         grads = [g if g is not None else _zeros_for(x) for g, x in zip(found, inputs)]
         return pytree.unflatten(treedef, grads)
 
+    vjp_fn.records = record
     return (out, vjp_fn, aux) if has_aux else (out, vjp_fn)
 
 
@@ -159,16 +178,16 @@ def value_and_grad(f, argnums=0, has_aux=False, holomorphic=False):
                             f"{out.shape}. Reduce it (.sum(), .mean()) or use scanlib.vjp for "
                             "non-scalar outputs.")
         _check_holomorphic(out, inputs, paths, holomorphic)
+        record = _records(leaves, inputs, [out])
         if out.requires_grad:
             seed = Tensor(backends.xp_of(out._value).ones_like(out._value))
-            found = backward_pass([out], [seed], targets=inputs,
-                                  create_graph=_should_record(leaves))
+            found = backward_pass([out], [seed], targets=inputs, create_graph=record)
         else:
             found = [None] * len(inputs)
         grads = [g if g is not None else _zeros_for(x) for g, x in zip(found, inputs)]
         g_tree = pytree.unflatten(treedef, grads)
         g_out = g_tree if multiple else g_tree[0]
-        value = out if _should_record(leaves) else out.detach()
+        value = out if record else out.detach()
         return ((value, aux), g_out) if has_aux else (value, g_out)
 
     return wrapped

@@ -46,7 +46,14 @@ def fori_loop(lower, upper, body_fun, init_val):
     (lo, hi), dtype = _bounds(lower, upper)
     device = _device_of(init_val, lower, upper)
     index = arange(lo, max(lo, hi), dtype=dtype, device=device)
-    val, _ = scan(lambda v, i: (body_fun(i, v), None), init_val, index)
+    try:
+        val, _ = scan(lambda v, i: (body_fun(i, v), None), init_val, index)
+    except TypeError as e:
+        if "must match init" not in str(e):
+            raise
+        raise TypeError(f"fori_loop: {e} The index i is a 0-d {index.dtype} tensor, and NumPy "
+                        f"promotes float32 + {index.dtype} to float64 (a Python int i would "
+                        "not): cast it in body_fun, e.g. i.astype(v.dtype).") from None
     return val
 
 
@@ -136,7 +143,8 @@ def while_loop(cond_fun, body_fun, init_val, *, max_steps=None):
             "depends on traced values, which are not known when the body is traced. Use "
             "fori_loop(0, n, ...) with a fixed count, or a fori_loop/scan over the largest "
             "count that freezes finished steps with scanlib.where(cond_fun(val), "
-            "body_fun(val), val).")
+            "body_fun(val), val). (A differentiated while_loop runs its body as a scan, so a "
+            "while_loop nested in its body is inside one too.)")
     val, n, differentiable = _run_loop(cond_fun, body_fun, init_val, max_steps)
     if n and not differentiable:  # nothing to differentiate: the loop's own result
         return val

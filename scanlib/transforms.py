@@ -106,13 +106,16 @@ def _linearized(f, primals, has_aux, who):
     _check_float(who, out_paths, out_leaves, "output")
     # The dummy's value is never read by the result (g is linear in it): zeros do.
     dummy = pytree.unflatten(out_tree, [zeros(*_leaf_info(o)) for o in out_leaves])
-    _, transpose = autodiff.vjp(vjp_fn, dummy)
+    # Record the transposed walk exactly when the first one is recorded (an input or a
+    # closed-over tensor requires grad, or an enclosing differentiation): the dummy and the
+    # first VJP's own inputs are no reason to.
+    _, transpose = autodiff.vjp_recording(vjp_fn, (dummy,), False, vjp_fn.records)
 
     def push(tangents):
         (tangents_out,) = transpose(tangents)
         return tangents_out
 
-    if not autodiff._should_record(leaves):
+    if not vjp_fn.records:
         out = _detach_tree(out)
     return out, aux, push
 

@@ -289,3 +289,10 @@ def test_against_jax():
                                                  lambda c: (c[0] + 1, c[1] * s),
                                                  (sl.tensor(0), sl.tensor(0.5)))[1])(sl.tensor(1.7))
         np.testing.assert_allclose(float(d_ours), float(d_jax), rtol=1e-12)
+
+
+def test_fori_loop_index_promotion_error_says_how_to_cast():
+    with pytest.raises(TypeError, match=r"i\.astype\(v\.dtype\)"):
+        sl.fori_loop(0, 3, lambda i, v: v + i, sl.tensor(np.float32(1.0)))
+    out = sl.fori_loop(0, 3, lambda i, v: v + i.astype(v.dtype), sl.tensor(np.float32(1.0)))
+    assert out.dtype == np.float32 and out.item() == 4.0

@@ -361,3 +361,31 @@ def test_bad_calls_are_refused():
         sl.jacfwd(lambda x, y: x, argnums=2)(np.ones(2), np.ones(2))
     with pytest.raises(TypeError, match="complex"):
         sl.jacrev(lambda z: z * z)(np.ones(2, complex))
+
+
+def test_results_stay_on_the_callers_tape():
+    """A jvp, jacfwd or hessian of a tensor that requires grad, or of a function closing
+    over one, stays linked to it, as grad's result does: a later backward() reaches it."""
+    x = np.array([0.3, -1.2, 0.7])
+    t = np.array([1.0, 0.5, -2.0])
+    xt = sl.Tensor(x, True)
+    out, t_out = sl.jvp(lambda a: a ** 3, (xt,), (sl.tensor(t),))
+    (sl.sum(t_out) + sl.sum(out)).backward()
+    np.testing.assert_allclose(xt.grad.numpy(), 6 * x * t + 3 * x ** 2)
+    xt = sl.Tensor(x, True)
+    (sl.sum(sl.hessian(lambda a: sl.sum(a ** 3))(xt)) + sl.sum(xt)).backward()
+    np.testing.assert_allclose(xt.grad.numpy(), 7.0)  # d/dx sum(diag(6x)) + 1
+    xt = sl.Tensor(x, True)
+    sl.sum(sl.jacfwd(lambda a: a ** 3)(xt)).backward()
+    np.testing.assert_allclose(xt.grad.numpy(), 6 * x)
+    w = sl.Tensor(np.array([1.0, 2.0, 3.0]), True)
+    out, t_out = sl.jvp(lambda a: a * w * w, (sl.tensor(x),), (sl.tensor(t),))
+    (sl.sum(out) + sl.sum(t_out) + sl.sum(w)).backward()
+    np.testing.assert_allclose(w.grad.numpy(), 1 + 2 * w.numpy() * (x + t))
+    w = sl.Tensor(np.array([1.0, 2.0, 3.0]), True)
+    value, g = sl.value_and_grad(lambda a: sl.sum(a * w))(sl.tensor(x))
+    (value + sl.sum(g)).backward()
+    np.testing.assert_allclose(w.grad.numpy(), x + 1)
+    # and with nothing on the tape, results are plain values, as before
+    out, t_out = sl.jvp(lambda a: a ** 3, (sl.tensor(x),), (sl.tensor(t),))
+    assert not out.requires_grad and not t_out.requires_grad

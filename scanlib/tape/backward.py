@@ -159,6 +159,26 @@ class _Cotangents:
         return cts
 
 
+def reaches_other_leaves(roots, inputs):
+    """Whether the graph behind `roots` reaches a leaf that requires grad other than through
+    `inputs`: a closed-over parameter, say. A gradient or value derived from the roots must
+    then be recorded, or a later backward() would silently miss that leaf."""
+    stop = {id(x) for x in inputs}
+    seen, stack = set(), [r for r in roots if type(r) is Tensor and r.requires_grad]
+    while stack:
+        x = stack.pop()
+        if id(x) in stop:
+            continue
+        node = x._node
+        if node is None:
+            return True
+        if node in seen or node.inputs is None:
+            continue
+        seen.add(node)
+        stack.extend(i for i in node.inputs if type(i) is Tensor and i.requires_grad)
+    return False
+
+
 def backward_pass(roots, root_cts, targets=None, *, retain_graph=False, create_graph=False):
     """Propagate cotangents from `roots` back through the tape.
 
