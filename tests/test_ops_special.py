@@ -813,3 +813,13 @@ def test_python_round_and_divmod(backend):
         np.testing.assert_array_equal(r.numpy(), wr)
     g = sl.grad(lambda t: divmod(t, 2)[1].sum())(x)
     np.testing.assert_array_equal(g.numpy(), np.ones(3))
+
+
+def test_sigmoid_of_integers_is_computed_in_float64():
+    """|x| is taken in the result's dtype: |int8(-128)| computed in int8 wraps to -128, and
+    sigmoid(-128) came out 1.0."""
+    x = np.array([-128, -1, 0, 127], np.int8)
+    got = sl.sigmoid(sl.tensor(x))
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got.numpy(), 1 / (1 + np.exp(-x.astype(np.float64))), rtol=1e-14)
+    assert sl.sigmoid(sl.tensor(3.0)).shape == ()

@@ -114,13 +114,21 @@ tanh = _ufunc("tanh", lambda g, out, x: (mul(g, sub(1.0, mul(out, out))),),  # r
               "tanh(x): elementwise hyperbolic tangent; VJP g * (1 - out**2).")
 
 
-def _sigmoid_parts(x):
+def _sigmoid_parts(x, dtype):
     """What sigmoid needs from x, read before anything is written (out may be x's buffer):
     e = exp(-|x|), at most 1 so nothing overflows, and its numerator: e where x < 0
-    (e / (1 + e), no cancellation in the negative tail), else 1 (1 / (1 + e))."""
+    (e / (1 + e), no cancellation in the negative tail), else 1 (1 / (1 + e)). Written in
+    place where it can be: each extra pass costs about as much as the arithmetic here."""
     xp = _xp(x)
-    e = xp.exp(-xp.abs(x * 1.0))  # x * 1.0: x * 0.5's dtype (ints -> float64), no int overflow
-    return xp, e, xp.where(x < 0, e, xp.ones_like(e))
+    e = xp.empty(x.shape, dtype)
+    xp.absolute(x, out=e, dtype=dtype)  # computed in dtype: |int8(-128)| does not wrap
+    xp.negative(e, out=e)
+    xp.exp(e, out=e)
+    return xp, e, xp.where(x < 0, e, 1.0)
+
+
+def _sigmoid_dtype(x):
+    return np.result_type(x.dtype, 1.0)  # NumPy 2: float32 stays float32, ints -> float64
 
 
 def _sigmoid_out(x, out):
@@ -132,7 +140,7 @@ def _sigmoid_out(x, out):
         out += 1
         out *= 0.5
         return out
-    xp, e, numerator = _sigmoid_parts(x)
+    xp, e, numerator = _sigmoid_parts(x, out.dtype)
     xp.add(e, 1, out=out)
     xp.divide(numerator, out, out=out)
     return out
@@ -141,8 +149,7 @@ def _sigmoid_out(x, out):
 def _sigmoid_impl(x):
     if _is_complex(x):
         return (_xp(x).tanh(x * 0.5) + 1) * 0.5
-    _, e, numerator = _sigmoid_parts(x)
-    return numerator / (e + 1)
+    return _sigmoid_out(x, _xp(x).empty(x.shape, _sigmoid_dtype(x)))
 
 
 sigmoid = Primitive(
