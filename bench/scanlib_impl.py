@@ -79,12 +79,20 @@ def build_loop(wl, inputs, consts, device="cpu"):
     return Runner(_synced(run, device), _to_numpy)
 
 
-def build_scan(wl, inputs, consts, device="cpu"):
+def _timed_value_and_grad(f, sl, args, device):
+    """The Runner every scanlib contender times: value_and_grad of f on args."""
+    vg = sl.value_and_grad(f)
+    return Runner(_synced(lambda: vg(args), device), _to_numpy)
+
+
+def _on_device(inputs, consts, device):
     sl = _scanlib()
-    ops = _ops(sl)
     on = _on(sl, device)
-    c = map_tree(on, consts)
-    args = map_tree(on, inputs)
+    return sl, _ops(sl), map_tree(on, consts), map_tree(on, inputs)
+
+
+def build_scan(wl, inputs, consts, device="cpu"):
+    sl, ops, c, args = _on_device(inputs, consts, device)
 
     def f(a):
         params = a["params"]
@@ -95,8 +103,7 @@ def build_scan(wl, inputs, consts, device="cpu"):
         carry, ys = sl.scan(body, a["init"], a["xs"])
         return loss(ops, ys, carry, c)
 
-    vg = sl.value_and_grad(f)
-    return Runner(_synced(lambda: vg(args), device), _to_numpy)
+    return _timed_value_and_grad(f, sl, args, device)
 
 
 def _affine(e1, e2):
@@ -108,11 +115,7 @@ def _affine(e1, e2):
 def build_assoc(wl, inputs, consts, device="cpu"):
     """The recurrence as scanlib.associative_scan: linrec over pairs (a, b) with the initial
     carry folded into the first b (b_0 <- a_0 * h_0 + b_0), cumsum with +."""
-    sl = _scanlib()
-    ops = _ops(sl)
-    on = _on(sl, device)
-    c = map_tree(on, consts)
-    args = map_tree(on, inputs)
+    sl, ops, c, args = _on_device(inputs, consts, device)
 
     def f(a):
         if wl.kind == "cumsum":
@@ -125,8 +128,7 @@ def build_assoc(wl, inputs, consts, device="cpu"):
             _, ys = sl.associative_scan(_affine, (xs["a"], b))
         return loss(ops, ys, sl.split(ys, [len(ys) - 1])[1][0], c)
 
-    vg = sl.value_and_grad(f)
-    return Runner(_synced(lambda: vg(args), device), _to_numpy)
+    return _timed_value_and_grad(f, sl, args, device)
 
 
 def _assoc_supports(wl):
