@@ -231,13 +231,9 @@ def jacfwd(f, argnums=0, has_aux=False):
     """
     @functools.wraps(f)
     def wrapped(*args):
-        nums, multiple = _argnums(argnums, len(args), "jacfwd")
-        chosen = tuple(args[n] for n in nums)
-        in_paths, in_leaves, in_tree = pytree.flatten_with_paths(chosen, "args")
-        _check_float("jacfwd", in_paths, in_leaves, "input", allow_complex=False)
+        nums, multiple, chosen, in_leaves, in_tree = _chosen_inputs("jacfwd", argnums, args)
         out, aux, push = _linearized(_of_chosen(f, args, nums), chosen, has_aux, "jacfwd")
-        out_paths, out_leaves, out_tree = pytree.flatten_with_paths(out, "out")
-        _check_float("jacfwd", out_paths, out_leaves, "output", allow_complex=False)
+        out_leaves, out_tree = _real_outputs("jacfwd", out)
         in_infos = [_leaf_info(x) for x in in_leaves]
         out_infos = [_leaf_info(o) for o in out_leaves]
         columns = _images_of_units(push, in_tree, in_infos)  # [input leaf][unit][output leaf]
@@ -247,6 +243,23 @@ def jacfwd(f, argnums=0, has_aux=False):
         return (jac, aux) if has_aux else jac
 
     return wrapped
+
+
+def _chosen_inputs(who, argnums, args):
+    """args[argnums] (nums, whether argnums is a tuple, the chosen tuple, its leaves and
+    treedef), checked to be real floats, as a Jacobian's inputs must be."""
+    nums, multiple = _argnums(argnums, len(args), who)
+    chosen = tuple(args[n] for n in nums)
+    paths, leaves, tree = pytree.flatten_with_paths(chosen, "args")
+    _check_float(who, paths, leaves, "input", allow_complex=False)
+    return nums, multiple, chosen, leaves, tree
+
+
+def _real_outputs(who, out):
+    """out's leaves and treedef, checked to be real floats."""
+    paths, leaves, tree = pytree.flatten_with_paths(out, "out")
+    _check_float(who, paths, leaves, "output", allow_complex=False)
+    return leaves, tree
 
 
 def _images_of_units(linear, tree, infos):
@@ -279,14 +292,10 @@ def jacrev(f, argnums=0, has_aux=False):
     """
     @functools.wraps(f)
     def wrapped(*args):
-        nums, multiple = _argnums(argnums, len(args), "jacrev")
-        chosen = tuple(args[n] for n in nums)
-        in_paths, in_leaves, in_tree = pytree.flatten_with_paths(chosen, "args")
-        _check_float("jacrev", in_paths, in_leaves, "input", allow_complex=False)
+        nums, multiple, chosen, in_leaves, in_tree = _chosen_inputs("jacrev", argnums, args)
         found = autodiff.vjp(_of_chosen(f, args, nums), *chosen, has_aux=has_aux)
         out, vjp_fn = found[0], found[1]
-        out_paths, out_leaves, out_tree = pytree.flatten_with_paths(out, "out")
-        _check_float("jacrev", out_paths, out_leaves, "output", allow_complex=False)
+        out_leaves, out_tree = _real_outputs("jacrev", out)
         in_infos = [_leaf_info(x) for x in in_leaves]
         out_infos = [_leaf_info(o) for o in out_leaves]
         rows = _images_of_units(vjp_fn, out_tree, out_infos)  # [output leaf][unit][input leaf]
