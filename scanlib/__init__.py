@@ -17,6 +17,7 @@ from . import associative, control, transforms
 from .associative import *  # noqa: F403
 from .control import *  # noqa: F403
 from .transforms import *  # noqa: F403
+from .vmap import vmap
 from .tracing import make_graph
 
 __version__ = "0.1.0"
@@ -26,5 +27,5 @@ __all__ = [
     "Tensor", "Graph", "no_grad", "enable_grad", "grad", "value_and_grad", "vjp",
     "make_graph", "testing", "linalg", "random", "optim", "cuda_available", "scan",
     "scan_plan", "ScanPlan",
-    *transforms.__all__, *associative.__all__, *control.__all__,
+    *transforms.__all__, *associative.__all__, *control.__all__, "vmap",
 ]
