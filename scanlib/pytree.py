@@ -47,3 +47,8 @@ def structure_str(treedef) -> str:
     if text.startswith("PyTreeSpec(") and text.endswith(")"):
         text = text[len("PyTreeSpec("):-1]
     return text.split(", namespace=")[0]
+
+
+def tree_map(fn, tree, *rest):
+    """fn applied leaf by leaf to trees of one structure (None stays an empty subtree)."""
+    return optree.tree_map(fn, tree, *rest, none_is_leaf=False, namespace=NAMESPACE)

@@ -9,14 +9,17 @@ from __future__ import annotations
 import numpy as np
 
 from .. import backends, pytree
-from ..ops import as_tensor, transpose
+from ..ops import as_tensor, concatenate, transpose
+from ..remat import checkpoint as _checkpoint
 from ..tape import GraphBuilder, Tensor, current_builder, tracing, type_str
 from ..tracing import closure_names, trace_function
 from .cache import canonical
 from .primitive import apply_scan
+from . import schedule as _schedule
 
 
-def scan(f, init, xs=None, *, length=None, reverse=False, dim=0, interpret=None):
+def scan(f, init, xs=None, *, length=None, reverse=False, dim=0, interpret=None,
+         checkpoint=None):
     """Loop f over xs carrying state, like `jax.lax.scan`, differentiably.
 
     `f(carry, x) -> (new_carry, y)`. Returns `(final_carry, ys)` where each leaf of ys stacks
@@ -43,6 +46,15 @@ def scan(f, init, xs=None, *, length=None, reverse=False, dim=0, interpret=None)
     primitive at a time, no loop compiler), forward and backward, and so do the scans nested
     in f unless they say otherwise: slower, for when you suspect the compiler.
 
+    `checkpoint` trades time for memory when the scan is differentiated (values and
+    gradients of any order stay those of the loop, to rounding): None keeps every step's
+    residuals; an int k keeps only the carry at the start of every k steps and the backward
+    pass recomputes one k-step segment at a time; "sqrt" picks k near sqrt(T) (memory
+    O(sqrt T), one extra forward pass); ("revolve", s) is Griewank's binomial schedule
+    keeping at most s carries plus one step's residuals, at the cost of recomputing each
+    step a few times (scan_plan shows how many). It is scan of checkpointed scans
+    (scanlib.checkpoint) underneath.
+
     >>> import scanlib as sl
     >>> carry, ys = sl.scan(lambda c, x: (c + x, c * x), 0.0, sl.tensor([1.0, 2.0, 3.0]))
     >>> carry, ys
@@ -52,11 +64,91 @@ def scan(f, init, xs=None, *, length=None, reverse=False, dim=0, interpret=None)
         interpret = getattr(current_builder(), "interpret", False)
     if not isinstance(interpret, bool):
         raise TypeError(f"scan: interpret must be True, False or None, got {interpret!r}")
+    plan = _schedule.parse(checkpoint)
+    if plan is not None:
+        return _checkpointed(f, init, xs, length, reverse, dim, interpret, plan)
     body, consts, init_t, xs_t, T, init_tree, y_tree = _prepare(f, init, xs, length, reverse,
                                                                 dim, interpret)
     outs = apply_scan(body, init_t, xs_t, consts, T, reverse, interpret)
     nc = len(init_t)
     return pytree.unflatten(init_tree, outs[:nc]), pytree.unflatten(y_tree, outs[nc:])
+
+
+# --- checkpoint schedules (schedule.py) as nested checkpointed scans ---------------------
+def _checkpointed(f, init, xs, length, reverse, dim, interpret, plan):
+    """scan(f, init, xs) run as the schedule says. The segments see typed carries and xs
+    with the steps on axis 0, in the order the loop visits them (reversed for reverse=True,
+    and ys flipped back), so each piece is a plain forward scan."""
+    _check_options(f, length, reverse, dim)
+    _, init_t, xs_t, T, init_tree, xs_tree = _typed_inputs(f, init, xs, length, reverse, dim,
+                                                          interpret)
+    if reverse:
+        xs_t = [x[::-1] for x in xs_t]
+    carry = pytree.unflatten(init_tree, init_t)
+
+    def run(carry, leaves, n):  # a plain scan of n steps over these xs leaves
+        return scan(f, carry, pytree.unflatten(xs_tree, leaves) if leaves else None,
+                    length=n, interpret=interpret)
+
+    if T == 0:
+        return scan(f, carry, pytree.unflatten(xs_tree, xs_t), length=length,
+                    reverse=reverse, dim=0, interpret=interpret)
+    if isinstance(plan, _schedule.Segments):
+        carry, ys = _run_segments(run, carry, xs_t, T, plan.length(T))
+    else:
+        s = plan.snapshots
+        carry, ys = _run_revolve(run, carry, xs_t, T, s, plan.repetitions(T))
+    if reverse:
+        ys = pytree.tree_map(lambda y: y[::-1], ys)
+    return carry, ys
+
+
+def _typed_inputs(f, init, xs, length, reverse, dim, interpret):
+    """scan's checks and init dtypes (a Python number adopts the dtype f gives it), with
+    xs moved to axis 0; the body graph comes along for scan_plan."""
+    body, _, init_t, xs_t, T, init_tree, _ = _prepare(f, init, xs, length, reverse, dim,
+                                                      interpret)
+    xs_tree = pytree.flatten(xs)[1]
+    return body, init_t, xs_t, T, init_tree, xs_tree
+
+
+def _run_segments(run, carry, xs, T, k):
+    """An outer scan over T // k checkpointed segments of k steps, then one of the rest."""
+    n, rest = divmod(T, k)
+    pieces = []
+    if n:
+        main = [x[:n * k].reshape((n, k) + tuple(x.shape[1:])) for x in xs]
+        segment = _checkpoint(lambda c, leaves: run(c, leaves, k))
+        carry, ys = scan(lambda c, leaves: segment(c, leaves), carry, main or None,
+                         length=n)
+        pieces.append(pytree.tree_map(lambda y: y.reshape((n * k,) + tuple(y.shape[2:])),
+                                      ys))
+    if rest:
+        carry, ys = _checkpoint(lambda c, leaves: run(c, leaves, rest))(
+            carry, [x[n * k:] for x in xs])
+        pieces.append(ys)
+    return carry, _joined(pieces)
+
+
+def _run_revolve(run, carry, xs, T, s, r):
+    """Reverse T steps with s snapshots and r recomputations: the first m steps are a
+    checkpointed range (s snapshots, r - 1 recomputations: it keeps only its input, and is
+    replayed when the backward pass reaches it) and the rest a range with one snapshot
+    fewer. One step is a plain scan (its residuals are the one step the schedule keeps).
+    The recursion is at most s + r deep."""
+    if T <= 1:
+        return run(carry, xs, T)
+    m = _schedule.binomial_split(T, s, r)
+    first = _checkpoint(lambda c, leaves: _run_revolve(run, c, leaves, m, s, r - 1))
+    carry, ys_first = first(carry, [x[:m] for x in xs])
+    carry, ys_rest = _run_revolve(run, carry, [x[m:] for x in xs], T - m, s - 1, r)
+    return carry, _joined([ys_first, ys_rest])
+
+
+def _joined(pieces):
+    if len(pieces) == 1:
+        return pieces[0]
+    return pytree.tree_map(lambda *ys: concatenate(ys, axis=0), *pieces)
 
 
 # --- argument checks -------------------------------------------------------------------------

@@ -10,22 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import backends
-from ..tape import Literal
-
-
-def eval_graph(graph, args, consts):
-    """The arrays `graph` computes from arrays `args` (its invars) and `consts`: each
-    equation's impl in order, as `bind` would call it outside any trace."""
-    env = dict(zip(graph.invars, args))
-    env.update(zip(graph.constvars, consts))
-
-    def read(v):
-        return v.value if isinstance(v, Literal) else env[v]
-
-    for eqn in graph.eqns:
-        out = eqn.prim.impl(*[read(v) for v in eqn.invars], **eqn.params)
-        env.update(zip(eqn.outvars, out if eqn.prim.multiple_results else (out,)))
-    return [read(v) for v in graph.outvars]
+from ..tape.graph import eval_graph
 
 
 def run_interpreted(body, length, init, xs, consts, reverse, num_carry):

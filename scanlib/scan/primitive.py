@@ -112,6 +112,23 @@ def _ct_or_zeros(ct, like, xp, lead):
 scan_p = Primitive("scan", _scan_impl, _scan_vjp, multiple_results=True)
 
 
+def _bind_recorded(*inputs, body, length, reverse, num_carry, num_xs, interpret=False,
+                   sum_carries=(), _lin=None):
+    """How a replayed scan equation (scanlib.remat) binds: through apply_scan, so that when
+    it is recorded its residuals are kept at once instead of recomputed by its VJP. An
+    equation already bound with its residuals (`_lin`) binds as it was."""
+    if _lin is not None:
+        return bind(scan_p, *inputs, body=body, length=length, reverse=reverse,
+                    num_carry=num_carry, num_xs=num_xs, _lin=_lin,
+                    **_mode(interpret, sum_carries))
+    nc, nx = num_carry, num_xs
+    return apply_scan(body, inputs[:nc], inputs[nc:nc + nx], inputs[nc + nx:], length,
+                      reverse, interpret, sum_carries)
+
+
+scan_p.bind_recorded = _bind_recorded
+
+
 def _mode(interpret, sum_carries=()):
     # Params given only when set, so that printed graphs show them only then; they are part
     # of the fingerprint, so a cached graph never changes a scan's mode.

@@ -236,6 +236,21 @@ def format_graph(graph: Graph, indent: int = 0, names=None) -> str:
     return "\n".join(lines)
 
 
+def eval_graph(graph, args, consts):
+    """The arrays `graph` computes from arrays `args` (its invars) and `consts`: each
+    equation's impl in order, as `bind` would call it outside any trace."""
+    env = dict(zip(graph.invars, args))
+    env.update(zip(graph.constvars, consts))
+
+    def read(v):
+        return v.value if isinstance(v, Literal) else env[v]
+
+    for eqn in graph.eqns:
+        out = eqn.prim.impl(*[read(v) for v in eqn.invars], **eqn.params)
+        env.update(zip(eqn.outvars, out if eqn.prim.multiple_results else (out,)))
+    return [read(v) for v in graph.outvars]
+
+
 def used_vars(eqns, outvars):
     """The eqns needed for outvars (in order) and every Var they read: dead-code elimination."""
     live = {v for v in outvars if isinstance(v, Var)}

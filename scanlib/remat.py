@@ -1,0 +1,175 @@
+"""`checkpoint(f)` (alias `remat`), as `jax.checkpoint`: f's outputs without keeping its
+intermediates; differentiating them runs f again. f is traced once per call into a Graph, and
+one `checkpoint` primitive stands for it on the tape (and in traced scan bodies): its forward
+evaluates the graph on arrays, recording nothing; its VJP replays the graph on the tape and
+walks back over that replay, so only the inputs are kept between the two passes.
+
+Imports backends, tape, ops, pytree and tracing.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from . import backends, pytree
+from .ops import as_tensor
+from .ops import elementwise as ew
+from .ops.primitive import Primitive, bind
+from .tape import Graph, Literal, Tensor, backward_pass, enable_grad, grad_enabled
+from .tape.graph import eval_graph
+from .tape.tensor import is_differentiable_dtype
+from .tracing import abstract_leaf, closure_names, trace_function
+
+__all__ = ["checkpoint", "remat"]
+
+
+def checkpoint(f, *, prevent_cse=True, policy=None, static_argnums=()):
+    """`checkpoint(f)(*args)` computes f(*args) but keeps none of f's intermediates for the
+    backward pass: differentiating the result runs f again, like `jax.checkpoint`.
+
+    Memory traded for time: between the forward and the backward pass only f's inputs are
+    kept (the tensors f closes over are inputs too, and get gradients). Values and gradients
+    of any order are those of f itself. It works on the tape, under grad/vjp, inside scan
+    bodies (the recomputation then runs in the backward scan's step) and nested (a
+    checkpointed function calling another recomputes that one again when it is itself
+    recomputed). f is traced once per call, so use scanlib ops in it and no Python control
+    flow on values, as in a scan body. Arguments are pytrees of Tensors, arrays or Python
+    numbers. `prevent_cse` is accepted for JAX's signature (nothing here merges the two
+    passes); `policy` and `static_argnums` are not supported yet.
+
+    >>> import scanlib as sl
+    >>> W = sl.tensor([[0.5, -1.0], [2.0, 0.1]], requires_grad=True)
+    >>> step = sl.checkpoint(lambda h: sl.tanh(h @ W))
+    >>> sl.grad(lambda h: step(step(h)).sum())(sl.ones(2)).shape
+    (2,)
+    """
+    if not callable(f):
+        raise TypeError(f"checkpoint: f must be callable, got {type(f).__name__}")
+    if policy is not None:
+        raise NotImplementedError(
+            "checkpoint(policy=...): saving policies are not supported yet; checkpoint saves "
+            "only f's inputs and recomputes everything else.")
+    if static_argnums not in ((), None):
+        raise NotImplementedError(
+            "checkpoint(static_argnums=...) is not supported yet: close over the static "
+            "values instead (checkpoint(lambda x: f(x, n))).")
+    if not isinstance(prevent_cse, bool):
+        raise TypeError(f"checkpoint: prevent_cse must be True or False, got {prevent_cse!r}")
+
+    @functools.wraps(f)
+    def checkpointed(*args):
+        paths, leaves, in_tree = pytree.flatten_with_paths(args, "args")
+        inputs = [_input(x, p) for p, x in zip(paths, leaves)]
+        device = _device_of(inputs, paths)
+        graph, out_tree, _ = trace_function(
+            f, [(x.shape, x.dtype) for x in inputs], in_tree, device=device,
+            name=getattr(f, "__name__", "f").replace("<lambda>", "f"), split_args=True,
+            const_names=closure_names(f))
+        consts = graph.consts
+        # The graph is a param; the tensors it closed over are inputs of the equation instead,
+        # so that they get gradients and a cached scan body holding it keeps no values alive.
+        graph = Graph(graph.invars, graph.constvars, [None] * len(consts), graph.eqns,
+                      graph.outvars, graph.name, graph.device)
+        outs = bind(checkpoint_p, *inputs, *consts, graph=graph, num_args=len(inputs))
+        return pytree.unflatten(out_tree, outs)
+
+    return checkpointed
+
+
+remat = checkpoint
+
+
+def _input(x, path):
+    if isinstance(x, Tensor):
+        return x
+    if backends.is_array(x) or isinstance(x, (bool, int, float, complex, np.generic)):
+        return as_tensor(x)
+    raise TypeError(f"checkpoint: {path} is a {type(x).__name__}; the arguments of a "
+                    "checkpointed function must be pytrees of Tensors, arrays or numbers (close "
+                    "over other values instead).")
+
+
+def _device_of(inputs, paths):
+    devices = {}
+    for p, x in zip(paths, inputs):
+        devices.setdefault(abstract_leaf(x, p)[2], p)
+    if len(devices) > 1:
+        (d1, p1), (d2, p2) = list(devices.items())[:2]
+        raise ValueError(f"checkpoint: arguments live on different devices: {p1} is on {d1} "
+                         f"and {p2} on {d2}. Move them to one device first.")
+    return next(iter(devices), "cpu")
+
+
+# --- the primitive ------------------------------------------------------------------------
+def _checkpoint_impl(*values, graph, num_args):
+    outs = eval_graph(graph, values[:num_args], values[num_args:])
+    xp = backends.xp_of(*values) if values else np
+    # A Python number f returned (a Literal) or NumPy's 0-d scalar, as an array.
+    return [xp.asarray(o) if isinstance(v, Literal) else
+            xp.asarray(o, dtype=v.dtype) if np.ndim(o) == 0 else o
+            for o, v in zip(outs, graph.outvars)]
+
+
+def _checkpoint_vjp(cts, outs, *inputs, _saved, graph, num_args):
+    """Replay the graph on the tape from the inputs (the only thing kept), then walk back
+    over the replay. The enclosing walk is recorded exactly when grad is on here (a higher
+    order derivative), and then the replay is linked to the inputs, so it is too."""
+    recording = grad_enabled()
+    starts = [_start(x, recording) for x in inputs]
+    with enable_grad():
+        replayed = replay(graph, starts[:num_args], starts[num_args:])
+    roots, root_cts = [], []
+    for o, g in zip(replayed, cts):
+        if g is not None and isinstance(o, Tensor) and o.requires_grad:
+            roots.append(o)
+            root_cts.append(g)
+    wanted = [i for i, x in enumerate(inputs) if _differentiable(x)]
+    if not roots or not wanted:
+        return [None] * len(inputs)
+    found = backward_pass(roots, root_cts, targets=[starts[i] for i in wanted],
+                          create_graph=recording)
+    result = [None] * len(inputs)
+    for i, g in zip(wanted, found):
+        result[i] = g
+    return result
+
+
+def _differentiable(x):
+    return isinstance(x, Tensor) and is_differentiable_dtype(x.dtype)
+
+
+def _start(x, recording):
+    """Where the replay's walk stops for input x: a new leaf holding x's value, or, when the
+    walk is recorded and x itself carries a gradient, a node on x (so the outer walk reaches
+    x through the replay)."""
+    if not _differentiable(x):
+        return x
+    if recording and x.requires_grad:
+        return ew.copy(x)
+    return Tensor(x._value, True, _trace=x._trace, _var=x._var)
+
+
+def replay(graph, args, consts):
+    """Run graph's equations on Tensors with `bind` (so the tape records them), from args for
+    its invars and consts for its constvars; returns its outputs. A primitive that keeps
+    extra values for its VJP when it is recorded (scan's residuals) says how to bind it so
+    through `bind_recorded`."""
+    env = dict(zip(graph.invars, args))
+    env.update(zip(graph.constvars, consts))
+
+    def read(v):
+        return v.value if isinstance(v, Literal) else env[v]
+
+    for eqn in graph.eqns:
+        ins = [read(v) for v in eqn.invars]
+        how = getattr(eqn.prim, "bind_recorded", None)
+        out = how(*ins, **eqn.params) if how is not None else bind(eqn.prim, *ins,
+                                                                   **eqn.params)
+        env.update(zip(eqn.outvars, out if eqn.prim.multiple_results else (out,)))
+    return [read(v) for v in graph.outvars]
+
+
+checkpoint_p = Primitive("checkpoint", _checkpoint_impl, _checkpoint_vjp,
+                         multiple_results=True)
