@@ -16,8 +16,8 @@ from scanlib.scan.interpret import run_interpreted
 from scanlib.scan.linearize import linearize
 from scanlib.scan.loop import format_loop, stages, verify
 from scanlib.scan.loop.interp import run_program
-from scanlib.scan.loop.ir import (CHUNK, POST, PRE, STEP, InvalidLoop, RunningSum, SumAtB,
-                                  SumSteps, SumStepsAxes)
+from scanlib.scan.loop.ir import (CHUNK, POST, PRE, STEP, InPlace, InvalidLoop, RunningSum,
+                                  SumAtB, SumScatter, SumSteps, SumStepsAxes)
 
 api = importlib.import_module("scanlib.scan.api")
 executor = importlib.import_module("scanlib.scan.executor")
@@ -101,6 +101,21 @@ def lstm(c, x):
     return (o * sl.tanh(cell), cell), o
 
 
+E6 = sl.tensor(rng0.normal(0, 0.5, (6, 4)))
+
+
+def buffer_rnn(c, x):
+    buf, h = c
+    h = sl.tanh(h @ W + x[0] @ U)
+    return (buf.at[x[1]].set(h), h), None
+
+
+def buffer_read_add(c, x):
+    buf, h = c
+    h = sl.tanh(h @ W + buf[x[1] - 1] * h)  # last step's row, read before the write
+    return (buf.at[x[1]].add(h), h), sl.sum(h)
+
+
 # name -> (f, init, xs): a small corpus of the shapes the compiler specialises.
 CORPUS = {
     "rnn": (lambda h, x: (sl.tanh(h @ W + x @ U),) * 2, H, X),
@@ -114,6 +129,10 @@ CORPUS = {
     "lag": (lambda c, x: ((c[0] + x, c[0]), None), (0.0, 0.0), np.arange(1.0, 7.0)),
     "int8_acc": (lambda c, x: (c + x, None), np.int8(0), np.full(40, 7, np.int8)),
     "bool_or": (lambda c, x: (c + (x > 0), c), np.bool_(False), np.linspace(-1, 1, 9)),
+    "buffer_set": (buffer_rnn, (sl.zeros((6, 2, 4)), H), (X, np.arange(6))),
+    "buffer_read_add": (buffer_read_add, (sl.zeros((6, 2, 4)), H), (X, np.arange(6))),
+    "step_index": (lambda c, t: (c * 0.5 + sl.tanh(E6[t]) * c, None), sl.ones(4),
+                   np.arange(6)),
     "term_is_y": (lambda c, x: ((c[0] + x @ c[1], sl.tanh(c[1])), x @ c[1]),
                   (sl.zeros(4), sl.tensor(np.eye(4) * 0.5)), np.ones((6, 4))),
 }
@@ -127,7 +146,8 @@ def test_every_stage_means_the_body(name, reverse):
     check_stages(body, nc, reverse)
 
 
-@pytest.mark.parametrize("name", ["rnn", "rnn_readout", "lstm", "acc_sum_h", "linrec"])
+@pytest.mark.parametrize("name", ["rnn", "rnn_readout", "lstm", "acc_sum_h", "linrec",
+                                  "buffer_set", "buffer_read_add", "step_index"])
 def test_every_stage_of_the_backward_body_means_it(name):
     f, init, xs = CORPUS[name]
     bwd, nc, sums = backward_of(f, init, xs)
@@ -202,6 +222,52 @@ def test_the_rnn_backward_defers_the_xs_cotangent_after_the_steps():
                           "copy_constant_views", "plan_memory")
     assert [prog.eqns[n].prim.name for n in prog.in_section(POST)] == ["matmul"]  # g @ U.T
     assert prog.in_section(PRE)
+
+
+def test_a_buffer_row_update_runs_in_place_forward_and_backward():
+    for backward in (False, True):
+        prog = final("buffer_set", backward)
+        assert [r.carry for r in prog.in_place.values()] == [0], format_loop(prog)
+    assert "sink_buffer_updates" in final("buffer_set", True).fired  # ct[t] read first
+
+
+def test_an_add_update_read_before_it_runs_in_place_and_replaces_its_scatter():
+    prog = final("buffer_read_add")
+    (n, rec), = prog.in_place.items()
+    assert rec.scatter is not None and rec.scatter not in prog.section
+    assert all(m < n for m in prog.in_section(STEP) if prog.eqns[m].prim.name == "getitem")
+
+
+@pytest.mark.parametrize("f", [
+    lambda c, x: ((c[0].at[x[1]].set(c[1]), c[1]), c[0]),  # the old buffer is a y
+    lambda c, x: ((c[0].at[x[1]].set(c[1]), c[1]), c[0].at[x[1]].set(c[1])),  # the new one
+    lambda c, x: ((c[0].at[x[1]].set(c[0][x[1] - 1]), c[1]), None),  # reads what it writes
+    lambda c, x: (lambda new: ((new, c[1] + (new * c[0])[x[1]]), None))(  # old and new,
+        c[0].at[x[1]].set(c[1])),                                        # read by one op
+    lambda c, x: ((c[0].at[sl.stack([x[1], x[1]])].add(sl.stack([c[1], c[1]])), c[1]),
+                  None),  # an add at positions that may repeat, for a user's carry
+])
+def test_in_place_does_not_fire_where_it_must_not(f):
+    body, nc, _, _ = body_of(f, (sl.zeros((6, 2, 4)), H), (X, np.arange(6)))
+    prog = check_stages(body, nc, Ts=(0, 5, 17), chunks=(1, 16))
+    assert not prog.in_place, format_loop(prog)
+
+
+def test_a_step_indexed_read_of_a_constant_accumulates_its_gradient_in_place():
+    prog = final("step_index", backward=True)
+    assert [type(a.how) for a in prog.accumulators.values()] == [SumScatter]
+    assert not any(prog.eqns[n].prim.name == "scatter_add" for n in prog.section)
+    fwd = final("step_index")
+    assert [fwd.eqns[n].prim.name for n in fwd.in_section(CHUNK)][:1] == ["getitem"]
+
+
+def test_verifier_rejects_an_in_place_update_of_a_buffer_that_is_a_y():
+    f = lambda c, x: ((c[0].at[x[1]].set(c[1]), c[1]), c[0])  # noqa: E731
+    body, nc, _, _ = body_of(f, (sl.zeros((6, 2, 4)), H), (X, np.arange(6)))
+    prog = stages(body, nc, 2, False)[-1][1]
+    n = next(n for n in prog.in_section(STEP) if prog.eqns[n].prim.name == "scatter_set")
+    with pytest.raises(InvalidLoop, match="updated in place, but the buffer is also a y"):
+        verify(prog.replace(in_place={n: InPlace(0)}), "test")
 
 
 # --- the verifier ----------------------------------------------------------------------------

@@ -33,7 +33,10 @@ The generator reaches what test_scan_hypothesis.py never builds:
 - `with sl.no_grad()`, `.detach()`, `sl.stop_gradient` and `sl.tensor` inside the body;
   `sl.grad` inside the body at a carry and w.r.t. the closed-over W and v, `sl.vjp` inside;
   scans nested in the body (reading v and K);
-- embedding lookups `E[i]` by integer xs, integer xs in float arithmetic, slices (negative
+- a (D, D) buffer carry updated one row per step (`c.at[i % D].set(v)` and `.add(v)`, the
+  loop compiler's in-place updates), read by other ops and returned as a y;
+- embedding lookups `E[i]` by integer xs (random rows, or the step-index idiom: i = t or
+  T - 1 - t), integer xs in float arithmetic, slices (negative
   steps, rows, rolls, reshapes); more elementwise ops (clip, softplus, abs, pow, min, ...);
 - ys the loss never reads whose partials are not finite at the data (`log(x)`, `sqrt(|x|)`
   with zeros in x), and random subsets of outputs read by the loss;
@@ -299,6 +302,14 @@ UPDATES = {
                else f"fold({n.c[k]} * 2 + 1)"),
     "copy": (lambda e, k, k2: e.c[k2], lambda n, k, k2: n.c[k2]),  # lag, swap, identity
     "dup": (lambda e, k, k2: e.new[k2], lambda n, k, k2: n.new[k2]),  # one value, two carries
+    # A (D, D) buffer carry updated one row per step, at an integer xs (a step counter, its
+    # reverse, or random rows; see Data): the loop compiler writes it in place.
+    "row_set": (lambda e, k, i, j: e.c[k].at[e.x[i] % e.shape("DD")[0]].set(
+        sl.tanh(sl.sum(e.p[j], axis=0))),
+        lambda n, k, i, j: f"{n.c[k]}.at[{n.x[i]} % D].set(tanh(sl.sum({n.p[j]}, axis=0)))"),
+    "row_add": (lambda e, k, i, j: e.c[k].at[e.x[i] % e.shape("DD")[0]].add(
+        sl.tanh(sl.sum(e.p[j], axis=0))),
+        lambda n, k, i, j: f"{n.c[k]}.at[{n.x[i]} % D].add(tanh(sl.sum({n.p[j]}, axis=0)))"),
 }
 
 YS = {
@@ -416,7 +427,10 @@ class Data:
         self.params = {"W": sl.tensor(0.8 / np.sqrt(D) * rng.standard_normal((D, D))),
                        "v": sl.tensor(rng.standard_normal(D))}
         if any(dt == "idx" for dt, _ in body.xs):
-            self.params["E"] = sl.tensor(rng.standard_normal((VOCAB, body.B, D)))
+            E = rng.standard_normal((VOCAB, body.B, D))
+            extra = np.random.default_rng(body.seed + 1).standard_normal(
+                (max(body.T - VOCAB, 0), body.B, D))  # rows for a step counter: E[t]
+            self.params["E"] = sl.tensor(np.concatenate([E, extra]))
         self.K = rng.standard_normal(D)
         self.fk = [k for k, (dt, _) in enumerate(body.carries)
                    if dt in FLOATS and k not in body.weak]
@@ -437,8 +451,10 @@ class Data:
             if with_zeros:
                 a[rng.random(shape) < 0.3] = 0.0
             return a.astype(dt)
-        if dt == "idx":
-            return rng.integers(0, VOCAB, size=shape[:1])
+        if dt == "idx":  # random rows (repeats), or the step-index idiom: t, or T - 1 - t
+            rows = rng.integers(0, VOCAB, size=shape[:1])
+            how = int(np.random.default_rng(int(rows.sum()) + len(rows)).integers(3))
+            return [rows, np.arange(len(rows)), np.arange(len(rows))[::-1].copy()][how]
         if dt == "bool":
             return rng.random(shape) < 0.5
         return rng.integers(-1, 2, size=shape).astype(dt)
@@ -742,6 +758,8 @@ def _update_kind(d, k):
     earlier = [k2 for k2 in same if k2 < k and d.carries[k2][0] == dt]
     kinds = ["set", "set", "acc", "acc", "copy", "set_const"] if dt in FLOATS else \
         ["acc_x", "acc_pos", "double", "copy"]
+    if dt in FLOATS and sh == "DD":
+        kinds += ["row_set", "row_add"]
     if earlier:
         kinds.append("dup")
     kind = d.pick(kinds)
@@ -854,6 +872,8 @@ def _draw_update(d, k, kind, arg):
         return ("double",)
     if kind in ("acc_x", "acc_pos"):
         return _draw_int_update(d, k, kind)
+    if kind in ("row_set", "row_add"):
+        return (kind, d.add_xs("idx", "()"), d.index(len(d.pool)))
     if kind == "acc":
         return ("acc", _draw_term(d, k), d.draw(st.booleans()))
     xs_in_pool = [j for j, src in enumerate(d.pool[:d.n_inputs]) if src[0] == "x"]
@@ -1046,6 +1066,20 @@ REGRESSIONS = [
          [(F64, S), (F64, S)], [("set", 4, 4), ("acc", ("embed", 0), False)],
          xs=[("idx", SCALAR)], ops=[("embed", 0), ("matmul", 0), ("binary", "add", 2, 3)],
          ys=[("pool", 2)]),
+    # a (D, D) buffer carry written one row per step (in place), read before the write
+    # through matmul_carry, returned as a y; the step index read as E[t] (seed picks t,
+    # T - 1 - t or random rows)
+    case("buffer_row_set",  # pool c0; c1 = c1.at[x0 % D].set(tanh(sum(c0 @ c1, 0)))
+         [(F64, S), (F64, MAT)], [("set", 1, 1), ("row_set", 0, 1)], xs=[("idx", SCALAR)],
+         ops=[("matmul_carry", 1, 0)]),
+    case("buffer_row_set_plain",  # c1 = c1.at[x0 % D].set(tanh(sum(c0, 0))): in place
+         [(F64, S), (F64, MAT)], [("set", 0, 0), ("row_set", 0, 0)], xs=[("idx", SCALAR)]),
+    case("buffer_row_add_as_y",
+         [(F64, S), (F64, MAT)], [("set", 0, 0), ("row_add", 0, 0)], xs=[("idx", SCALAR)],
+         ys=[("carry_out", 1)]),
+    case("buffer_row_add_and_embed",
+         [(F64, S), (F32, MAT)], [("set", 1, 1), ("row_add", 0, 1)], xs=[("idx", SCALAR)],
+         ops=[("embed", 0)], seed=3),
     case("slices",  # pool c0, x0
          [(F64, S)], [("set", 6, 6)], xs=[(F64, S)], B=3, D=4,
          ops=[("slice", "rev", 0), ("slice", "head", 2), ("slice", "row0", 1),

@@ -18,6 +18,7 @@ import numpy as np
 from .. import backends
 from ..tape import Tensor
 from ..tape.state import STATE
+from . import batching
 from . import elementwise as ew
 from . import functions as F
 from .linalg import matmul_p
@@ -93,6 +94,7 @@ def _inv_impl(a):
 inv_p = Primitive(
     "inv", _inv_impl,
     lambda g, out, a: (ew.neg(matmul_p(matmul_p(_mT(out), g), _mT(out))),),
+    batch=batching.elementwise_rule,
     doc="inv(a): the inverse of a [..., n, n]; VJP -inv(a)^T g inv(a)^T.")
 
 
@@ -107,6 +109,7 @@ def _solve_vjp(g, out, a, b):
 
 
 solve_p = Primitive("solve", _solve_impl, _solve_vjp,
+                    batch=batching.elementwise_rule,
                     doc="solve(a, b): x with a x = b, for a [..., n, n] and b [..., n, k].")
 
 
@@ -134,6 +137,7 @@ def _triangular_vjp(g, out, a, b, lower, unit_diagonal):
 
 triangular_solve_p = Primitive(
     "triangular_solve", _triangular_impl, _triangular_vjp,
+    batch=batching.elementwise_rule,
     doc="triangular_solve(a, b, lower, unit_diagonal): x with tri(a) x = b, reading only "
         "a's lower (or upper) triangle, its diagonal taken as ones when unit_diagonal.")
 
@@ -157,6 +161,7 @@ def _cholesky_vjp(g, out, a):
 
 
 cholesky_p = Primitive("cholesky", _cholesky_impl, _cholesky_vjp,
+                       batch=batching.elementwise_rule,
                        doc="cholesky(a): the lower Cholesky factor of a symmetric positive "
                            "definite [..., n, n] (its lower triangle is read).")
 
@@ -193,6 +198,7 @@ def _slogdet_vjp(cts, outs, a, _saved=None):
 
 
 slogdet_p = Primitive("slogdet", _slogdet_impl, _slogdet_vjp, multiple_results=True,
+                      batch=batching.elementwise_rule,
                       doc="slogdet(a): [sign, log|det a|] of a [..., n, n].")
 def _cofactors(a):
     """The cofactor matrix of a [..., n, n], from the determinants of its n^2 minors: it is
@@ -211,6 +217,7 @@ def _cofactors(a):
 det_p = Primitive(
     "det", lambda a: _xp(a).asarray(_xp(a).linalg.det(a)),
     lambda g, out, a: (ew.mul(_with_unit_axes(g), _cofactors(a)),),
+    batch=batching.elementwise_rule,
     doc="det(a): the determinant of a [..., n, n]; VJP g times a's cofactor matrix, defined "
         "for singular a too.")
 
@@ -245,6 +252,7 @@ def _eigh_vjp(cts, outs, a, UPLO, _saved=None):
 
 
 eigh_p = Primitive("eigh", _eigh_impl, _eigh_vjp, multiple_results=True,
+                   batch=batching.elementwise_rule,
                    doc="eigh(a, UPLO): [w, v], the ascending eigenvalues and eigenvectors of "
                        "a symmetric [..., n, n].")
 
@@ -278,6 +286,7 @@ def _qr_vjp(cts, outs, a, mode, _saved=None):
 
 
 qr_p = Primitive("qr", _qr_impl, _qr_vjp, multiple_results=True,
+                 batch=batching.elementwise_rule,
                  doc="qr(a, mode): [q, r] with a = q r, q orthonormal, r upper triangular.")
 
 

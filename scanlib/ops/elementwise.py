@@ -11,6 +11,7 @@ import numpy as np
 
 from .. import backends
 from ..tape import Tensor
+from . import batching
 from .primitive import Primitive
 
 
@@ -264,5 +265,6 @@ def _device_put_impl(x, device):
 
 
 device_put = Primitive(
-    "device_put", _device_put_impl, lambda g, out, x, device: (device_put(g, device=x.device),))
+    "device_put", _device_put_impl, lambda g, out, x, device: (device_put(g, device=x.device),),
+    batch=batching.leading_rule)
 

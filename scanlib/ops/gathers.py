@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..tape import Tensor
+from . import batching
 from .arrays import _along, _flat, _on_device_of, _xp, _zero_d_as_1d
 from .functions import _one_axis, as_tensor
 from .primitive import Primitive
@@ -37,7 +38,7 @@ def _argsort_impl(x, axis):
     return _xp(x).argsort(x, axis=axis, kind="stable").astype(np.int64, copy=False)
 
 
-argsort_p = Primitive("argsort", _argsort_impl)  # indices: no gradient
+argsort_p = Primitive("argsort", _argsort_impl, batch=batching.axis_rule)  # indices: no gradient
 
 
 def argsort(a, axis=-1) -> Tensor:
@@ -157,7 +158,8 @@ def take_along_axis(arr, indices, axis=-1) -> Tensor:
 _SIDES = ("left", "right")
 searchsorted_p = Primitive(
     "searchsorted",
-    lambda a, v, side: _xp(a, v).searchsorted(a, v, side=side).astype(np.int64, copy=False))
+    lambda a, v, side: _xp(a, v).searchsorted(a, v, side=side).astype(np.int64, copy=False),
+    batch=batching.first_free_rule)
 
 
 def searchsorted(a, v, side="left") -> Tensor:

@@ -5,6 +5,8 @@ Imports backends, tape and the ops below it.
 
 from __future__ import annotations
 
+import numpy as np
+
 from .. import backends
 from . import batching
 from .elementwise import scale_cotangent
@@ -36,9 +38,30 @@ def _vdot_vjp(g, out, x, y):
     return one(x, y), one(y, x)
 
 
+def _vdot_batch(prim, params, batched, shapes, out_shape, ops=batching.ARRAYS):
+    """sum(x * y) per example as one einsum over the example's axes (its flattened elements
+    when x and y have different shapes of one size)."""
+    if tuple(shapes[0]) != tuple(shapes[1]):
+        size = int(np.prod(shapes[0], dtype=np.int64))
+        shapes = [(size,), (size,)]
+    sub = _LETTERS[1:len(shapes[0]) + 1]
+    spec = ",".join(_LETTERS[0] + sub if b else sub for b in batched) + "->" + _LETTERS[0]
+
+    def run(x, y):
+        B = (x if batched[0] else y).shape[0]
+        x, y = [ops.reshape(a, ((B,) if b else ()) + tuple(s))
+                for a, b, s in zip((x, y), batched, shapes)]
+        return ops.bind(einsum_p, x, y, spec=spec)
+
+    return run
+
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
 # Real operands of one size; sum(x * y) without materializing x * y (a loss over a [T, ...]
 # stack of outputs then needs no second [T, ...] array).
-vdot_p = Primitive("vdot", lambda x, y: _xp(x, y).asarray(_xp(x, y).vdot(x, y)), _vdot_vjp)
+vdot_p = Primitive("vdot", lambda x, y: _xp(x, y).asarray(_xp(x, y).vdot(x, y)), _vdot_vjp,
+                   batch=_vdot_batch)
 
 
 def _einsum_vjp_operand(g, out_sub, others, target_sub, target_shape):

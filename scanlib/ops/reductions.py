@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..tape import Tensor
+from . import batching
 from . import elementwise as ew
 from .arrays import _along, _constant, _flat, _is_one_int_axis_of_0d, _xp, _zero_d_as_1d
 from .functions import _one_axis, as_tensor, concatenate, reshape, transpose
@@ -35,15 +36,11 @@ def _cumsum_impl(x, axis, reverse):
     return xp.cumsum(x, axis=axis, dtype=x.dtype)
 
 
-def _cumsum_batch(prim, params, batched, shapes, out_shape):
-    return lambda x: _cumsum_impl(x, axis=params["axis"] + 1, reverse=params["reverse"])
-
-
 # The VJP of a running sum is the running sum of g taken from the other end.
 cumsum_p = Primitive(
     "cumsum", _cumsum_impl,
     lambda g, out, x, axis, reverse: (cumsum_p(g, axis=axis, reverse=not reverse),),
-    batch=_cumsum_batch)
+    batch=batching.axis_rule)
 
 
 def _scan_prep(a, axis, dtype, fn):
@@ -164,7 +161,7 @@ def _arg_reduction(name):
         fn = getattr(_xp(x), name)
         return fn(x, axis=axis, keepdims=keepdims).astype(np.int64, copy=False)
 
-    prim = Primitive(name, impl)  # indices: no gradient
+    prim = Primitive(name, impl, batch=batching.index_reduce_rule)  # indices: no gradient
 
     def public(a, axis=None, keepdims=False) -> Tensor:
         a = as_tensor(a)
@@ -192,7 +189,7 @@ argmin = _arg_reduction("argmin")
 
 def _logical_reduction(name):
     prim = Primitive(name, lambda x, axis, keepdims: getattr(_xp(x), name)(
-        x, axis=axis, keepdims=keepdims))
+        x, axis=axis, keepdims=keepdims), batch=batching.reduce_rule)
 
     def public(a, axis=None, keepdims=False) -> Tensor:
         a = as_tensor(a)

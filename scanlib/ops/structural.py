@@ -89,13 +89,65 @@ def _scatter_add_impl(g, *arrays, index, shape):
     return out
 
 
-def _getitem_batch_rule(prim, params, batched, shapes, out_shape):
-    """x[index] for every step: basic indexing of one batched input only."""
+def _getitem_batch_rule(prim, params, batched, shapes, out_shape, ops=batching.ARRAYS):
+    """x[index] for every step: basic indexing of one batched input, or an unbatched x read
+    at per-step index arrays (`X[t]` on a closed-over X) when the index starts with one, so
+    that NumPy puts the steps' axis first (see _gather_steps)."""
+    if not ops.loop:  # vmap: see batching.getitem_rule
+        return batching.getitem_rule(prim, params, batched, shapes, out_shape, ops)
     index = params["index"]
-    if len(batched) > 1 or any(type(i) is _Slot for i in index):
+    if len(batched) == 1 and not any(type(i) is _Slot for i in index):
+        index = (slice(None),) + tuple(index)
+        return lambda x: x[index]
+    if batched[0] or not any(batched[1:]) or not index or type(index[0]) is not _Slot:
         return None
-    index = (slice(None),) + tuple(index)
-    return lambda x: x[index]
+    return _gather_steps(index, batched[1:])
+
+
+def _gather_steps(index, batched):
+    """x[index] at every step's index arrays ([C, ...] where batched) at once: a view of
+    consecutive rows when the one index is a step counter (`X[t]`, the rows an xs would
+    give), a gather otherwise."""
+    def gather(x, *arrays):
+        if len(arrays) == 1 and arrays[0].ndim == 1:
+            rows = distinct_rows(_xp(x), arrays[0], x.shape[0])
+            if isinstance(rows, slice):
+                return x[(rows,) + tuple(index[1:])]
+        idx = [a if b else a.reshape((1,) + a.shape) for a, b in zip(arrays, batched)]
+        try:
+            return x[_fill(index, idx)]
+        except IndexError:
+            _raise_at_row(x, index, arrays, batched)
+            raise
+    return gather
+
+
+def _raise_at_row(x, index, arrays, batched):
+    """Re-raise NumPy's IndexError of a batched read from the first step that makes it, that
+    step's offset in the chunk as the error's `chunk_row` (the loop names the step)."""
+    steps = next(len(a) for a, b in zip(arrays, batched) if b)
+    for r in range(steps):
+        try:
+            x[_fill(index, [a[r] if b else a for a, b in zip(arrays, batched)])]
+        except IndexError as e:
+            e.chunk_row = r
+            raise e from None
+
+
+def distinct_rows(xp, idx, n):
+    """The 1-d row indices idx (into an axis of n) as a slice when they are consecutive
+    (a step counter: `X[t]`, `X[T - 1 - t]`), as an array when distinct, None when a row
+    repeats or one is out of range (indexing then raises NumPy's IndexError)."""
+    if not len(idx) or bool(((idx < -n) | (idx >= n)).any()):
+        return None
+    rows = xp.where(idx < 0, idx + n, idx)
+    first, last = int(rows[0]), int(rows[-1])
+    if len(rows) == 1:
+        return slice(first, first + 1)
+    step = 1 if last > first else -1
+    if abs(last - first) == len(rows) - 1 and bool((xp.diff(rows) == step).all()):
+        return slice(first, last + step if last + step >= 0 else None, step)
+    return rows if len(xp.unique(rows)) == len(rows) else None
 
 
 getitem_p = Primitive(
@@ -107,7 +159,8 @@ getitem_p = Primitive(
 scatter_add_p = Primitive(
     "scatter_add", _scatter_add_impl,
     lambda g, out, upd, *arrays, index, shape: (
-        getitem_p(g, *arrays, index=index), *[None] * len(arrays)))
+        getitem_p(g, *arrays, index=index), *[None] * len(arrays)),
+    batch=batching.scatter_add_rule)
 
 
 # --- functional indexed updates: x.at[index].set(v) and .add(v) --------------------------------
@@ -229,20 +282,21 @@ def _unstack_impl(x, axis):
 concatenate_p = Primitive(
     "concatenate", lambda *xs, axis: _xp(*xs).concatenate(xs, axis=axis),
     lambda g, out, *xs, axis: split_p(g, sizes=tuple(x.shape[axis] for x in xs), axis=axis),
-    out_impl=lambda *xs, axis, out: _xp(*xs).concatenate(xs, axis=axis, out=out))
+    out_impl=lambda *xs, axis, out: _xp(*xs).concatenate(xs, axis=axis, out=out),
+    batch=batching.joining_rule)
 split_p = Primitive(
     "split", _split_impl,
     lambda cts, outs, x, sizes, axis, _saved=None: (
         concatenate_p(*_filled(cts, outs_or_shapes(outs, x, sizes, axis)), axis=axis),),
-    multiple_results=True)
+    multiple_results=True, batch=batching.axis_rule)
 stack_p = Primitive(
     "stack", lambda *xs, axis: _xp(*xs).stack(xs, axis=axis),
-    lambda g, out, *xs, axis: unstack_p(g, axis=axis))
+    lambda g, out, *xs, axis: unstack_p(g, axis=axis), batch=batching.joining_rule)
 unstack_p = Primitive(
     "unstack", _unstack_impl,
     lambda cts, outs, x, axis, _saved=None: (
         stack_p(*_filled(cts, outs_or_shapes(outs, x, None, axis)), axis=axis),),
-    multiple_results=True)
+    multiple_results=True, batch=batching.axis_rule)
 
 
 class _Shape:

@@ -51,7 +51,10 @@ class CompiledBody:
             h[T if self.reverse else 0] = init[i]
             hists.append(h)
         scratch = [xp.empty((C,) + v.shape, v.dtype) for v in mem.scratch]
-        res = self._run(xp, T, C, *init, *xs, *consts, *stacks, *hists, *scratch)
+        try:
+            res = self._run(xp, T, C, *init, *xs, *consts, *stacks, *hists, *scratch)
+        except IndexError as e:
+            raise IndexError(self._index_error(e, T)) from None
         carry, broadcast = list(res[:self.num_carry]), list(res[self.num_carry:])
         ys = []
         for place, v in zip(mem.ys, prog.y_out):
@@ -66,6 +69,31 @@ class CompiledBody:
                 value = broadcast.pop(0)
                 ys.append(xp.broadcast_to(xp.asarray(value, dtype=v.dtype), (T,) + v.shape))
         return carry, ys
+
+
+    def _index_error(self, e, T):
+        """NumPy's IndexError from inside the loop, with the step it happened at and the fix.
+        The step is read from the generated loop's frame: `t` in the per-step body, `t0`
+        and `t1` in a chunk's batched work."""
+        tb, where = e.__traceback__, ""
+        while tb is not None:
+            frame = tb.tb_frame
+            if frame.f_code.co_filename.startswith("<scan body"):
+                lines = self.source.splitlines()
+                line = lines[tb.tb_lineno - 1] if tb.tb_lineno <= len(lines) else ""
+                depth = len(line) - len(line.lstrip())
+                loc = frame.f_locals
+                if depth >= 12 and "t" in loc:
+                    where = f" at step t={loc['t']}"
+                elif depth >= 8 and "t0" in loc:
+                    row = getattr(e, "chunk_row", None)
+                    where = (f" at step t={loc['t0'] + row}" if row is not None
+                             else f" in steps t={loc['t0']}..{loc['t1'] - 1}")
+            tb = tb.tb_next
+        return (f"scan: an index inside f is out of range{where} (of T={T} steps): {e}. "
+                "NumPy raises here, where JAX under jit clamps the index silently: read with "
+                "scanlib.take(x, i, axis=..., mode='clip') to clamp it as JAX does, or fix the "
+                "index (or the scan's length).")
 
 
 def compiled(graph, num_carry, num_xs, reverse, sum_carries=()) -> CompiledBody:

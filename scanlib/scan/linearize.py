@@ -148,6 +148,7 @@ def _linearize(body, nc, x_needs, k_needs, given):
             while u not in fwd:
                 eqn = producer.get(u)
                 if eqn is None or not _is_view(eqn):
+                    views, u = _cut_buffer_views(views, u, carry_in)
                     fwd[u] = b.new_input(u.shape, u.dtype, u.hint)
                     candidates.append(u)
                     break
@@ -279,6 +280,20 @@ class _Cotangents:
         var = eqn.invars[0]
         piece = self.builder._tracer(var, self.builder._zeros(var.shape, var.dtype))
         return axis, start, stop, piece
+
+
+def _cut_buffer_views(views, base, carry_in):
+    """(views to redo, value to save) for a chain of views of `base`, which must be saved.
+    Redoing views costs nothing and saving a reshape costs what saving its input does; but a
+    carry buffer read through a smaller basic-indexed view (`buf[0]`) would be saved whole,
+    a [T + 1, buffer] history, so save the smallest such view instead (O(row) per step). An
+    index-array read (`buf[t]`) is no view here: its result is saved already."""
+    if base not in carry_in or not views:
+        return views, base
+    k = min(range(len(views)), key=lambda j: (views[j][0].nbytes, -j))
+    if views[k][0].nbytes >= base.nbytes:
+        return views, base
+    return views[:k], views[k][0]
 
 
 def _is_view(eqn):

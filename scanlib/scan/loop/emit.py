@@ -13,8 +13,9 @@ from __future__ import annotations
 import numpy as np
 
 from ... import backends
-from .ir import CHUNK, CONST, POST, PRE, STEP, XS, RunningSum, SumAB, SumAtB, SumStepsAxes, \
-    is_var
+from . import inplace
+from .ir import CHUNK, CONST, POST, PRE, STEP, XS, RunningSum, SumAB, SumAtB, SumScatter, \
+    SumStepsAxes, is_var
 
 
 def _accumulate_in_place(a):
@@ -180,9 +181,23 @@ class _LoopWriter:
                 self.chunk_pre += [f"H{i}[t0 + 1:t1 + 1] = {term}",
                                    f"_accumulate(H{i}[t0:t1 + 1])", f"A{i} = H{i}[t1]"]
         for i, acc in prog.accumulators.items():
-            if not isinstance(acc.how, RunningSum):
+            if isinstance(acc.how, SumScatter):
+                self.chunk_post.append(self._scatter_sum(i, acc.how))
+            elif not isinstance(acc.how, RunningSum):
                 self.chunk_post.append(
                     f"A{i} = A{i} + {_chunk_sum(acc.how, self.ref_batch, self.env)}")
+
+    def _scatter_sum(self, i, how):
+        """The statement adding a chunk's scatter_add terms into accumulator i in place."""
+        prog = self.prog
+        batched = [is_var(v) and prog.kind[v] != CONST for v in how.arrays]
+        g = how.g
+        row_ndim = len(_indexed_shape(prog.carry_in[i].shape, how))
+        self.env[f"_g{i}"] = inplace.chunk_scatter(
+            how.index, batched, is_var(g) and prog.kind[g] != CONST,
+            len(g.shape) if is_var(g) else 0, row_ndim)
+        args = ", ".join(self.ref_batch(v) for v in (g, *how.arrays))
+        return f"_g{i}(A{i}, {args})  # scatter_add into A{i}, in place"
 
     def step_work(self):
         """The per-step body: each step equation into its slot, over a dead temporary, or
@@ -192,6 +207,9 @@ class _LoopWriter:
         for n in prog.in_section(STEP):
             eqn = prog.eqns[n]
             v = eqn.outvars[0]
+            if n in prog.in_place:
+                step += self._in_place(n)
+                continue
             args = [self.ref_step(a) for a in eqn.invars]
             if n in mem.step_into:
                 target = str(mem.step_into[n])  # take the slot's view once, compute into it
@@ -202,6 +220,8 @@ class _LoopWriter:
                 step += [self.call(n, eqn, args, out=over), f"{names[v]} = {over}"]
             else:
                 step.append(self.call(n, eqn, args))
+            if n in prog.copied:  # a view that outlives an in-place update of its buffer
+                step.append(f"{names[v]} = {names[v]}.copy()")
         for v, targets in mem.slots.items():
             for target in map(str, targets):
                 if (v, target) not in written:
@@ -210,6 +230,22 @@ class _LoopWriter:
         if loop_carries:
             step.append(", ".join(f"c{i}" for i in loop_carries) + " = "
                         + ", ".join(self.ref_step(prog.carry_out[i]) for i in loop_carries))
+
+    def _in_place(self, n):
+        """The statements of in-place update n: rows written into the buffer, which then is
+        the update's result."""
+        prog, eqn = self.prog, self.prog.eqns[n]
+        rec = prog.in_place[n]
+        if rec.scatter is None:
+            buf, reads, params, fn = eqn.invars[0], eqn.invars[1:], eqn.params, inplace.set_rows
+        else:
+            s = prog.eqns[rec.scatter]
+            buf = next(v for v in eqn.invars if v is not s.outvars[0])
+            reads, params, fn = s.invars, s.params, inplace.add_rows
+        self.env[f"_i{n}"], self.env[f"_p{n}"] = fn, params
+        args = ", ".join(self.ref_step(v) for v in (buf, *reads))
+        return [f"_i{n}({args}, **_p{n})  # {eqn.prim.name}, in place",
+                f"{self.names[eqn.outvars[0]]} = {self.ref_step(buf)}"]
 
     def source(self):
         """The function `run`."""
@@ -230,7 +266,13 @@ class _LoopWriter:
             chunks, steps = "range(0, T, C)", "range(t0, t1)"
         lines = [f"def run({', '.join(params)}):"]
         lines += ["    " + s for s in self.prologue]
-        lines += [f"    A{i} = c{i}" for i in sorted(prog.accumulators)]
+        # The buffers the loop writes into are its own, never the caller's arrays.
+        owned = sorted({rec.carry for rec in prog.in_place.values()})
+        if owned or any(isinstance(a.how, SumScatter) for a in prog.accumulators.values()):
+            self.env["_owned"] = inplace.owned_copy
+        lines += [f"    c{i} = _owned(c{i})" for i in owned]
+        lines += [f"    A{i} = _owned(c{i})" if isinstance(prog.accumulators[i].how, SumScatter)
+                  else f"    A{i} = c{i}" for i in sorted(prog.accumulators)]
         lines += [f"    for t0 in {chunks}:", "        t1 = min(t0 + C, T)"]
         lines += ["        " + s for s in self.chunk_pre]
         if self.step:
@@ -247,6 +289,13 @@ class _LoopWriter:
         ret += broadcast
         lines.append(f"    return ({', '.join(ret)}{',' if ret else ''})")
         return "\n".join(lines)
+
+
+def _indexed_shape(shape, how):
+    """The shape of acc[index] for a SumScatter (index arrays stand in as zeros)."""
+    probe = np.broadcast_to(np.zeros((), bool), shape)
+    return probe[inplace._fill(how.index, [np.zeros(a.shape if is_var(a) else np.shape(a.value),
+                                                    np.int64) for a in how.arrays])].shape
 
 
 def _chunk_sum(how, ref_batch, env):

@@ -12,8 +12,9 @@ from __future__ import annotations
 import numpy as np
 
 from ... import backends
-from .ir import CHUNK, POST, PRE, STEP, RunningSum, SumAB, SumAtB, SumSteps, SumStepsAxes, \
-    is_var
+from . import inplace
+from .ir import CHUNK, CONST, POST, PRE, STEP, RunningSum, SumAB, SumAtB, SumScatter, SumSteps, \
+    SumStepsAxes, is_var
 
 
 def run_program(prog, length, init, xs, consts, chunk=16):
@@ -24,6 +25,8 @@ def run_program(prog, length, init, xs, consts, chunk=16):
     for n in prog.in_section(PRE):
         _run(prog.eqns[n], env, prog.eqns[n].prim.impl)
     carry = list(init)
+    for rec in prog.in_place.values():  # the loop's own buffer, written into in place
+        carry[rec.carry] = xp.array(carry[rec.carry], copy=True)
     ys = [[None] * length for _ in prog.y_out]
     starts = list(range(0, length, chunk))
     for t0 in (reversed(starts) if prog.reverse else starts):
@@ -41,7 +44,13 @@ def run_program(prog, length, init, xs, consts, chunk=16):
             senv.update({v: a[t - t0] for v, a in cenv.items()
                          if v not in env and v not in prog.x_in})
             for n in prog.in_section(STEP):
-                _run(prog.eqns[n], senv, prog.eqns[n].prim.impl)
+                if n in prog.in_place:
+                    _run_in_place(prog, n, senv)
+                else:
+                    _run(prog.eqns[n], senv, prog.eqns[n].prim.impl)
+                if n in prog.copied:
+                    senv[prog.eqns[n].outvars[0]] = xp.array(senv[prog.eqns[n].outvars[0]],
+                                                             copy=True)
             for acc in prog.accumulators.values():
                 if isinstance(acc.how, RunningSum):  # the add, in its own operand order
                     _run(prog.eqns[acc.add], senv, prog.eqns[acc.add].prim.impl)
@@ -63,12 +72,31 @@ def run_program(prog, length, init, xs, consts, chunk=16):
                 for t in steps:
                     ys[j][t] = penv[v][t - t0]
         for i, acc in prog.accumulators.items():
-            if not isinstance(acc.how, RunningSum):
+            if isinstance(acc.how, SumScatter):
+                how = acc.how
+                batched = [is_var(v) and prog.kind[v] != CONST for v in how.arrays]
+                carry[i] = inplace.scatter_sum_reference(
+                    carry[i], _read(penv, how.g), [_read(penv, v) for v in how.arrays],
+                    how.index, batched, is_var(how.g) and prog.kind[how.g] != CONST)
+            elif not isinstance(acc.how, RunningSum):
                 carry[i] = carry[i] + _chunk_sum(acc.how, penv, xp)
     # No casts: a reduction that changed a dtype must show in the result.
     stacked = [xp.stack([xp.asarray(y) for y in col]) if length
                else xp.empty((0,) + v.shape, v.dtype) for col, v in zip(ys, prog.y_out)]
     return [xp.asarray(c) for c in carry[:nc]], stacked
+
+
+def _run_in_place(prog, n, env):
+    """In-place update n: its rows written into the buffer it reads, which is its result."""
+    eqn, rec = prog.eqns[n], prog.in_place[n]
+    if rec.scatter is None:
+        buf = eqn.invars[0]
+        inplace.set_rows(env[buf], *[_read(env, v) for v in eqn.invars[1:]], **eqn.params)
+    else:
+        s = prog.eqns[rec.scatter]
+        buf = next(v for v in eqn.invars if v is not s.outvars[0])
+        inplace.add_rows(env[buf], *[_read(env, v) for v in s.invars], **s.params)
+    env[eqn.outvars[0]] = env[buf]
 
 
 def _read(env, v):

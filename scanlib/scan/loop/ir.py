@@ -23,7 +23,7 @@ import enum
 import functools
 
 from ...tape import Literal, Var
-from . import batch
+from . import alias, batch
 from ...tape.graph import format_graph, format_params
 
 CONST, XS, STEP_VALUE = "const", "xs", "step"  # what a value depends on
@@ -115,11 +115,41 @@ class SumAB:
 
 
 @dataclasses.dataclass(frozen=True)
+class SumScatter:
+    """acc + sum_t scatter_add(g_t, *arrays_t, index=index): each step's rows added into acc
+    where they belong, in place (a gradient of `X[t]` on a closed-over X), instead of a
+    zeros-shaped-like-acc array per step."""
+    g: Var
+    arrays: tuple
+    index: tuple
+    loop_order = False
+
+    def reads(self):
+        return (self.g,) + tuple(self.arrays)
+
+    def show(self, name):
+        return (f"+= {format_scatter(self.g, self.arrays, self.index, name)} for each of "
+                "the chunk's steps, added in place")
+
+
+def format_scatter(g, arrays, index, name):
+    return f"scatter_add({', '.join(name(v) for v in (g, *arrays))}, index={list(index)})"
+
+
+@dataclasses.dataclass(frozen=True)
+class InPlace:
+    """An indexed update (scatter_set, or add of a scatter_add) run in place, into carry
+    `carry`'s loop-owned buffer; `scatter` is the scatter_add equation an add replaces."""
+    carry: int
+    scatter: object = None  # int | None
+
+
+@dataclasses.dataclass(frozen=True)
 class Accumulator:
     """Carry `carry` is `acc + term`, computed by `how` instead of its add equation `add`."""
     carry: int
     add: int
-    how: object  # RunningSum | SumSteps | SumStepsAxes | SumAtB | SumAB
+    how: object  # RunningSum | SumSteps | SumStepsAxes | SumAtB | SumAB | SumScatter
 
 
 # --- the program ------------------------------------------------------------------------------
@@ -136,6 +166,8 @@ class LoopProgram:
     batch: dict  # eqn index -> its function on whole chunks (CHUNK and POST equations)
     accumulators: dict  # carry index -> Accumulator
     contiguous: frozenset = frozenset()  # PRE views copied once into C order
+    in_place: dict = dataclasses.field(default_factory=dict)  # eqn index -> InPlace
+    copied: frozenset = frozenset()  # STEP views copied, as they outlive an in-place update
     storage: object = None  # the memory plan (memory.Storage), chosen last
     fired: tuple = ()  # the passes that changed the program, in order
 
@@ -230,7 +262,7 @@ def verify(prog, after="?"):
         if n in adds:
             fail(f"equation {n} ({eqn.prim.name}) is carry {adds[n].carry}'s accumulator add "
                  "and also runs in a section")
-        for v in eqn.invars:
+        for v in alias.reads_of(prog, n):
             if not is_var(v):
                 continue
             if v not in defined:
@@ -264,9 +296,30 @@ def verify(prog, after="?"):
     for v in prog.graph.outvars:
         if is_var(v) and v not in defined:
             fail("an output of the body is not computed")
+    _verify_in_place(prog, fail)
     if prog.storage is not None:
         _verify_storage(prog, fail)
     return prog
+
+
+def _verify_in_place(prog, fail):
+    """Each carry's in-place updates form one chain from the carry in to the carry out that
+    alias.chain_problem accepts; a replaced scatter_add is not computed; copies are of step
+    work."""
+    chains = {}
+    for n, rec in sorted(prog.in_place.items()):
+        chains.setdefault(rec.carry, []).append(n)
+        if rec.scatter is not None and prog.section.get(rec.scatter) is not None:
+            fail(f"equation {rec.scatter} is replaced by in-place update {n} but still runs")
+    for i, chain in chains.items():
+        if i in prog.accumulators:
+            fail(f"carry {i} is an accumulator and also updated in place")
+        problem = alias.chain_problem(prog, i, chain, prog.copied)
+        if problem:
+            fail(f"carry {i} is updated in place, but {problem}")
+    for n in prog.copied:
+        if prog.section.get(n) is not STEP:
+            fail(f"equation {n} is copied after it runs but is no step work")
 
 
 def _verify_storage(prog, fail):
@@ -308,6 +361,15 @@ def format_loop(prog, names=None):
             eqn = prog.eqns[n]
             outs = ", ".join(f"{name(v)}: {v.type}" for v in eqn.outvars)
             copy = "  (copied into C order)" if n in prog.contiguous else ""
+            copy += "  (copied: it outlives an in-place update)" if n in prog.copied else ""
+            rec = prog.in_place.get(n)
+            if rec is not None:
+                copy += f"  (in place, into carry {rec.carry}'s buffer"
+                if rec.scatter is not None:
+                    s = prog.eqns[rec.scatter]
+                    copy += (f", replacing {name(s.outvars[0])} = "
+                             + format_scatter(s.invars[0], s.invars[1:], s.params["index"], name))
+                copy += ")"
             args = [name(v) for v in eqn.invars] + format_params(eqn)
             lines.append(f"    {outs} = {eqn.prim.name}({', '.join(args)}){copy}")
     for i, acc in sorted(prog.accumulators.items()):

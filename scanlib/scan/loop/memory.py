@@ -89,7 +89,8 @@ def plan_memory(prog):
     nothing else reads is computed into its stack. Batched work writes over an input only
     when it is elementwise (a matmul's output must not alias its input) and the input is a
     chunk array nothing else reads; step work likewise over a step temporary. Must not give
-    one array two live owners."""
+    one array two live owners. An in-place update (update_in_place) already has its array:
+    the carry's buffer."""
     ys, stacked, hist, slots, into, y_copies = [], {}, set(), {}, {}, []
 
     def slot(v, s):
@@ -159,6 +160,8 @@ def plan_memory(prog):
 
     step_into, step_over, fresh = {}, {}, set()
     for n in prog.in_section(STEP):
+        if n in prog.in_place:  # it writes into its carry's buffer (update_in_place)
+            continue
         eqn, v = prog.eqns[n], prog.eqns[n].outvars[0]
         prim = eqn.prim
         can_out = bool((prim.ufunc and not eqn.params or prim.out_impl)

@@ -9,16 +9,18 @@ Imports tape, ops and the loop IR.
 from __future__ import annotations
 
 import collections
+import heapq
 
 from ...ops.elementwise import add as add_p
 from ...ops.linalg import matmul_p
 from ...ops.structural import sum_p, transpose_p
 from ...tape.graph import Eqn, Graph, param_fingerprint, used_vars
+from . import alias
 from .batch import batched_impl
 from .memory import plan_memory
-from .ir import (BATCHED, CHUNK, CONST, POST, PRE, STEP, STEP_VALUE, XS, Accumulator,
-                 LoopProgram, RunningSum, SumAB, SumAtB, SumSteps, SumStepsAxes, batched_flags,
-                 is_var, verify)
+from .ir import (BATCHED, CHUNK, CONST, POST, PRE, STEP, STEP_VALUE, XS, Accumulator, InPlace,
+                 LoopProgram, RunningSum, SumAB, SumAtB, SumScatter, SumSteps, SumStepsAxes,
+                 batched_flags, is_var, verify)
 
 CHECKS = True  # verify the program after every pass (cheap: linear in the body's size)
 
@@ -71,6 +73,78 @@ def _params_key(params):
                         if not k.startswith("_")))
 
 
+def _buffer_updates(prog, i):
+    """Carry i's chain of indexed updates: from the carry in, each stage's last update (see
+    alias.write_into), as (update index, the buffer stage it reads)."""
+    chain, b = [], prog.carry_in[i]
+    for _ in range(len(prog.eqns)):
+        found = [n for n in alias.readers(prog, {b}) if prog.section.get(n) is STEP
+                 and alias.write_into(prog, n, b) is not None]
+        if not found:
+            break
+        chain.append((found[-1], b))
+        b = prog.eqns[found[-1]].outvars[0]
+    return chain
+
+
+def sink_buffer_updates(prog):
+    """An indexed update of a carry buffer (`scatter_set(buf, v, t)`, or `buf +
+    scatter_add(v, t)`) moves after every other equation that reads that stage of the buffer
+    or a view of it, as far as the data allow, so that update_in_place can write into the
+    buffer: those readers must see it before it changes. A backward body rebuilds its carry
+    cotangent (`scatter_set(ct, 0, t)`) before it reads `ct[t]`; this puts the read first.
+    Only reorders (the body's meaning is unchanged). Must not move an update past a reader
+    that needs the update's own result (that buffer then stays functional), and leaves the
+    order as it was when the constraints of several updates conflict."""
+    after = collections.defaultdict(set)  # eqn -> equations that must run before it
+    for i in range(prog.num_carry):
+        for n, b in _buffer_updates(prog, i):
+            later = _downstream(prog, n)
+            first = set(alias.readers(prog, alias.aliases(prog, b, through=n))) - {n}
+            if not first & later:
+                after[n] |= first
+    if not after:
+        return prog
+    order = _topological(prog, after)
+    if order is None or order == list(range(len(prog.eqns))):
+        return prog
+    eqns = tuple(prog.eqns[n] for n in order)
+    return prog.replace(eqns=eqns, section={n: STEP for n in range(len(eqns))},
+                        fired="sink_buffer_updates")
+
+
+def _downstream(prog, n):
+    """The equations that read equation n's results, directly or not."""
+    reach, out = set(prog.eqns[n].outvars), set()
+    for m in range(n + 1, len(prog.eqns)):
+        if any(is_var(v) and v in reach for v in prog.eqns[m].invars):
+            out.add(m)
+            reach.update(prog.eqns[m].outvars)
+    return out
+
+
+def _topological(prog, after):
+    """The equations in data order plus `after`, earliest first where free; None on a cycle."""
+    need = {n: {prog.producer[v] for v in e.invars if is_var(v) and v in prog.producer}
+            | after.get(n, set()) for n, e in enumerate(prog.eqns)}
+    users = collections.defaultdict(list)
+    for n, deps in need.items():
+        for d in deps:
+            users[d].append(n)
+    left = {n: len(deps) for n, deps in need.items()}
+    ready = [n for n, k in left.items() if k == 0]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        n = heapq.heappop(ready)
+        order.append(n)
+        for u in users[n]:
+            left[u] -= 1
+            if left[u] == 0:
+                heapq.heappush(ready, u)
+    return order if len(order) == len(prog.eqns) else None
+
+
 def hoist(prog):
     """Loop-invariant work leaves the step: an equation of constants only runs once (PRE);
     one of constants and xs only runs per chunk on all its steps at once (CHUNK), where its
@@ -120,6 +194,32 @@ def find_accumulators(prog):
             continue
         del section[n]
     return prog.replace(accumulators=accumulators, section=section, fired="find_accumulators")
+
+
+def scatter_into_accumulators(prog):
+    """A gradient accumulator summed per chunk whose term is `scatter_add(g, *arrays)` (the
+    cotangent of `X[t]` on a closed-over X), read by nothing else, becomes a SumScatter: each
+    step's g is added into the accumulator at its index, in place, instead of a
+    zeros-shaped-like-X array per step that is then summed. Gradient accumulators only
+    (SumSteps: their additions may be reordered); not for a 0-d accumulator, nor a term
+    whose g and index arrays are all constants (that is no per-step term)."""
+    accumulators, section = dict(prog.accumulators), dict(prog.section)
+    for i, acc in prog.accumulators.items():
+        if not isinstance(acc.how, SumSteps):
+            continue
+        term = acc.how.term
+        m = alias.scatter_of(prog, term)
+        if (m is None or section.get(m) is not STEP or prog.uses[term] != 1
+                or prog.out_uses[term] or not prog.carry_in[i].shape):
+            continue
+        g, *arrays = prog.eqns[m].invars
+        if all(not is_var(v) or prog.kind[v] == CONST for v in (g, *arrays)):
+            continue
+        accumulators[i] = Accumulator(i, acc.add, SumScatter(g, tuple(arrays),
+                                                             prog.eqns[m].params["index"]))
+        del section[m]
+    return prog.replace(accumulators=accumulators, section=section,
+                        fired="scatter_into_accumulators")
 
 
 def defer(prog):
@@ -224,6 +324,52 @@ def drop_dead(prog):
     return prog.replace(section=section, fired="drop_dead")
 
 
+def update_in_place(prog):
+    """A carry buffer updated by indexed updates (`buf.at[t].set(h)`, `.add(h)`) whose old
+    value nothing else needs is written in place: the loop copies the carry's initial value
+    once (it may be the user's array) and then writes each step's rows into that loop-owned
+    buffer, O(row) per step instead of a copy of the buffer. A view of the buffer that
+    outlives the step (a y, a residual, read by batched work) is copied when computed.
+
+    Must not fire (alias.chain_problem says why) when: the buffer or a stage of it is a y, a
+    residual or another carry; a view of it is read after the update that overwrites it or
+    outside the step; the update reads the buffer itself (`buf.at[t].set(buf[t-1])`); an add
+    at index arrays that may repeat a position, for a user's carry (np.add.at adds repeats
+    one by one, the loop sums them into zeros first: another rounding; a gradient sum may);
+    the buffer is 0-d or an accumulator. A set at a repeated position keeps the last value,
+    exactly as the functional update. Signed zeros: `buf + scatter_add(v)` turns a -0.0
+    elsewhere in buf into +0.0 and the in-place add does not (they compare equal)."""
+    start = prog
+    for i in range(prog.num_carry):
+        if i in prog.accumulators:
+            continue
+        chain = [n for n, _ in _buffer_updates(prog, i)]
+        if not chain or prog.eqns[chain[-1]].outvars[0] is not prog.carry_out[i]:
+            continue
+        stages = [prog.carry_in[i]] + [prog.eqns[n].outvars[0] for n in chain]
+        copied = set(prog.copied)
+        for _ in range(len(prog.eqns) + 1):  # each round copies one more view, or stops
+            new = set()
+            for b, n in zip(stages, chain + [None]):
+                new |= alias.escaping_views(prog, b, n, frozenset(copied))
+            if new <= copied:
+                break
+            copied |= new
+        if alias.chain_problem(prog, i, chain, frozenset(copied)) is not None:
+            continue
+        records = {}
+        section = dict(prog.section)
+        for n, b in zip(chain, stages):
+            scatter, _ = alias.write_into(prog, n, b)
+            records[n] = InPlace(i, scatter)
+            if scatter is not None:
+                del section[scatter]
+        prog = prog.replace(in_place={**prog.in_place, **records}, section=section,
+                            copied=frozenset(copied))
+    return start.replace(in_place=prog.in_place, section=prog.section, copied=prog.copied,
+                         fired="update_in_place")
+
+
 def copy_constant_views(prog):
     """A constant view (W.T) that a per-step matmul reads is copied once into C order: BLAS
     on a transposed operand was up to 1.6x slower per step at the benchmark's sizes. Only
@@ -235,8 +381,9 @@ def copy_constant_views(prog):
     return prog.replace(contiguous=contiguous, fired="copy_constant_views")
 
 
-PASSES = (eliminate_common_subexpressions, hoist, find_accumulators, defer,
-          fuse_accumulator_terms, drop_dead, copy_constant_views, plan_memory)
+PASSES = (eliminate_common_subexpressions, sink_buffer_updates, hoist, find_accumulators,
+          scatter_into_accumulators, defer, fuse_accumulator_terms, drop_dead, update_in_place,
+          copy_constant_views, plan_memory)
 
 
 def stages(graph, num_carry, num_xs, reverse, sum_carries=()):
