@@ -1,8 +1,10 @@
-"""Loops with JAX's signatures: `fori_loop` (a scan over the index) and `while_loop` (the trip
-count found by running the loop without recording, then a scan of that many steps, so the
-gradient is scan's). Both carry pytrees.
+"""Loops with JAX's signatures and pytree carries: `fori_loop` (a scan over the index, or a
+while_loop when its bounds are traced) and `while_loop` (cond_fun and body_fun traced once and
+run as one generated Python loop; differentiated as a scan of the trip count). Inside a traced
+body a while_loop is the primitive `while_p`, whose VJP `while_grad_p` recomputes the inner
+loop from its input, and is itself differentiable.
 
-Imports backends, tape, ops, pytree and scan (the layers below scanlib/__init__).
+Imports backends, tape, ops, pytree, tracing and scan (the layers below scanlib/__init__).
 """
 
 from __future__ import annotations
@@ -10,9 +12,15 @@ from __future__ import annotations
 import numpy as np
 
 from . import backends, pytree
-from .ops import arange, as_tensor
+from .ops import arange, as_tensor, zeros
+from .ops.primitive import Primitive
 from .scan import scan
-from .tape import Tensor, current_builder, enable_grad, grad_enabled, no_grad, type_str
+from .scan.cache import canonical
+from .scan.primitive import apply_scan
+from .tape import (Literal, Tensor, backward_pass, current_builder, enable_grad, grad_enabled,
+                   is_differentiable_dtype, no_grad, type_str)
+from .tape.graph import used_vars
+from .tracing import closure_names, trace_function
 
 __all__ = ["fori_loop", "while_loop"]
 
@@ -32,9 +40,9 @@ def fori_loop(lower, upper, body_fun, init_val):
     ops in it, no Python control flow on values), the loop is compiled, and gradients with
     respect to init_val and the tensors body_fun closes over come from scan's VJP (any
     order). i is a 0-d integer Tensor: int64 for Python-int bounds, else the bounds' dtype.
-    The bounds are Python ints or concrete 0-d integer Tensors; inside a scan body they must
-    not depend on the traced values (a Python int there is fine: it is a nested scan).
-    upper <= lower runs no step and returns init_val (as scan with length 0 does).
+    The bounds are Python ints or 0-d integer Tensors. Inside a scan body, bounds computed
+    from the traced values make it a `while_loop` over (i, val), its count found at every
+    step of the enclosing loop. upper <= lower runs no step and returns init_val.
 
     >>> import scanlib as sl
     >>> sl.fori_loop(0, 4, lambda i, v: v * 2.0 + i, sl.tensor(1.0))
@@ -43,6 +51,8 @@ def fori_loop(lower, upper, body_fun, init_val):
     if not callable(body_fun):
         raise TypeError(f"fori_loop: body_fun must be callable as body_fun(i, val) -> val, "
                         f"got {type(body_fun).__name__}")
+    if any(isinstance(b, Tensor) and b._trace is not None for b in (lower, upper)):
+        return _fori_traced(lower, upper, body_fun, init_val)
     (lo, hi), dtype = _bounds(lower, upper)
     device = _device_of(init_val, lower, upper)
     index = arange(lo, max(lo, hi), dtype=dtype, device=device)
@@ -81,15 +91,22 @@ def _bound(name, b, lower, upper):
             raise TypeError(f"fori_loop: {name} must be a Python int or a 0-d integer tensor, "
                             f"got {type_str(shape, dtype)}")
         if isinstance(b, Tensor) and b._trace is not None:
-            raise TypeError(
-                f"fori_loop: {name} is traced (it depends on values inside a scan body or "
-                f"make_graph), so the number of steps is not known when the body is traced. "
-                f"Make the bounds Python ints (fori_loop(0, n, ...)); for a count that varies "
-                f"per step, loop to the largest count and mask the extra steps with "
-                f"scanlib.where(i < count, new_val, val).")
+            return b, dtype
         return int(backends.to_numpy(b._value if isinstance(b, Tensor) else b)), dtype
     raise TypeError(f"fori_loop: {name} must be a Python int or a 0-d integer tensor, got "
                     f"{type(b).__name__} ({lower=!r}, {upper=!r})")
+
+
+def _fori_traced(lower, upper, body_fun, init_val):
+    """fori_loop with a traced bound (inside a scan body): a while_loop over (i, val), since
+    the count is only known when the enclosing loop runs."""
+    _, dtype = _bounds(lower, upper)
+    lo = as_tensor(lower).astype(dtype)
+
+    def body(c):
+        return c[0] + 1, body_fun(c[0], c[1])
+
+    return while_loop(lambda c: c[0] < upper, body, (lo, init_val))[1]
 
 
 def _device_of(*trees):
@@ -117,39 +134,55 @@ def while_loop(cond_fun, body_fun, init_val, *, max_steps=None):
     cond_fun returns a 0-d bool (a Tensor, array or Python bool). Unlike JAX, the result is
     reverse-differentiable: gradients (any order) with respect to init_val and the tensors
     body_fun closes over equal those of that Python loop on the tape; the stopping decision
-    has no gradient, as in that loop. It runs in two passes: the loop above without recording,
-    which finds the trip count n (cond_fun sees concrete values), then `scan` for n steps,
-    whose compiled loop and VJP give the result and its gradient. The second pass is skipped
-    (the first one's result returned) under `no_grad` or when neither init_val nor what
-    body_fun computes from it requires grad. So body_fun must be deterministic (the same val
-    gives the same result; random keys ride in the carry) and traceable by scan: scanlib ops,
-    no Python control flow on values. The first pass runs op by op, so a while_loop costs
-    more per step than a scan of the same length (see the report of issue 11).
+    has no gradient, as in that loop. cond_fun and body_fun are traced once each (so use
+    scanlib ops, no Python control flow on values, and keep body_fun deterministic: random
+    keys ride in the carry), then the loop runs on arrays. When a gradient is needed, the
+    trip count n is found first, running only the part of the body that cond_fun depends
+    on (a step counter alone, often), and the body runs as a `scan` of n steps, whose VJP
+    gives the gradient; otherwise the loop's own result is returned.
 
-    `max_steps`: if cond_fun is still True after that many steps, a RuntimeError instead of a
-    runaway loop. Inside a scan body (traced values) the trip count is not known when the
-    body is traced, so while_loop raises TypeError there: use fori_loop with a fixed count,
-    or loop to a maximum count masking finished steps with scanlib.where.
+    It works inside a scan body and inside another while_loop too: there the trip count is
+    found anew at every step of the enclosing loop, and the gradient recomputes the inner
+    loop from its input. `max_steps`: if cond_fun is still True after that many steps, a
+    RuntimeError instead of a runaway loop.
 
     >>> import scanlib as sl
     >>> sl.while_loop(lambda v: v < 100.0, lambda v: v * 3.0, sl.tensor(1.0))
     tensor(243., dtype=float64)
     """
     _check_while_args(cond_fun, body_fun, max_steps)
-    if current_builder() is not None or any(
-            isinstance(x, Tensor) and x._trace is not None for x in pytree.flatten(init_val)[0]):
-        raise TypeError(
-            "while_loop cannot run inside a scan body (or make_graph) yet: its trip count "
-            "depends on traced values, which are not known when the body is traced. Use "
-            "fori_loop(0, n, ...) with a fixed count, or a fori_loop/scan over the largest "
-            "count that freezes finished steps with scanlib.where(cond_fun(val), "
-            "body_fun(val), val). (A differentiated while_loop runs its body as a scan, so a "
-            "while_loop nested in its body is inside one too.)")
-    val, n, differentiable = _run_loop(cond_fun, body_fun, init_val, max_steps)
-    if n and not differentiable:  # nothing to differentiate: the loop's own result
-        return val
-    val, _ = scan(lambda v, _: (body_fun(v), None), init_val, length=n)
-    return val
+    paths, leaves, tree = pytree.flatten_with_paths(init_val, "init_val")
+    traced = current_builder() is not None or any(
+        isinstance(x, Tensor) and x._trace is not None for x in leaves)
+    if not traced and any(type(x) in _PYTHON_NUMBER for x in leaves):
+        return _while_weak(cond_fun, body_fun, init_val, max_steps)  # dtypes settle as it runs
+    init_t = [as_tensor(x) for x in leaves]
+    cond, cond_consts, body, body_consts = _trace_loop(cond_fun, body_fun, tree, init_t)
+    nc = len(init_t)
+    if traced:
+        outs = while_p(*init_t, *cond_consts, *body_consts, cond=cond, body=body,
+                       num_carry=nc, num_cond_consts=len(cond_consts), max_steps=max_steps)
+        if outs[nc]._node is not None:  # the VJP reads the trip count; the user drops it
+            outs[nc]._node.saved = [outs[nc]]
+        return pytree.unflatten(tree, outs[:nc])
+    values = [x._value for x in init_t]
+    q_values, k_values = [k._value for k in cond_consts], [k._value for k in body_consts]
+    if not (grad_enabled() and any(_needs_grad(x) for x in init_t + body_consts)):
+        carry, _ = _runner(cond, body, tuple(range(nc)))(values, q_values, k_values, max_steps)
+        return pytree.unflatten(tree, [Tensor(c) for c in _arrays(carry, body.outvars)])
+    counted = _counted_carries(cond, body, nc)
+    _, n = _runner(cond, body, counted)([values[i] for i in counted], q_values, k_values,
+                                        max_steps)
+    if n == 0:
+        return init_val
+    return pytree.unflatten(tree, apply_scan(body, init_t, [], body_consts, n, False))
+
+
+_PYTHON_NUMBER = (bool, int, float, complex)  # exact types: np.float64 is typed
+
+
+def _needs_grad(x):
+    return isinstance(x, Tensor) and x.requires_grad and is_differentiable_dtype(x.dtype)
 
 
 def _check_while_args(cond_fun, body_fun, max_steps):
@@ -165,6 +198,237 @@ def _check_while_args(cond_fun, body_fun, max_steps):
                          f"{max_steps!r}")
 
 
+def _too_many_steps(max_steps):
+    return RuntimeError(
+        f"while_loop: cond_fun was still True after max_steps={max_steps} steps. Raise "
+        f"max_steps, or check that body_fun moves val towards the stopping condition.")
+
+
+# --- tracing cond_fun and body_fun ----------------------------------------------------------
+def _trace_loop(cond_fun, body_fun, tree, init_t):
+    """(cond graph, its consts, body graph, its consts), both traced once on the carry's
+    shapes and dtypes; the graphs are the canonical (cached) ones, their consts passed apart."""
+    device = _device_of(init_t)
+    avals = [(x.shape, x.dtype) for x in init_t]
+    carry_types = _carry_type(pytree.unflatten(tree, init_t))[1]
+
+    def cond_fn(val):
+        return [_cond_leaf(cond_fun(val))]
+
+    def body_fn(val):
+        new = body_fun(val)
+        _check_carry(tree, carry_types, new)
+        return [_on_device(x, device, dtype) for x, (_, dtype) in
+                zip(pytree.flatten(new)[0], avals)]
+
+    cond = trace_function(cond_fn, avals, tree, device=device, name="cond",
+                          const_names=closure_names(cond_fun))[0]
+    body = trace_function(body_fn, avals, tree, device=device, name="body",
+                          const_names=closure_names(body_fun))[0]
+    return canonical(cond), cond.consts, canonical(body), body.consts
+
+
+def _cond_leaf(c):
+    """cond_fun's result, checked to be a 0-d bool (an error naming what it is otherwise)."""
+    if isinstance(c, (bool, np.bool_)):
+        return bool(c)
+    if isinstance(c, Tensor) or backends.is_array(c):
+        shape, dtype = tuple(c.shape), np.dtype(c.dtype)
+        if shape == () and dtype == np.bool_:
+            return c
+        what = type_str(shape, dtype)
+    else:
+        what = f"{type(c).__name__} {c!r}"
+    raise TypeError(
+        f"while_loop: cond_fun must return a 0-d bool (a bool Tensor of shape ()), but it "
+        f"returned {what}. Compare to get a bool (v < tol), and reduce arrays with .all() "
+        f"or .any().")
+
+
+def _on_device(x, device, dtype):
+    """A returned carry leaf as a Tensor; a Python number takes its init leaf's dtype."""
+    if type(x) in _PYTHON_NUMBER:
+        return Tensor(backends.asarray_on(x, device, dtype))
+    return as_tensor(x)
+
+
+# --- the loop on arrays ---------------------------------------------------------------------
+def _counted_carries(cond, body, nc):
+    """The carries the trip count depends on: those cond reads and, to a fixpoint, those the
+    body computes them from. Running only these finds the same count, often far cheaper."""
+    need = {i for i, v in enumerate(cond.invars) if v in used_vars(cond.eqns, cond.outvars)[1]}
+    while True:
+        live = used_vars(body.eqns, [body.outvars[i] for i in need])[1]
+        more = need | {i for i, v in enumerate(body.invars) if v in live}
+        if more == need:
+            return tuple(sorted(need))
+        need = more
+
+
+def _runner(cond, body, carries):
+    """The loop over the given carries as one generated Python function (cached on body):
+    `run(carry values, cond consts, body consts, max_steps) -> (carry values, n)`. Its
+    statements call each equation's impl, as bind does outside a trace, but without bind's
+    per-op work; only the equations the given carries need are run."""
+    cache = body.__dict__.setdefault("_while_runners", {})
+    key = (cond, carries)
+    if key not in cache:
+        cache[key] = _generate(cond, body, carries)
+    return cache[key]
+
+
+def _generate(cond, body, carries):
+    env, names = {"_too_many_steps": _too_many_steps}, {}
+    for i in carries:
+        names[cond.invars[i]] = names[body.invars[i]] = f"c{i}"
+    names.update({v: f"q{j}" for j, v in enumerate(cond.constvars)})
+    names.update({v: f"k{j}" for j, v in enumerate(body.constvars)})
+
+    def ref(v):
+        if isinstance(v, Literal):
+            env[f"_l{len(env)}"] = v.value
+            return f"_l{len(env) - 1}"
+        return names[v]
+
+    def statements(graph, outvars, tag):
+        lines = []
+        for n, eqn in enumerate(used_vars(graph.eqns, outvars)[0]):
+            for j, v in enumerate(eqn.outvars):
+                names[v] = f"{tag}{n}_{j}"
+            args = [ref(v) for v in eqn.invars]
+            lhs = ", ".join(names[v] for v in eqn.outvars) + (
+                "," if eqn.prim.multiple_results else "")
+            if eqn.prim.inline and not eqn.params:
+                lines.append(f"{lhs} = {eqn.prim.inline.format(*args)}")
+                continue
+            env[f"_f{tag}{n}"], env[f"_p{tag}{n}"] = eqn.prim.impl, eqn.params
+            extra = f", **_p{tag}{n}" if eqn.params else ""
+            lines.append(f"{lhs} = _f{tag}{n}({', '.join(args)}{extra})  # {eqn.prim.name}")
+        return lines
+
+    new = [body.outvars[i] for i in carries]
+    cs = "".join(f"c{i}, " for i in carries)
+    qs = "".join(f"q{j}, " for j in range(len(cond.constvars)))
+    ks = "".join(f"k{j}, " for j in range(len(body.constvars)))
+    lines = [f"def run({cs}{qs}{ks}max_steps):", "    n = 0", "    while True:"]
+    lines += ["        " + s for s in statements(cond, cond.outvars, "a")]
+    lines += [f"        if not {ref(cond.outvars[0])}:", f"            return ({cs}), n",
+              "        if n == max_steps:", "            raise _too_many_steps(max_steps)"]
+    lines += ["        " + s for s in statements(body, new, "b")]
+    if carries:
+        lines.append(f"        {cs}= {', '.join(ref(v) for v in new)},")
+    lines.append("        n += 1")
+    source = "\n".join(lines)
+    exec(compile(source, "<while_loop>", "exec"), env)
+    run = env["run"]
+    return lambda carry, q, k, max_steps: run(*carry, *q, *k, max_steps)
+
+
+def _arrays(values, outvars):
+    """Loop results as arrays of their variables' dtypes (NumPy makes 0-d results scalars)."""
+    xp = backends.xp_of(*values)
+    return [xp.asarray(a, dtype=v.dtype) for a, v in zip(values, outvars)]
+
+
+# --- the primitives: a while_loop inside a traced body, and its derivatives -----------------
+# At trace time (a scan body, make_graph) the inputs are stand-in zeros, on which the loop
+# may never stop; and a scan traced inside a body runs its compiled loop on such stand-ins
+# too, calling impl directly. So under any trace, impl only says what it would return.
+
+def _while_impl(*values, cond, body, num_carry, num_cond_consts, max_steps):
+    nc, nq = num_carry, num_cond_consts
+    device = backends.device_of(values[0]) if values else "cpu"
+    if current_builder() is not None:
+        carry, n = [_zeros(v, device) for v in body.outvars[:nc]], 0
+    else:
+        carry, n = _runner(cond, body, tuple(range(nc)))(
+            values[:nc], values[nc:nc + nq], values[nc + nq:], max_steps)
+        carry = _arrays(carry, body.outvars[:nc])
+    return carry + [backends.asarray_on(n, device, np.int64)]
+
+
+def _zeros(v, device):
+    with backends.on_device(device):
+        return backends.namespace(device).zeros(v.shape, v.dtype)
+
+
+def _while_vjp(cts, outs, *inputs, _saved, cond, body, num_carry, num_cond_consts, max_steps):
+    """The cotangents of init_val and body_fun's tensors: the VJP of a scan of n steps (n the
+    trip count output), as a primitive that recomputes that scan from the loop's input."""
+    nc, nq = num_carry, num_cond_consts
+    if all(c is None for c in cts[:nc]):
+        return [None] * len(inputs)
+    n = outs[nc] if outs[nc] is not None else _saved[0]
+    ct = [_ct_or_zeros(c, v, inputs) for c, v in zip(cts[:nc], body.outvars[:nc])]
+    primals = list(inputs[:nc]) + list(inputs[nc + nq:]) + [n]
+    g = _scan_grads(ct, primals, body, nc, (nc,))
+    return g[:nc] + [None] * nq + g[nc:-1]
+
+
+def _ct_or_zeros(ct, like, inputs):
+    device = next((x.device for x in inputs if isinstance(x, Tensor)), "cpu")
+    return ct if ct is not None else zeros(like.shape, like.dtype, device)
+
+
+def _scan_grads(ct, primals, body, nc, num_cts):
+    """Bind the derivative primitive on (ct, primals); one cotangent per primal (None for an
+    integer one)."""
+    found = iter(while_grad_p(*ct, *primals, body=body, num_carry=nc, num_cts=num_cts))
+    return [next(found) if is_differentiable_dtype(x.dtype) else None for x in primals]
+
+
+def _grad_impl(*values, body, num_carry, num_cts):
+    """D_k(values), k = len(num_cts): D_0(init, consts, n) is the carry after n steps of
+    body, and D_k(ct, x) = vjp(D_(k-1), x)(ct), where ct has num_cts[0] entries."""
+    primals = values[num_cts[0]:]
+    if current_builder() is not None:
+        device = backends.device_of(values[0])
+        return [_zeros(x, device) for x in primals if is_differentiable_dtype(x.dtype)]
+    xs = [Tensor(v, is_differentiable_dtype(v.dtype)) for v in values]
+    with enable_grad():
+        return [g._value for g in _derivative(xs, body, num_carry, num_cts, False)]
+
+
+def _derivative(xs, body, nc, num_cts, create_graph):
+    """D_k(xs) on Tensors (see _grad_impl), differentiable when create_graph."""
+    if not num_cts:
+        init, consts, n = xs[:nc], xs[nc:-1], int(backends.to_numpy(xs[-1]._value))
+        return apply_scan(body, init, [], consts, n, False) if n else list(init)
+    ct, primals = xs[:num_cts[0]], xs[num_cts[0]:]
+    outs = _derivative(primals, body, nc, num_cts[1:], True)
+    pairs = [(o, c) for o, c in zip(outs, ct)
+             if isinstance(o, Tensor) and o.requires_grad and is_differentiable_dtype(c.dtype)]
+    targets = [x for x in primals if is_differentiable_dtype(x.dtype)]
+    found = backward_pass([o for o, _ in pairs], [c for _, c in pairs], targets=targets,
+                          create_graph=create_graph) if pairs else [None] * len(targets)
+    return [g if g is not None else zeros(x.shape, x.dtype, x.device)
+            for g, x in zip(found, targets)]
+
+
+def _grad_vjp(cts, outs, *xs, _saved, body, num_carry, num_cts):
+    if all(c is None for c in cts):
+        return [None] * len(xs)
+    diff = [x for x in xs[num_cts[0]:] if is_differentiable_dtype(x.dtype)]
+    ct = [c if c is not None else zeros(x.shape, x.dtype, x.device) for c, x in zip(cts, diff)]
+    return _scan_grads(ct, list(xs), body, num_carry, (len(diff),) + tuple(num_cts))
+
+
+while_p = Primitive("while_loop", _while_impl, _while_vjp, multiple_results=True)
+while_grad_p = Primitive("while_loop_vjp", _grad_impl, _grad_vjp, multiple_results=True)
+
+
+# --- a while_loop whose init_val holds Python numbers ---------------------------------------
+def _while_weak(cond_fun, body_fun, init_val, max_steps):
+    """The loop op by op without recording (a Python number in init_val takes the dtype the
+    body gives it, as in the Python loop), then a scan of its trip count when a gradient can
+    flow."""
+    val, n, differentiable = _run_loop(cond_fun, body_fun, init_val, max_steps)
+    if n and not differentiable:
+        return val
+    val, _ = scan(lambda v, _: (body_fun(v), None), init_val, length=n)
+    return val
+
+
 def _run_loop(cond_fun, body_fun, init_val, max_steps):
     """(final val, trip count n, whether a gradient can flow) of the plain loop, with the
     carry's structure checked at the first step. Only that step is recorded, to see whether
@@ -174,10 +438,7 @@ def _run_loop(cond_fun, body_fun, init_val, max_steps):
     with no_grad():
         while _truth(cond_fun(val)):
             if max_steps is not None and n >= max_steps:
-                raise RuntimeError(
-                    f"while_loop: cond_fun was still True after max_steps={max_steps} steps. "
-                    f"Raise max_steps, or check that body_fun moves val towards the stopping "
-                    f"condition.")
+                raise _too_many_steps(max_steps)
             if n == 0:
                 with enable_grad(recording):
                     val = body_fun(val)
@@ -193,6 +454,12 @@ def _requires_grad(tree):
     return any(isinstance(x, Tensor) and x.requires_grad for x in pytree.flatten(tree)[0])
 
 
+def _truth(c):
+    c = _cond_leaf(c)
+    return c if isinstance(c, bool) else bool(backends.to_numpy(_data(c)))
+
+
+# --- carry types --------------------------------------------------------------------------
 def _carry_type(val):
     paths, leaves, tree = pytree.flatten_with_paths(val, "init_val")
     avals = [(p, np.shape(_data(x)), _dtype(x)) for p, x in zip(paths, leaves)]
@@ -228,20 +495,3 @@ def _check_carry(tree, avals, val):
 
 def _type(shape, dtype):
     return "a Python number" if dtype is None else type_str(shape, dtype)
-
-
-def _truth(c):
-    """cond_fun's result as a Python bool; anything but a 0-d bool is an error naming it."""
-    if isinstance(c, (bool, np.bool_)):
-        return bool(c)
-    if isinstance(c, Tensor) or backends.is_array(c):
-        shape, dtype = tuple(c.shape), np.dtype(c.dtype)
-        if shape == () and dtype == np.bool_:
-            return bool(backends.to_numpy(_data(c)))
-        what = type_str(shape, dtype)
-    else:
-        what = f"{type(c).__name__} {c!r}"
-    raise TypeError(
-        f"while_loop: cond_fun must return a 0-d bool (a bool Tensor of shape ()), but it "
-        f"returned {what}. Compare to get a bool (v < tol), and reduce arrays with .all() "
-        f"or .any().")

@@ -22,6 +22,15 @@ def python_fori(lower, upper, body_fun, val):
     return val
 
 
+def python_scan(f, carry, xs):
+    """scan's definition: the Python loop over xs's rows, ys stacked."""
+    ys = []
+    for t in range(xs.shape[0]):
+        carry, y = f(carry, xs[t])
+        ys.append(y)
+    return carry, sl.stack(ys)
+
+
 def assert_trees_close(a, b, rtol=1e-12, atol=1e-12):
     la, ta = sl.pytree.flatten(a)
     lb, tb = sl.pytree.flatten(b)
@@ -111,10 +120,25 @@ def test_fori_loop_nested_inside_scan():
                  outer(lambda b, h: python_fori(0, 3, b, h)), (W, xs))
 
 
-def test_fori_loop_traced_bound_raises():
-    with pytest.raises(TypeError, match="fori_loop: upper is traced"):
-        sl.scan(lambda c, n: (sl.fori_loop(0, n, lambda i, v: v + 1.0, c), None),
-                sl.tensor(0.0), sl.tensor([1, 2]))
+def test_fori_loop_traced_bounds_inside_scan():
+    # bounds computed from the scanned values: a while_loop at every step of the scan
+    ns = [0, 1, 4, 7]
+
+    def body(W):
+        return lambda i, v: sl.tanh(v @ W) + 0.1 * i.astype(v.dtype)
+
+    def ours(W, h0):
+        def step(h, n):
+            return sl.fori_loop(n // 2, n, body(W), h), None
+        return sl.scan(step, h0, sl.tensor(ns, dtype=np.int32))[0]
+
+    def reference(W, h0):
+        for n in ns:
+            h0 = python_fori(n // 2, n, lambda i, v: body(W)(i.astype(np.int32), v), h0)
+        return h0
+
+    W = sl.tensor(np.array([[0.5, -0.3], [0.2, 0.4]]))
+    _grads_match(ours, reference, (W, sl.tensor([1.0, -1.0])))
 
 
 @pytest.mark.parametrize("bad,what", [(1.5, "float"), (True, "bool"),
@@ -135,9 +159,11 @@ def test_while_loop_trip_counts_match_python_loop(backend, start, steps):
     x = backend.tensor(2.0)
     v0 = backend.tensor(start)
     cond = lambda v: v < 100.0  # noqa: E731
-    count = []
-    sl.while_loop(cond, lambda v: (v._trace is None and count.append(1)) or v * 2.0, v0)
-    assert len(count) == steps  # run on values once per step (and traced by scan)
+    calls = []
+    body = lambda v: calls.append(v._trace is not None) or v * 2.0  # noqa: E731
+    sl.while_loop(cond, body, v0)
+    sl.grad(lambda v0: sl.while_loop(cond, body, v0))(v0)
+    assert calls == [True, True]  # traced once per call, never run op by op
     _grads_match(lambda v0, x: sl.while_loop(cond, _doubling(x), v0 * x),
                  lambda v0, x: python_while(cond, _doubling(x), v0 * x), (v0, x))
 
@@ -173,22 +199,33 @@ def test_while_loop_newton_to_tolerance():
     np.testing.assert_allclose(float(sl.grad(lambda a: newton(a)[0])(a)), 1 / 6, rtol=1e-8)
 
 
-def test_while_loop_ode_until_event():
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_while_loop_ode_until_event(dtype):
     # a ball thrown up at speed u, Euler steps until it falls below the ground: the event
     # time's step count depends on u; the state at the event is differentiable in u and g.
-    dt = 0.01
+    dt = dtype(0.01)
 
     def ball(u, g, loop):
         def body(s):
             t, y, v = s
             return t + dt, y + dt * v, v - dt * g
-        return loop(lambda s: s[1] >= 0.0, body, (sl.tensor(0.0), sl.tensor(0.0) + 1e-9, u))
+        zero = sl.zeros((), dtype)
+        return loop(lambda s: s[1] >= 0.0, body, (zero, zero + dtype(1e-6), u))
 
-    u, g = sl.tensor(5.0), sl.tensor(9.81)
+    u, g = sl.tensor(np.array(5.0, dtype)), sl.tensor(np.array(9.81, dtype))
     t, y, v = ball(u, g, sl.while_loop)
-    assert 1.0 < float(t) < 1.05 and float(y) < 0
-    _grads_match(lambda u, g: sl.stack(ball(u, g, sl.while_loop)[1:]),
-                 lambda u, g: sl.stack(ball(u, g, python_while)[1:]), (u, g))
+    assert 1.0 < float(t) < 1.05 and float(y) < 0 and y.dtype == dtype
+    order = 2 if dtype == np.float64 else 1
+    tol = 1e-12 if dtype == np.float64 else 1e-5
+    f_loop = lambda u, g: sl.stack(ball(u, g, sl.while_loop)[1:])  # noqa: E731
+    f_ref = lambda u, g: sl.stack(ball(u, g, python_while)[1:])  # noqa: E731
+    if order == 2:
+        _grads_match(f_loop, f_ref, (u, g))
+    else:
+        assert_trees_close(f_loop(u, g), f_ref(u, g), rtol=tol, atol=tol)
+        assert_trees_close(sl.grad(lambda u, g: sl.sum(f_loop(u, g)), argnums=(0, 1))(u, g),
+                           sl.grad(lambda u, g: sl.sum(f_ref(u, g)), argnums=(0, 1))(u, g),
+                           rtol=tol, atol=tol)
 
 
 def test_while_loop_containing_scan():
@@ -204,11 +241,184 @@ def test_while_loop_containing_scan():
     _grads_match(lambda w: sl.while_loop(*f(w))[1], lambda w: python_while(*f(w))[1], (w,))
 
 
-def test_while_loop_inside_scan_raises():
-    with pytest.raises(TypeError, match=r"while_loop cannot run inside a scan body "
-                                        r"\(or make_graph\) yet.*fori_loop"):
-        sl.scan(lambda c, x: (sl.while_loop(lambda v: v < x, lambda v: v + 1.0, c), None),
-                sl.tensor(0.0), sl.tensor([1.0, 2.0]))
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_while_loop_inside_scan_matches_python_loop(backend, dtype):
+    targets = backend.tensor(np.array([0.5, 0.6, 0.9, 40.0], dtype=dtype))
+
+    def run(loop, scan=sl.scan):
+        def f(x, v0):
+            def step(v, target):  # 0, 1 and many trips
+                v = loop(lambda v: v < target, lambda v: v * x + 0.1, v)
+                return v * 0.5, v
+            return scan(step, v0, targets)[1]
+        return f
+
+    x, v0 = backend.tensor(np.array(1.3, dtype)), backend.tensor(np.array(1.0, dtype))
+    tol = 1e-4 if dtype == np.float32 else 1e-12
+    out = run(sl.while_loop)(x, v0)
+    assert out.dtype == dtype
+    trips, v = [], 1.0
+    for t in targets.numpy():  # the trip counts of the steps: 0, 1 and many
+        n = 0
+        while v < t:
+            v, n = v * 1.3 + 0.1, n + 1
+        trips.append(n)
+        v *= 0.5
+    assert trips[0] == 0 and trips[1] == 1 and trips[3] > 5, trips
+    f_loop, f_ref = run(sl.while_loop), run(python_while, python_scan)
+    assert_trees_close(f_loop(x, v0), f_ref(x, v0), rtol=tol, atol=tol)
+    g1 = sl.grad(lambda x, v0: sl.sum(f_loop(x, v0)), argnums=(0, 1))(x, v0)
+    g2 = sl.grad(lambda x, v0: sl.sum(f_ref(x, v0)), argnums=(0, 1))(x, v0)
+    assert_trees_close(g1, g2, rtol=tol, atol=tol)
+
+
+def test_while_loop_inside_scan_second_order():
+    xs = sl.tensor([0.5, 3.0, 20.0])
+
+    def run(loop, scan=sl.scan):
+        def f(x, v0):
+            def step(v, target):
+                v = loop(lambda v: v < target, lambda v: sl.tanh(v) * x + v, v)
+                return v * 0.3, v * v
+            return scan(step, v0, xs)[1]
+        return f
+
+    _grads_match(run(sl.while_loop), run(python_while, python_scan),
+                 (sl.tensor(0.8), sl.tensor(0.2)))
+
+
+def test_nested_while_loops():
+    def run(loop):
+        def f(w):
+            def inner(c):  # grows the state until it passes the outer counter
+                return loop(lambda v: v < c[0] + 1.0, lambda v: v * w + 0.05, c[1])
+
+            def body(c):
+                return c[0] + 1.0, inner(c) * 0.6
+            return loop(lambda c: c[0] < 4.0, body, (sl.tensor(0.0), sl.tensor(0.5)))[1]
+        return f
+
+    _grads_match(run(sl.while_loop), run(python_while), (sl.tensor(1.2),))
+
+
+def test_fori_loop_inside_while_loop():
+    W = sl.tensor(np.array([[0.6, -0.2], [0.3, 0.5]]))
+
+    def run(loop, fori):
+        def f(W, h):
+            def body(c):
+                return c[0] + 1, fori(0, 3, lambda i, v: v * 1.2 + sl.tanh(v @ W), c[1])
+            return loop(lambda c: sl.sum(c[1] * c[1]) < 3.0, body, (sl.tensor(0), h))[1]
+        return f
+
+    h = sl.tensor([0.3, 0.1])
+    _grads_match(run(sl.while_loop, sl.fori_loop), run(python_while, python_fori), (W, h))
+
+
+def test_while_loop_inside_scan_with_pytree_carry():
+    def run(loop, scan=sl.scan):
+        def f(a):
+            def step(c, target):
+                out = loop(lambda c: c["y"][0] < target,
+                           lambda c: {"y": (c["y"][0] + a * c["k"].astype(a.dtype),),
+                                      "k": c["k"] + 1}, c)
+                return out, out["y"][0]
+            return scan(step, {"y": (sl.tensor(0.0),), "k": sl.tensor(1)},
+                        sl.tensor([2.0, 2.5, 9.0]))[1]
+        return f
+
+    _grads_match(run(sl.while_loop), run(python_while, python_scan), (sl.tensor(0.7),))
+
+
+def test_while_loop_not_run_on_stand_ins_at_trace_time():
+    # on the trace's stand-in zeros this loop never stops (0 * 2 < 0 + 1 forever)
+    def f(x):
+        return sl.scan(lambda v, x: (sl.while_loop(lambda v: v < x + 1.0, lambda v: v * 2.0,
+                                                   v), None), sl.tensor(1.0), x)[0]
+
+    x = sl.tensor([3.0, 10.0])
+    assert float(f(x)) == 16.0
+    assert float(sl.grad(lambda x: f(x))(x)[1]) == 0.0
+    print_out = str(sl.make_graph(lambda v: sl.while_loop(lambda v: v < 1.0,
+                                                          lambda v: v * 2.0, v))(sl.tensor(0.5)))
+    assert "while_loop(" in print_out and "def cond(" in print_out and "def body(" in print_out
+
+
+def test_while_loop_max_steps_inside_scan():
+    with pytest.raises(RuntimeError, match=r"still True after max_steps=3 steps"):
+        sl.scan(lambda c, x: (sl.while_loop(lambda v: v < x, lambda v: v + 1.0, c,
+                                            max_steps=3), None),
+                sl.tensor(0.0), sl.tensor([2.0, 9.0]))
+
+
+def test_while_loop_in_interpreted_scan():
+    def f(x, interpret):
+        return sl.scan(lambda v, t: (sl.while_loop(lambda v: v < t, lambda v: v * x, v), v),
+                       sl.tensor(1.0), sl.tensor([3.0, 30.0]), interpret=interpret)[1]
+
+    x = sl.tensor(1.7)
+    assert_trees_close(f(x, True), f(x, False))
+    assert_trees_close(sl.grad(lambda x: sl.sum(f(x, True)))(x),
+                       sl.grad(lambda x: sl.sum(f(x, False)))(x))
+
+
+def test_trip_count_runs_only_what_cond_needs():
+    from scanlib.control import _counted_carries, _trace_loop
+
+    def body(c):
+        return c[0] + 1, sl.tanh(c[1]) * 2.0
+
+    init = [sl.tensor(0), sl.tensor([0.3, -0.2])]
+    tree = sl.pytree.flatten((0, 0))[1]
+    cond, _, graph, _ = _trace_loop(lambda c: c[0] < 5, body, tree, init)
+    assert _counted_carries(cond, graph, 2) == (0,)  # the counter alone
+    cond, _, graph, _ = _trace_loop(lambda c: sl.sum(c[1]) < 5.0, body, tree, init)
+    assert _counted_carries(cond, graph, 2) == (1,)
+    # with the count found on the counter alone, value and gradients are still the loop's
+    _grads_match(lambda x: sl.while_loop(lambda c: c[0] < 5, body, (sl.tensor(0), x))[1],
+                 lambda x: python_while(lambda c: c[0] < 5, body, (sl.tensor(0), x))[1],
+                 (init[1],))
+
+
+def _newton_root(p, loop, tol):
+    """The root of f(x, p) = x^3 + p x - 1 by Newton's method from x = 1, to |f| < tol."""
+    def f(x):
+        return x * x * x + p * x - 1.0
+
+    def body(c):
+        x, n = c
+        return x - f(x) / (3.0 * x * x + p), n + 1
+    return loop(lambda c: sl.abs(f(c[0])) > tol, body, (sl.ones_like(p), sl.tensor(0)))
+
+
+@pytest.mark.parametrize("dtype,tol", [(np.float32, 1e-5), (np.float64, 1e-13)])
+def test_newton_root_gradient_is_the_loop_and_the_implicit_function(dtype, tol):
+    p = sl.tensor(np.array(2.5, dtype))
+    x, n = _newton_root(p, sl.while_loop, tol)
+    assert x.dtype == dtype and 2 <= int(n) <= 30
+    assert_trees_close(x, _newton_root(p, python_while, tol)[0])
+    g = sl.grad(lambda p: _newton_root(p, sl.while_loop, tol)[0])(p)
+    g_loop = sl.grad(lambda p: _newton_root(p, python_while, tol)[0])(p)
+    assert g.dtype == dtype
+    rtol = 1e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(g.numpy(), g_loop.numpy(), rtol=rtol)
+    x_ = float(x)
+    implicit = -x_ / (3 * x_ * x_ + float(p))  # -f_p / f_x at the root
+    np.testing.assert_allclose(float(g), implicit, rtol=1e-4 if dtype == np.float32 else 1e-9)
+    if dtype == np.float64:
+        _grads_match(lambda p: _newton_root(p, sl.while_loop, tol)[0],
+                     lambda p: _newton_root(p, python_while, tol)[0], (p,))
+
+
+def test_newton_inside_scan_per_step_parameters():
+    ps = sl.tensor([0.5, 1.0, 4.0])
+
+    def run(loop, scan=sl.scan):
+        def f(scale):
+            return scan(lambda c, p: (c, _newton_root(p * scale, loop, 1e-12)[0]), 0.0, ps)[1]
+        return f
+
+    _grads_match(run(sl.while_loop), run(python_while, python_scan), (sl.tensor(1.1),))
 
 
 def test_while_loop_pytree_carry_and_closure_gradient():
