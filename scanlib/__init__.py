@@ -26,7 +26,7 @@ __version__ = "0.1.0"
 __all__ = [
     *[n for n in _ops_all if n not in ("Primitive", "bind", "elementwise", "sum_to", "getitem")],
     "Tensor", "Graph", "no_grad", "enable_grad", "grad", "value_and_grad", "vjp",
-    "make_graph", "checkpoint", "remat", "testing", "linalg", "random", "optim", "cuda_available", "scan",
-    "scan_plan", "ScanPlan",
+    "make_graph", "checkpoint", "remat", "testing", "linalg", "random", "optim",
+    "cuda_available", "scan", "scan_plan", "ScanPlan",
     *transforms.__all__, *associative.__all__, *control.__all__, "vmap",
 ]

@@ -17,7 +17,9 @@ from . import backends, pytree
 from .ops import as_tensor
 from .ops import elementwise as ew
 from .ops.primitive import Primitive, bind
-from .tape import Graph, Literal, Tensor, backward_pass, enable_grad, grad_enabled
+from .tape import (Graph, Literal, Tensor, Var, backward_pass, current_builder, enable_grad,
+                   grad_enabled)
+from .tape.backward import fit_cotangent
 from .tape.graph import eval_graph
 from .tape.tensor import is_differentiable_dtype
 from .tracing import abstract_leaf, closure_names, trace_function
@@ -113,11 +115,24 @@ def _checkpoint_impl(*values, graph, num_args):
 
 
 def _checkpoint_vjp(cts, outs, *inputs, _saved, graph, num_args):
-    """Replay the graph on the tape from the inputs (the only thing kept), then walk back
-    over the replay. The enclosing walk is recorded exactly when grad is on here (a higher
-    order derivative), and then the replay is linked to the inputs, so it is too."""
+    """Recompute f from the inputs (the only thing kept), then differentiate that replay.
+    Inside a trace (a scan's backward body being built) the replay and the rules' results
+    are equations of that body, differentiated again as they are; on the tape, the replay is
+    recorded and walked back."""
+    if current_builder() is not None:
+        return _traced_vjp(cts, inputs, graph, num_args)
+    return _tape_vjp(cts, inputs, graph, num_args)
+
+
+def _tape_vjp(cts, inputs, graph, num_args):
+    """The walk is recorded when the enclosing one is (grad is on here, a higher-order
+    derivative) and then linked to the inputs that require grad. Recording the replay makes
+    the scans in it keep their residuals, so their VJPs do not run them a third time."""
     recording = grad_enabled()
-    starts = [_start(x, recording) for x in inputs]
+    wanted = [i for i, x in enumerate(inputs) if _differentiable(x) and x.requires_grad]
+    starts = list(inputs)
+    for i in wanted:
+        starts[i] = _start(inputs[i], recording)
     with enable_grad():
         replayed = replay(graph, starts[:num_args], starts[num_args:])
     roots, root_cts = [], []
@@ -125,7 +140,6 @@ def _checkpoint_vjp(cts, outs, *inputs, _saved, graph, num_args):
         if g is not None and isinstance(o, Tensor) and o.requires_grad:
             roots.append(o)
             root_cts.append(g)
-    wanted = [i for i, x in enumerate(inputs) if _differentiable(x)]
     if not roots or not wanted:
         return [None] * len(inputs)
     found = backward_pass(roots, root_cts, targets=[starts[i] for i in wanted],
@@ -136,17 +150,56 @@ def _checkpoint_vjp(cts, outs, *inputs, _saved, graph, num_args):
     return result
 
 
+def _traced_vjp(cts, inputs, graph, num_args):
+    """The VJP as equations of the trace: replay the graph with bind, then call each
+    equation's rule in reverse order, as scan's linearization does. No tape walk: a walk
+    run without recording would cut the result from the graph (no_grad inside a trace
+    stops gradients), and a recorded one would make nested scans keep residuals for a
+    derivative nobody takes. A nested scan's rule runs its forward again with residuals;
+    the replayed one without them is then dead code, which the loop compiler drops."""
+    env = dict(zip(graph.invars, inputs[:num_args]))
+    env.update(zip(graph.constvars, inputs[num_args:]))
+
+    def read(v):
+        return v.value if isinstance(v, Literal) else env[v]
+
+    for eqn in graph.eqns:
+        out = bind(eqn.prim, *[read(v) for v in eqn.invars], **eqn.params)
+        env.update(zip(eqn.outvars, out if eqn.prim.multiple_results else (out,)))
+    ct = {}
+
+    def add(v, g):
+        if g is not None and isinstance(v, Var) and is_differentiable_dtype(v.dtype):
+            g = fit_cotangent(as_tensor(g), v)
+            ct[v] = g if v not in ct else ew.add(ct[v], g)
+
+    for v, g in zip(graph.outvars, cts):
+        add(v, g)
+    for eqn in reversed(graph.eqns):
+        gs = [ct.pop(v, None) for v in eqn.outvars]
+        if eqn.prim.vjp is None or all(g is None for g in gs):
+            continue
+        ins = [read(v) for v in eqn.invars]
+        if eqn.prim.multiple_results:
+            in_cts = eqn.prim.vjp(gs, [read(v) for v in eqn.outvars], *ins, _saved=None,
+                                  **eqn.params)
+        else:
+            in_cts = eqn.prim.vjp(gs[0], read(eqn.outvars[0]), *ins, **eqn.params)
+        for v, g in zip(eqn.invars, in_cts):
+            add(v, g)
+    return [ct.get(v) if _differentiable(x) else None
+            for v, x in zip(graph.invars + graph.constvars, inputs)]
+
+
 def _differentiable(x):
     return isinstance(x, Tensor) and is_differentiable_dtype(x.dtype)
 
 
 def _start(x, recording):
-    """Where the replay's walk stops for input x: a new leaf holding x's value, or, when the
-    walk is recorded and x itself carries a gradient, a node on x (so the outer walk reaches
-    x through the replay)."""
-    if not _differentiable(x):
-        return x
-    if recording and x.requires_grad:
+    """Where the replay's walk stops for an input x that requires grad (the others get none:
+    nothing reaches them): a new leaf holding x's value, or, when the walk is recorded, a
+    node on x (so that the outer walk reaches x through the replay)."""
+    if recording:
         return ew.copy(x)
     return Tensor(x._value, True, _trace=x._trace, _var=x._var)
 

@@ -139,8 +139,11 @@ def _run_revolve(run, carry, xs, T, s, r):
     if T <= 1:
         return run(carry, xs, T)
     m = _schedule.binomial_split(T, s, r)
-    first = _checkpoint(lambda c, leaves: _run_revolve(run, c, leaves, m, s, r - 1))
-    carry, ys_first = first(carry, [x[:m] for x in xs])
+    # The first part closes over its xs rather than taking them as arguments: a traced
+    # argument would need stand-in zeros of its shape at every level, xs-sized in all.
+    head = [x[:m] for x in xs]
+    first = _checkpoint(lambda c: _run_revolve(run, c, head, m, s, r - 1))
+    carry, ys_first = first(carry)
     carry, ys_rest = _run_revolve(run, carry, [x[m:] for x in xs], T - m, s - 1, r)
     return carry, _joined([ys_first, ys_rest])
 

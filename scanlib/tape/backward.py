@@ -244,7 +244,9 @@ def backward_pass(roots, root_cts, targets=None, *, retain_graph=False, create_g
                 node.saved = None
 
     if targets is not None:
-        return ct.targets if create_graph else _unshared(ct.targets)
+        # A traced walk's cotangents are graph values: copying one would cut it from the graph.
+        traced = state.current_builder() is not None
+        return ct.targets if create_graph or traced else _unshared(ct.targets)
     leaves = list(ct.leaves.values())
     grads = [g for _, g in leaves]
     if not create_graph:

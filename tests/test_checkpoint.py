@@ -1,0 +1,296 @@
+"""checkpoint/remat and scan(checkpoint=...): values and gradients of any order are those of
+the function (the loop) without checkpointing, memory is what the schedule promises (as a
+ratio, with a wide margin), and bad options get errors that list the allowed ones."""
+
+from __future__ import annotations
+
+import math
+import tracemalloc
+
+import numpy as np
+import pytest
+
+import scanlib as sl
+from scanlib import pytree
+from scanlib.scan.schedule import Revolve, binomial_split, parse, recomputed_steps
+from scanlib.testing import check_grads
+
+RNG = np.random.default_rng(7)
+SCHEDULES = [1, 2, 3, 5, "sqrt", ("revolve", 1), ("revolve", 2), ("revolve", 4)]
+
+
+def _close(a, b, rtol=1e-10, atol=1e-12):
+    for x, y in zip(np.atleast_1d(a), np.atleast_1d(b)):
+        np.testing.assert_allclose(np.asarray(x), np.asarray(y), rtol=rtol, atol=atol)
+
+
+def _tree_close(a, b, **kw):
+    la, lb = pytree.flatten(a)[0], pytree.flatten(b)[0]
+    assert len(la) == len(lb)
+    for x, y in zip(la, lb):
+        np.testing.assert_allclose(np.asarray(x.detach() if isinstance(x, sl.Tensor) else x),
+                                   np.asarray(y.detach() if isinstance(y, sl.Tensor) else y),
+                                   **({"rtol": 1e-10, "atol": 1e-12} | kw))
+
+
+# --- checkpoint(f) --------------------------------------------------------------------------
+W = sl.tensor(RNG.standard_normal((3, 3)) * 0.7)
+
+
+def _f(h, x):
+    return sl.tanh(h @ W + x) * sl.sin(h)
+
+
+def test_checkpoint_values_and_gradients_equal_f():
+    h, x = sl.tensor(RNG.standard_normal(3)), sl.tensor(RNG.standard_normal(3))
+    c = sl.checkpoint(_f)
+    _tree_close(c(h, x), _f(h, x), rtol=0, atol=0)
+    g1 = sl.grad(lambda h, x: (c(c(h, x), x) ** 2).sum(), argnums=(0, 1))(h, x)
+    g2 = sl.grad(lambda h, x: (_f(_f(h, x), x) ** 2).sum(), argnums=(0, 1))(h, x)
+    _tree_close(g1, g2)
+    check_grads(lambda h, x: c(c(h, x), x), (h, x), order=2)
+
+
+def test_checkpoint_second_order_and_nested():
+    h = sl.tensor(RNG.standard_normal(3))
+    inner = sl.checkpoint(lambda h: _f(h, h))
+    outer = sl.remat(lambda h: inner(inner(h)) * 2.0)
+    ref = lambda h: _f(_f(h, h), _f(h, h)) * 2.0  # noqa: E731
+    _tree_close(sl.hessian(lambda h: outer(h).sum())(h), sl.hessian(lambda h: ref(h).sum())(h))
+    v = sl.tensor(RNG.standard_normal(3))
+    hvp = lambda fn: sl.grad(lambda h: (sl.grad(lambda u: fn(u).sum())(h) * v).sum())(h)  # noqa: E731
+    _tree_close(hvp(outer), hvp(ref))
+
+
+def test_checkpoint_closed_over_tensors_get_gradients_on_the_tape():
+    Wp = sl.tensor(RNG.standard_normal((3, 3)), requires_grad=True)
+    x = sl.tensor(RNG.standard_normal(3))
+    sl.checkpoint(lambda x: sl.tanh(x @ Wp).sum())(x).backward()
+    got = Wp.grad.numpy().copy()
+    Wp.grad = None
+    sl.tanh(x @ Wp).sum().backward()
+    np.testing.assert_allclose(got, Wp.grad.numpy(), rtol=1e-12)
+
+
+def test_checkpoint_pytrees_numbers_and_integer_inputs():
+    def f(p, n, scale):
+        return {"y": sl.tanh(p["a"] * scale) + n, "n": n * 2}, p["b"].sum()
+
+    p = {"a": sl.tensor([0.1, 0.2]), "b": sl.tensor([1.0, 2.0, 3.0])}
+    n = sl.tensor(3)
+    out = sl.checkpoint(f)(p, n, 2.0)
+    ref = f(p, n, 2.0)
+    _tree_close(out, ref, rtol=0, atol=0)
+    assert out[0]["n"].dtype == ref[0]["n"].dtype
+    g = sl.grad(lambda p: sl.checkpoint(f)(p, n, 2.0)[0]["y"].sum())(p)
+    gr = sl.grad(lambda p: f(p, n, 2.0)[0]["y"].sum())(p)
+    _tree_close(g, gr)
+
+
+def test_checkpoint_inside_a_scan_body_equals_the_loop():
+    xs = sl.tensor(RNG.standard_normal((9, 3)))
+    h0 = sl.tensor(RNG.standard_normal(3))
+    step = sl.checkpoint(_f)
+
+    def with_scan(h0, xs):
+        c, ys = sl.scan(lambda h, x: (step(h, x), (h * x).sum()), h0, xs)
+        return c.sum() + (ys ** 2).sum()
+
+    def with_loop(h0, xs):
+        h, total = h0, 0.0
+        for t in range(xs.shape[0]):
+            total = total + ((h * xs[t]).sum()) ** 2
+            h = _f(h, xs[t])
+        return h.sum() + total
+
+    _close(with_scan(h0, xs).numpy(), with_loop(h0, xs).numpy())
+    _tree_close(sl.grad(with_scan, argnums=(0, 1))(h0, xs),
+                sl.grad(with_loop, argnums=(0, 1))(h0, xs))
+    check_grads(with_scan, (h0, xs), order=2)
+
+
+@pytest.mark.parametrize("interpret", [False, True])
+def test_checkpoint_of_a_scan_and_interpreted(interpret):
+    xs = sl.tensor(RNG.standard_normal((6, 3)))
+    h0 = sl.tensor(RNG.standard_normal(3))
+
+    def run(h0, xs):
+        return sl.scan(lambda h, x: (_f(h, x), h.sum()), h0, xs, interpret=interpret)
+
+    loss = lambda h0, xs: sum(v.sum() for v in sl.checkpoint(run)(h0, xs))  # noqa: E731
+    ref = lambda h0, xs: sum(v.sum() for v in run(h0, xs))  # noqa: E731
+    _tree_close(sl.grad(loss, argnums=(0, 1))(h0, xs), sl.grad(ref, argnums=(0, 1))(h0, xs))
+
+
+def test_checkpoint_errors():
+    with pytest.raises(TypeError, match="callable"):
+        sl.checkpoint(3)
+    with pytest.raises(NotImplementedError, match="policy"):
+        sl.checkpoint(_f, policy=lambda *a: True)
+    with pytest.raises(NotImplementedError, match="static_argnums"):
+        sl.checkpoint(_f, static_argnums=(1,))
+    with pytest.raises(TypeError, match=r"args\[1\] is a str"):
+        sl.checkpoint(lambda a, b: a)(sl.tensor(1.0), "x")
+
+
+# --- scan(checkpoint=...) ---------------------------------------------------------------------
+def _rnn(Wh, xs, h0, reverse=False, checkpoint=None, dim=0):
+    def step(c, x):
+        h, n = c
+        h = sl.tanh(h @ Wh + x)
+        return (h, n + 1), {"s": (h * h).sum(), "h": h}
+
+    (h, n), ys = sl.scan(step, (h0, sl.tensor(0)), xs, reverse=reverse, dim=dim,
+                         checkpoint=checkpoint)
+    T = ys["s"].shape[0]
+    return h.sum() + (ys["s"] * sl.arange(1.0, T + 1.0)).sum() + ys["h"][::2].sum(), n
+
+
+@pytest.mark.parametrize("T", [0, 1, 2, 3, 4, 7, 9, 10])
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_scan_checkpoint_equals_plain_scan(T, reverse, schedule):
+    Wh = sl.tensor(RNG.standard_normal((3, 3)) * 0.6)
+    xs = sl.tensor(RNG.standard_normal((T, 3)))
+    h0 = sl.tensor(RNG.standard_normal(3))
+    got, n = _rnn(Wh, xs, h0, reverse, schedule)
+    ref, m = _rnn(Wh, xs, h0, reverse, None)
+    assert int(n.item()) == int(m.item()) == T and n.dtype == m.dtype
+    _close(got.numpy(), ref.numpy())
+    g = sl.grad(lambda *a: _rnn(*a, reverse, schedule)[0], argnums=(0, 1, 2))(Wh, xs, h0)
+    r = sl.grad(lambda *a: _rnn(*a, reverse, None)[0], argnums=(0, 1, 2))(Wh, xs, h0)
+    _tree_close(g, r)
+
+
+@pytest.mark.parametrize("schedule", [2, "sqrt", ("revolve", 2)])
+def test_scan_checkpoint_second_order_and_finite_differences(schedule):
+    Wh = sl.tensor(RNG.standard_normal((3, 3)) * 0.6)
+    xs = sl.tensor(RNG.standard_normal((3, 7)))  # scanned along dim=1
+    h0 = sl.tensor(RNG.standard_normal(3))
+    loss = lambda Wh, xs, h0: _rnn(Wh, xs.T, h0, False, schedule)[0]  # noqa: E731
+    ref = lambda Wh, xs, h0: _rnn(Wh, xs.T, h0, False, None)[0]  # noqa: E731
+    _tree_close(sl.hessian(loss)(Wh, xs, h0), sl.hessian(ref)(Wh, xs, h0))
+    check_grads(loss, (Wh, xs, h0), order=2)
+    dimmed = lambda Wh, xs, h0: _rnn(Wh, xs, h0, True, schedule, dim=1)[0]  # noqa: E731
+    _close(dimmed(Wh, xs, h0).numpy(), _rnn(Wh, xs, h0, True, None, dim=1)[0].numpy())
+
+
+def test_scan_checkpoint_without_xs_weak_init_and_nested():
+    W2 = sl.tensor(RNG.standard_normal((2, 2)) * 0.5)
+    xs = sl.tensor(RNG.standard_normal((4, 2)))
+
+    def outer(W2):
+        def body(c, x):
+            inner, _ = sl.scan(lambda a, _: (sl.tanh(a @ W2) + x, None), c, length=5,
+                               checkpoint=2)
+            return inner, inner.sum()
+        c, ys = sl.scan(body, sl.ones(2), xs, checkpoint="sqrt")
+        return c.sum() + ys.sum()
+
+    def plain(W2):
+        def body(c, x):
+            inner, _ = sl.scan(lambda a, _: (sl.tanh(a @ W2) + x, None), c, length=5)
+            return inner, inner.sum()
+        c, ys = sl.scan(body, sl.ones(2), xs)
+        return c.sum() + ys.sum()
+
+    _tree_close(sl.grad(outer)(W2), sl.grad(plain)(W2))
+    # A Python-number init adopts the dtype f gives it, as without checkpointing.
+    xs32 = sl.tensor(np.arange(6, dtype=np.float32))
+    c, ys = sl.scan(lambda c, x: (c + x, c * x), 0.0, xs32, checkpoint=4)
+    c0, ys0 = sl.scan(lambda c, x: (c + x, c * x), 0.0, xs32)
+    assert c.dtype == c0.dtype == np.float32 and ys.dtype == ys0.dtype
+    _close(ys.numpy(), ys0.numpy(), rtol=0, atol=0)
+
+
+def test_scan_checkpoint_matches_jax_checkpointed_scan():
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    Wn = RNG.standard_normal((3, 3)) * 0.6
+    xn = RNG.standard_normal((12, 3))
+
+    def jloss(W):
+        def seg(h, xseg):
+            return jax.lax.scan(lambda h, x: (jnp.tanh(h @ W + x), None), h, xseg)[0], None
+        h, _ = jax.lax.scan(jax.checkpoint(seg), jnp.zeros(3), xn.reshape(4, 3, 3))
+        return (h ** 2).sum()
+
+    def sloss(W):
+        h, _ = sl.scan(lambda h, x: (sl.tanh(h @ W + x), None), sl.zeros(3), sl.tensor(xn),
+                       checkpoint=3)
+        return (h ** 2).sum()
+
+    with jax.enable_x64(True):
+        want = np.asarray(jax.grad(jloss)(jnp.asarray(Wn)))
+    np.testing.assert_allclose(sl.grad(sloss)(sl.tensor(Wn)).numpy(), want, rtol=1e-10)
+
+
+@pytest.mark.parametrize("bad", [0, -2, True, "log", ("revolve", 0), ("revolve",), 2.5,
+                                 ("binomial", 3)])
+def test_bad_checkpoint_option_lists_the_allowed_ones(bad):
+    with pytest.raises(ValueError, match=r'"sqrt".*revolve'):
+        sl.scan(lambda c, x: (c + x, None), 0.0, sl.ones(3), checkpoint=bad)
+
+
+def _peak(fn):
+    fn()
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        fn()
+        return tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+
+
+def test_checkpointed_scan_keeps_far_less_memory():
+    T, B, H = 200, 32, 64
+    Wh = sl.tensor(RNG.standard_normal((H, H)) * 0.1)
+    xs = sl.tensor(RNG.standard_normal((T, B, H)))
+
+    def grad_with(schedule):
+        def loss(Wh):
+            _, ys = sl.scan(lambda h, x: (sl.tanh(sl.tanh(h @ Wh + x) * 1.5), h.sum(-1)),
+                            sl.zeros((B, H)), xs, checkpoint=schedule)
+            return (ys ** 2).sum()
+        return lambda: sl.grad(loss)(Wh)
+
+    plain = _peak(grad_with(None))
+    assert _peak(grad_with("sqrt")) < plain / 2
+    assert _peak(grad_with(("revolve", 4))) < plain / 2
+
+
+# --- the schedule's arithmetic ------------------------------------------------------------------
+@pytest.mark.parametrize("T, s", [(T, s) for T in (1, 2, 5, 17, 60, 1000) for s in (1, 2, 3, 8)
+                                  if Revolve(s).repetitions(T) < 60])
+def test_revolve_split_keeps_its_promises(T, s):
+    """Simulate the recursion: every range of more than one step fits its budget, at most s
+    snapshots are live at once, and the count scan_plan prints is the simulated one."""
+    r = Revolve(s).repetitions(T)
+    assert math.comb(s + r, s) >= T and (r == 0 or math.comb(s + r - 1, s) < T)
+    recomputed, peak = 0, 0
+
+    def walk(T, s, r, live):  # backward of a range; `live` snapshots held, its input's too
+        nonlocal recomputed, peak
+        if T <= 1:  # one step: its input is part of that step's residuals
+            peak = max(peak, live - 1)
+            return
+        peak = max(peak, live)
+        assert s >= 1 and r >= 1 and T <= math.comb(s + r, s)
+        m = binomial_split(T, s, r)
+        walk(T - m, s - 1, r, live + 1)  # the first part's input stays held meanwhile
+        recomputed += m
+        walk(m, s, r - 1, live)
+
+    walk(T, s, r, 1)
+    assert peak <= s
+    assert recomputed == recomputed_steps(T, s, r)
+
+
+def test_schedule_parse():
+    assert parse(None) is None
+    assert parse(4).length(100) == 4
+    assert parse(np.int64(3)).length(10) == 3
+    assert parse("sqrt").length(1000) == 31
+    assert parse(("revolve", 8)).snapshots == 8
