@@ -263,7 +263,7 @@ def test_checkpointed_scan_keeps_far_less_memory():
 
 # --- the schedule's arithmetic ------------------------------------------------------------------
 @pytest.mark.parametrize("T, s", [(T, s) for T in (1, 2, 5, 17, 60, 1000) for s in (1, 2, 3, 8)
-                                  if Revolve(s).repetitions(T) < 60])
+                                  if math.comb(s + Revolve.MAX_REPETITIONS, s) >= T])
 def test_revolve_split_keeps_its_promises(T, s):
     """Simulate the recursion: every range of more than one step fits its budget, at most s
     snapshots are live at once, and the count scan_plan prints is the simulated one."""
@@ -286,6 +286,25 @@ def test_revolve_split_keeps_its_promises(T, s):
     walk(T, s, r, 1)
     assert peak <= s
     assert recomputed == recomputed_steps(T, s, r)
+
+
+def test_revolve_with_too_few_snapshots_says_how_many():
+    with pytest.raises(ValueError, match=r"at least 2 snapshots"):
+        sl.scan(lambda c, x: (c + x, None), 0.0, sl.ones(500), checkpoint=("revolve", 1))
+
+
+def test_scan_plan_prints_the_schedule():
+    Wp = sl.tensor(RNG.standard_normal((4, 4)), requires_grad=True)
+    f = lambda h, x: (sl.tanh(h @ Wp + x), h.sum())  # noqa: E731
+    xs = sl.zeros((100, 4))
+    plan = sl.scan_plan(f, sl.zeros(4), xs, checkpoint="sqrt")
+    assert plan.schedule[0] == "checkpoint: sqrt: 10 segments of 10 steps"
+    assert "10 carries (320 bytes)" in str(plan)
+    plan = sl.scan_plan(f, sl.zeros(4), xs, checkpoint=("revolve", 3))
+    r = Revolve(3).repetitions(100)
+    assert f"at most {r} times" in plan.schedule[0]
+    assert f"{100 + recomputed_steps(100, 3, r)} (plain scan: 100)" in str(plan)
+    assert sl.scan_plan(f, sl.zeros(4), xs).schedule is None
 
 
 def test_schedule_parse():

@@ -20,7 +20,14 @@ def run_interpreted(body, length, init, xs, consts, reverse, num_carry):
     y_vars = body.outvars[num_carry:]
     ys = [[None] * length for _ in y_vars]
     for t in (reversed(range(length)) if reverse else range(length)):
-        outs = eval_graph(body, carry + [x[t] for x in xs], consts)
+        try:
+            outs = eval_graph(body, carry + [x[t] for x in xs], consts)
+        except IndexError as e:
+            raise IndexError(
+                f"scan: an index inside f is out of range at step t={t} (of T={length} "
+                f"steps): {e}. NumPy raises here, where JAX under jit clamps the index "
+                "silently: read with scanlib.take(x, i, axis=..., mode='clip') to clamp it "
+                "as JAX does, or fix the index (or the scan's length).") from None
         carry = outs[:num_carry]
         for j, y in enumerate(outs[num_carry:]):
             ys[j][t] = y

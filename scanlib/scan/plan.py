@@ -10,7 +10,8 @@ from __future__ import annotations
 from ..tape import format_graph, type_str
 from .api import _prepare
 from .executor import compiled
-from .linearize import linearize
+from .linearize import CLONE, KEEP, linearize
+from . import schedule as _schedule
 from .loop import format_loop
 from .primitive import _needs_grad
 
@@ -30,6 +31,7 @@ class ScanPlan:
         self._names, self._bwd_names = names, bwd_names
         self.forward_source = self.backward_source = ""  # the Python each loop runs
         self.forward_loop = self.backward_loop = None  # the LoopProgram each was printed from
+        self.schedule = None  # lines on scan's checkpoint schedule, when one was asked for
 
     @property
     def residual_bytes(self) -> int:
@@ -54,6 +56,8 @@ class ScanPlan:
             lines += ["", "loop compiler passes that fired (print forward_loop, backward_loop):"]
             for what, prog in (("forward", self.forward_loop), ("backward", self.backward_loop)):
                 lines.append(f"  {what}: {', '.join(prog.fired) or 'none'}")
+        if self.schedule:
+            lines += ["", *self.schedule]
         return "\n".join(lines)
 
     __repr__ = __str__
@@ -71,10 +75,13 @@ class _Shown:
     __repr__ = __str__
 
 
-def scan_plan(f, init, xs=None, *, length=None, reverse=False, dim=0) -> ScanPlan:
+def scan_plan(f, init, xs=None, *, length=None, reverse=False, dim=0,
+              checkpoint=None) -> ScanPlan:
     """What `scan(f, init, xs, ...)` traces, and what it saves when differentiated: the carry
     always carries a gradient; xs leaves and closed-over tensors do where they require grad
-    (exactly as scan itself decides).
+    (exactly as scan itself decides). With `checkpoint` (scan's option), the residual table
+    is still that of one step, and `plan.schedule` (printed last) says what the schedule
+    keeps between the passes and what the backward pass recomputes.
 
     >>> import scanlib as sl
     >>> W = sl.tensor([[0.5]], requires_grad=True)
@@ -83,6 +90,7 @@ def scan_plan(f, init, xs=None, *, length=None, reverse=False, dim=0) -> ScanPla
     >>> [r["policy"] for r in plan.residuals]
     ['KEEP', 'CLONE', 'REMOVE_ADDITIONAL_INPUTS']
     """
+    schedule = _schedule.parse(checkpoint)
     body, consts, init_t, xs_t, T, _, _ = _prepare(f, init, xs, length, reverse, dim)
     nc = len(init_t)
     x_needs = [_needs_grad(x) for x in xs_t]
@@ -134,4 +142,8 @@ def scan_plan(f, init, xs=None, *, length=None, reverse=False, dim=0) -> ScanPla
     plan.forward_source, plan.backward_source = run.source, bwd_run.source
     plan.forward_loop = _Shown(run.program, names)
     plan.backward_loop = _Shown(bwd_run.program, bwd_names)
+    if schedule is not None:
+        carry_bytes = sum(x._value.nbytes for x in init_t)
+        step_bytes = sum(r.var.nbytes for r in lin.residuals if r.policy in (CLONE, KEEP))
+        plan.schedule = schedule.describe(T, carry_bytes, step_bytes)
     return plan

@@ -45,10 +45,20 @@ class Revolve:
     def __init__(self, snapshots):
         self.snapshots = snapshots
 
+    MAX_REPETITIONS = 40  # each one is a level of nested checkpoints (Python frames)
+
     def repetitions(self, T):
         r = 0
         while math.comb(self.snapshots + r, self.snapshots) < T:
             r += 1
+        if r > self.MAX_REPETITIONS:
+            fewest = next(s for s in range(1, T + 1)
+                          if math.comb(s + self.MAX_REPETITIONS, s) >= T)
+            raise ValueError(
+                f"scan: checkpoint=('revolve', {self.snapshots}) over T={T} steps would "
+                f"recompute each step up to {r} times, nested that deep. Keep at least "
+                f"{fewest} snapshots for this length (('revolve', {fewest})), or use "
+                f"checkpoint='sqrt'.")
         return r
 
     def describe(self, T, carry_bytes, step_bytes):
