@@ -173,8 +173,8 @@ def while_loop(cond_fun, body_fun, init_val, *, max_steps=None):
     counted = _counted_carries(cond, body, nc)
     _, n = _runner(cond, body, counted)([values[i] for i in counted], q_values, k_values,
                                         max_steps)
-    if n == 0:
-        return init_val
+    if n == 0:  # Tensors, as every other path returns
+        return pytree.unflatten(tree, init_t)
     return pytree.unflatten(tree, apply_scan(body, init_t, [], body_consts, n, False))
 
 
@@ -358,7 +358,11 @@ def _while_vjp(cts, outs, *inputs, _saved, cond, body, num_carry, num_cond_const
     nc, nq = num_carry, num_cond_consts
     if all(c is None for c in cts[:nc]):
         return [None] * len(inputs)
-    n = outs[nc] if outs[nc] is not None else _saved[0]
+    n = outs[nc] if outs[nc] is not None else _saved[0] if _saved else None
+    if n is None:  # bound where nobody kept the count (a checkpoint's replay, vmap): recount
+        with no_grad():
+            n = while_p(*inputs, cond=cond, body=body, num_carry=nc, num_cond_consts=nq,
+                        max_steps=max_steps)[nc]
     ct = [_ct_or_zeros(c, v, inputs) for c, v in zip(cts[:nc], body.outvars[:nc])]
     primals = list(inputs[:nc]) + list(inputs[nc + nq:]) + [n]
     g = _scan_grads(ct, primals, body, nc, (nc,))
@@ -486,7 +490,9 @@ def _check_carry(tree, avals, val):
             f"{pytree.structure_str(new_tree)}.")
     for (path, shape, dtype), new_path, x in zip(avals, paths, leaves):
         new_shape, new_dtype = np.shape(_data(x)), _dtype(x)
-        if new_shape != shape or (dtype is not None and new_dtype not in (None, dtype)):
+        # (not `new_dtype not in (None, dtype)`: NumPy reads dtype == None as float64)
+        if new_shape != shape or (dtype is not None and new_dtype is not None
+                                  and new_dtype != dtype):
             raise TypeError(
                 f"while_loop: body_fun must keep each carry leaf's shape and dtype, but "
                 f"{path} is {_type(shape, dtype)} and the returned {new_path} is "

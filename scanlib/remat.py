@@ -26,6 +26,8 @@ from .tracing import abstract_leaf, closure_names, trace_function
 
 __all__ = ["checkpoint", "remat"]
 
+_PYTHON_NUMBER = (bool, int, float, complex)  # exact types: np.float64 is typed
+
 
 def checkpoint(f, *, prevent_cse=True, policy=None, static_argnums=()):
     """`checkpoint(f)(*args)` computes f(*args) but keeps none of f's intermediates for the
@@ -38,8 +40,10 @@ def checkpoint(f, *, prevent_cse=True, policy=None, static_argnums=()):
     checkpointed function calling another recomputes that one again when it is itself
     recomputed). f is traced once per call, so use scanlib ops in it and no Python control
     flow on values, as in a scan body. Arguments are pytrees of Tensors, arrays or Python
-    numbers. `prevent_cse` is accepted for JAX's signature (nothing here merges the two
-    passes); `policy` and `static_argnums` are not supported yet.
+    numbers, given positionally; a Python number reaches f as itself (so it keeps Python's
+    weak typing and can be an axis), and has no gradient. `prevent_cse` is accepted for
+    JAX's signature (nothing here merges the two passes); `policy` and `static_argnums` are
+    not supported yet.
 
     >>> import scanlib as sl
     >>> W = sl.tensor([[0.5, -1.0], [2.0, 0.1]], requires_grad=True)
@@ -61,21 +65,44 @@ def checkpoint(f, *, prevent_cse=True, policy=None, static_argnums=()):
         raise TypeError(f"checkpoint: prevent_cse must be True or False, got {prevent_cse!r}")
 
     @functools.wraps(f)
-    def checkpointed(*args):
+    def checkpointed(*args, **kwargs):
+        if kwargs:
+            raise TypeError(f"checkpoint: pass the arguments of the checkpointed function "
+                            f"positionally (got keyword arguments {sorted(kwargs)}), or close "
+                            "over them.")
         paths, leaves, in_tree = pytree.flatten_with_paths(args, "args")
-        inputs = [_input(x, p) for p, x in zip(paths, leaves)]
-        device = _device_of(inputs, paths)
-        graph, out_tree, _ = trace_function(
-            f, [(x.shape, x.dtype) for x in inputs], in_tree, device=device,
-            name=getattr(f, "__name__", "f").replace("<lambda>", "f"), split_args=True,
-            const_names=closure_names(f))
+        # Python numbers stay Python numbers (f sees them as given: weakly typed, usable as
+        # an axis); f is traced per call anyway. Everything else is a traced input.
+        static = {i: x for i, x in enumerate(leaves) if type(x) in _PYTHON_NUMBER}
+        inputs = [_input(x, p) for i, (p, x) in enumerate(zip(paths, leaves))
+                  if i not in static]
+        device = _device_of(inputs, [p for i, p in enumerate(paths) if i not in static])
+        outs_static = []
+
+        def traced(*tracers):
+            it = iter(tracers)
+            full = [static[i] if i in static else next(it) for i in range(len(leaves))]
+            out = f(*pytree.unflatten(in_tree, full))
+            out_leaves, out_tree = pytree.flatten(out)
+            outs_static.append((out_tree, {i: x for i, x in enumerate(out_leaves)
+                                           if type(x) in _PYTHON_NUMBER}))
+            return [x for x in out_leaves if type(x) not in _PYTHON_NUMBER]
+
+        graph, _, _ = trace_function(
+            traced, [(x.shape, x.dtype) for x in inputs], pytree.flatten(tuple(inputs))[1],
+            device=device, name=getattr(f, "__name__", "f").replace("<lambda>", "f"),
+            split_args=True, const_names=closure_names(f))
+        out_tree, out_numbers = outs_static[0]
         consts = graph.consts
         # The graph is a param; the tensors it closed over are inputs of the equation instead,
         # so that they get gradients and a cached scan body holding it keeps no values alive.
         graph = Graph(graph.invars, graph.constvars, [None] * len(consts), graph.eqns,
                       graph.outvars, graph.name, graph.device)
-        outs = bind(checkpoint_p, *inputs, *consts, graph=graph, num_args=len(inputs))
-        return pytree.unflatten(out_tree, outs)
+        outs = iter(bind(checkpoint_p, *inputs, *consts, graph=graph, num_args=len(inputs))
+                    if graph.outvars else ())
+        n_out = out_tree.num_leaves
+        return pytree.unflatten(out_tree, [out_numbers[i] if i in out_numbers else next(outs)
+                                           for i in range(n_out)])
 
     return checkpointed
 

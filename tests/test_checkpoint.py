@@ -313,3 +313,39 @@ def test_schedule_parse():
     assert parse(np.int64(3)).length(10) == 3
     assert parse("sqrt").length(1000) == 31
     assert parse(("revolve", 8)).snapshots == 8
+
+
+# --- found by an adversarial pass ---------------------------------------------------------------
+def test_python_numbers_reach_f_as_themselves():
+    X = sl.tensor(np.arange(6.0).reshape(2, 3))
+    np.testing.assert_array_equal(sl.checkpoint(lambda x, axis: x.sum(axis=axis))(X, 0).numpy(),
+                                  [3.0, 5.0, 7.0])
+    x32 = sl.tensor(np.ones(3, np.float32))
+    assert sl.checkpoint(lambda x, a: x * a)(x32, 2.0).dtype == np.float32
+    out = sl.checkpoint(lambda a: (a, 3.0))(x32)
+    assert out[1] == 3.0 and type(out[1]) is float
+    c, _ = sl.scan(lambda c, x: (sl.checkpoint(lambda c, s: c * s)(c, 0.5) + x, None),
+                   sl.tensor(np.float32(1)), x32)
+    assert c.dtype == np.float32
+    with pytest.raises(TypeError, match="positionally"):
+        sl.checkpoint(lambda x, b=1.0: x * b)(x32, b=2.0)
+
+
+def test_a_tensor_axis_is_refused_not_read_as_no_axes():
+    X = sl.tensor(np.arange(6.0).reshape(2, 3))
+    with pytest.raises(TypeError, match="axis must be a Python int"):
+        X.sum(axis=sl.tensor(0))
+    with pytest.raises(TypeError, match="0-d"):
+        tuple(sl.tensor(0))
+    assert [r.shape for r in X] == [(3,), (3,)]
+
+
+def test_while_loop_gradient_through_checkpoint_and_vmap():
+    def wl(b):
+        return sl.while_loop(lambda v: v[1] < 3, lambda v: (v[0] * b, v[1] + 1),
+                             (sl.tensor(1.0), sl.tensor(0)))[0]
+
+    assert sl.grad(sl.checkpoint(wl))(sl.tensor(2.0)).item() == pytest.approx(12.0)
+    g = sl.grad(lambda a: sl.vmap(lambda x: sl.while_loop(
+        lambda v: v < 4.0, lambda v: v * a + 0.5, x))(sl.tensor([0.1, 1.0])).sum())
+    assert g(sl.tensor(1.5)).item() == pytest.approx(15.475)

@@ -506,3 +506,15 @@ def test_fori_loop_index_promotion_error_says_how_to_cast():
         sl.fori_loop(0, 3, lambda i, v: v + i, sl.tensor(np.float32(1.0)))
     out = sl.fori_loop(0, 3, lambda i, v: v + i.astype(v.dtype), sl.tensor(np.float32(1.0)))
     assert out.dtype == np.float32 and out.item() == 4.0
+
+
+def test_while_loop_refuses_a_carry_that_turns_float64():
+    # NumPy reads `dtype == None` as float64, which once let this through.
+    with pytest.raises(TypeError, match="keep each carry leaf's shape and dtype"):
+        sl.while_loop(lambda v: v < 5, lambda v: v * 1.5, sl.tensor(1))
+
+
+def test_while_loop_with_no_trips_returns_tensors_on_every_path():
+    a = sl.tensor(2.0, requires_grad=True)
+    assert type(sl.while_loop(lambda v: v > 100, lambda v: v * a, np.array(1.0))) is sl.Tensor
+    assert type(sl.while_loop(lambda v: v > 100, lambda v: v * 2.0, np.array(1.0))) is sl.Tensor

@@ -24,6 +24,10 @@ def normalize_axis(axis, ndim, what="axis"):
     """None -> None; an int or tuple -> a sorted tuple of non-negative axes (checked)."""
     if axis is None:
         return None
+    if isinstance(axis, Tensor) or backends.is_array(axis):
+        raise TypeError(f"{what} must be a Python int or a tuple of ints, got an array "
+                        f"({axis!r}); axes decide shapes, so they cannot be tensors (pass "
+                        "int(a) if it is a concrete value)")
     axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
     out = []
     for a in axes:

@@ -151,6 +151,13 @@ class Tensor:
             raise TypeError("len() of a 0-d tensor")
         return self.shape[0]
 
+    def __iter__(self):
+        # Without this, Python iterates through __getitem__ and a 0-d tensor looks empty:
+        # tuple(tensor(0)) would be () and sum(axis=tensor(0)) would reduce nothing.
+        if self.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self.shape[0]))
+
     # --- leaving the tape -----------------------------------------------------------------
     def _concrete(self, what: str):
         if self._trace is not None and self._trace.closed:
