@@ -3,6 +3,10 @@ process CPU time, median of 7 calls after 2 warm-ups (bench/NOTES.md, "Issue 12:
 double VJP"):
 
     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python -m bench.jvp_cost rnn full
+    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python -m bench.jvp_cost kalman full
+
+kalman: jacfwd and jacrev of examples/kalman.py's log-likelihood (T=100, N=20; quick: T=20,
+N=4) with respect to its 4 parameters, against the log-likelihood alone.
 
 Imports scanlib, NumPy and bench's own modules.
 """
@@ -11,6 +15,7 @@ from __future__ import annotations
 
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -30,9 +35,38 @@ def _median_cpu_time(fn, reps=7):
     return float(np.median(times))
 
 
+def _kalman_cases(size):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+    import kalman  # noqa: PLC0415 (an example, not a package)
+
+    T, N = (100, 20) if size == "full" else (20, 4)
+    true = {"rho": 0.95, "omega": 0.3, "q": 0.5, "r": 1.0}
+    ys = sl.tensor(kalman.simulate(true, T, N, np.random.default_rng(0)))
+    theta = kalman.to_theta(true)
+
+    def ll(th):
+        return kalman.log_likelihood(th, ys)
+
+    cases = {"forward": lambda: ll(theta), "jacrev": lambda: sl.jacrev(ll)(theta),
+             "jacfwd": lambda: sl.jacfwd(ll)(theta)}
+    return cases, {k: "forward" for k in cases}
+
+
 def main(argv):
     name = argv[0] if argv else "rnn"
     size = argv[1] if len(argv) > 1 else "full"
+    if name == "kalman":
+        cases, bases = _kalman_cases(size)
+    else:
+        cases, bases = _scan_cases(name, size)
+    times = {k: _median_cpu_time(v) for k, v in cases.items()}
+    for k, v in times.items():
+        base = times[bases[k]]
+        print(f"{k:16s} {v * 1e3:9.2f} ms   {v / base:5.2f}x {bases[k]}")
+    return 0
+
+
+def _scan_cases(name, size):
     wl = BY_NAME[name]
     inputs, consts = make_data(wl, size)
     ops = _ops(sl)
@@ -59,12 +93,7 @@ def main(argv):
         "forward (ys)": lambda: f_ys(inputs),
         "jvp (ys)": lambda: sl.jvp(f_ys, (inputs,), (tangents,)),
     }
-    times = {k: _median_cpu_time(v) for k, v in cases.items()}
-    for k, v in times.items():
-        base = times["forward (ys)"] if "ys" in k else times["forward"]
-        print(f"{k:16s} {v * 1e3:9.2f} ms   {v / base:5.2f}x forward")
-    return 0
-
+    return cases, {k: "forward (ys)" if "ys" in k else "forward" for k in cases}
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

@@ -389,3 +389,113 @@ def test_results_stay_on_the_callers_tape():
     # and with nothing on the tape, results are plain values, as before
     out, t_out = sl.jvp(lambda a: a ** 3, (sl.tensor(x),), (sl.tensor(t),))
     assert not out.requires_grad and not t_out.requires_grad
+
+
+# --- forward mode (issue 12: jvp at the cost of a forward and its tangent) -------------------
+@pytest.mark.parametrize("name", CASES)
+def test_forward_mode_agrees_with_the_double_vjp(name, rng, monkeypatch):
+    from scanlib import transforms
+
+    fn, spec = CASES[name]
+    args, tangents = _random(spec, rng), _random(spec, rng)
+
+    def f(*a):
+        return fn(SL, *a)
+
+    t_args = tuple(optree.tree_map(sl.tensor, t) for t in tangents)
+    out, _, push = transforms._linearized(f, tuple(args), False, "jvp")
+    want = push(t_args)
+    calls = []
+    monkeypatch.setattr(transforms, "_linearized",
+                        lambda *a: calls.append(a) or pytest.fail("double VJP used"))
+    got_out, got = sl.jvp(f, tuple(args), tuple(tangents))
+    assert not calls
+    _assert_trees_close(got_out, out, rtol=1e-12, atol=0)
+    _assert_trees_close(got, want, rtol=1e-9, atol=1e-12)
+
+
+def test_forward_mode_runs_a_scan_once(rng, monkeypatch):
+    """A scan with tangents runs as its JVP scan only, not its forward and then that."""
+    from scanlib.scan import primitive
+
+    fn, spec = CASES["scan"]
+    args, tangents = _random(spec, rng), _random(spec, rng)
+    bound = []
+    original = primitive.bind
+
+    def counting(prim, *a, **k):
+        bound.append(prim.name)
+        return original(prim, *a, **k)
+
+    monkeypatch.setattr(primitive, "bind", counting)
+    sl.jvp(lambda *a: fn(SL, *a), tuple(args), tuple(tangents))
+    assert bound.count("scan") == 1
+
+
+def test_jvp_with_a_closed_over_tensor_that_requires_grad_stays_differentiable(rng):
+    W = sl.tensor(rng.standard_normal((3, 3)), requires_grad=True)
+    # On W's device (the fake CuPy run puts new tensors there; NumPy arrays stay on the CPU).
+    x, t = sl.tensor(rng.standard_normal((2, 3))), sl.tensor(rng.standard_normal((2, 3)))
+
+    def f(x):
+        return sl.scan(lambda h, _: (sl.tanh(h @ W), h), x, length=3)[0]
+
+    _, t_out = sl.jvp(f, (x,), (t,))
+    sl.sum(t_out).backward()
+
+    def g(w):
+        return _np(sl.jvp(lambda x: sl.scan(lambda h, _: (sl.tanh(h @ sl.tensor(w)), h), x,
+                                            length=3)[0], (x,), (t,))[1]).sum()
+
+    w0, e = W.numpy().copy(), np.zeros((3, 3))
+    e[1, 2] = 1e-6
+    fd = (g(w0 + e) - g(w0 - e)) / 2e-6
+    np.testing.assert_allclose(W.grad.numpy()[1, 2], fd, rtol=1e-5)
+
+
+def test_jvp_of_a_function_that_reads_a_value_as_a_number(rng):
+    x, t = rng.standard_normal(3), rng.standard_normal(3)
+
+    def f(x):
+        scale = 2.0 if float(sl.sum(x)) > 0 else -2.0  # Python control flow on a value
+        return scale * sl.sin(x)
+
+    out, t_out = sl.jvp(f, (x,), (t,))
+    _assert_trees_close(t_out, _fd_jvp(f, [x], [t]), rtol=1e-6)
+
+
+def test_jvp_of_a_multilinear_op_with_one_tangent(rng):
+    a, b = rng.standard_normal((3, 4)), rng.standard_normal((4, 2))
+    ta = rng.standard_normal((3, 4))
+    _, t_out = sl.jvp(lambda a, b: (a @ b, sl.vdot(a, a @ b @ b.T), a * a), (a, b),
+                      (ta, np.zeros_like(b)))
+    np.testing.assert_allclose(t_out[0].numpy(), ta @ b)
+    np.testing.assert_allclose(t_out[1].numpy(), np.vdot(ta, a @ b @ b.T)
+                               + np.vdot(a, ta @ b @ b.T))
+    np.testing.assert_allclose(t_out[2].numpy(), 2 * a * ta)
+
+
+def test_jvp_through_a_scan_in_float32_matches_jax(rng):
+    jax, jm = _jax_ns()
+    fn, spec = CASES["scan_nested"]
+    args, tangents = _random(spec, rng, np.float32), _random(spec, rng, np.float32)
+    out, t_out = sl.jvp(lambda *a: fn(SL, *a), tuple(args), tuple(tangents))
+    want_out, want_t = jax.jit(lambda a, t: jax.jvp(lambda *a: fn(jm, *a), a, t))(
+        tuple(args), tuple(tangents))
+    assert all(leaf.dtype == np.float32 for leaf in optree.tree_leaves(_np(t_out)))
+    _assert_trees_close(t_out, want_t, rtol=2e-4, atol=2e-5)
+
+
+def test_jacfwd_equals_jacrev_on_a_kalman_log_likelihood(rng):
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+    import kalman
+
+    true = {"rho": 0.9, "omega": 0.3, "q": 0.5, "r": 1.0}
+    ys = sl.tensor(kalman.simulate(true, 12, 3, rng))
+    theta = kalman.to_theta(true)
+    fwd = sl.jacfwd(lambda th: kalman.log_likelihood(th, ys))(theta)
+    rev = sl.jacrev(lambda th: kalman.log_likelihood(th, ys))(theta)
+    _assert_trees_close(fwd, rev, rtol=1e-9, atol=1e-12)

@@ -21,7 +21,8 @@ _graphs: "collections.OrderedDict[object, Graph]" = collections.OrderedDict()
 
 def canonical(graph: Graph) -> Graph:
     """The cached graph computing the same as `graph` (registering it when new)."""
-    key = fingerprint(graph)
+    # The device too: a linearization made on one device holds constants there.
+    key = (fingerprint(graph), graph.device)
     with _lock:
         hit = _graphs.get(key)
         if hit is not None:
@@ -29,7 +30,7 @@ def canonical(graph: Graph) -> Graph:
             return hit
         canon = Graph(graph.invars, graph.constvars, [None] * len(graph.consts), graph.eqns,
                       graph.outvars, graph.name, graph.device)
-        canon._fingerprint = key
+        canon._fingerprint = key[0]
         _graphs[key] = canon
         if len(_graphs) > _MAX:
             _graphs.popitem(last=False)

@@ -148,6 +148,11 @@ def apply_scan(body, init, xs, consts, length, reverse, interpret=False, sum_car
     recording = grad_enabled() and any(
         isinstance(a, Tensor) and a.requires_grad and a._trace is builder for a in inputs)
     if not recording:
+        # A forward-mode trace (scanlib.transforms.jvp) runs a scan with tangents as one
+        # scan over primal and tangent carries, instead of this forward and then that one.
+        bind_scan = getattr(builder, "bind_scan", None)
+        if bind_scan is not None:
+            return bind_scan(body, init, xs, consts, length, reverse, interpret, sum_carries)
         return bind(scan_p, *inputs, body=body, length=length, reverse=reverse,
                     num_carry=nc, num_xs=nx, **_mode(interpret, sum_carries))
     lin = linearize(body, nc, [_needs_grad(x) for x in xs], [_needs_grad(k) for k in consts])
