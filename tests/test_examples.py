@@ -142,3 +142,33 @@ def test_kalman_rts_tiny(capsys):
         assert "[ok] smoothing helps" in out
         for name in ("rho", "omega1", "omega2", "q", "r", "c"):
             assert f"\n{name:>6} " in out
+
+
+def test_newton_fit_tiny(capsys):
+    status, out = run("newton_fit", ["--points", "20", "--steps", "5", "--recovery-tol", "100"],
+                      capsys)
+    assert status == 0, out
+    assert "[ok] dE/de and dE/dM through the while_loop equal the implicit-function" in out
+    assert "[ok] d loss / d theta through the while_loop equals the implicit-function" in out
+    assert "[ok] the error fell" in out
+    assert "Newton steps)" in out
+    for name in ("a", "e", "P", "M0", "w"):
+        assert f"\n{name:>6} " in out
+
+
+def test_long_sequence_tiny(capsys):
+    status, out = run("long_sequence", ["--length", "60", "--batch", "2", "--hidden", "4",
+                                        "--steps", "2", "--revolve", "3", "--min-ratio", "1"],
+                      capsys)
+    assert status == 0, out
+    for name in ("None", "sqrt", "revolve, 3"):
+        assert re.search(rf"^\s+{name}\s+\d+\.\d\d\s+\d+\.\d\d\s+(yes|no)$", out, re.MULTILINE)
+    assert "[ok] the gradients of every schedule agree to rounding" in out
+    assert "[ok] the loss fell" in out
+
+
+def test_long_sequence_failed_check_exits_1(capsys):
+    status, out = run("long_sequence", ["--length", "20", "--batch", "1", "--hidden", "2",
+                                        "--steps", "1", "--min-ratio", "1000"], capsys)
+    assert status == 1
+    assert "[FAILED] 'sqrt' uses at most 1/1000 of checkpoint=None's memory" in out

@@ -1,0 +1,96 @@
+"""Checkpointed scan: peak memory and time of one gradient, side by side (issue 11).
+
+The workload of the issue: an LSTM, B=32, H=128, T=1,000, float32, with a [B] readout per step
+as y (so the residuals, not ys, dominate). Contenders are scan's checkpoint options. Peak
+memory is tracemalloc's (NumPy reports its buffers to it) over one forward + backward after a
+warm-up; time is the median of interleaved rounds. Ratios are to checkpoint=None in the same
+run; the gradients of every contender are checked against it first.
+
+    python -m bench.checkpoint_memory          # T = 1000
+    python -m bench.checkpoint_memory quick    # T = 200
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+import tracemalloc
+
+import numpy as np
+
+import scanlib as sl
+
+CONTENDERS = (None, "sqrt", 32, ("revolve", 8))
+
+
+def lstm_problem(T, B=32, H=128, seed=0):
+    rng = np.random.default_rng(seed)
+    f32 = np.float32
+    params = (sl.tensor((rng.standard_normal((H, 4 * H)) * 0.05).astype(f32)),
+              sl.tensor((rng.standard_normal((H, 4 * H)) * 0.05).astype(f32)),
+              sl.tensor(np.zeros(4 * H, f32)))
+    xs = sl.tensor(rng.standard_normal((T, B, H)).astype(f32))
+    readout = sl.tensor((rng.standard_normal(H) / np.sqrt(H)).astype(f32))
+    init = (sl.zeros((B, H), dtype="float32"), sl.zeros((B, H), dtype="float32"))
+
+    def loss(params, schedule):
+        Wx, Wh, b = params
+
+        def step(carry, x):
+            h, c = carry
+            i, f, g, o = sl.split(x @ Wx + h @ Wh + b, 4, axis=-1)
+            c = sl.sigmoid(f) * c + sl.sigmoid(i) * sl.tanh(g)
+            h = sl.sigmoid(o) * sl.tanh(c)
+            return (h, c), h @ readout
+
+        _, ys = sl.scan(step, init, xs, checkpoint=schedule)
+        return (ys * ys).mean()
+
+    return params, loss
+
+
+def peak_bytes(fn):
+    fn()  # warm: traces, compiled loops and caches are not what is measured
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        fn()
+        return tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+
+
+def main(argv):
+    T = 200 if "quick" in argv else 1000
+    rounds = 3 if "quick" in argv else 5
+    params, loss = lstm_problem(T)
+    grad = sl.grad(loss)
+    runs = {c: (lambda c=c: grad(params, c)) for c in CONTENDERS}
+    reference = runs[None]()
+    for c, run in runs.items():
+        for g, r in zip(run(), reference):
+            np.testing.assert_allclose(g.numpy(), r.numpy(), rtol=2e-3, atol=1e-6,
+                                       err_msg=f"checkpoint={c!r}")
+    peaks = {c: peak_bytes(run) for c, run in runs.items()}
+    times = {c: [] for c in CONTENDERS}
+    for _ in range(rounds):
+        for c, run in runs.items():
+            t = time.perf_counter()
+            run()
+            times[c].append(time.perf_counter() - t)
+    print(f"LSTM B=32 H=128 T={T} float32, one gradient (forward + backward); "
+          f"median of {rounds} interleaved rounds; ratios to checkpoint=None")
+    print(f"{'checkpoint':>16} {'peak MiB':>9} {'ratio':>6} {'time s':>8} {'ratio':>6}")
+    t0, p0 = statistics.median(times[None]), peaks[None]
+    for c in CONTENDERS:
+        t = statistics.median(times[c])
+        print(f"{str(c):>16} {peaks[c] / 2**20:9.1f} {peaks[c] / p0:6.3f} {t:8.3f} "
+              f"{t / t0:6.2f}")
+    carry = 2 * 32 * 128 * 4
+    print(f"(one carry (h, c) is {carry / 2**10:.0f} KiB; 8 carries {8 * carry / 2**20:.2f} MiB)")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
