@@ -352,3 +352,19 @@ def test_common_subexpressions_do_not_merge_different_work(f):
     prog = stages(body, nc, len(body.invars) - nc, False)[-1][1]
     assert "eliminate_common_subexpressions" not in prog.fired
     check_stages(body, nc)
+
+
+def test_a_nested_scans_gradient_terms_are_added_per_step_not_stacked():
+    """find_accumulators: the weight gradient a nested scan returns per outer step is summed
+    as it comes (a plain carry), not stacked per chunk (C copies of the weights, for nothing
+    to batch: control flow runs one step at a time)."""
+    import scanlib as sl
+
+    W = sl.tensor(np.random.default_rng(0).standard_normal((8, 8)), requires_grad=True)
+
+    def outer(h, xseg):
+        return sl.scan(lambda h, x: (sl.tanh(h @ W + x), None), h, xseg)[0], None
+
+    plan = sl.scan_plan(outer, sl.zeros(8), sl.zeros((40, 5, 8)))
+    prog = plan.backward_loop.program
+    assert not any(type(a.how).__name__.startswith("Sum") for a in prog.accumulators.values())

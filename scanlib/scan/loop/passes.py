@@ -170,8 +170,9 @@ def find_accumulators(prog):
     by nothing else (no equation, no other carry: a lag or a copy is not an accumulator)
     becomes an Accumulator and its add leaves the step. A backward body's gradient
     accumulator that no y reads is summed per chunk (SumSteps), which reorders its additions:
-    allowed there only (`sum_carries`). Any carry whose term is carry-independent becomes a
-    RunningSum, in the loop's order and dtype. Anything else stays a per-step carry."""
+    allowed there only (`sum_carries`), unless the term comes from control flow (nothing to
+    batch there). Any carry whose term is carry-independent becomes a RunningSum, in the
+    loop's order and dtype. Anything else stays a per-step carry."""
     carry_reads = collections.Counter(v for v in prog.carry_out if is_var(v))
     y_reads = collections.Counter(v for v in prog.y_out if is_var(v))
     accumulators, section = {}, dict(prog.section)
@@ -187,6 +188,8 @@ def find_accumulators(prog):
                 or carry_reads[cin] or carry_reads[cout] != 1):
             continue
         if i in prog.sum_carries and not y_reads[cin] and not y_reads[cout]:
+            if _made_per_step(prog, term):
+                continue
             accumulators[i] = Accumulator(i, n, SumSteps(term))
         elif prog.kind[term] == XS:
             accumulators[i] = Accumulator(i, n, RunningSum(term))
@@ -220,6 +223,14 @@ def scatter_into_accumulators(prog):
         del section[m]
     return prog.replace(accumulators=accumulators, section=section,
                         fired="scatter_into_accumulators")
+
+
+def _made_per_step(prog, term):
+    """Whether term comes from control flow (a nested scan, a checkpoint), which runs one
+    step at a time whatever the sections say: summing such terms per chunk would only stack
+    C of them (a nested scan's weight gradients, C x the weights) to batch nothing."""
+    n = prog.producer.get(term)
+    return n is not None and prog.eqns[n].prim.multiple_results
 
 
 def defer(prog):
