@@ -1,8 +1,7 @@
 """Loops with JAX's signatures and pytree carries: `fori_loop` (a scan over the index, or a
 while_loop when its bounds are traced) and `while_loop` (cond_fun and body_fun traced once and
 run as one generated Python loop; differentiated as a scan of the trip count). Inside a traced
-body a while_loop is the primitive `while_p`, whose VJP `while_grad_p` recomputes the inner
-loop from its input, and is itself differentiable.
+body a while_loop is the primitive `while_p` (loops.py, with the generated loop).
 
 Imports backends, tape, ops, pytree, tracing and scan (the layers below scanlib/__init__).
 """
@@ -12,14 +11,13 @@ from __future__ import annotations
 import numpy as np
 
 from . import backends, pytree
-from .ops import arange, as_tensor, zeros
-from .ops.primitive import Primitive
+from .ops import arange, as_tensor
 from .scan import scan
 from .scan.cache import canonical
 from .scan.primitive import apply_scan
-from .tape import (Literal, Tensor, backward_pass, current_builder, enable_grad, grad_enabled,
+from .tape import (Tensor, current_builder, enable_grad, grad_enabled,
                    is_differentiable_dtype, no_grad, type_str)
-from .tape.graph import used_vars
+from .loops import as_arrays, counted_carries, runner, too_many_steps, while_p
 from .tracing import closure_names, trace_function
 
 __all__ = ["fori_loop", "while_loop"]
@@ -168,10 +166,10 @@ def while_loop(cond_fun, body_fun, init_val, *, max_steps=None):
     values = [x._value for x in init_t]
     q_values, k_values = [k._value for k in cond_consts], [k._value for k in body_consts]
     if not (grad_enabled() and any(_needs_grad(x) for x in init_t + body_consts)):
-        carry, _ = _runner(cond, body, tuple(range(nc)))(values, q_values, k_values, max_steps)
-        return pytree.unflatten(tree, [Tensor(c) for c in _arrays(carry, body.outvars)])
-    counted = _counted_carries(cond, body, nc)
-    _, n = _runner(cond, body, counted)([values[i] for i in counted], q_values, k_values,
+        carry, _ = runner(cond, body, tuple(range(nc)))(values, q_values, k_values, max_steps)
+        return pytree.unflatten(tree, [Tensor(c) for c in as_arrays(carry, body.outvars)])
+    counted = counted_carries(cond, body, nc)
+    _, n = runner(cond, body, counted)([values[i] for i in counted], q_values, k_values,
                                         max_steps)
     if n == 0:  # Tensors, as every other path returns
         return pytree.unflatten(tree, init_t)
@@ -196,12 +194,6 @@ def _check_while_args(cond_fun, body_fun, max_steps):
                                   or isinstance(max_steps, bool) or max_steps < 0):
         raise ValueError(f"while_loop: max_steps must be None or an int >= 0, got "
                          f"{max_steps!r}")
-
-
-def _too_many_steps(max_steps):
-    return RuntimeError(
-        f"while_loop: cond_fun was still True after max_steps={max_steps} steps. Raise "
-        f"max_steps, or check that body_fun moves val towards the stopping condition.")
 
 
 # --- tracing cond_fun and body_fun ----------------------------------------------------------
@@ -252,175 +244,6 @@ def _on_device(x, device, dtype):
     return as_tensor(x)
 
 
-# --- the loop on arrays ---------------------------------------------------------------------
-def _counted_carries(cond, body, nc):
-    """The carries the trip count depends on: those cond reads and, to a fixpoint, those the
-    body computes them from. Running only these finds the same count, often far cheaper."""
-    need = {i for i, v in enumerate(cond.invars) if v in used_vars(cond.eqns, cond.outvars)[1]}
-    while True:
-        live = used_vars(body.eqns, [body.outvars[i] for i in need])[1]
-        more = need | {i for i, v in enumerate(body.invars) if v in live}
-        if more == need:
-            return tuple(sorted(need))
-        need = more
-
-
-def _runner(cond, body, carries):
-    """The loop over the given carries as one generated Python function (cached on body):
-    `run(carry values, cond consts, body consts, max_steps) -> (carry values, n)`. Its
-    statements call each equation's impl, as bind does outside a trace, but without bind's
-    per-op work; only the equations the given carries need are run."""
-    cache = body.__dict__.setdefault("_while_runners", {})
-    key = (cond, carries)
-    if key not in cache:
-        cache[key] = _generate(cond, body, carries)
-    return cache[key]
-
-
-def _generate(cond, body, carries):
-    env, names = {"_too_many_steps": _too_many_steps}, {}
-    for i in carries:
-        names[cond.invars[i]] = names[body.invars[i]] = f"c{i}"
-    names.update({v: f"q{j}" for j, v in enumerate(cond.constvars)})
-    names.update({v: f"k{j}" for j, v in enumerate(body.constvars)})
-
-    def ref(v):
-        if isinstance(v, Literal):
-            env[f"_l{len(env)}"] = v.value
-            return f"_l{len(env) - 1}"
-        return names[v]
-
-    def statements(graph, outvars, tag):
-        lines = []
-        for n, eqn in enumerate(used_vars(graph.eqns, outvars)[0]):
-            for j, v in enumerate(eqn.outvars):
-                names[v] = f"{tag}{n}_{j}"
-            args = [ref(v) for v in eqn.invars]
-            lhs = ", ".join(names[v] for v in eqn.outvars) + (
-                "," if eqn.prim.multiple_results else "")
-            if eqn.prim.inline and not eqn.params:
-                lines.append(f"{lhs} = {eqn.prim.inline.format(*args)}")
-                continue
-            env[f"_f{tag}{n}"], env[f"_p{tag}{n}"] = eqn.prim.impl, eqn.params
-            extra = f", **_p{tag}{n}" if eqn.params else ""
-            lines.append(f"{lhs} = _f{tag}{n}({', '.join(args)}{extra})  # {eqn.prim.name}")
-        return lines
-
-    new = [body.outvars[i] for i in carries]
-    cs = "".join(f"c{i}, " for i in carries)
-    qs = "".join(f"q{j}, " for j in range(len(cond.constvars)))
-    ks = "".join(f"k{j}, " for j in range(len(body.constvars)))
-    lines = [f"def run({cs}{qs}{ks}max_steps):", "    n = 0", "    while True:"]
-    lines += ["        " + s for s in statements(cond, cond.outvars, "a")]
-    lines += [f"        if not {ref(cond.outvars[0])}:", f"            return ({cs}), n",
-              "        if n == max_steps:", "            raise _too_many_steps(max_steps)"]
-    lines += ["        " + s for s in statements(body, new, "b")]
-    if carries:
-        lines.append(f"        {cs}= {', '.join(ref(v) for v in new)},")
-    lines.append("        n += 1")
-    source = "\n".join(lines)
-    exec(compile(source, "<while_loop>", "exec"), env)
-    run = env["run"]
-    return lambda carry, q, k, max_steps: run(*carry, *q, *k, max_steps)
-
-
-def _arrays(values, outvars):
-    """Loop results as arrays of their variables' dtypes (NumPy makes 0-d results scalars)."""
-    xp = backends.xp_of(*values)
-    return [xp.asarray(a, dtype=v.dtype) for a, v in zip(values, outvars)]
-
-
-# --- the primitives: a while_loop inside a traced body, and its derivatives -----------------
-# At trace time (a scan body, make_graph) the inputs are stand-in zeros, on which the loop
-# may never stop; and a scan traced inside a body runs its compiled loop on such stand-ins
-# too, calling impl directly. So under any trace, impl only says what it would return.
-
-def _while_impl(*values, cond, body, num_carry, num_cond_consts, max_steps):
-    nc, nq = num_carry, num_cond_consts
-    device = backends.device_of(values[0]) if values else "cpu"
-    if current_builder() is not None:
-        carry, n = [_zeros(v, device) for v in body.outvars[:nc]], 0
-    else:
-        carry, n = _runner(cond, body, tuple(range(nc)))(
-            values[:nc], values[nc:nc + nq], values[nc + nq:], max_steps)
-        carry = _arrays(carry, body.outvars[:nc])
-    return carry + [backends.asarray_on(n, device, np.int64)]
-
-
-def _zeros(v, device):
-    with backends.on_device(device):
-        return backends.namespace(device).zeros(v.shape, v.dtype)
-
-
-def _while_vjp(cts, outs, *inputs, _saved, cond, body, num_carry, num_cond_consts, max_steps):
-    """The cotangents of init_val and body_fun's tensors: the VJP of a scan of n steps (n the
-    trip count output), as a primitive that recomputes that scan from the loop's input."""
-    nc, nq = num_carry, num_cond_consts
-    if all(c is None for c in cts[:nc]):
-        return [None] * len(inputs)
-    n = outs[nc] if outs[nc] is not None else _saved[0] if _saved else None
-    if n is None:  # bound where nobody kept the count (a checkpoint's replay, vmap): recount
-        with no_grad():
-            n = while_p(*inputs, cond=cond, body=body, num_carry=nc, num_cond_consts=nq,
-                        max_steps=max_steps)[nc]
-    ct = [_ct_or_zeros(c, v, inputs) for c, v in zip(cts[:nc], body.outvars[:nc])]
-    primals = list(inputs[:nc]) + list(inputs[nc + nq:]) + [n]
-    g = _scan_grads(ct, primals, body, nc, (nc,))
-    return g[:nc] + [None] * nq + g[nc:-1]
-
-
-def _ct_or_zeros(ct, like, inputs):
-    device = next((x.device for x in inputs if isinstance(x, Tensor)), "cpu")
-    return ct if ct is not None else zeros(like.shape, like.dtype, device)
-
-
-def _scan_grads(ct, primals, body, nc, num_cts):
-    """Bind the derivative primitive on (ct, primals); one cotangent per primal (None for an
-    integer one)."""
-    found = iter(while_grad_p(*ct, *primals, body=body, num_carry=nc, num_cts=num_cts))
-    return [next(found) if is_differentiable_dtype(x.dtype) else None for x in primals]
-
-
-def _grad_impl(*values, body, num_carry, num_cts):
-    """D_k(values), k = len(num_cts): D_0(init, consts, n) is the carry after n steps of
-    body, and D_k(ct, x) = vjp(D_(k-1), x)(ct), where ct has num_cts[0] entries."""
-    primals = values[num_cts[0]:]
-    if current_builder() is not None:
-        device = backends.device_of(values[0])
-        return [_zeros(x, device) for x in primals if is_differentiable_dtype(x.dtype)]
-    xs = [Tensor(v, is_differentiable_dtype(v.dtype)) for v in values]
-    with enable_grad():
-        return [g._value for g in _derivative(xs, body, num_carry, num_cts, False)]
-
-
-def _derivative(xs, body, nc, num_cts, create_graph):
-    """D_k(xs) on Tensors (see _grad_impl), differentiable when create_graph."""
-    if not num_cts:
-        init, consts, n = xs[:nc], xs[nc:-1], int(backends.to_numpy(xs[-1]._value))
-        return apply_scan(body, init, [], consts, n, False) if n else list(init)
-    ct, primals = xs[:num_cts[0]], xs[num_cts[0]:]
-    outs = _derivative(primals, body, nc, num_cts[1:], True)
-    pairs = [(o, c) for o, c in zip(outs, ct)
-             if isinstance(o, Tensor) and o.requires_grad and is_differentiable_dtype(c.dtype)]
-    targets = [x for x in primals if is_differentiable_dtype(x.dtype)]
-    found = backward_pass([o for o, _ in pairs], [c for _, c in pairs], targets=targets,
-                          create_graph=create_graph) if pairs else [None] * len(targets)
-    return [g if g is not None else zeros(x.shape, x.dtype, x.device)
-            for g, x in zip(found, targets)]
-
-
-def _grad_vjp(cts, outs, *xs, _saved, body, num_carry, num_cts):
-    if all(c is None for c in cts):
-        return [None] * len(xs)
-    diff = [x for x in xs[num_cts[0]:] if is_differentiable_dtype(x.dtype)]
-    ct = [c if c is not None else zeros(x.shape, x.dtype, x.device) for c, x in zip(cts, diff)]
-    return _scan_grads(ct, list(xs), body, num_carry, (len(diff),) + tuple(num_cts))
-
-
-while_p = Primitive("while_loop", _while_impl, _while_vjp, multiple_results=True)
-while_grad_p = Primitive("while_loop_vjp", _grad_impl, _grad_vjp, multiple_results=True)
-
-
 # --- a while_loop whose init_val holds Python numbers ---------------------------------------
 def _while_weak(cond_fun, body_fun, init_val, max_steps):
     """The loop op by op without recording (a Python number in init_val takes the dtype the
@@ -442,7 +265,7 @@ def _run_loop(cond_fun, body_fun, init_val, max_steps):
     with no_grad():
         while _truth(cond_fun(val)):
             if max_steps is not None and n >= max_steps:
-                raise _too_many_steps(max_steps)
+                raise too_many_steps(max_steps)
             if n == 0:
                 with enable_grad(recording):
                     val = body_fun(val)

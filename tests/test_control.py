@@ -363,7 +363,8 @@ def test_while_loop_in_interpreted_scan():
 
 
 def test_trip_count_runs_only_what_cond_needs():
-    from scanlib.control import _counted_carries, _trace_loop
+    from scanlib.control import _trace_loop
+    from scanlib.loops import counted_carries as _counted_carries
 
     def body(c):
         return c[0] + 1, sl.tanh(c[1]) * 2.0
