@@ -67,6 +67,18 @@ def _timed(fn):
     return time.perf_counter() - t0, out
 
 
+def median_cpu_time(fn, reps=7):
+    """Median process CPU seconds of fn over reps calls, after two warm-up calls."""
+    fn()
+    fn()
+    times = []
+    for _ in range(reps):
+        t0 = time.process_time()
+        fn()
+        times.append(time.process_time() - t0)
+    return float(np.median(times))
+
+
 def peak_extra_bytes(fn) -> int:
     """Peak traced memory during one call, above what was allocated before it."""
     started = not tracemalloc.is_tracing()

@@ -14,25 +14,14 @@ Imports scanlib, NumPy and bench's own modules.
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
 import scanlib as sl
+from bench.harness import median_cpu_time
 from bench.scanlib_impl import _ops
 from bench.workloads import BY_NAME, loss, make_data, map_tree, step
-
-
-def _median_cpu_time(fn, reps=7):
-    fn()
-    fn()
-    times = []
-    for _ in range(reps):
-        t0 = time.process_time()
-        fn()
-        times.append(time.process_time() - t0)
-    return float(np.median(times))
 
 
 def _kalman_cases(size):
@@ -59,7 +48,7 @@ def main(argv):
         cases, bases = _kalman_cases(size)
     else:
         cases, bases = _scan_cases(name, size)
-    times = {k: _median_cpu_time(v) for k, v in cases.items()}
+    times = {k: median_cpu_time(v) for k, v in cases.items()}
     for k, v in times.items():
         base = times[bases[k]]
         print(f"{k:16s} {v * 1e3:9.2f} ms   {v / base:5.2f}x {bases[k]}")

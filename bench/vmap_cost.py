@@ -12,24 +12,13 @@ own modules.
 from __future__ import annotations
 
 import sys
-import time
 
 import numpy as np
 
 import scanlib as sl
+from bench.harness import median_cpu_time
 from bench.scanlib_impl import _ops
 from bench.workloads import BY_NAME, loss, make_data, step
-
-
-def _median_cpu_time(fn, reps=7):
-    fn()
-    fn()
-    times = []
-    for _ in range(reps):
-        t0 = time.process_time()
-        fn()
-        times.append(time.process_time() - t0)
-    return float(np.median(times))
 
 
 def stacked_params(params, S, seed=2):
@@ -98,7 +87,7 @@ def main(argv):
         "fwd+bwd (hand)": lambda: vg_hand(params),
         "fwd+bwd (vmap)": lambda: vg_vmap(params),
     }
-    times = {k: _median_cpu_time(v) for k, v in cases.items()}
+    times = {k: median_cpu_time(v) for k, v in cases.items()}
     print(f"{name} {size}, {S} parameter sets")
     for k, v in times.items():
         base = times[k.replace("vmap", "hand")]

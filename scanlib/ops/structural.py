@@ -186,16 +186,23 @@ def may_repeat(arrays):
     return bool(arrays) and int(np.prod(np.broadcast_shapes(*[a.shape for a in arrays]))) > 1
 
 
-def _scatter_set_impl(x, v, *arrays, index, unique):
+def set_rows(buf, v, *arrays, index, unique):
+    """buf[index] = v in buf itself (a position named twice keeps the last value, as NumPy's
+    assignment does; `unique` names the caller that refuses repeats). scatter_set runs it on
+    a copy; the loop compiler's in-place updates on a buffer it owns."""
     where = _fill(index, arrays)
     if unique and may_repeat(arrays):
-        winners = _last_writers_impl(*arrays, index=index, shape=x.shape,
-                                     out_shape=np.shape(x[where]))
+        winners = _last_writers_impl(*arrays, index=index, shape=buf.shape,
+                                     out_shape=np.shape(buf[where]))
         if not bool(winners.all()):
             raise ValueError(f"{unique}: the index names a position more than once; that is "
                              "not supported here (combine the repeated updates first)")
+    buf[where] = v
+
+
+def _scatter_set_impl(x, v, *arrays, index, unique):
     out = x.copy()
-    out[where] = v
+    set_rows(out, v, *arrays, index=index, unique=unique)
     return out
 
 

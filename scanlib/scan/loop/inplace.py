@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from ... import backends
-from ...ops.structural import (_fill, _last_writers_impl, _scatter_add_impl, _Slot,
-                               distinct_rows, may_repeat)
+from ...ops.structural import _fill, _scatter_add_impl, _Slot, distinct_rows
+from ...ops.structural import set_rows  # noqa: F401  (the in-place scatter_set, shared)
 
 
 def owned_copy(a):
@@ -23,19 +23,6 @@ def owned_copy(a):
     if a.ndim and a.size and not any(a.strides) and not a[(0,) * a.ndim]:
         return xp.zeros(a.shape, a.dtype)
     return a.copy()
-
-
-def set_rows(buf, v, *arrays, index, unique):
-    """buf[index] = v in buf itself: scatter_set without its copy (a position named twice
-    keeps the last value, as NumPy's assignment and scatter_set do)."""
-    where = _fill(index, arrays)
-    if unique and may_repeat(arrays):
-        winners = _last_writers_impl(*arrays, index=index, shape=buf.shape,
-                                     out_shape=np.shape(buf[where]))
-        if not bool(winners.all()):
-            raise ValueError(f"{unique}: the index names a position more than once; that is "
-                             "not supported here (combine the repeated updates first)")
-    buf[where] = v
 
 
 def add_rows(buf, v, *arrays, index, shape):
