@@ -349,3 +349,17 @@ def test_while_loop_gradient_through_checkpoint_and_vmap():
     g = sl.grad(lambda a: sl.vmap(lambda x: sl.while_loop(
         lambda v: v < 4.0, lambda v: v * a + 0.5, x))(sl.tensor([0.1, 1.0])).sum())
     assert g(sl.tensor(1.5)).item() == pytest.approx(15.475)
+
+
+@pytest.mark.parametrize("unroll", [1, 4, True, False, np.int64(2)])
+def test_unroll_is_accepted_and_changes_nothing(unroll):
+    xs = sl.tensor(RNG.standard_normal(7))
+    got = sl.scan(lambda c, x: (c * 0.9 + x, c), 0.0, xs, unroll=unroll)
+    want = sl.scan(lambda c, x: (c * 0.9 + x, c), 0.0, xs)
+    _tree_close(got, want, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, "2"])
+def test_bad_unroll(bad):
+    with pytest.raises(ValueError, match="unroll must be an int >= 1 or a bool"):
+        sl.scan(lambda c, x: (c + x, None), 0.0, sl.ones(3), unroll=bad)

@@ -19,7 +19,7 @@ from . import schedule as _schedule
 
 
 def scan(f, init, xs=None, *, length=None, reverse=False, dim=0, interpret=None,
-         checkpoint=None):
+         checkpoint=None, unroll=1):
     """Loop f over xs carrying state, like `jax.lax.scan`, differentiably.
 
     `f(carry, x) -> (new_carry, y)`. Returns `(final_carry, ys)` where each leaf of ys stacks
@@ -55,6 +55,10 @@ def scan(f, init, xs=None, *, length=None, reverse=False, dim=0, interpret=None,
     step a few times (scan_plan shows how many). It is scan of checkpointed scans
     (scanlib.checkpoint) underneath.
 
+    `unroll` (an int >= 1 or a bool, as JAX's) is accepted so that JAX code runs unchanged,
+    and changes nothing: the compiled loop is already straight-line Python per step, and
+    writing 2-8 steps out in one block measured within noise (bench/NOTES.md, issue 14).
+
     >>> import scanlib as sl
     >>> carry, ys = sl.scan(lambda c, x: (c + x, c * x), 0.0, sl.tensor([1.0, 2.0, 3.0]))
     >>> carry, ys
@@ -64,6 +68,7 @@ def scan(f, init, xs=None, *, length=None, reverse=False, dim=0, interpret=None,
         interpret = getattr(current_builder(), "interpret", False)
     if not isinstance(interpret, bool):
         raise TypeError(f"scan: interpret must be True, False or None, got {interpret!r}")
+    _check_unroll(unroll)
     plan = _schedule.parse(checkpoint)
     if plan is not None:
         return _checkpointed(f, init, xs, length, reverse, dim, interpret, plan)
@@ -169,6 +174,14 @@ def _check_options(f, length, reverse, dim):
             raise TypeError(f"scan: length must be an int, got {length!r}")
         if length < 0:
             raise ValueError(f"scan: length must be >= 0, got {length}")
+
+
+def _check_unroll(unroll):
+    if isinstance(unroll, bool):
+        return
+    if not isinstance(unroll, (int, np.integer)) or unroll < 1:
+        raise ValueError(f"scan: unroll must be an int >= 1 or a bool (as in JAX), got "
+                         f"{unroll!r}")
 
 
 def _scan_length(paths, leaves, dim, length):
