@@ -298,8 +298,10 @@ def test_scan_plan_prints_the_schedule():
     f = lambda h, x: (sl.tanh(h @ Wp + x), h.sum())  # noqa: E731
     xs = sl.zeros((100, 4))
     plan = sl.scan_plan(f, sl.zeros(4), xs, checkpoint="sqrt")
-    assert plan.schedule[0] == "checkpoint: sqrt: 10 segments of 10 steps"
-    assert "10 carries (320 bytes)" in str(plan)
+    # A carry is 32 bytes and a step keeps 64 (the incoming carry and tanh's result), so
+    # "sqrt" takes k = round(sqrt(100 * 32 / 64)) = 7: 14 segments of 7 and one of 2.
+    assert plan.schedule[0] == "checkpoint: sqrt: 14 segments of 7 steps and one of 2"
+    assert "15 carries (480 bytes)" in str(plan)
     plan = sl.scan_plan(f, sl.zeros(4), xs, checkpoint=("revolve", 3))
     r = Revolve(3).repetitions(100)
     assert f"at most {r} times" in plan.schedule[0]
@@ -311,7 +313,9 @@ def test_schedule_parse():
     assert parse(None) is None
     assert parse(4).length(100) == 4
     assert parse(np.int64(3)).length(10) == 3
-    assert parse("sqrt").length(1000) == 31
+    assert parse("sqrt").length(1000) == 32  # sizes unknown: sqrt(T)
+    assert parse("sqrt").length(1000, 32, 128) == 16  # sqrt(1000 / 4)
+    assert parse("sqrt").length(5, 10**6, 1) == 5  # never longer than the scan
     assert parse(("revolve", 8)).snapshots == 8
 
 

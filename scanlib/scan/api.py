@@ -14,7 +14,8 @@ from ..remat import checkpoint as _checkpoint
 from ..tape import GraphBuilder, Tensor, current_builder, tracing, type_str
 from ..tracing import closure_names, trace_function
 from .cache import canonical
-from .primitive import apply_scan
+from .linearize import CLONE, KEEP, linearize
+from .primitive import _needs_grad, apply_scan
 from . import schedule as _schedule
 
 
@@ -85,8 +86,8 @@ def _checkpointed(f, init, xs, length, reverse, dim, interpret, plan):
     with the steps on axis 0, in the order the loop visits them (reversed for reverse=True,
     and ys flipped back), so each piece is a plain forward scan."""
     _check_options(f, length, reverse, dim)
-    _, init_t, xs_t, T, init_tree, xs_tree = _typed_inputs(f, init, xs, length, reverse, dim,
-                                                          interpret)
+    body, init_t, xs_t, T, init_tree, xs_tree = _typed_inputs(f, init, xs, length, reverse,
+                                                             dim, interpret)
     if reverse:
         xs_t = [x[::-1] for x in xs_t]
     carry = pytree.unflatten(init_tree, init_t)
@@ -99,7 +100,8 @@ def _checkpointed(f, init, xs, length, reverse, dim, interpret, plan):
         return scan(f, carry, pytree.unflatten(xs_tree, xs_t), length=length,
                     reverse=reverse, dim=0, interpret=interpret)
     if isinstance(plan, _schedule.Segments):
-        carry, ys = _run_segments(run, carry, xs_t, T, plan.length(T))
+        k = plan.length(T, *_step_sizes(body, init_t, xs_t))
+        carry, ys = _run_segments(run, carry, xs_t, T, k)
     else:
         s = plan.snapshots
         carry, ys = _run_revolve(run, carry, xs_t, T, s, plan.repetitions(T))
@@ -110,11 +112,21 @@ def _checkpointed(f, init, xs, length, reverse, dim, interpret, plan):
 
 def _typed_inputs(f, init, xs, length, reverse, dim, interpret):
     """scan's checks and init dtypes (a Python number adopts the dtype f gives it), with
-    xs moved to axis 0; the body graph comes along for scan_plan."""
-    body, _, init_t, xs_t, T, init_tree, _ = _prepare(f, init, xs, length, reverse, dim,
-                                                      interpret)
+    xs moved to axis 0; the body graph and its constants come along for the schedule."""
+    body, consts, init_t, xs_t, T, init_tree, _ = _prepare(f, init, xs, length, reverse, dim,
+                                                           interpret)
     xs_tree = pytree.flatten(xs)[1]
-    return body, init_t, xs_t, T, init_tree, xs_tree
+    return (body, consts), init_t, xs_t, T, init_tree, xs_tree
+
+
+def _step_sizes(traced, init_t, xs_t):
+    """(bytes of one carry, bytes one step stores for the backward pass), which "sqrt"
+    balances; the linearization is the one the plain scan would use (and is cached)."""
+    body, consts = traced
+    lin = linearize(body, len(init_t), [_needs_grad(x) for x in xs_t],
+                    [_needs_grad(k) for k in consts])
+    carry = sum(x._value.nbytes for x in init_t)
+    return carry, sum(r.var.nbytes for r in lin.residuals if r.policy in (CLONE, KEEP))
 
 
 def _run_segments(run, carry, xs, T, k):

@@ -18,16 +18,22 @@ ALLOWED = ('None (keep every step\'s residuals), an int k >= 1 (keep the carry e
 
 class Segments:
     """Keep the carry at the start of every k-step segment; the backward pass recomputes one
-    segment at a time (storing that segment's residuals only). k=None: near sqrt(T)."""
+    segment at a time (storing that segment's residuals only). k=None ("sqrt"): the k that
+    makes the kept carries plus one segment's residuals smallest, (T / k) * carry_bytes +
+    k * step_bytes, that is sqrt(T * carry_bytes / step_bytes): sqrt(T) when a carry and
+    one step's residuals weigh the same (and when their sizes are not given)."""
 
     def __init__(self, k):
         self.k = k
 
-    def length(self, T):
-        return self.k if self.k is not None else max(1, math.isqrt(max(T, 1)))
+    def length(self, T, carry_bytes=None, step_bytes=None):
+        if self.k is not None:
+            return self.k
+        ratio = carry_bytes / step_bytes if carry_bytes and step_bytes else 1.0
+        return max(1, min(max(T, 1), round(math.sqrt(max(T, 1) * ratio))))
 
     def describe(self, T, carry_bytes, step_bytes):
-        k = self.length(T)
+        k = self.length(T, carry_bytes, step_bytes)
         n, rest = divmod(T, k)
         kept = n + (1 if rest else 0)
         parts = f"{n} segments of {k} steps" + (f" and one of {rest}" if rest else "")
