@@ -95,3 +95,34 @@ def test_quick_benchmark_runs_and_every_contender_agrees(tmp_path):
             assert r["median_s"] > 0 and r["reps"] >= 1
             assert r["contender"] != "numpy-manual" or r["ratio"] == 1.0
     assert set(by_workload) == {w.name for w in W.WORKLOADS}
+
+
+def test_small_state_quick_scanlib_side(monkeypatch, capsys):
+    # bench/small_state.py's quick mode with JAX hidden (the scanlib column alone), then each
+    # workload's scan gradient against the same model run as a Python loop on the tape and
+    # against a central difference along a random direction.
+    from bench import small_state as S
+
+    monkeypatch.setattr(S, "jax_missing", lambda: "JAX hidden by the test")
+    monkeypatch.setitem(S.BUDGET_S, "quick", 0.005)
+    assert S.main(["quick"]) == 0
+    out = capsys.readouterr().out
+    assert "JAX hidden by the test: printing the scanlib column only" in out
+    assert all(f"| {name} |" in out for name in S.WORKLOADS), out
+    rng = np.random.default_rng(0)
+    for name in S.WORKLOADS:
+        params, data = S.make_data(name, "quick")
+        value, grads = S.scanlib_result(S.scanlib_runner(name, params, data)())
+        loop_value, loop_grads = S.scanlib_result(S.scanlib_runner(name, params, data, True)())
+        rel, where = S.max_rel_diff(value, grads, loop_value, loop_grads)
+        assert rel < 1e-11, (name, rel, where)
+        v = {k: rng.standard_normal(np.shape(p)) for k, p in params.items()}
+        eps = 1e-6
+
+        def at(s, params=params, v=v, data=data, name=name):
+            moved = {k: params[k] + s * v[k] for k in params}
+            return float(S.LOSSES[name](S.scanlib_ops(), moved, data).item())
+
+        fd = (at(eps) - at(-eps)) / (2 * eps)
+        slope = sum(float(np.sum(grads[k] * v[k])) for k in params)
+        assert abs(fd - slope) <= 1e-6 * max(abs(fd), 1.0), (name, fd, slope)
