@@ -14,6 +14,7 @@ from . import backends, pytree
 from .ops import arange, as_tensor
 from .scan import scan
 from .scan.cache import canonical
+from .scan.api import adopt_weak_dtypes
 from .scan.primitive import apply_scan
 from .tape import (Tensor, current_builder, enable_grad, grad_enabled,
                    is_differentiable_dtype, no_grad, type_str)
@@ -155,6 +156,8 @@ def while_loop(cond_fun, body_fun, init_val, *, max_steps=None):
     if not traced and any(type(x) in _PYTHON_NUMBER for x in leaves):
         return _while_weak(cond_fun, body_fun, init_val, max_steps)  # dtypes settle as it runs
     init_t = [as_tensor(x) for x in leaves]
+    if traced and any(type(x) in _PYTHON_NUMBER for x in leaves):
+        init_t = _typed_numbers(body_fun, init_t, leaves, paths, tree)
     cond, cond_consts, body, body_consts = _trace_loop(cond_fun, body_fun, tree, init_t)
     nc = len(init_t)
     if traced:
@@ -177,6 +180,17 @@ def while_loop(cond_fun, body_fun, init_val, *, max_steps=None):
 
 
 _PYTHON_NUMBER = (bool, int, float, complex)  # exact types: np.float64 is typed
+
+
+def _typed_numbers(body_fun, init_t, leaves, paths, tree):
+    """Inside a trace the loop cannot settle a Python number's dtype as it runs (the
+    _while_weak path): give it the dtype body_fun makes of it, as scan does for its init
+    (0.0 + float32 data -> float32, which every step of the Python loop computes)."""
+    weak = [type(x) in _PYTHON_NUMBER for x in leaves]
+    device = next((t.device for t, w in zip(init_t, weak) if not w),
+                  getattr(current_builder(), "device", "cpu"))
+    return adopt_weak_dtypes(lambda c, _: (body_fun(c), None), init_t, weak, leaves, paths, [],
+                             tree, pytree.flatten(None)[1], device)
 
 
 def _needs_grad(x):

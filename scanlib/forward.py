@@ -238,6 +238,8 @@ class _ForwardTrace(GraphBuilder):
     values; their tangents are plain Tensors, computed with the trace paused. Builds no graph.
     Used only where jvp's result is not differentiated again (it records nothing)."""
 
+    abstract = False  # its tracers hold real values
+
     def __init__(self, device):
         super().__init__(device)
         self.tangents = {}  # Var -> tangent (a plain Tensor)

@@ -156,7 +156,12 @@ def _tape_vjp(cts, inputs, graph, num_args):
     derivative) and then linked to the inputs that require grad. Recording the replay makes
     the scans in it keep their residuals, so their VJPs do not run them a third time."""
     recording = grad_enabled()
-    wanted = [i for i, x in enumerate(inputs) if _differentiable(x) and x.requires_grad]
+    # Under a tape walk (some input requires grad: that is why the node exists) the others'
+    # cotangents would be dropped, so they are not computed; a direct call of the rule (the
+    # forward trace of jvp) gets every differentiable input's, as from any other rule.
+    on_tape = any(isinstance(x, Tensor) and x.requires_grad for x in inputs)
+    wanted = [i for i, x in enumerate(inputs)
+              if _differentiable(x) and (x.requires_grad or not on_tape)]
     starts = list(inputs)
     for i in wanted:
         starts[i] = _start(inputs[i], recording)
@@ -223,10 +228,10 @@ def _differentiable(x):
 
 
 def _start(x, recording):
-    """Where the replay's walk stops for an input x that requires grad (the others get none:
-    nothing reaches them): a new leaf holding x's value, or, when the walk is recorded, a
-    node on x (so that the outer walk reaches x through the replay)."""
-    if recording:
+    """Where the replay's walk stops for an input x whose cotangent is wanted: a new leaf
+    holding x's value, or, when the walk is recorded and x requires grad, a node on x (so
+    that the outer walk reaches x through the replay)."""
+    if recording and x.requires_grad:
         return ew.copy(x)
     return Tensor(x._value, True, _trace=x._trace, _var=x._var)
 

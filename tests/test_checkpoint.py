@@ -367,3 +367,39 @@ def test_unroll_is_accepted_and_changes_nothing(unroll):
 def test_bad_unroll(bad):
     with pytest.raises(ValueError, match="unroll must be an int >= 1 or a bool"):
         sl.scan(lambda c, x: (c + x, None), 0.0, sl.ones(3), unroll=bad)
+
+
+# --- found by a review ----------------------------------------------------------------------------
+def test_jvp_through_a_checkpoint_outside_a_scan_body():
+    """The forward trace calls checkpoint's VJP directly, with no input requiring grad: it
+    once returned no cotangents there, a zero tangent."""
+    k = sl.checkpoint(lambda x: sl.sin(x) * x)
+    _, t = sl.jvp(k, (sl.tensor(1.0),), (sl.tensor(1.0),))
+    assert t.item() == pytest.approx(np.cos(1.0) + np.sin(1.0))
+    xs = sl.tensor([1.0, 2.0, 3.0])
+    for schedule in (2, ("revolve", 2)):
+        def g(x, schedule=schedule):
+            return sl.scan(lambda c, a: (sl.sin(c) * a, c), x, xs, checkpoint=schedule)[0]
+
+        def plain(x):
+            return sl.scan(lambda c, a: (sl.sin(c) * a, c), x, xs)[0]
+
+        got = sl.jvp(g, (sl.tensor(0.5),), (sl.tensor(1.0),))[1]
+        assert got.item() == pytest.approx(sl.jvp(plain, (sl.tensor(0.5),),
+                                                  (sl.tensor(1.0),))[1].item(), rel=1e-12)
+
+
+def test_interpret_reaches_the_segments_scan(monkeypatch):
+    import importlib
+
+    P = importlib.import_module("scanlib.scan.primitive")
+
+    def refuse(*a, **k):
+        raise AssertionError("the compiled loop ran under interpret=True")
+
+    monkeypatch.setattr(P, "compiled", refuse)
+    W = sl.tensor(RNG.standard_normal((2, 2)))
+    xs = sl.tensor(RNG.standard_normal((5, 2)))
+    g = sl.grad(lambda h: sl.scan(lambda c, x: (sl.tanh(c @ W + x), None), h, xs,
+                                  checkpoint=2, interpret=True)[0].sum())
+    assert g(sl.zeros(2)).shape == (2,)

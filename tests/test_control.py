@@ -519,3 +519,19 @@ def test_while_loop_with_no_trips_returns_tensors_on_every_path():
     a = sl.tensor(2.0, requires_grad=True)
     assert type(sl.while_loop(lambda v: v > 100, lambda v: v * a, np.array(1.0))) is sl.Tensor
     assert type(sl.while_loop(lambda v: v > 100, lambda v: v * 2.0, np.array(1.0))) is sl.Tensor
+
+
+def test_jvp_of_a_while_loop_runs_it():
+    # jvp's forward trace holds real values: the loop must run there (it once returned the
+    # stand-in zeros a shape-only trace would).
+    w = lambda v0: sl.while_loop(lambda v: v < 100.0, lambda v: v * 3.0, v0)  # noqa: E731
+    out, t = sl.jvp(w, (sl.tensor(1.0),), (sl.tensor(1.0),))
+    assert out.item() == 243.0 and t.item() == 243.0
+
+
+def test_a_python_number_init_in_a_traced_while_loop_takes_the_bodys_dtype():
+    xs = sl.tensor([0.5, 1.0, 2.0], dtype="float32")
+    ys = sl.scan(lambda c, a: (c, sl.while_loop(lambda v: v < 3.0, lambda v: v + a, 0.0)),
+                 sl.tensor(0.0, dtype="float32"), xs)[1]
+    assert ys.dtype == np.float32
+    np.testing.assert_array_equal(ys.numpy(), [3.0, 3.0, 4.0])

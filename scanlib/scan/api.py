@@ -101,7 +101,7 @@ def _checkpointed(f, init, xs, length, reverse, dim, interpret, plan):
                     reverse=reverse, dim=0, interpret=interpret)
     if isinstance(plan, _schedule.Segments):
         k = plan.length(T, *_step_sizes(body, init_t, xs_t))
-        carry, ys = _run_segments(run, carry, xs_t, T, k)
+        carry, ys = _run_segments(run, carry, xs_t, T, k, interpret)
     else:
         s = plan.snapshots
         carry, ys = _run_revolve(run, carry, xs_t, T, s, plan.repetitions(T))
@@ -129,7 +129,7 @@ def _step_sizes(traced, init_t, xs_t):
     return carry, sum(r.var.nbytes for r in lin.residuals if r.policy in (CLONE, KEEP))
 
 
-def _run_segments(run, carry, xs, T, k):
+def _run_segments(run, carry, xs, T, k, interpret):
     """An outer scan over T // k checkpointed segments of k steps, then one of the rest."""
     n, rest = divmod(T, k)
     pieces = []
@@ -137,7 +137,7 @@ def _run_segments(run, carry, xs, T, k):
         main = [x[:n * k].reshape((n, k) + tuple(x.shape[1:])) for x in xs]
         segment = _checkpoint(lambda c, leaves: run(c, leaves, k))
         carry, ys = scan(lambda c, leaves: segment(c, leaves), carry, main or None,
-                         length=n)
+                         length=n, interpret=interpret)
         pieces.append(pytree.tree_map(lambda y: y.reshape((n * k,) + tuple(y.shape[2:])),
                                       ys))
     if rest:
@@ -238,7 +238,7 @@ def _scan_length(paths, leaves, dim, length):
 _PYTHON_NUMBER = (bool, int, float, complex)  # exact types: np.float64 is a float, but typed
 
 
-def _adopt_weak_dtypes(f, init_t, weak, init_leaves, paths, xs_t, init_tree, xs_tree, device):
+def adopt_weak_dtypes(f, init_t, weak, init_leaves, paths, xs_t, init_tree, xs_tree, device):
     """A Python number in init has no dtype of its own (JAX: weakly typed). The loop's first
     step computes with the number itself, and the carry takes the dtype of what f returns
     for it (0.0 + float32 data -> float32, 0.0 + bool data -> float64); a carry that f
@@ -321,7 +321,7 @@ def _prepare(f, init, xs, length, reverse, dim, interpret=False):
     init_t, weak = list(init_t), list(weak)
 
     if any(weak):
-        init_t = _adopt_weak_dtypes(f, init_t, weak, init_leaves, init_paths, xs_t, init_tree,
+        init_t = adopt_weak_dtypes(f, init_t, weak, init_leaves, init_paths, xs_t, init_tree,
                                     xs_tree, device)
     body, (carry_tree, y_tree) = _trace_body(f, init_t, xs_t, init_tree, xs_tree, device,
                                              interpret)

@@ -78,6 +78,10 @@ class Graph:
 class GraphBuilder:
     """Collects the equations executed while it is the innermost trace (see tape.state)."""
 
+    # Its values are stand-ins (zeros of the right shapes), so an impl that would run a loop
+    # on them must not (while_loop's). A trace on real values (jvp's) says False.
+    abstract = True
+
     def __init__(self, device="cpu"):
         self.device = device
         self.invars, self.constvars, self.consts, self.eqns = [], [], [], []
