@@ -18,7 +18,9 @@ OUT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "out")
 class Progress:
     """A one-line progress bar on a terminal; every ~10% a plain line when output is a file."""
 
-    def __init__(self, total: int, width: int = 28, stream=sys.stdout):
+    def __init__(self, total: int, width: int = 28, stream=None):
+        # sys.stdout read now, not when this module was imported (a test's capture, say)
+        stream = sys.stdout if stream is None else stream
         self.total, self.width, self.stream = max(total, 1), width, stream
         self.tty = stream.isatty()
         self.start = time.perf_counter()
