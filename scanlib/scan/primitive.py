@@ -12,6 +12,7 @@ import numpy as np
 from .. import backends
 from ..ops.primitive import Primitive, bind
 from ..tape import Tensor, current_builder, grad_enabled
+from ..tape.graph import stand_ins_for
 from ..tape.tensor import is_differentiable_dtype
 from .executor import compiled
 from .interpret import run_interpreted
@@ -21,6 +22,10 @@ from .linearize import linearize
 def _scan_impl(*values, body, length, reverse, num_carry, num_xs, interpret=False,
                sum_carries=(), _lin=None):
     nc, nx = num_carry, num_xs
+    n_ys = len(body.outvars) - nc
+    zeros = stand_ins_for(body.outvars, [()] * nc + [(length,)] * n_ys)
+    if zeros is not None:  # a nested scan being traced: its values would be unused
+        return zeros
     init, xs, consts = list(values[:nc]), list(values[nc:nc + nx]), list(values[nc + nx:])
     if interpret:
         carry, ys = run_interpreted(body, length, init, xs, consts, reverse, nc)

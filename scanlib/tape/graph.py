@@ -145,6 +145,23 @@ class GraphBuilder:
                      self.device)
 
 
+def stand_ins_for(outvars, leading=None):
+    """Zeros shaped like outvars when the innermost trace is abstract (its values are
+    stand-ins that nothing reads), else None. A primitive that runs a whole loop or graph
+    (checkpoint, scan, while) returns these while being traced instead of running it on
+    zeros; under a trace on real values (jvp's) it runs. None too when an outvar is a
+    Literal (no dtype of its own): then the impl runs. `leading[i]`: axes in front of
+    outvars[i]'s shape (a scan's ys have the steps in front)."""
+    from .state import current_builder  # state imports nothing; kept local to this helper
+
+    builder = current_builder()
+    if builder is None or not builder.abstract or any(isinstance(v, Literal) for v in outvars):
+        return None
+    leading = leading or [()] * len(outvars)
+    return [builder._zeros(tuple(lead) + tuple(v.shape), v.dtype)
+            for v, lead in zip(outvars, leading)]
+
+
 def escaped_tracer_error(x) -> TypeError:
     """The error for a tracer used after its trace ended (JAX: UnexpectedTracerError)."""
     return TypeError(
