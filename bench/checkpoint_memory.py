@@ -8,18 +8,24 @@ run; the gradients of every contender are checked against it first.
 
     python -m bench.checkpoint_memory          # T = 1000
     python -m bench.checkpoint_memory quick    # T = 200
+    python -m bench.checkpoint_memory no-revolve   # without the slow ("revolve", 8) row
 """
 
 from __future__ import annotations
 
-import statistics
-import sys
-import time
-import tracemalloc
+if __name__ == "__main__":  # before NumPy is imported: one BLAS thread, as the other benches
+    from bench import env
 
-import numpy as np
+    env.set_threads(1)
 
-import scanlib as sl
+import statistics  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+import tracemalloc  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+import scanlib as sl  # noqa: E402
 
 CONTENDERS = (None, "sqrt", 32, ("revolve", 8))
 
@@ -67,24 +73,26 @@ def main(argv):
     rounds = 3 if "quick" in argv else 5
     params, loss = lstm_problem(T)
     grad = sl.grad(loss)
-    runs = {c: (lambda c=c: grad(params, c)) for c in CONTENDERS}
+    contenders = [c for c in CONTENDERS
+                  if not ("no-revolve" in argv and isinstance(c, tuple))]
+    runs = {c: (lambda c=c: grad(params, c)) for c in contenders}
     reference = runs[None]()
     for c, run in runs.items():
         for g, r in zip(run(), reference):
             np.testing.assert_allclose(g.numpy(), r.numpy(), rtol=2e-3, atol=1e-6,
                                        err_msg=f"checkpoint={c!r}")
     peaks = {c: peak_bytes(run) for c, run in runs.items()}
-    times = {c: [] for c in CONTENDERS}
+    times = {c: [] for c in contenders}
     for _ in range(rounds):
         for c, run in runs.items():
             t = time.perf_counter()
             run()
             times[c].append(time.perf_counter() - t)
-    print(f"LSTM B=32 H=128 T={T} float32, one gradient (forward + backward); "
-          f"median of {rounds} interleaved rounds; ratios to checkpoint=None")
+    print(f"LSTM B=32 H=128 T={T} float32, one gradient (forward + backward), one BLAS "
+          f"thread; median of {rounds} interleaved rounds; ratios to checkpoint=None")
     print(f"{'checkpoint':>16} {'peak MiB':>9} {'ratio':>6} {'time s':>8} {'ratio':>6}")
     t0, p0 = statistics.median(times[None]), peaks[None]
-    for c in CONTENDERS:
+    for c in contenders:
         t = statistics.median(times[c])
         print(f"{str(c):>16} {peaks[c] / 2**20:9.1f} {peaks[c] / p0:6.3f} {t:8.3f} "
               f"{t / t0:6.2f}")
