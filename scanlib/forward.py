@@ -57,10 +57,7 @@ def _tangents_of(prim, ins, outs, tangents, params):
     outs = list(outs) if prim.multiple_results else [outs]
     gs = [_dummy_cotangent(o) if is_differentiable_dtype(o.dtype) else None for o in outs]
     with enable_grad():
-        if prim.multiple_results:
-            in_cts = prim.vjp(gs, outs, *ins, _saved=None, **params)
-        else:
-            in_cts = prim.vjp(gs[0], outs[0], *ins, **params)
+        in_cts = prim.cotangents(gs, outs, ins, params)
     roots, cts = [], []
     for x, c, t in zip(ins, in_cts, tangents):
         if t is not None and isinstance(c, Tensor) and c.requires_grad:

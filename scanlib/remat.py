@@ -214,12 +214,8 @@ def _traced_vjp(cts, inputs, graph, num_args):
         gs = [ct.pop(v, None) for v in eqn.outvars]
         if eqn.prim.vjp is None or all(g is None for g in gs):
             continue
-        ins = [read(v) for v in eqn.invars]
-        if eqn.prim.multiple_results:
-            in_cts = eqn.prim.vjp(gs, [read(v) for v in eqn.outvars], *ins, _saved=None,
-                                  **eqn.params)
-        else:
-            in_cts = eqn.prim.vjp(gs[0], read(eqn.outvars[0]), *ins, **eqn.params)
+        in_cts = eqn.prim.cotangents(gs, [read(v) for v in eqn.outvars],
+                                     [read(v) for v in eqn.invars], eqn.params)
         for v, g in zip(eqn.invars, in_cts):
             add(v, g)
     return [ct.get(v) if _differentiable(x) else None

@@ -51,6 +51,14 @@ class Primitive:
     def __call__(self, *args, **params):
         return bind(self, *args, **params)
 
+    def cotangents(self, cts, outs, ins, params, saved=None):
+        """The rule's input cotangents, with cts and outs as lists (one per output) whether
+        or not it has several results (the graph walks of scan's linearization, checkpoint
+        and forward mode call rules this way; the tape walk passes its saved values)."""
+        if self.multiple_results:
+            return self.vjp(cts, outs, *ins, _saved=saved, **params)
+        return self.vjp(cts[0], outs[0], *ins, **params)
+
     def __repr__(self):
         return f"Primitive({self.name})"
 

@@ -173,11 +173,7 @@ def _linearize(body, nc, x_needs, k_needs, given):
                 continue
             gs = [ct.pop(v, None) for v in eqn.outvars]
             ins = [get(v) for v in eqn.invars]
-            if eqn.prim.multiple_results:
-                in_cts = eqn.prim.vjp(gs, [get(v) for v in eqn.outvars], *ins, _saved=None,
-                                      **eqn.params)
-            else:
-                in_cts = eqn.prim.vjp(gs[0], get(eqn.outvars[0]), *ins, **eqn.params)
+            in_cts = eqn.prim.cotangents(gs, [get(v) for v in eqn.outvars], ins, eqn.params)
             for v, g in zip(eqn.invars, in_cts):
                 accumulate(v, g)
 
