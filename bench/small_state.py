@@ -15,6 +15,10 @@ Four models whose steps are many tiny operations, each written once against an `
     python -m bench.small_state          # full sizes (about 20 s here, a third of it JAX compiling)
     python -m bench.small_state quick    # small sizes, a few seconds
 
+With numba installed, scan(..., compiler="numba") is a third contender (its own table: its
+first call compiles the kernels, or loads them from the cache, and is shown apart); it must
+agree with the NumPy loop to the same tolerance.
+
 Values and gradients of the two are checked to agree before timing (max|g - g_jax| / max|g_jax|
 <= 1e-8, array by array); the exit status is 1 when they do not. JAX's trace + lower + compile
 time is measured apart (`jax compile ms`) and its calls are timed after it. Rounds interleave
@@ -211,12 +215,16 @@ def make_data(name, size="full", seed=0):
 
 
 # --- the ops namespaces -------------------------------------------------------------------------
-def scanlib_ops(loop=False):
-    """scanlib's ops; with loop=True, scan is the Python loop that defines it (on the tape)."""
+def scanlib_ops(loop=False, compiler="numpy"):
+    """scanlib's ops; with loop=True, scan is the Python loop that defines it (on the tape);
+    `compiler` is scan's ("numba": the step loops as numba kernels)."""
     import scanlib as sl
 
+    def scan(f, init, xs, reverse=False):
+        return sl.scan(f, init, xs, reverse=reverse, compiler=compiler)
+
     return types.SimpleNamespace(
-        scan=_loop_scan(sl) if loop else sl.scan, logsumexp=sl.logsumexp,
+        scan=_loop_scan(sl) if loop else scan, logsumexp=sl.logsumexp,
         log_softmax=sl.log_softmax, exp=sl.exp, log=sl.log, sum=sl.sum, vdot=sl.vdot,
         sigmoid=sl.sigmoid, concatenate=sl.concatenate, diagonal=sl.diagonal,
         cholesky=sl.linalg.cholesky, solve=sl.linalg.solve,
@@ -251,6 +259,15 @@ def jax_ops():
         solve_triangular=jsl.solve_triangular)
 
 
+def numba_missing():
+    """None when numba imports (scan's compiler="numba" column), else why not."""
+    try:
+        import numba  # noqa: F401
+    except Exception as e:  # noqa: BLE001
+        return f"numba is not installed ({type(e).__name__}: {e})"
+    return None
+
+
 def jax_missing():
     """None when JAX imports, else why not."""
     try:
@@ -261,11 +278,11 @@ def jax_missing():
 
 
 # --- the contenders: () -> (value, {name: gradient}) as NumPy -----------------------------------
-def scanlib_runner(name, params, data, loop=False):
+def scanlib_runner(name, params, data, loop=False, compiler="numpy"):
     """The timed call: one scanlib.value_and_grad of the loss (built once, as a sampler would)."""
     import scanlib as sl
 
-    ops, fn = scanlib_ops(loop), LOSSES[name]
+    ops, fn = scanlib_ops(loop, compiler), LOSSES[name]
     vg = sl.value_and_grad(lambda p: fn(ops, p, data))
 
     def run():
@@ -350,6 +367,14 @@ def measure(name, size, with_jax):
     sl_value, sl_grads = scanlib_result(sl_run())
     rec["scanlib_first_s"] = time.perf_counter() - t0
     runs = {"scanlib": sl_run}
+    if numba_missing() is None:
+        nb_run = scanlib_runner(name, params, data, compiler="numba")
+        t0 = time.perf_counter()
+        nb_value, nb_grads = scanlib_result(nb_run())
+        rec["numba_first_s"] = time.perf_counter() - t0  # compiling, or loading the cache
+        rec["numba_rel_diff"], rec["numba_worst"] = max_rel_diff(nb_value, nb_grads,
+                                                                 sl_value, sl_grads)
+        runs["numba"] = nb_run
     if with_jax:
         jx_run, rec["jax_compile_s"] = jax_runner(name, params, data)
         jx_value, jx_grads = jax_result(jx_run())
@@ -394,6 +419,27 @@ def table(records, with_jax):
     return "\n".join(lines)
 
 
+def numba_table(records, with_jax):
+    """The compiler="numba" rows: its time beside the NumPy loop's and JAX's."""
+    rows = [r for r in records if "numba_median_s" in r]
+    if not rows:
+        return ""
+    head = ["workload", "numpy loop ms", "numba ms", "numba speedup"] + (
+        ["jax-jit ms", "numba / jax"] if with_jax else []) + [
+        "numba first ms", "IQR %", "calls", "rel to numpy loop"]
+    lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
+    for r in rows:
+        nb = r["numba_median_s"]
+        cells = [r["workload"], _ms(r["scanlib_median_s"]), _ms(nb),
+                 f"{r['scanlib_median_s'] / nb:.1f}x"]
+        if with_jax:
+            cells += [_ms(r["jax_median_s"]), f"{nb / r['jax_median_s']:.1f}x"]
+        cells += [f"{r['numba_first_s'] * 1e3:.0f}", f"{r['numba_iqr'] * 100:.0f}",
+                  str(r["numba_reps"]), f"{r['numba_rel_diff']:.1e}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def per_call_line(records, with_jax):
     r = next((r for r in records if r["workload"] == "holt-winters"), None)
     if r is None:
@@ -423,7 +469,13 @@ def main(argv=None):
     print()
     print(table(records, with_jax))
     print(per_call_line(records, with_jax))
+    nb = numba_table(records, with_jax)
+    if nb:
+        print("\nscan(..., compiler=\"numba\") (numba first ms: compiling, or loading the "
+              "kernel cache):\n" + nb)
     bad = [r["workload"] for r in records if with_jax and not r["agree"]]
+    bad += [r["workload"] + " (numba)" for r in records
+            if r.get("numba_rel_diff", 0.0) > TOLERANCE]
     if bad:
         print(f"values or gradients disagree with JAX beyond {TOLERANCE:g}: {', '.join(bad)}")
     return 1 if bad else 0

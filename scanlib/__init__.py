@@ -13,7 +13,7 @@ from .backends import cuda_available
 from .ops import *  # noqa: F403
 from .ops import __all__ as _ops_all
 from .tape import Graph, Tensor, enable_grad, no_grad
-from .scan import ScanPlan, scan, scan_plan
+from .scan import NumbaFallbackWarning, ScanPlan, scan, scan_plan, set_loop_compiler
 from . import associative, control, transforms
 from .associative import *  # noqa: F403
 from .control import *  # noqa: F403
@@ -27,6 +27,7 @@ __all__ = [
     *[n for n in _ops_all if n not in ("Primitive", "bind", "elementwise", "sum_to", "getitem")],
     "Tensor", "Graph", "no_grad", "enable_grad", "grad", "value_and_grad", "vjp",
     "make_graph", "checkpoint", "remat", "testing", "linalg", "random", "optim",
-    "cuda_available", "scan", "scan_plan", "ScanPlan",
+    "cuda_available", "scan", "scan_plan", "ScanPlan", "set_loop_compiler",
+    "NumbaFallbackWarning",
     *transforms.__all__, *associative.__all__, *control.__all__, "vmap",
 ]

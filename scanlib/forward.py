@@ -88,7 +88,7 @@ def _product_rule(prim, ins, tangents, params):
 
 # --- forward mode: scan -----------------------------------------------------------------------
 def _scan_jvp(ins, tangents, *, body, length, reverse, num_carry, num_xs, interpret=False,
-              sum_carries=(), _lin=None):
+              sum_carries=(), compiler="numpy", _lin=None):
     """(outs, tangents of outs) of a scan equation: one scan whose carries are the primal
     carries and the tangents of those that have one, and whose ys likewise (JAX's JVP of
     scan). The primal is computed again in it, so it replaces the forward scan."""
@@ -102,7 +102,7 @@ def _scan_jvp(ins, tangents, *, body, length, reverse, num_carry, num_xs, interp
     d_xs = [t for t in tangents[nc:nc + nx] if t is not None]
     d_consts = [t for t in tangents[nc + nx:] if t is not None]
     res = apply_scan(jb.graph, init + d_init, xs + d_xs, consts + d_consts + jb.extra_consts,
-                     length, reverse, interpret)
+                     length, reverse, interpret, compiler=compiler)
     n_dc, ny = len(d_init), len(body.outvars) - nc
     d_carry, d_ys = iter(res[nc:nc + n_dc]), iter(res[nc + n_dc + ny:])
     outs = res[:nc] + res[nc + n_dc:nc + n_dc + ny]
@@ -285,7 +285,8 @@ class _ForwardTrace(GraphBuilder):
         tracers = self._wrap(outs, t_out)
         return tracers if prim.multiple_results else tracers[0]
 
-    def bind_scan(self, body, init, xs, consts, length, reverse, interpret, sum_carries):
+    def bind_scan(self, body, init, xs, consts, length, reverse, interpret, sum_carries,
+                  compiler="numpy"):
         """scan.primitive.apply_scan's hook: a scan with tangents runs as its JVP scan only
         (the primal comes out of it), not its forward and then the JVP scan."""
         args = [self.lift(a) if isinstance(a, Tensor) or backends.is_array(a) else a
@@ -293,10 +294,12 @@ class _ForwardTrace(GraphBuilder):
         ins, t_in = self._plain(args)
         if all(t is None for t in t_in):
             return bind(scan_p, *args, body=body, length=length, reverse=reverse,
-                        num_carry=len(init), num_xs=len(xs), **_mode(interpret, sum_carries))
+                        num_carry=len(init), num_xs=len(xs),
+                        **_mode(interpret, sum_carries, compiler))
         with self._paused():
             outs, t_out = _scan_jvp(ins, t_in, body=body, length=length, reverse=reverse,
-                                    num_carry=len(init), num_xs=len(xs), interpret=interpret)
+                                    num_carry=len(init), num_xs=len(xs), interpret=interpret,
+                                    compiler=compiler)
         return self._wrap([o._value for o in outs], t_out)
 
 

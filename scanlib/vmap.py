@@ -336,7 +336,8 @@ def _scan_flags(params, flags):
 def _scan(eqn, values, batched, B):
     p = eqn.params
     body, nc, nx = p["body"], p["num_carry"], p["num_xs"]
-    mode = {"interpret": p.get("interpret", False), "sum_carries": p.get("sum_carries", ())}
+    mode = {"interpret": p.get("interpret", False), "sum_carries": p.get("sum_carries", ()),
+            "compiler": p.get("compiler", "numpy")}
     if not any(batched):
         outs = apply_scan(body, values[:nc], values[nc:nc + nx], values[nc + nx:],
                           p["length"], p["reverse"], **mode)

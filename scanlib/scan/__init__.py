@@ -5,10 +5,12 @@ linearize.py (backward body, residual policies) and executor.py (runs the compil
 loop compiler in loop/ turns the body into a LoopProgram, its passes say where each equation
 runs and where each value lives, and loop/emit.py prints it as Python); interpret.py is the
 reference interpreter (`scan(..., interpret=True)`); cache.py reuses all of it across calls,
-and plan.py prints it.
+and plan.py prints it. loop/native.py is a second printer of the same programs, the step loop
+as a numba kernel (`compiler="numba"`).
 """
 
-from .api import scan
+from .api import scan, set_loop_compiler
+from .executor import NumbaFallbackWarning
 from .plan import ScanPlan, scan_plan
 
-__all__ = ["scan", "scan_plan", "ScanPlan"]
+__all__ = ["scan", "scan_plan", "ScanPlan", "set_loop_compiler", "NumbaFallbackWarning"]

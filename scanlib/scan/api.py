@@ -20,7 +20,7 @@ from . import schedule as _schedule
 
 
 def scan(f, init, xs=None, *, length=None, reverse=False, dim=0, interpret=None,
-         checkpoint=None, unroll=1):
+         checkpoint=None, unroll=1, compiler=None):
     """Loop f over xs carrying state, like `jax.lax.scan`, differentiably.
 
     `f(carry, x) -> (new_carry, y)`. Returns `(final_carry, ys)` where each leaf of ys stacks
@@ -60,6 +60,15 @@ def scan(f, init, xs=None, *, length=None, reverse=False, dim=0, interpret=None,
     and changes nothing: the compiled loop is already straight-line Python per step, and
     writing 2-8 steps out in one block measured within noise (bench/NOTES.md, issue 14).
 
+    `compiler="numba"` (the optional extra, `pip install 'scanlib[jit]'`) runs the per-step
+    loop of this scan and of its backward scan as a compiled numba kernel, which is what
+    small states (a few numbers per step, many steps) need; None takes the default
+    (`set_loop_compiler`, "numpy" unless changed). A body numba cannot be proved to compute
+    exactly as NumPy does (a primitive without a numba form, a dtype numba would change)
+    runs as the NumPy loop with a NumbaFallbackWarning. Values agree with the NumPy loop to
+    rounding (numba's exp and log are not NumPy's). The first call of a new body compiles it
+    (about a second); kernels are cached on disk (SCANLIB_CACHE_DIR, ~/.cache/scanlib).
+
     >>> import scanlib as sl
     >>> carry, ys = sl.scan(lambda c, x: (c + x, c * x), 0.0, sl.tensor([1.0, 2.0, 3.0]))
     >>> carry, ys
@@ -70,38 +79,40 @@ def scan(f, init, xs=None, *, length=None, reverse=False, dim=0, interpret=None,
     if not isinstance(interpret, bool):
         raise TypeError(f"scan: interpret must be True, False or None, got {interpret!r}")
     _check_unroll(unroll)
+    compiler = _check_compiler(compiler)
     plan = _schedule.parse(checkpoint)
     if plan is not None:
-        return _checkpointed(f, init, xs, length, reverse, dim, interpret, plan)
+        return _checkpointed(f, init, xs, length, reverse, dim,
+                             {"interpret": interpret, "compiler": compiler}, plan)
     body, consts, init_t, xs_t, T, init_tree, y_tree = _prepare(f, init, xs, length, reverse,
                                                                 dim, interpret)
-    outs = apply_scan(body, init_t, xs_t, consts, T, reverse, interpret)
+    outs = apply_scan(body, init_t, xs_t, consts, T, reverse, interpret, compiler=compiler)
     nc = len(init_t)
     return pytree.unflatten(init_tree, outs[:nc]), pytree.unflatten(y_tree, outs[nc:])
 
 
 # --- checkpoint schedules (schedule.py) as nested checkpointed scans ---------------------
-def _checkpointed(f, init, xs, length, reverse, dim, interpret, plan):
+def _checkpointed(f, init, xs, length, reverse, dim, loop, plan):
     """scan(f, init, xs) run as the schedule says. The segments see typed carries and xs
     with the steps on axis 0, in the order the loop visits them (reversed for reverse=True,
     and ys flipped back), so each piece is a plain forward scan."""
     _check_options(f, length, reverse, dim)
     body, init_t, xs_t, T, init_tree, xs_tree = _typed_inputs(f, init, xs, length, reverse,
-                                                             dim, interpret)
+                                                             dim, loop["interpret"])
     if reverse:
         xs_t = [x[::-1] for x in xs_t]
     carry = pytree.unflatten(init_tree, init_t)
 
     def run(carry, leaves, n):  # a plain scan of n steps over these xs leaves
         return scan(f, carry, pytree.unflatten(xs_tree, leaves) if leaves else None,
-                    length=n, interpret=interpret)
+                    length=n, **loop)
 
     if T == 0:
         return scan(f, carry, pytree.unflatten(xs_tree, xs_t), length=length,
-                    reverse=reverse, dim=0, interpret=interpret)
+                    reverse=reverse, dim=0, **loop)
     if isinstance(plan, _schedule.Segments):
         k = plan.length(T, *_step_sizes(body, init_t, xs_t))
-        carry, ys = _run_segments(run, carry, xs_t, T, k, interpret)
+        carry, ys = _run_segments(run, carry, xs_t, T, k, loop)
     else:
         s = plan.snapshots
         carry, ys = _run_revolve(run, carry, xs_t, T, s, plan.repetitions(T))
@@ -129,7 +140,7 @@ def _step_sizes(traced, init_t, xs_t):
     return carry, sum(r.var.nbytes for r in lin.residuals if r.policy in (CLONE, KEEP))
 
 
-def _run_segments(run, carry, xs, T, k, interpret):
+def _run_segments(run, carry, xs, T, k, loop):
     """An outer scan over T // k checkpointed segments of k steps, then one of the rest."""
     n, rest = divmod(T, k)
     pieces = []
@@ -137,7 +148,7 @@ def _run_segments(run, carry, xs, T, k, interpret):
         main = [x[:n * k].reshape((n, k) + tuple(x.shape[1:])) for x in xs]
         segment = _checkpoint(lambda c, leaves: run(c, leaves, k))
         carry, ys = scan(lambda c, leaves: segment(c, leaves), carry, main or None,
-                         length=n, interpret=interpret)
+                         length=n, **loop)
         pieces.append(pytree.tree_map(lambda y: y.reshape((n * k,) + tuple(y.shape[2:])),
                                       ys))
     if rest:
@@ -186,6 +197,35 @@ def _check_options(f, length, reverse, dim):
             raise TypeError(f"scan: length must be an int, got {length!r}")
         if length < 0:
             raise ValueError(f"scan: length must be >= 0, got {length}")
+
+
+_DEFAULT_COMPILER = ["numpy"]
+COMPILERS = ("numpy", "numba")
+
+
+def set_loop_compiler(name):
+    """Set the compiler of every scan that does not name one (`scan(..., compiler=None)`):
+    "numpy" (the default) or "numba" (needs `pip install 'scanlib[jit]'`). Returns the
+    previous one, so that `old = set_loop_compiler("numba"); ...; set_loop_compiler(old)`
+    restores it. Process-wide; the scans already traced keep theirs."""
+    name = _check_compiler(name)
+    old, _DEFAULT_COMPILER[0] = _DEFAULT_COMPILER[0], name
+    return old
+
+
+def _check_compiler(compiler):
+    if compiler is None:
+        return _DEFAULT_COMPILER[0]
+    if compiler not in COMPILERS:
+        raise ValueError(f"scan: compiler must be one of {COMPILERS} or None (the default, "
+                         f"{_DEFAULT_COMPILER[0]!r}), got {compiler!r}")
+    if compiler == "numba":
+        from .loop.native import missing
+
+        why = missing()
+        if why is not None:
+            raise ImportError(f"scan: {why}")
+    return compiler
 
 
 def _check_unroll(unroll):

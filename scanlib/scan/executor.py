@@ -9,6 +9,8 @@ Imports backends and the scan modules below it.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from .. import backends
@@ -20,12 +22,49 @@ MIN_CHUNK = 16
 
 
 class CompiledBody:
-    """A body graph compiled for the loop; call it with (T, init, xs, consts) arrays."""
+    """A body graph compiled for the loop; call it with (T, init, xs, consts) arrays.
+    With compiler="numba", its step loop also as a numba kernel (loop/native.py), which runs
+    on NumPy arrays whenever it is proved to apply; the NumPy loop otherwise."""
 
-    def __init__(self, graph, num_carry, num_xs, reverse, sum_carries=()):
+    def __init__(self, graph, num_carry, num_xs, reverse, sum_carries=(), compiler="numpy"):
         self.program = compile_program(graph, num_carry, num_xs, reverse, sum_carries)
         self.source, self._run = generate(self.program)
         self.num_carry, self.reverse = num_carry, reverse
+        self.native, self.native_note = None, None
+        if compiler == "numba":
+            self._build_native()
+
+    def _build_native(self):
+        from .loop import native  # numba only when asked for
+
+        why = native.missing()
+        if why is not None:
+            raise ImportError(f"scan: {why}")
+        try:
+            self.native = native.build(self.program)
+        except native.Unsupported as e:
+            self._fall_back(f"it has {e}")
+
+    def _fall_back(self, why):
+        self.native, self.native_note = None, why
+        warnings.warn(
+            f"scan: compiler='numba' does not compile the body {self.program.graph.name!r}: "
+            f"{why}. It runs as the NumPy loop (the same values, slower); "
+            "scanlib.scan_plan(...) prints the body.", NumbaFallbackWarning, stacklevel=4)
+
+    def _run_native(self, args):
+        """The numba loop's results, or None when the NumPy loop must run instead: the
+        kernel was not proved for these types (from now on, NumPy), or it raised (NumPy's
+        loop then raises its own error, or gives the values)."""
+        from .loop import native
+
+        try:
+            return self.native.run(*args)
+        except native.NotProved as e:
+            self._fall_back(str(e))
+        except native.KERNEL_ERRORS:  # NumPy's loop raises its own error (or has values)
+            pass
+        return None
 
     def chunk_length(self, T):
         per_step = self.program.storage.per_step_bytes
@@ -51,10 +90,13 @@ class CompiledBody:
             h[T if self.reverse else 0] = init[i]
             hists.append(h)
         scratch = [xp.empty((C,) + v.shape, v.dtype) for v in mem.scratch]
-        try:
-            res = self._run(xp, T, C, *init, *xs, *consts, *stacks, *hists, *scratch)
-        except IndexError as e:
-            raise IndexError(self._index_error(e, T)) from None
+        args = (xp, T, C, *init, *xs, *consts, *stacks, *hists, *scratch)
+        res = self._run_native(args) if self.native is not None and xp is np else None
+        if res is None:
+            try:
+                res = self._run(*args)
+            except IndexError as e:
+                raise IndexError(self._index_error(e, T)) from None
         carry, broadcast = list(res[:self.num_carry]), list(res[self.num_carry:])
         ys = []
         for place, v in zip(mem.ys, prog.y_out):
@@ -96,13 +138,18 @@ class CompiledBody:
                 "index (or the scan's length).")
 
 
-def compiled(graph, num_carry, num_xs, reverse, sum_carries=()) -> CompiledBody:
+def compiled(graph, num_carry, num_xs, reverse, sum_carries=(), compiler="numpy"):
     """The CompiledBody of a graph, built once and cached on it. `sum_carries`: the carries
-    that are gradient accumulators, whose additions the loop may reorder."""
+    that are gradient accumulators, whose additions the loop may reorder; `compiler`:
+    "numpy" or "numba" (an entry of each, never one for the other)."""
     cache = graph._compiled
     if cache is None:
         cache = graph._compiled = {}
-    key = (num_carry, num_xs, reverse, tuple(sum_carries))
+    key = (num_carry, num_xs, reverse, tuple(sum_carries), compiler)
     if key not in cache:
-        cache[key] = CompiledBody(graph, num_carry, num_xs, reverse, sum_carries)
+        cache[key] = CompiledBody(graph, num_carry, num_xs, reverse, sum_carries, compiler)
     return cache[key]
+
+
+class NumbaFallbackWarning(UserWarning):
+    """A scan asked for compiler="numba" runs (a body of it) as the NumPy loop."""

@@ -20,7 +20,7 @@ from .linearize import linearize
 
 
 def _scan_impl(*values, body, length, reverse, num_carry, num_xs, interpret=False,
-               sum_carries=(), _lin=None):
+               sum_carries=(), compiler="numpy", _lin=None):
     nc, nx = num_carry, num_xs
     n_ys = len(body.outvars) - nc
     zeros = stand_ins_for(body.outvars, [()] * nc + [(length,)] * n_ys)
@@ -30,7 +30,8 @@ def _scan_impl(*values, body, length, reverse, num_carry, num_xs, interpret=Fals
     if interpret:
         carry, ys = run_interpreted(body, length, init, xs, consts, reverse, nc)
     else:
-        carry, ys = compiled(body, nc, nx, reverse, sum_carries)(length, init, xs, consts)
+        carry, ys = compiled(body, nc, nx, reverse, sum_carries, compiler)(length, init, xs,
+                                                                          consts)
     return [_read_only(a) for a in carry + ys]
 
 
@@ -50,7 +51,7 @@ def _needs_grad(x):
 
 
 def _scan_vjp(cts, outs, *inputs, _saved, body, length, reverse, num_carry, num_xs,
-              interpret=False, sum_carries=(), _lin=None):
+              interpret=False, sum_carries=(), compiler="numpy", _lin=None):
     nc, nx = num_carry, num_xs
     xs, consts = inputs[nc:nc + nx], inputs[nc + nx:]
     x_needs, k_needs = [_needs_grad(x) for x in xs], [_needs_grad(k) for k in consts]
@@ -66,7 +67,8 @@ def _scan_vjp(cts, outs, *inputs, _saved, body, length, reverse, num_carry, num_
         lin = linearize(body, nc, x_needs, k_needs)
         if len(lin.aug_body.outvars) > len(body.outvars):
             outs = bind(scan_p, *inputs, body=lin.aug_body, length=length, reverse=reverse,
-                        num_carry=nc, num_xs=nx, _lin=lin, **_mode(interpret, sum_carries))
+                        num_carry=nc, num_xs=nx, _lin=lin,
+                        **_mode(interpret, sum_carries, compiler))
     ny = lin.num_ys
     extra = outs[nc + ny:]
     sources = {"aug": extra, "xs": xs, "ys": outs[nc:nc + ny]}
@@ -92,7 +94,7 @@ def _scan_vjp(cts, outs, *inputs, _saved, body, length, reverse, num_carry, num_
     n_ct = len(ct_carry)
     res = apply_scan(lin.bwd_body, bwd_init, bwd_xs, list(consts) + lin.bwd_extra_consts,
                      length, not reverse, interpret,
-                     sum_carries=lin.bwd_sum_carries)
+                     sum_carries=lin.bwd_sum_carries, compiler=compiler)
     carry_ct_iter = iter(res[:n_ct])
     acc_iter = iter(res[n_ct:len(bwd_init)])
     xs_ct_iter = iter(res[len(bwd_init):])
@@ -118,35 +120,38 @@ scan_p = Primitive("scan", _scan_impl, _scan_vjp, multiple_results=True)
 
 
 def _bind_recorded(*inputs, body, length, reverse, num_carry, num_xs, interpret=False,
-                   sum_carries=(), _lin=None):
+                   sum_carries=(), compiler="numpy", _lin=None):
     """How a replayed scan equation (scanlib.remat) binds: through apply_scan, so that when
     it is recorded its residuals are kept at once instead of recomputed by its VJP. An
     equation already bound with its residuals (`_lin`) binds as it was."""
     if _lin is not None:
         return bind(scan_p, *inputs, body=body, length=length, reverse=reverse,
                     num_carry=num_carry, num_xs=num_xs, _lin=_lin,
-                    **_mode(interpret, sum_carries))
+                    **_mode(interpret, sum_carries, compiler))
     nc, nx = num_carry, num_xs
     return apply_scan(body, inputs[:nc], inputs[nc:nc + nx], inputs[nc + nx:], length,
-                      reverse, interpret, sum_carries)
+                      reverse, interpret, sum_carries, compiler)
 
 
 scan_p.bind_recorded = _bind_recorded
 
 
-def _mode(interpret, sum_carries=()):
+def _mode(interpret, sum_carries=(), compiler="numpy"):
     # Params given only when set, so that printed graphs show them only then; they are part
     # of the fingerprint, so a cached graph never changes a scan's mode.
     return {**({"interpret": True} if interpret else {}),
-            **({"sum_carries": tuple(sum_carries)} if sum_carries else {})}
+            **({"sum_carries": tuple(sum_carries)} if sum_carries else {}),
+            **({"compiler": compiler} if compiler != "numpy" else {})}
 
 
-def apply_scan(body, init, xs, consts, length, reverse, interpret=False, sum_carries=()):
+def apply_scan(body, init, xs, consts, length, reverse, interpret=False, sum_carries=(),
+               compiler="numpy"):
     """Bind scan_p; when the result will be differentiated, bind the body extended with the
     residuals and keep them alive on the tape node. Returns carry + ys (no residuals).
     `interpret`: run it (and the backward scan) with the reference interpreter.
     `sum_carries`: carries that are gradient accumulators (a backward scan's), which the loop
-    may sum in another order than the loop's; a user's carry never is one."""
+    may sum in another order than the loop's; a user's carry never is one.
+    `compiler`: "numpy", or "numba" for the step loops of it and its backward scan."""
     nc, nx = len(init), len(xs)
     builder = current_builder()
     inputs = list(init) + list(xs) + list(consts)
@@ -157,12 +162,13 @@ def apply_scan(body, init, xs, consts, length, reverse, interpret=False, sum_car
         # scan over primal and tangent carries, instead of this forward and then that one.
         bind_scan = getattr(builder, "bind_scan", None)
         if bind_scan is not None:
-            return bind_scan(body, init, xs, consts, length, reverse, interpret, sum_carries)
+            return bind_scan(body, init, xs, consts, length, reverse, interpret, sum_carries,
+                             compiler)
         return bind(scan_p, *inputs, body=body, length=length, reverse=reverse,
-                    num_carry=nc, num_xs=nx, **_mode(interpret, sum_carries))
+                    num_carry=nc, num_xs=nx, **_mode(interpret, sum_carries, compiler))
     lin = linearize(body, nc, [_needs_grad(x) for x in xs], [_needs_grad(k) for k in consts])
     outs = bind(scan_p, *inputs, body=lin.aug_body, length=length, reverse=reverse,
-                num_carry=nc, num_xs=nx, _lin=lin, **_mode(interpret, sum_carries))
+                num_carry=nc, num_xs=nx, _lin=lin, **_mode(interpret, sum_carries, compiler))
     n_user = nc + lin.num_ys
     node = next((o._node for o in outs if o._node is not None), None)
     if node is not None:

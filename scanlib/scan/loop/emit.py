@@ -247,6 +247,19 @@ class _LoopWriter:
         return [f"_i{n}({args}, **_p{n})  # {eqn.prim.name}, in place",
                 f"{self.names[eqn.outvars[0]]} = {self.ref_step(buf)}"]
 
+    def step_loop(self, steps):
+        """The lines running one chunk's steps (a second printer replaces this loop)."""
+        return [f"for t in {steps}:"] + ["    " + s for s in self.step]
+
+    def step_locals(self):
+        """The names the step loop defines in `run` that outlive it (its rows of batched
+        values; an xs row is rebound every step anyway)."""
+        return [self.step_slices[v] for v in self.step_slices if v not in self.prog.x_in]
+
+    def epilogue(self):
+        """Lines after the last chunk, before the return."""
+        return []
+
     def source(self):
         """The function `run`."""
         prog, mem = self.prog, self.mem
@@ -276,15 +289,14 @@ class _LoopWriter:
         lines += [f"    for t0 in {chunks}:", "        t1 = min(t0 + C, T)"]
         lines += ["        " + s for s in self.chunk_pre]
         if self.step:
-            lines += [f"        for t in {steps}:"]
-            lines += ["            " + s for s in self.step]
+            lines += ["        " + s for s in self.step_loop(steps)]
         lines += ["        " + s for s in self.chunk_post]
         # Drop this chunk's arrays before the next chunk makes its own, so that two chunks'
         # temporaries are never alive at once (views of them included).
-        dropped = self.chunk_names + [self.step_slices[v] for v in self.step_slices
-                                      if v not in prog.x_in]
+        dropped = self.chunk_names + self.step_locals()
         if dropped:
             lines.append(f"        del {', '.join(dropped)}")
+        lines += ["    " + s for s in self.epilogue()]
         ret = [f"A{i}" if i in prog.accumulators else f"c{i}" for i in range(prog.num_carry)]
         ret += broadcast
         lines.append(f"    return ({', '.join(ret)}{',' if ret else ''})")

@@ -1,0 +1,332 @@
+"""The second printer: the same LoopProgram as emit.py, its per-step loop written as one numba
+kernel instead of Python (`scan(..., compiler="numba")`). Everything outside the step loop
+(constants, each chunk's batched work, the accumulators) stays the NumPy code emit.py prints;
+only `for t in range(t0, t1): ...` becomes `c0, c1 = _kernel(t0, t1, c0, c1, X0, ...)`.
+
+Nothing fires that is not proved: a body with a primitive (or a form of one) that
+native_rules.py cannot write raises Unsupported here, before anything runs; and before a
+kernel first runs on arguments of new types, the dtype and rank numba inferred for every
+value of the step are compared with the graph's (a float32 promoted to float64 by numba's
+typing would be a silent change), and a mismatch raises NotProved. The executor then runs the
+NumPy loop, with a warning. Kernels are cached on disk by numba (keyed by their source) under
+SCANLIB_CACHE_DIR (default ~/.cache/scanlib), so a new process compiles nothing it compiled
+before.
+
+Imports numba (lazily: the tier is an extra), the loop IR, emit.py and native_rules.py.
+"""
+
+from __future__ import annotations
+
+import collections
+import hashlib
+import importlib.util
+import os
+import re
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+from .emit import _LoopWriter
+from .ir import STEP, is_var
+from .native_rules import Arg, Unsupported, literal_code, statements
+
+__all__ = ["Unsupported", "NotProved", "KERNEL_ERRORS", "NativeLoop", "build", "available",
+           "missing"]
+
+_VIEWS = ("getitem", "reshape", "transpose", "broadcast_to", "split", "unstack",
+          "stop_gradient", "copy")
+
+
+class NotProved(Exception):
+    """numba typed a value of the step other than the graph says it is."""
+
+
+STATS = collections.Counter()  # "kernel calls": how often a kernel ran (tests read it)
+
+# What a kernel raises where NumPy's loop would raise (or not) its own way: the executor then
+# runs that loop. Anything else is a bug here, and surfaces.
+KERNEL_ERRORS = (np.linalg.LinAlgError, IndexError, ValueError, ZeroDivisionError,
+                 FloatingPointError)
+
+
+def missing():
+    """None when numba imports, else how to install it."""
+    try:
+        import numba  # noqa: F401
+    except Exception as e:  # noqa: BLE001 - ImportError, or a broken install
+        return (f"compiler='numba' needs numba ({type(e).__name__}: {e}); install it with "
+                "`pip install 'scanlib[jit]'` (numba and scipy), or use compiler='numpy'")
+    return None
+
+
+def available():
+    return missing() is None
+
+
+class _NativeWriter(_LoopWriter):
+    """emit.py's writer with the step loop printed as a numba kernel (`kernel_source`)."""
+
+    def ref_step(self, v):
+        if not is_var(v):
+            return literal_code(v.value, None)
+        return super().ref_step(v)
+
+    def step_work(self):
+        prog, mem, names = self.prog, self.mem, self.names
+        if prog.in_place or prog.copied:
+            raise Unsupported("an in-place indexed update (.at[...]) of a carry")
+        for n in prog.in_section(STEP):
+            eqn = prog.eqns[n]
+            args = [Arg(self.ref_step(a), a) for a in eqn.invars]
+            self.step += statements(eqn, args, [names[v] for v in eqn.outvars])
+        for v, targets in mem.slots.items():
+            self.step += [f"{target} = {self.ref_step(v)}" for target in map(str, targets)]
+        self.loop_carries = [i for i in range(prog.num_carry) if i not in prog.accumulators]
+        if self.loop_carries:
+            self.step.append(", ".join(f"c{i}" for i in self.loop_carries) + " = "
+                             + ", ".join(self._carry_out(i) for i in self.loop_carries))
+        # The kernel's carries are its own arrays (numba types one array per variable).
+        self.prologue += [f"c{i} = xp.array(c{i}, copy=True)" for i in self.loop_carries
+                          if prog.carry_in[i].shape]
+
+    def _carry_out(self, i):
+        """The next carry i, a fresh array (a view of an input would change its type)."""
+        v, like = self.prog.carry_out[i], self.prog.carry_in[i]
+        if not is_var(v):
+            return literal_code(v.value, like.dtype)
+        code = self.ref_step(v)
+        n = self.prog.producer.get(v)
+        fresh = n is not None and self.prog.section.get(n) is STEP and \
+            self.prog.eqns[n].prim.name not in _VIEWS
+        return code if fresh or not like.shape else f"{code}.copy()"
+
+    # --- the kernel and its call -----------------------------------------------------------
+    def step_loop(self, steps):
+        prog = self.prog
+        defined = set(self.names[v] for n in prog.in_section(STEP)
+                      for v in prog.eqns[n].outvars) | set(self.step_slices.values())
+        by_name = {name: v for v, name in self.names.items()}
+        used = []
+        for line in self.step:
+            for word in re.findall(r"\b[A-Za-z_]\w*\b", line):
+                if (word in by_name or re.fullmatch(r"[XYHS]\d+", word)) and \
+                        word not in defined and word not in used:
+                    used.append(word)
+        carries = [f"c{i}" for i in self.loop_carries]
+        inputs = carries + [w for w in used if w not in carries]
+        self.kernel_params = ["t0", "t1"] + inputs
+        body = [f"for t in {steps}:"] + ["    " + s for s in self.step]
+        body.append(f"return ({', '.join(carries)}{',' if carries else ''})")
+        self.kernel_body = body
+        self.expected = self._expected(by_name, defined | set(carries))
+        args = ["t0", "t1"] + [f"{w}[()]" if w in by_name and not by_name[w].shape else w
+                               for w in inputs]
+        call = f"_kernel({', '.join(args)})"
+        lines = [f"{', '.join(carries)}, = {call}" if carries else call]
+        for i in self.loop_carries:  # numba hands back a 0-d carry as a Python scalar
+            if not prog.carry_in[i].shape:
+                self.env[f"_d{i}"] = prog.carry_in[i].dtype.type
+                lines.append(f"c{i} = _d{i}(c{i})")
+        return lines
+
+    def _expected(self, by_name, names):
+        """name -> (dtype, ndim) for every value the kernel computes or carries (a step's
+        slice of an xs or batched value has the graph's per-step shape)."""
+        slices = {s: v for v, s in self.step_slices.items()}
+        out = {}
+        for name in names:
+            v = by_name.get(name) or slices[name]
+            out[name] = (np.dtype(v.dtype), len(v.shape))
+        return out
+
+    def step_locals(self):
+        return []  # the kernel's own
+
+    def epilogue(self):
+        return [f"c{i} = xp.asarray(c{i})" for i in self.loop_carries
+                if not self.prog.carry_in[i].shape]
+
+    def kernel_source(self):
+        return "\n".join([
+            "import numba",
+            "import numpy as np",
+            "",
+            "from scanlib.scan.loop.native_kernels import _rows_max, _rows_min, _scatter1, "
+            "_scatter2, _sigmoid, _take1, _take2, _triangular_solve",
+            "",
+            "",
+            "@numba.njit(cache=CACHE, nogil=True, error_model='numpy')",
+            f"def kernel({', '.join(self.kernel_params)}):",
+            *["    " + s for s in self.kernel_body], ""])
+
+
+class NativeKernel:
+    """A numba dispatcher that runs only on argument types it was proved for: compiled for
+    them, then every value's inferred type checked against the graph's, then run. New types
+    take that path again (compilation is disabled in between, so none slips through). A
+    kernel numba loads from its disk cache has no types to read: its proof was recorded
+    beside it (`proofs`, one line per signature) when it was first compiled and checked."""
+
+    def __init__(self, dispatcher, expected, name, proofs=None):
+        self.dispatcher, self.expected, self.name, self.proofs = \
+            dispatcher, expected, name, proofs
+        self.proved = set()
+        self.compile_seconds = 0.0
+        self._digest = hashlib.sha256(repr(sorted(
+            (k, str(d), r) for k, (d, r) in expected.items())).encode()).hexdigest()[:16]
+        # numba's own switch (disable_compile) refuses a dispatcher with no signature yet.
+        dispatcher._can_compile = False
+
+    def __call__(self, *args):
+        STATS["kernel calls"] += 1
+        try:
+            return self.dispatcher(*args)
+        except TypeError:
+            import numba
+
+            sig = tuple(numba.typeof(a) for a in args)
+            if sig in self.proved:
+                raise
+            self._prove(sig)
+            return self.dispatcher(*args)
+
+    def _prove(self, sig):
+        start = time.perf_counter()
+        self.dispatcher._can_compile = True
+        try:
+            self.dispatcher.compile(sig)
+        except Exception as e:  # noqa: BLE001 - numba's typing and lowering errors
+            raise NotProved(f"numba cannot compile it: {_numba_reason(e)}") from None
+        finally:
+            self.dispatcher._can_compile = False
+        self.compile_seconds += time.perf_counter() - start
+        token = f"{self._digest} {sig}"
+        typemap = getattr(self.dispatcher.overloads[sig].type_annotation, "typemap", None)
+        if isinstance(typemap, dict):
+            self._check(typemap)
+            self._record(token)
+        elif token not in self._recorded():
+            raise NotProved("numba loaded it from its disk cache, where its types cannot be "
+                            "read, and no check of them was recorded: delete "
+                            f"{os.path.dirname(self.proofs or '') or 'the cache'} to compile "
+                            "it again")
+        self.proved.add(sig)
+
+    def _check(self, typemap):
+        for var, typ in typemap.items():
+            name = var.split(".")[0]
+            if name in self.expected:
+                got = _dtype_and_rank(typ)
+                if got != self.expected[name]:
+                    want = self.expected[name]
+                    raise NotProved(
+                        f"numba types {name} as {typ}, the graph as {want[0]} with "
+                        f"{want[1]} axes")
+
+    def _recorded(self):
+        try:
+            with open(self.proofs) as fh:
+                return set(fh.read().splitlines())
+        except (OSError, TypeError):
+            return set()
+
+    def _record(self, token):
+        if self.proofs is not None and token not in self._recorded():
+            try:
+                with open(self.proofs, "a") as fh:
+                    fh.write(token + "\n")
+            except OSError:
+                pass
+
+
+def _numba_reason(e):
+    """The telling lines of a numba error (its first line only names the compiler stage)."""
+    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+    telling = [ln for ln in lines if not ln.startswith(("Failed in", "During:", "File ", "^"))
+               and "kernel(" not in ln]
+    return " ".join((telling or lines or [type(e).__name__])[:2])[:300]
+
+
+def _dtype_and_rank(typ):
+    from numba.core import types
+    from numba.np.numpy_support import as_dtype
+
+    typ = types.unliteral(typ)
+    try:
+        if isinstance(typ, types.Array):
+            return (np.dtype(as_dtype(typ.dtype)), typ.ndim)
+        return (np.dtype(as_dtype(typ)), 0)
+    except Exception:  # noqa: BLE001 - a tuple, None, ...: not a value of the graph
+        return (None, None)
+
+
+class NativeLoop:
+    """The Python `run` (emit.py's, its step loop a kernel call) and its kernel."""
+
+    def __init__(self, source, run, kernel_source, kernel):
+        self.source, self.run = source, run
+        self.kernel_source, self.kernel = kernel_source, kernel
+
+
+def build(prog):
+    """The NativeLoop of a LoopProgram, or Unsupported (raised) when its step loop has no
+    numba translation."""
+    w = _NativeWriter(prog)
+    source = w.source()
+    if not w.step:
+        raise Unsupported("no per-step work (the NumPy loop already runs it in whole chunks)")
+    ksource = w.kernel_source()
+    dispatcher, proofs = _load(ksource)
+    kernel = NativeKernel(dispatcher, w.expected, prog.graph.name, proofs)
+    w.env["_kernel"] = kernel
+    exec(compile(source, f"<scan body {prog.graph.name} (numba)>", "exec"), w.env)
+    return NativeLoop(source, w.env["run"], ksource, kernel)
+
+
+_loaded = {}
+
+
+def _load(ksource):
+    """(kernel function, the file of its recorded proofs or None) of a kernel module's source:
+    from a file in the cache directory (so numba's own cache keeps its machine code across
+    processes), or, when that directory cannot be written, compiled from the source in
+    memory."""
+    key = hashlib.sha256(ksource.encode()).hexdigest()[:24]
+    if key in _loaded:
+        return _loaded[key]
+    directory = _cache_dir()
+    namespace, proofs = None, None
+    if directory is not None:
+        path = os.path.join(directory, f"scanlib_kernel_{key}.py")
+        try:
+            if not os.path.exists(path):
+                fd, tmp = tempfile.mkstemp(dir=directory, suffix=".tmp")
+                with os.fdopen(fd, "w") as fh:
+                    fh.write(ksource.replace("cache=CACHE", "cache=True"))
+                os.replace(tmp, path)
+            spec = importlib.util.spec_from_file_location(f"scanlib_kernel_{key}", path)
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[spec.name] = module  # numba's cache finds the function through it
+            spec.loader.exec_module(module)
+            namespace, proofs = vars(module), path[:-3] + ".proofs"
+        except OSError:
+            namespace = None
+    if namespace is None:
+        namespace = {}
+        exec(compile(ksource.replace("cache=CACHE", "cache=False"),
+                     f"<scan kernel {key}>", "exec"), namespace)
+    _loaded[key] = namespace["kernel"], proofs
+    return _loaded[key]
+
+
+def _cache_dir():
+    directory = os.environ.get("SCANLIB_CACHE_DIR") or os.path.join(
+        os.path.expanduser("~"), ".cache", "scanlib")
+    directory = os.path.join(directory, f"numba-py{sys.version_info[0]}{sys.version_info[1]}")
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except OSError:
+        return None
+    return directory if os.access(directory, os.W_OK) else None

@@ -1,0 +1,113 @@
+"""The few functions the numba kernels call that NumPy-in-numba lacks: max and min over an
+axis, a triangular solve, and sigmoid in the same arithmetic as ops/elementwise.py's. Each is
+compiled by numba on first use and cached beside this file. Imported only by the kernels that
+native.py writes (so only when numba is installed).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+_jit = numba.njit(cache=True, nogil=True, error_model="numpy")
+
+
+@_jit
+def _rows_max(a):
+    """max over axis 1 of a [K, R] array, R >= 1; NaN wins, as in NumPy."""
+    out = np.empty(a.shape[0], a.dtype)
+    for i in range(a.shape[0]):
+        m = a[i, 0]
+        for j in range(1, a.shape[1]):
+            v = a[i, j]
+            if v > m or v != v:
+                m = v
+            if m != m:
+                break
+        out[i] = m
+    return out
+
+
+@_jit
+def _rows_min(a):
+    """min over axis 1 of a [K, R] array, R >= 1; NaN wins, as in NumPy."""
+    out = np.empty(a.shape[0], a.dtype)
+    for i in range(a.shape[0]):
+        m = a[i, 0]
+        for j in range(1, a.shape[1]):
+            v = a[i, j]
+            if v < m or v != v:
+                m = v
+            if m != m:
+                break
+        out[i] = m
+    return out
+
+
+@_jit
+def _triangular_solve(a, b, lower, unit_diagonal):
+    """x with tri(a) @ x = b for a [n, n] (only its lower or upper triangle read, its
+    diagonal taken as ones when unit_diagonal) and b [n, k]: substitution, row by row."""
+    n, k = b.shape
+    x = np.empty((n, k), b.dtype)  # a's dtype too (native_rules checks)
+    for step in range(n):
+        i = step if lower else n - 1 - step
+        for c in range(k):
+            s = b[i, c]
+            if lower:
+                for j in range(i):
+                    s -= a[i, j] * x[j, c]
+            else:
+                for j in range(i + 1, n):
+                    s -= a[i, j] * x[j, c]
+            x[i, c] = s if unit_diagonal else s / a[i, i]
+    return x
+
+
+@_jit
+def _row(i, n):
+    """Index i into an axis of n, negative counting from its end; IndexError outside."""
+    if i < -n or i >= n:
+        raise IndexError("index out of range")
+    return i + n if i < 0 else i
+
+
+@_jit
+def _take1(x, rows):
+    """x[rows] for a 1-d integer array rows."""
+    out = np.empty((rows.shape[0],) + x.shape[1:], x.dtype)
+    for r in range(rows.shape[0]):
+        out[r] = x[_row(rows[r], x.shape[0])]
+    return out
+
+
+@_jit
+def _take2(x, rows, cols):
+    """x[rows, cols] for 1-d integer arrays of one length."""
+    out = np.empty((rows.shape[0],) + x.shape[2:], x.dtype)
+    for r in range(rows.shape[0]):
+        out[r] = x[_row(rows[r], x.shape[0]), _row(cols[r], x.shape[1])]
+    return out
+
+
+@_jit
+def _scatter1(out, g, rows):
+    """out[rows] += g, repeated rows adding up (np.add.at)."""
+    for r in range(rows.shape[0]):
+        out[_row(rows[r], out.shape[0])] += g[r]
+
+
+@_jit
+def _scatter2(out, g, rows, cols):
+    """out[rows, cols] += g, repeated pairs adding up (np.add.at)."""
+    for r in range(rows.shape[0]):
+        out[_row(rows[r], out.shape[0]), _row(cols[r], out.shape[1])] += g[r]
+
+
+@numba.vectorize(["float64(float64)", "float32(float32)"], cache=True)
+def _sigmoid(x):
+    """1 / (1 + exp(-x)) as e / (1 + e), e = exp(-|x|), for x < 0: ops.sigmoid's form."""
+    e = np.exp(-np.abs(x))
+    if x < 0:
+        return e / (1 + e)
+    return 1 / (1 + e)

@@ -1,0 +1,398 @@
+"""How the numba printer (native.py) writes each primitive: one rule per primitive, from the
+equation and its inputs' code to the statements computing its outputs, in the subset of NumPy
+that numba compiles. A 0-d value is a scalar inside the kernel (numba computes scalars, not 0-d
+arrays), so rules say what they do with one. A primitive without a rule, or a form its rule
+cannot prove it writes exactly (an index read from an array, a batch of matrices), raises
+Unsupported, and the body runs as NumPy. Whatever a rule writes, native.py still checks the
+dtype and rank numba infers for every value against the graph's before the kernel runs.
+
+Imports tape and ops (for the primitives' identities); numba only inside native.py.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...ops import decompositions as dec
+from ...ops import elementwise as ew
+from ...ops import linalg as la
+from ...ops import special as sp
+from ...ops import structural as st
+from ...tape import Literal
+
+
+class Unsupported(Exception):
+    """This body (or this form of one of its primitives) has no numba translation."""
+
+
+class Arg:
+    """One input of an equation as the kernel reads it: its code, shape and dtype."""
+
+    __slots__ = ("code", "shape", "dtype", "literal", "value")
+
+    def __init__(self, code, v):
+        self.literal = isinstance(v, Literal)
+        self.value = v.value if self.literal else None
+        self.code = literal_code(v.value, None) if self.literal else code
+        self.shape = () if self.literal else tuple(v.shape)
+        self.dtype = np.asarray(v.value).dtype if self.literal else v.dtype
+
+    @property
+    def scalar(self):
+        return not self.shape
+
+
+def literal_code(value, dtype):
+    """A Python scalar as the typed constant NumPy would make of it next to `dtype` (its weak
+    promotion: 0.5 beside float32 is a float32)."""
+    if isinstance(value, (bool, np.bool_)):
+        return "True" if value else "False"
+    dt = np.result_type(dtype, value) if dtype is not None else np.result_type(value)
+    if dt.kind == "c":
+        c = complex(value)
+        return f"np.{dt.name}(complex({_float_code(c.real)}, {_float_code(c.imag)}))"
+    if dt.kind == "f":
+        return f"np.{dt.name}({_float_code(float(value))})"
+    if dt.kind in "iu":
+        return f"np.{dt.name}({int(value)})"
+    if dt.kind == "b":
+        return "True" if value else "False"
+    raise Unsupported(f"a literal {value!r}")
+
+
+def _float_code(x):
+    if math.isnan(x):
+        return "np.nan"
+    if math.isinf(x):
+        return "np.inf" if x > 0 else "-np.inf"
+    return repr(x)
+
+
+def dtype_code(dtype):
+    dtype = np.dtype(dtype)
+    return "np.bool_" if dtype.kind == "b" else f"np.{dtype.name}"
+
+
+def index_code(index):
+    """A static index tuple (ints, slices, None, Ellipsis) as indexing code."""
+    parts = []
+    for i in index:
+        if i is None:
+            parts.append("None")
+        elif i is Ellipsis:
+            parts.append("...")
+        elif isinstance(i, slice):
+            parts.append(":".join("" if p is None else str(int(p))
+                                  for p in (i.start, i.stop, i.step)))
+        elif isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_)):
+            parts.append(str(int(i)))
+        else:
+            raise Unsupported(f"an index read from an array inside the step ({i!r})")
+    return ", ".join(parts) if parts else "..."
+
+
+# --- the rules ----------------------------------------------------------------------------------
+RULES = {}
+
+
+def rule(*prims):
+    def register(fn):
+        for p in prims:
+            RULES[p] = fn
+        return fn
+    return register
+
+
+def operands(args, out_dtype):
+    """The inputs' code, a literal typed as NumPy would type it beside the other operand."""
+    other = next((a.dtype for a in args if not a.literal), out_dtype)
+    return [literal_code(a.value, other) if a.literal else a.code for a in args]
+
+
+_INFIX = {ew.add: "+", ew.sub: "-", ew.mul: "*", ew.div: "/"}
+_NAMED_UFUNCS = {ew.equal: "equal", ew.not_equal: "not_equal", ew.less: "less",
+                 ew.less_equal: "less_equal", ew.greater: "greater",
+                 ew.greater_equal: "greater_equal", ew.logical_not: "logical_not",
+                 ew.logical_and: "logical_and", ew.logical_or: "logical_or",
+                 ew.isfinite: "isfinite", ew.sign: "sign", sp.floor_p: "floor",
+                 sp.ceil_p: "ceil", sp.trunc_p: "trunc"}
+
+
+def elementwise(eqn, args, outs):
+    """An elementwise primitive as an operator or a NumPy ufunc (numba compiles both, on
+    scalars and arrays), or None when it has neither."""
+    prim, out = eqn.prim, eqn.outvars[0]
+    if eqn.params:
+        return None
+    code = operands(args, out.dtype)
+    if prim in _INFIX:
+        return [f"{outs[0]} = ({code[0]} {_INFIX[prim]} {code[1]})"]
+    if prim is ew.neg:
+        return [f"{outs[0]} = (-{code[0]})"]
+    name = _NAMED_UFUNCS.get(prim) or (prim.ufunc if prim.elementwise else None)
+    if name is None:
+        return None
+    return [f"{outs[0]} = np.{name}({', '.join(code)})"]
+
+
+@rule(ew.stop_gradient, ew.copy)
+def _identity(eqn, args, outs):
+    return [f"{outs[0]} = {args[0].code}"]
+
+
+@rule(ew.sigmoid)
+def _sigmoid(eqn, args, outs):
+    if args[0].dtype.kind != "f":
+        raise Unsupported(f"sigmoid of {args[0].dtype}")
+    return [f"{outs[0]} = _sigmoid({args[0].code})"]
+
+
+@rule(sp.rsqrt_p)
+def _rsqrt(eqn, args, outs):
+    return [f"{outs[0]} = np.reciprocal(np.sqrt({args[0].code}))"]
+
+
+@rule(ew.where)
+def _where(eqn, args, outs):
+    out = eqn.outvars[0]
+    c, a, b = args
+    codes = [c.code] + [literal_code(x.value, out.dtype) if x.literal else x.code for x in (a, b)]
+    if not out.shape:
+        t = dtype_code(out.dtype)
+        return [f"{outs[0]} = {t}({codes[1]}) if {codes[0]} else {t}({codes[2]})"]
+    return [f"{outs[0]} = np.where({', '.join(codes)})"]
+
+
+@rule(ew.astype)
+def _astype(eqn, args, outs):
+    t = dtype_code(eqn.params["dtype"])
+    x = args[0]
+    return [f"{outs[0]} = {t}({x.code})" if x.scalar else f"{outs[0]} = {x.code}.astype({t})"]
+
+
+def _full(shape, x):
+    return f"np.full({tuple(shape)}, {x})"
+
+
+@rule(st.reshape_p)
+def _reshape(eqn, args, outs):
+    x, shape = args[0], tuple(eqn.params["shape"])
+    if x.scalar:
+        return [f"{outs[0]} = " + (_full(shape, x.code) if shape else x.code)]
+    if not shape:
+        return [f"{outs[0]} = np.ravel({x.code})[0]"]
+    return [f"{outs[0]} = np.ascontiguousarray({x.code}).reshape({shape})"]
+
+
+@rule(st.broadcast_to_p)
+def _broadcast_to(eqn, args, outs):
+    x, shape = args[0], tuple(eqn.params["shape"])
+    if x.scalar:
+        return [f"{outs[0]} = " + (_full(shape, x.code) if shape else x.code)]
+    if x.shape == shape:
+        return [f"{outs[0]} = {x.code}"]
+    return [f"{outs[0]} = np.broadcast_to({x.code}, {shape})"]
+
+
+@rule(st.transpose_p)
+def _transpose(eqn, args, outs):
+    x, axes = args[0], tuple(eqn.params["axes"])
+    if x.scalar or axes == tuple(range(len(axes))):
+        return [f"{outs[0]} = {x.code}"]
+    return [f"{outs[0]} = np.transpose({x.code}, {axes})"]
+
+
+def _array_index(eqn, args, ndim):
+    """For an index that is index arrays only, the arrays as the helpers read them: one or
+    two 1-d integer arrays of one length selecting rows (x[i]) or elements (x[i, j]) of an
+    array of `ndim` axes (a leading ... that stands for no axis allowed, as diagonal()
+    writes); any other form raises Unsupported. The helpers check bounds (NumPy's
+    IndexError then comes from the NumPy loop, which reruns)."""
+    index, arrays = tuple(eqn.params["index"]), args[1:]
+    if index[:1] == (Ellipsis,) and len(index) - 1 == ndim:
+        index = index[1:]
+    slots = [type(i).__name__ == "_Slot" for i in index]
+    if not (1 <= len(index) <= 2 and all(slots)
+            and [i.i for i in index] == list(range(len(arrays)))
+            and all(a.dtype.kind in "iu" and len(a.shape) == 1 for a in arrays)
+            and len({a.shape for a in arrays}) == 1):
+        raise Unsupported("an index read from an array inside the step, in a form other "
+                          "than x[i] or x[i, j] with 1-d integer arrays")
+    return arrays
+
+
+@rule(st.getitem_p)
+def _getitem(eqn, args, outs):
+    x, out = args[0], eqn.outvars[0]
+    if len(args) > 1:
+        arrays = _array_index(eqn, args, len(x.shape))
+        if len(x.shape) < len(arrays):
+            raise Unsupported("an index with more arrays than axes")
+        return [f"{outs[0]} = _take{len(arrays)}({x.code}, "
+                f"{', '.join(a.code for a in arrays)})"]
+    index = tuple(eqn.params["index"])
+    if x.scalar:  # x[()], x[...], x[None]: no element is selected, only axes added
+        return [f"{outs[0]} = " + (_full(out.shape, x.code) if out.shape else x.code)]
+    if not out.shape and (Ellipsis in index or None in index):
+        raise Unsupported("an index giving a 0-d array through ... or None")
+    return [f"{outs[0]} = {x.code}[{index_code(index)}]"]
+
+
+@rule(st.scatter_add_p)
+def _scatter_add(eqn, args, outs):
+    g, out = args[0], eqn.outvars[0]
+    index, shape = tuple(eqn.params["index"]), tuple(eqn.params["shape"])
+    zeros = f"{outs[0]} = np.zeros({shape}, {dtype_code(out.dtype)})"
+    if len(args) > 1:
+        arrays = _array_index(eqn, args, len(shape))
+        if len(shape) < len(arrays):
+            raise Unsupported("an index with more arrays than axes")
+        return [zeros, f"_scatter{len(arrays)}({outs[0]}, {g.code}, "
+                       f"{', '.join(a.code for a in arrays)})"]
+    if not shape:  # the one element of g (x[None] and x[()] of a 0-d x)
+        return [f"{outs[0]} = " + (g.code if g.scalar else f"np.ravel({g.code})[0]")]
+    # out[index] = g, with the axes that None adds to g taken out of both sides.
+    kept = tuple(i for i in index if i is not None)
+    target = np.empty(shape, bool)[kept].shape
+    value = g.code
+    if tuple(g.shape) != target:
+        value = (f"np.ravel({g.code})[0]" if not target
+                 else f"np.ascontiguousarray({g.code}).reshape({target})")
+    return [zeros, f"{outs[0]}[{index_code(kept)}] = {value}"]
+
+
+@rule(st.concatenate_p)
+def _concatenate(eqn, args, outs):
+    return [f"{outs[0]} = np.concatenate(({', '.join(a.code for a in args)},), "
+            f"axis={int(eqn.params['axis'])})"]
+
+
+@rule(st.stack_p)
+def _stack(eqn, args, outs):
+    axis = int(eqn.params["axis"])
+    if all(a.scalar for a in args):
+        return [f"{outs[0]} = np.array(({', '.join(a.code for a in args)},))"]
+    return [f"{outs[0]} = np.stack(({', '.join(a.code for a in args)},), axis={axis})"]
+
+
+@rule(st.split_p)
+def _split(eqn, args, outs):
+    x, axis = args[0], int(eqn.params["axis"])
+    lead, lines, start = ":, " * axis, [], 0
+    for name, size in zip(outs, eqn.params["sizes"]):
+        lines.append(f"{name} = {x.code}[{lead}{start}:{start + int(size)}]")
+        start += int(size)
+    return lines
+
+
+@rule(st.unstack_p)
+def _unstack(eqn, args, outs):
+    x, axis = args[0], int(eqn.params["axis"])
+    lead = ":, " * axis
+    return [f"{name} = {x.code}[{lead}{i}]" for i, name in enumerate(outs)]
+
+
+def _reduced_axes(eqn, x):
+    axis = eqn.params["axis"]
+    return tuple(range(len(x.shape))) if axis is None else tuple(sorted(axis))
+
+
+@rule(st.sum_p)
+def _sum(eqn, args, outs):
+    x, out = args[0], eqn.outvars[0]
+    axes = _reduced_axes(eqn, x)
+    if x.scalar or not axes:
+        return [f"{outs[0]} = {x.code}"]
+    if len(axes) == len(x.shape):
+        total = f"np.sum({x.code})"
+        return [f"{outs[0]} = " + (_full(out.shape, total) if out.shape else total)]
+    code = x.code
+    for a in reversed(axes):
+        code = f"np.sum({code}, axis={a})"
+    if eqn.params["keepdims"]:
+        code = f"np.ascontiguousarray({code}).reshape({tuple(out.shape)})"
+    return [f"{outs[0]} = {code}"]
+
+
+@rule(st.max_p, st.min_p)
+def _max_min(eqn, args, outs):
+    x, out = args[0], eqn.outvars[0]
+    which = "max" if eqn.prim is st.max_p else "min"
+    axes = _reduced_axes(eqn, x)
+    if x.scalar or not axes:
+        return [f"{outs[0]} = {x.code}"]
+    if any(x.shape[a] == 0 for a in axes):
+        raise Unsupported(f"a {which} over an empty axis")
+    kept = [a for a in range(len(x.shape)) if a not in axes]
+    rows = int(np.prod([x.shape[a] for a in kept], dtype=np.int64))
+    perm = tuple(kept) + axes
+    flat = f"np.ascontiguousarray(np.transpose({x.code}, {perm})).reshape(({rows}, -1))"
+    code = f"_rows_{which}({flat})"
+    if not out.shape:
+        return [f"{outs[0]} = {code}[0]"]
+    return [f"{outs[0]} = {code}.reshape({tuple(out.shape)})"]
+
+
+def _real_float(args, who):
+    for a in args:
+        if a.dtype.kind != "f":
+            raise Unsupported(f"{who} of {a.dtype} in the compiled loop")
+
+
+@rule(la.matmul_p)
+def _matmul(eqn, args, outs):
+    _real_float(args, "matmul")
+    if any(len(a.shape) > 2 for a in args):
+        raise Unsupported("a batched matmul")
+    return [f"{outs[0]} = np.ascontiguousarray({args[0].code}) @ "
+            f"np.ascontiguousarray({args[1].code})"]
+
+
+@rule(la.vdot_p)
+def _vdot(eqn, args, outs):
+    _real_float(args, "vdot")
+    x, y = args
+    if x.scalar and y.scalar:
+        return [f"{outs[0]} = {x.code} * {y.code}"]
+    return [f"{outs[0]} = np.vdot(np.ravel({x.code}), np.ravel({y.code}))"]
+
+
+def _matrices(args, who):
+    _real_float(args, who)
+    if any(len(a.shape) != 2 for a in args):
+        raise Unsupported(f"{who} of a batch of matrices")
+    if len({a.dtype for a in args}) > 1:
+        raise Unsupported(f"{who} of mixed dtypes")
+
+
+@rule(dec.cholesky_p)
+def _cholesky(eqn, args, outs):
+    _matrices(args, "cholesky")
+    return [f"{outs[0]} = np.linalg.cholesky(np.ascontiguousarray({args[0].code}))"]
+
+
+@rule(dec.solve_p)
+def _solve(eqn, args, outs):
+    _matrices(args, "solve")
+    return [f"{outs[0]} = np.linalg.solve(np.ascontiguousarray({args[0].code}), "
+            f"np.ascontiguousarray({args[1].code}))"]
+
+
+@rule(dec.triangular_solve_p)
+def _triangular_solve(eqn, args, outs):
+    _matrices(args, "triangular_solve")
+    p = eqn.params
+    return [f"{outs[0]} = _triangular_solve({args[0].code}, {args[1].code}, "
+            f"{bool(p['lower'])}, {bool(p['unit_diagonal'])})"]
+
+
+def statements(eqn, args, outs):
+    """The kernel statements computing one equation into the names `outs`."""
+    fn = RULES.get(eqn.prim)
+    lines = fn(eqn, args, outs) if fn is not None else elementwise(eqn, args, outs)
+    if lines is None:
+        raise Unsupported(f"{eqn.prim.name} (no numba rule)")
+    return lines
+

@@ -1,0 +1,221 @@
+"""scan(..., compiler="numba"): the step loop as a numba kernel (scanlib/scan/loop/native.py).
+
+Each body runs three ways, the Python loop on the tape (scan's definition), the NumPy loop
+and the numba loop, and the numba one must agree in values, dtypes and gradients, and must
+actually have run a kernel (a silent fallback would test nothing). Bodies numba cannot take,
+or types it would change, fall back with a NumbaFallbackWarning and the NumPy loop's values;
+errors inside a kernel come out as NumPy's. Kernels compile into a temporary cache directory.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+
+numba = pytest.importorskip("numba")
+
+import scanlib as sl
+from scanlib.scan.loop import native
+from test_scan_oracle import loop_scan
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _kernel_cache(tmp_path_factory):
+    mp = pytest.MonkeyPatch()
+    mp.setenv("SCANLIB_CACHE_DIR", str(tmp_path_factory.mktemp("kernels")))
+    yield
+    mp.undo()
+
+
+def _run(f, init, xs, reverse, scan_fn):
+    def loss(init, xs):
+        carry, ys = scan_fn(f, init, xs, reverse=reverse)
+        leaves = sl.pytree.flatten((carry, ys))[0]
+        total = 0.0
+        for i, a in enumerate(leaves):
+            if a.dtype.kind == "f":
+                total = total + (a.astype("float64") * (0.5 + 0.1 * i)).sum()
+        return total, leaves
+    (value, leaves), grads = sl.value_and_grad(loss, argnums=(0, 1), has_aux=True)(init, xs)
+    return value, leaves, sl.pytree.flatten(grads)[0]
+
+
+def _agree(got, want, rtol):
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_allclose(got.numpy().astype(np.float64), want.numpy().astype(np.float64),
+                               rtol=rtol, atol=rtol)
+
+
+def check(f, init, xs, reverse=False, rtol=1e-10, kernels=True):
+    """numba vs the loop and the NumPy loop; that a kernel ran (unless kernels=False)."""
+    want = _run(f, init, xs, reverse, loop_scan)
+    plain = _run(f, init, xs, reverse, sl.scan)
+    before = native.STATS["kernel calls"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", sl.NumbaFallbackWarning)
+        got = _run(f, init, xs, reverse, lambda *a, **k: sl.scan(*a, compiler="numba", **k))
+    if kernels:
+        assert native.STATS["kernel calls"] > before, "no numba kernel ran"
+    for ref in (want, plain):
+        _agree(sl.tensor(got[0]), sl.tensor(ref[0]), rtol)
+        for g, w in zip(got[1] + got[2], ref[1] + ref[2]):
+            _agree(g, w, rtol)
+
+
+RNG = np.random.default_rng(0)
+
+
+def _t(shape, dtype="float64", scale=1.0):
+    return sl.tensor((scale * RNG.standard_normal(shape)).astype(dtype))
+
+
+@pytest.mark.parametrize("reverse", [False, True], ids=["forward", "reverse"])
+def test_elementwise_rnn_with_two_carries_and_ys(reverse):
+    W = _t((3, 3), scale=0.5)
+
+    def f(c, x):
+        h, s = c
+        h = sl.tanh(h @ W + x * 0.5 - 1.0)
+        s = s + sl.sum(h * h) / 2
+        return (h, s), (sl.sigmoid(h), s * 2.0)
+
+    check(f, (_t(3), sl.tensor(0.0)), _t((17, 3)), reverse)
+
+
+def test_scalar_carries_holt_winters_form():
+    a, b = sl.tensor(0.3), sl.tensor(0.1)
+
+    def f(carry, y):
+        level, trend, season = carry
+        err = y - (level + trend + season[0])
+        season = sl.concatenate([season[1:], (season[0] + b * err)[None]])
+        return (level + trend + a * err, trend + a * b * err, season), err
+
+    check(f, (sl.tensor(1.0), sl.tensor(0.1), _t(4)), _t(20))
+
+
+def test_reductions_over_axes_max_min_keepdims_and_logsumexp():
+    def f(c, x):
+        m = sl.max(c[:, None] + x, axis=0)
+        lo = sl.min(x, axis=1, keepdims=True)
+        s = sl.sum(x * lo, axis=(0, 1))
+        return sl.logsumexp(c[:, None] + x, axis=0) - m * 0.1, (s, sl.max(x), lo)
+
+    check(f, _t(4), _t((9, 4, 4)))
+
+
+def test_where_comparisons_clip_and_float32():
+    def f(c, x):
+        h = sl.where(c > 0, c * x, -0.5 * c)
+        h = sl.clip(h, -2.0, 2.0) + sl.abs(x) * (x < 0.3)
+        return h, sl.exp(h).astype("float32") * 2
+
+    check(f, _t(5, "float32"), _t((12, 5), "float32"), rtol=2e-5)
+
+
+def test_gather_and_scatter_of_a_diagonal_and_static_slices():
+    def f(c, x):
+        M = c[:, None] * x + sl.eye(3)
+        d = sl.diagonal(M)
+        return M[1] + d * M[::-1, 0], sl.sum(M[1:, :2])
+
+    check(f, _t(3), _t((8, 3, 3)))
+
+
+def test_kalman_step_with_linalg():
+    F = sl.tensor(0.9 * np.eye(2) + 0.05 * RNG.standard_normal((2, 2)), requires_grad=True)
+    H = _t((1, 2))
+
+    def f(carry, y):
+        m, P = carry
+        m, P = F @ m, F @ P @ F.T + 0.1 * sl.eye(2)
+        S = H @ P @ H.T + 0.2
+        L = sl.linalg.cholesky(S)
+        v = y - H @ m
+        z = sl.linalg.solve_triangular(L, v[:, None], lower=True)
+        K = sl.linalg.solve(S, H @ P).T
+        ll = -0.5 * sl.sum(z * z) - sl.sum(sl.log(sl.diagonal(L)))
+        return (m + K @ v, P - K @ H @ P), ll
+
+    check(f, (_t(2), sl.tensor(np.eye(2))), _t((10, 1)))
+
+
+def test_an_integer_carry_numba_would_widen_falls_back_with_a_warning():
+    # numba adds int32 scalars in int64: the proof catches it, the NumPy loop runs.
+    def f(c, x):
+        n, s = c
+        return (n + 1, s + x), n
+
+    init = (sl.tensor(np.int32(0)), sl.tensor(0.0))
+    with pytest.warns(sl.NumbaFallbackWarning, match="int64"):
+        carry, ys = sl.scan(f, init, _t(5), compiler="numba")
+    assert carry[0].dtype == np.int32 and ys.dtype == np.int32
+    np.testing.assert_array_equal(ys.numpy(), np.arange(5, dtype=np.int32))
+
+
+def test_a_primitive_without_a_rule_falls_back_with_a_warning():
+    def f(c, x):
+        return sl.erf(c + x), sl.sort(x)
+
+    with pytest.warns(sl.NumbaFallbackWarning, match="no numba rule"):
+        carry, ys = sl.scan(f, _t(3), _t((4, 3)), compiler="numba")
+    ref = sl.scan(f, _t(3) * 0 + carry * 0 + _t(3), _t((4, 3)))  # runs: the numpy path
+    assert ref[1].shape == ys.shape
+
+
+def test_an_error_inside_the_kernel_is_numpys():
+    def f(c, x):
+        return c, sl.linalg.cholesky(c * x)  # x < 0 at step 2: not positive definite
+
+    xs = sl.tensor(np.array([1.0, 2.0, -1.0, 3.0]))
+    with pytest.raises(np.linalg.LinAlgError, match="cholesky"):
+        sl.scan(f, sl.tensor(np.eye(2)), xs, compiler="numba")
+
+
+def test_an_index_out_of_range_is_numpys_with_the_step():
+    E = _t((4, 2))
+
+    def f(c, i):
+        return c + sl.take(E, sl.stack([i, i]), axis=0).sum(), None
+
+    idx = sl.tensor(np.array([0, 1, 2, 9]))
+    with pytest.raises(IndexError, match="step t=3"):
+        sl.scan(f, sl.tensor(0.0), idx, compiler="numba")
+
+
+def test_numpy_and_numba_entries_of_one_body_are_separate():
+    def f(c, x):
+        return sl.sin(c) + x, c
+
+    xs = _t((6, 2))
+    a = sl.scan(f, _t(2), xs)
+    before = native.STATS["kernel calls"]
+    b = sl.scan(f, _t(2) * 0 + a[0] * 0 + _t(2), xs, compiler="numba")
+    assert native.STATS["kernel calls"] > before
+    c = sl.scan(f, b[0], xs)
+    assert c[1].shape == (6, 2)
+
+
+def test_the_default_compiler_is_settable_and_checked():
+    old = sl.set_loop_compiler("numba")
+    try:
+        assert old == "numpy"
+        before = native.STATS["kernel calls"]
+        sl.scan(lambda c, x: (c * x, c), _t(2), _t((3, 2)))
+        assert native.STATS["kernel calls"] > before
+    finally:
+        assert sl.set_loop_compiler(old) == "numba"
+    with pytest.raises(ValueError, match="compiler must be one of"):
+        sl.scan(lambda c, x: (c, c), _t(2), _t((3, 2)), compiler="jax")
+    with pytest.raises(ValueError, match="compiler must be one of"):
+        sl.set_loop_compiler("numbaa")
+
+
+def test_the_kernel_source_is_printed_python():
+    w = native._NativeWriter  # noqa: F841 - the printer exists where the docs say
+    from scanlib.scan.executor import compiled
+    from scanlib.scan.api import _prepare
+
+    body, *_ = _prepare(lambda c, x: (c * 2.0 + x, c), _t(2), _t((3, 2)), None, False, 0)
+    cb = compiled(body, 1, 1, False, (), "numba")
+    assert "@numba.njit" in cb.native.kernel_source and "_kernel(t0, t1" in cb.native.source
