@@ -15,6 +15,19 @@ import scanlib as sl
 _ALL = ("numpy", "cupy")
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _numba_kernel_cache(tmp_path_factory):
+    """scan(..., compiler="numba") kernels compile into a directory of this run, not the
+    user's cache (~/.cache/scanlib)."""
+    old = os.environ.get("SCANLIB_CACHE_DIR")
+    os.environ["SCANLIB_CACHE_DIR"] = str(tmp_path_factory.mktemp("scanlib-kernels"))
+    yield
+    if old is None:
+        os.environ.pop("SCANLIB_CACHE_DIR", None)
+    else:
+        os.environ["SCANLIB_CACHE_DIR"] = old
+
+
 def _selected():
     only = os.environ.get("SCANLIB_TEST_BACKEND", "").strip().lower()
     if not only:

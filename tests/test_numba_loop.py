@@ -4,7 +4,8 @@ Each body runs three ways, the Python loop on the tape (scan's definition), the 
 and the numba loop, and the numba one must agree in values, dtypes and gradients, and must
 actually have run a kernel (a silent fallback would test nothing). Bodies numba cannot take,
 or types it would change, fall back with a NumbaFallbackWarning and the NumPy loop's values;
-errors inside a kernel come out as NumPy's. Kernels compile into a temporary cache directory.
+errors inside a kernel come out as NumPy's. Kernels compile into a temporary cache directory
+(conftest.py).
 """
 
 import warnings
@@ -17,14 +18,6 @@ numba = pytest.importorskip("numba")
 import scanlib as sl
 from scanlib.scan.loop import native
 from test_scan_oracle import loop_scan
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _kernel_cache(tmp_path_factory):
-    mp = pytest.MonkeyPatch()
-    mp.setenv("SCANLIB_CACHE_DIR", str(tmp_path_factory.mktemp("kernels")))
-    yield
-    mp.undo()
 
 
 def _run(f, init, xs, reverse, scan_fn):

@@ -46,7 +46,10 @@ The generator reaches what test_scan_hypothesis.py never builds:
 REGRESSIONS holds a small hand-written body for each of these corners.
 
 Budget: SCANLIB_FUZZ_EXAMPLES examples (default 250) for the main random test, a third of
-that for the float64 second-order test and a sixth for the several-chunk test; derandomized,
+that for the float64 second-order test and a sixth for the several-chunk test, and
+SCANLIB_FUZZ_NUMBA (default a fiftieth) for bodies also run with compiler="numba" (when numba
+is installed; that tier must agree with the loop and the NumPy loop, and the report counts
+the bodies whose kernels ran rather than fell back); derandomized,
 so CI runs the same bodies every time. A longer hunt:
 
     SCANLIB_FUZZ_EXAMPLES=2000 python -m pytest tests/test_scan_fuzz.py
@@ -75,12 +78,16 @@ from test_scan_oracle import as_np, loop_scan
 
 import scanlib as sl
 from scanlib.scan import cache as scan_cache
+from scanlib.scan.loop import native
 
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 EXAMPLES = int(os.environ.get("SCANLIB_FUZZ_EXAMPLES", "250"))
+# compiler="numba": each body compiles its kernels (about a second each), so fewer of them.
+NUMBA_EXAMPLES = int(os.environ.get("SCANLIB_FUZZ_NUMBA", str(max(1, EXAMPLES // 50))))
+HAVE_NUMBA = native.missing() is None
 # Shrinking a failing body can take hypothesis minutes: only on request.
 SHRINK = os.environ.get("SCANLIB_FUZZ_SHRINK", "") not in ("", "0")
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
@@ -477,8 +484,14 @@ def interp_scan(*args, **kw):
     return sl.scan(*args, interpret=True, **kw)
 
 
-SCANS = {"loop": loop_scan, "interp": interp_scan, "compiled": sl.scan}
+def numba_scan(*args, **kw):
+    return sl.scan(*args, compiler="numba", **kw)
+
+
+SCANS = {"loop": loop_scan, "interp": interp_scan, "compiled": sl.scan, "numba": numba_scan}
 PAIRS = (("compiled", "loop"), ("compiled", "interp"), ("interp", "loop"))
+NUMBA_PAIRS = PAIRS + (("numba", "loop"), ("numba", "compiled"))
+TIERS = ("interp", "compiled")
 
 
 def run_scan(scan_fn, body, data, finit, fxs, params):
@@ -517,6 +530,7 @@ def quiet(fn):
     def wrapped(*a, **kw):
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
+            warnings.simplefilter("ignore", sl.NumbaFallbackWarning)
             return fn(*a, **kw)
 
     return wrapped
@@ -579,7 +593,7 @@ def disagreements(stage, results, body):
     """results: scan name -> named leaves or Raised. Lines naming what disagrees."""
     lines = [f"[{stage}] {name} raised {r.text}" for name, r in results.items()
              if isinstance(r, Raised)]
-    for a, b in PAIRS:
+    for a, b in (NUMBA_PAIRS if "numba" in results else PAIRS):
         if isinstance(results[a], Raised) or isinstance(results[b], Raised):
             continue
         # For T == 0 the loop has no ys (it never calls f); compare what it has.
@@ -593,14 +607,14 @@ class Overflow(Exception):
     """The loop overflowed: inf and nan inside the body make any two answers arbitrary."""
 
 
-def run_all(fn):
-    """fn(scan) for each scan; the loop (the definition) must not raise."""
+def run_all(fn, tiers=TIERS):
+    """fn(scan) for the loop and each of `tiers`; the loop (the definition) must not raise."""
     try:
         with np.errstate(over="raise"):
             results = {"loop": fn(loop_scan)}
     except FloatingPointError as e:
         raise Overflow(str(e)) from e
-    for name in ("interp", "compiled"):
+    for name in tiers:
         try:
             results[name] = fn(SCANS[name])
         except Exception as e:  # noqa: BLE001 - a scan that raises is a disagreement too
@@ -660,25 +674,28 @@ def _leaves(args):
 
 
 @quiet
-def check_body(body, kind, second_order=False):
-    """Compiled scan vs the loop and the interpreter; raises one AssertionError naming every
-    disagreement and the body."""
+def check_body(body, kind, second_order=False, tiers=TIERS):
+    """Compiled scan vs the loop and the interpreter (and the numba loop, when in `tiers`);
+    raises one AssertionError naming every disagreement and the body."""
     BODIES_RUN[kind] += 1
+    kernels = native.STATS["kernel calls"]
     # Bodies share scan's graph cache; start empty so that a failure reproduces from the
     # printed Body alone (and hypothesis' shrinking is not fooled by earlier examples).
     scan_cache.clear()
     c = Check(body)
     try:
-        results = run_all(c.forward)
+        results = run_all(c.forward, tiers)
         c.make_loss(results["loop"])
-        stages = [("forward", results), ("grad", run_all(c.grads))]
+        stages = [("forward", results), ("grad", run_all(c.grads, tiers))]
         if second_order:
-            stages.append(("hvp", run_all(c.hvp)))
+            stages.append(("hvp", run_all(c.hvp, tiers)))
     except Overflow:
         raise
     except Exception as e:  # the loop failed: a bug in this file or in the tape
         raise AssertionError(f"the loop oracle raised {Raised(e).text} on\n{render(body)}\n"
                              f"{body!r}") from e
+    if native.STATS["kernel calls"] > kernels:
+        BODIES_RUN[f"{kind}, of them ran numba kernels"] += 1
     lines = [m for stage, res in stages for m in disagreements(stage, res, body)]
     if lines:
         raise AssertionError(f"scan fuzz: {suspect(lines)}\n  " + "\n  ".join(lines)
@@ -1138,11 +1155,11 @@ def test_lengths_around_the_chunk_length(T, reverse):
 
 
 # --- random bodies -----------------------------------------------------------------------------
-def check_random_body(body, kind, second_order=False):
+def check_random_body(body, kind, second_order=False, tiers=TIERS):
     """check_body, where a body whose loop overflows is not an example (values stay bounded
     by construction, but products of bounded values can still overflow float16)."""
     try:
-        check_body(body, kind, second_order)
+        check_body(body, kind, second_order, tiers)
     except Overflow:
         BODIES_RUN[kind] -= 1
         BODIES_RUN["discarded: the loop overflowed"] += 1
@@ -1165,6 +1182,20 @@ def test_random_float64_bodies_second_order(body):
 @given(bodies(big=True))
 def test_random_bodies_over_several_chunks(body):
     check_random_body(body, "random several chunks")
+
+
+@pytest.mark.skipif(not HAVE_NUMBA, reason="numba is not installed (compiler='numba')")
+@settings(SETTINGS, max_examples=NUMBA_EXAMPLES)
+@given(bodies())
+def test_random_bodies_numba_loop(body):
+    check_random_body(body, "random numba", tiers=TIERS + ("numba",))
+
+
+@pytest.mark.skipif(not HAVE_NUMBA, reason="numba is not installed (compiler='numba')")
+@pytest.mark.parametrize("reverse", [False, True], ids=["forward", "reverse"])
+def test_numba_loop_over_the_length_sweep_body(reverse):
+    check_body(dataclasses.replace(SWEEP, T=33, reverse=reverse), "numba sweep",
+               tiers=TIERS + ("numba",))
 
 
 def test_zz_report_how_many_bodies_ran(capsys):

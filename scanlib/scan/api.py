@@ -207,7 +207,12 @@ def set_loop_compiler(name):
     """Set the compiler of every scan that does not name one (`scan(..., compiler=None)`):
     "numpy" (the default) or "numba" (needs `pip install 'scanlib[jit]'`). Returns the
     previous one, so that `old = set_loop_compiler("numba"); ...; set_loop_compiler(old)`
-    restores it. Process-wide; the scans already traced keep theirs."""
+    restores it. Process-wide; the scans already traced keep theirs.
+
+    >>> import scanlib as sl
+    >>> sl.set_loop_compiler("numpy")  # the default; "numba" needs the jit extra
+    'numpy'
+    """
     name = _check_compiler(name)
     old, _DEFAULT_COMPILER[0] = _DEFAULT_COMPILER[0], name
     return old

@@ -152,4 +152,11 @@ def compiled(graph, num_carry, num_xs, reverse, sum_carries=(), compiler="numpy"
 
 
 class NumbaFallbackWarning(UserWarning):
-    """A scan asked for compiler="numba" runs (a body of it) as the NumPy loop."""
+    """A scan asked for compiler="numba" runs (a body of it) as the NumPy loop: numba has no
+    form of one of its primitives, or would type a value otherwise than NumPy. The values are
+    the NumPy loop's. Silence it with the warnings module:
+
+    >>> import scanlib as sl
+    >>> sl.NumbaFallbackWarning.__mro__[1].__name__  # warnings.simplefilter("ignore", it)
+    'UserWarning'
+    """

@@ -1,7 +1,8 @@
-"""The few functions the numba kernels call that NumPy-in-numba lacks: max and min over an
-axis, a triangular solve, and sigmoid in the same arithmetic as ops/elementwise.py's. Each is
-compiled by numba on first use and cached beside this file. Imported only by the kernels that
-native.py writes (so only when numba is installed).
+"""The few functions the numba kernels call that NumPy-in-numba lacks (or compiles slowly):
+max and min over an axis, gathers and scatters at index arrays with NumPy's bounds, a
+triangular solve, a linear solve, and sigmoid in the same arithmetic as ops/elementwise.py's.
+Each is compiled by numba on first use and cached beside this file. Imported only by the
+kernels that native.py writes (so only when numba is installed).
 """
 
 from __future__ import annotations
@@ -102,6 +103,41 @@ def _scatter2(out, g, rows, cols):
     """out[rows, cols] += g, repeated pairs adding up (np.add.at)."""
     for r in range(rows.shape[0]):
         out[_row(rows[r], out.shape[0]), _row(cols[r], out.shape[1])] += g[r]
+
+
+@_jit
+def _solve(a, b):
+    """x with a @ x = b for a [n, n] and b [n, k]: Gaussian elimination with partial
+    pivoting, LAPACK's gesv in plain loops (numba's np.linalg.solve takes seconds to
+    compile). A zero pivot raises LinAlgError, and NumPy's loop then says it its way."""
+    n, k = b.shape
+    m = a.astype(b.dtype)  # a copy, eliminated in place
+    x = b.copy()
+    for col in range(n):
+        p = col
+        for r in range(col + 1, n):
+            if abs(m[r, col]) > abs(m[p, col]):
+                p = r
+        if m[p, col] == 0:
+            raise np.linalg.LinAlgError("Singular matrix")
+        if p != col:
+            for j in range(n):
+                m[col, j], m[p, j] = m[p, j], m[col, j]
+            for j in range(k):
+                x[col, j], x[p, j] = x[p, j], x[col, j]
+        for r in range(col + 1, n):
+            f = m[r, col] / m[col, col]
+            for j in range(col, n):
+                m[r, j] -= f * m[col, j]
+            for j in range(k):
+                x[r, j] -= f * x[col, j]
+    for col in range(n - 1, -1, -1):
+        for j in range(k):
+            s = x[col, j]
+            for c in range(col + 1, n):
+                s -= m[col, c] * x[c, j]
+            x[col, j] = s / m[col, col]
+    return x
 
 
 @numba.vectorize(["float64(float64)", "float32(float32)"], cache=True)

@@ -201,6 +201,8 @@ def _transpose(eqn, args, outs):
     x, axes = args[0], tuple(eqn.params["axes"])
     if x.scalar or axes == tuple(range(len(axes))):
         return [f"{outs[0]} = {x.code}"]
+    if axes == tuple(range(len(axes)))[::-1]:  # .T: numba compiles it in a fraction
+        return [f"{outs[0]} = {x.code}.T"]
     return [f"{outs[0]} = np.transpose({x.code}, {axes})"]
 
 
@@ -376,8 +378,7 @@ def _cholesky(eqn, args, outs):
 @rule(dec.solve_p)
 def _solve(eqn, args, outs):
     _matrices(args, "solve")
-    return [f"{outs[0]} = np.linalg.solve(np.ascontiguousarray({args[0].code}), "
-            f"np.ascontiguousarray({args[1].code}))"]
+    return [f"{outs[0]} = _solve({args[0].code}, {args[1].code})"]
 
 
 @rule(dec.triangular_solve_p)
