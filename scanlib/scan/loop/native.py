@@ -153,8 +153,8 @@ class _NativeWriter(_LoopWriter):
             "import numba",
             "import numpy as np",
             "",
-            "from scanlib.scan.loop.native_kernels import _rows_max, _rows_min, _scatter1, "
-            "_scatter2, _sigmoid, _solve, _take1, _take2, _triangular_solve",
+            "from scanlib.scan.loop.native_kernels import _rows_extreme, _scatter1, _scatter2, "
+            "_sigmoid, _solve, _take1, _take2, _triangular_solve",
             "",
             "",
             "@numba.njit(cache=CACHE, nogil=True, error_model='numpy')",

@@ -14,30 +14,14 @@ _jit = numba.njit(cache=True, nogil=True, error_model="numpy")
 
 
 @_jit
-def _rows_max(a):
-    """max over axis 1 of a [K, R] array, R >= 1; NaN wins, as in NumPy."""
+def _rows_extreme(a, largest):
+    """max (largest) or min over axis 1 of a [K, R] array, R >= 1; NaN wins, as in NumPy."""
     out = np.empty(a.shape[0], a.dtype)
     for i in range(a.shape[0]):
         m = a[i, 0]
         for j in range(1, a.shape[1]):
             v = a[i, j]
-            if v > m or v != v:
-                m = v
-            if m != m:
-                break
-        out[i] = m
-    return out
-
-
-@_jit
-def _rows_min(a):
-    """min over axis 1 of a [K, R] array, R >= 1; NaN wins, as in NumPy."""
-    out = np.empty(a.shape[0], a.dtype)
-    for i in range(a.shape[0]):
-        m = a[i, 0]
-        for j in range(1, a.shape[1]):
-            v = a[i, j]
-            if v < m or v != v:
+            if (v > m if largest else v < m) or v != v:
                 m = v
             if m != m:
                 break

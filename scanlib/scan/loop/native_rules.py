@@ -331,7 +331,7 @@ def _max_min(eqn, args, outs):
     rows = int(np.prod([x.shape[a] for a in kept], dtype=np.int64))
     perm = tuple(kept) + axes
     flat = f"np.ascontiguousarray(np.transpose({x.code}, {perm})).reshape(({rows}, -1))"
-    code = f"_rows_{which}({flat})"
+    code = f"_rows_extreme({flat}, {which == 'max'})"
     if not out.shape:
         return [f"{outs[0]} = {code}[0]"]
     return [f"{outs[0]} = {code}.reshape({tuple(out.shape)})"]
