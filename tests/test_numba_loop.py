@@ -212,3 +212,32 @@ def test_the_kernel_source_is_printed_python():
     body, *_ = _prepare(lambda c, x: (c * 2.0 + x, c), _t(2), _t((3, 2)), None, False, 0)
     cb = compiled(body, 1, 1, False, (), "numba")
     assert "@numba.njit" in cb.native.kernel_source and "_kernel(t0, t1" in cb.native.source
+
+
+# What an adversarial test found numba computing otherwise than NumPy: each falls back now.
+@pytest.mark.parametrize("f, init, xs", [
+    (lambda c, x: (sl.fmod(c, x), c), np.array([-5, -1, 7]), np.array([[3, 2, -2]])),
+    (lambda c, x: (sl.where(c < 1000, c + x, c - x), c), np.array([1], np.int8),
+     np.array([[1]], np.int8)),
+    (lambda c, x: (sl.sign(c) + x, c), np.array([255], np.uint8), np.array([[0]], np.uint8)),
+    (lambda c, x: (sl.floor_divide(c, x), c), np.array([1.0, np.inf]),
+     np.array([[-np.inf, 1.0]])),
+], ids=["int fmod", "int8 vs 1000", "sign of uint8", "floor_divide at inf"])
+def test_forms_numba_computes_otherwise_fall_back(f, init, xs):
+    want = sl.scan(f, sl.tensor(init), sl.tensor(xs))
+    with pytest.warns(sl.NumbaFallbackWarning):
+        got = sl.scan(f, sl.tensor(init), sl.tensor(xs), compiler="numba")
+    np.testing.assert_array_equal(got[0].numpy(), want[0].numpy())
+
+
+def test_a_zero_on_a_triangular_diagonal_raises_numpys_error():
+    f = lambda c, x: (sl.linalg.solve_triangular(x, c, lower=True), c)  # noqa: E731
+    with pytest.raises(np.linalg.LinAlgError, match="diagonal"):
+        sl.scan(f, sl.tensor(np.ones((2, 1))), sl.tensor([[[2.0, 7.0], [1.0, 0.0]]]),
+                compiler="numba")
+
+
+def test_errstate_raise_runs_the_numpy_loop():
+    f = lambda c, x: (c / x, c)  # noqa: E731
+    with np.errstate(divide="raise"), pytest.raises(FloatingPointError):
+        sl.scan(f, sl.tensor([1.0, 2.0]), sl.tensor([[0.0, 1.0]]), compiler="numba")

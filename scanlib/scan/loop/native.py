@@ -18,6 +18,7 @@ Imports numba (lazily: the tier is an extra), the loop IR, emit.py and native_ru
 from __future__ import annotations
 
 import collections
+import functools
 import hashlib
 import importlib.util
 import os
@@ -150,6 +151,7 @@ class _NativeWriter(_LoopWriter):
 
     def kernel_source(self):
         return "\n".join([
+            f"# scanlib kernel; helpers {_helpers_digest()}",  # a changed helper: a new key
             "import numba",
             "import numpy as np",
             "",
@@ -271,12 +273,12 @@ class NativeLoop:
 
 
 def build(prog):
-    """The NativeLoop of a LoopProgram, or Unsupported (raised) when its step loop has no
-    numba translation."""
+    """The NativeLoop of a LoopProgram; None when it has no per-step work; Unsupported
+    (raised) when its step loop has no numba translation."""
     w = _NativeWriter(prog)
     source = w.source()
     if not w.step:
-        raise Unsupported("no per-step work (the NumPy loop already runs it in whole chunks)")
+        return None  # no per-step work: the NumPy loop runs it in whole chunks already
     ksource = w.kernel_source()
     dispatcher, proofs = _load(ksource)
     kernel = NativeKernel(dispatcher, w.expected, prog.graph.name, proofs)
@@ -286,6 +288,19 @@ def build(prog):
 
 
 _loaded = {}
+
+
+@functools.lru_cache(maxsize=None)
+def _helpers_digest():
+    """numba's cache keeps a kernel's machine code, helpers inlined, until the kernel's own
+    file changes: so the helpers' source and numba's version are part of every kernel's."""
+    import numba
+
+    from . import native_kernels
+
+    with open(native_kernels.__file__, "rb") as fh:
+        text = fh.read() + numba.__version__.encode()
+    return hashlib.sha256(text).hexdigest()[:16]
 
 
 def _load(ksource):

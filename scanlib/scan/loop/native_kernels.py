@@ -45,6 +45,8 @@ def _triangular_solve(a, b, lower, unit_diagonal):
             else:
                 for j in range(i + 1, n):
                     s -= a[i, j] * x[j, c]
+            if not unit_diagonal and a[i, i] == 0:  # NumPy's loop raises its error
+                raise np.linalg.LinAlgError("zero on the diagonal")
             x[i, c] = s if unit_diagonal else s / a[i, i]
     return x
 

@@ -56,6 +56,9 @@ def literal_code(value, dtype):
     if dt.kind == "f":
         return f"np.{dt.name}({_float_code(float(value))})"
     if dt.kind in "iu":
+        info = np.iinfo(dt)
+        if not info.min <= int(value) <= info.max:  # NumPy compares the exact value
+            raise Unsupported(f"a literal {value!r} outside {dt}")
         return f"np.{dt.name}({int(value)})"
     if dt.kind == "b":
         return "True" if value else "False"
@@ -120,12 +123,22 @@ _NAMED_UFUNCS = {ew.equal: "equal", ew.not_equal: "not_equal", ew.less: "less",
                  sp.ceil_p: "ceil", sp.trunc_p: "trunc"}
 
 
+# Where numba's ufunc differs from NumPy's (found by an adversarial test): integer fmod with
+# a negative operand, floor_divide and remainder at inf and at the integer minimum over -1,
+# integers to negative powers (NumPy raises), sign of unsigned integers and of -0.0.
+_DIFFERENT = {"fmod", "floor_divide", "remainder", "sign"}
+_INTEGER_DIFFERENT = {"power"}
+
+
 def elementwise(eqn, args, outs):
     """An elementwise primitive as an operator or a NumPy ufunc (numba compiles both, on
     scalars and arrays), or None when it has neither."""
     prim, out = eqn.prim, eqn.outvars[0]
     if eqn.params:
         return None
+    name = _NAMED_UFUNCS.get(prim) or prim.ufunc or prim.name
+    if name in _DIFFERENT or (name in _INTEGER_DIFFERENT and out.dtype.kind in "iub"):
+        raise Unsupported(f"{prim.name} (numba's differs from NumPy's at some inputs)")
     code = operands(args, out.dtype)
     if prim in _INFIX:
         return [f"{outs[0]} = ({code[0]} {_INFIX[prim]} {code[1]})"]
@@ -169,6 +182,8 @@ def _where(eqn, args, outs):
 def _astype(eqn, args, outs):
     t = dtype_code(eqn.params["dtype"])
     x = args[0]
+    if x.scalar and x.dtype.kind in "fc" and np.dtype(eqn.params["dtype"]).kind in "iu":
+        raise Unsupported("a cast of a float scalar to an integer (LLVM may fold it away)")
     return [f"{outs[0]} = {t}({x.code})" if x.scalar else f"{outs[0]} = {x.code}.astype({t})"]
 
 
