@@ -15,9 +15,10 @@ Four models whose steps are many tiny operations, each written once against an `
     python -m bench.small_state          # full sizes (about 20 s here, a third of it JAX compiling)
     python -m bench.small_state quick    # small sizes, a few seconds
 
-With numba installed, scan(..., compiler="numba") is a third contender (its own table: its
-first call compiles the kernels, or loads them from the cache, and is shown apart); it must
-agree with the NumPy loop to the same tolerance.
+scanlib's faster tiers have their own table, each checked against the NumPy loop to the same
+tolerance: scanlib.jit of the value_and_grad (traced once, replayed after), and with numba
+installed scan(..., compiler="numba") with and without jit (its first call compiles the
+kernels, or loads them from the cache; first calls are shown apart).
 
 Values and gradients of the two are checked to agree before timing (max|g - g_jax| / max|g_jax|
 <= 1e-8, array by array); the exit status is 1 when they do not. JAX's trace + lower + compile
@@ -51,6 +52,10 @@ WORKLOADS = ("hmm", "kalman", "holt-winters", "gae")
 TOLERANCE = 1e-8  # max|g - g_ref| / max|g_ref| per array, float64
 BUDGET_S = {"full": 1.5, "quick": 0.15}  # seconds of timed calls per contender and workload
 MIN_REPS, MAX_REPS = 5, 2000
+# scanlib's faster ways to run the same value_and_grad, each checked against the NumPy loop.
+TIERS = {"jit": {"jit": True, "compiler": "numpy"},
+         "numba": {"jit": False, "compiler": "numba"},
+         "jit+numba": {"jit": True, "compiler": "numba"}}
 
 
 # --- the models, written once against `ops` -----------------------------------------------------
@@ -278,12 +283,14 @@ def jax_missing():
 
 
 # --- the contenders: () -> (value, {name: gradient}) as NumPy -----------------------------------
-def scanlib_runner(name, params, data, loop=False, compiler="numpy"):
-    """The timed call: one scanlib.value_and_grad of the loss (built once, as a sampler would)."""
+def scanlib_runner(name, params, data, loop=False, compiler="numpy", jit=False):
+    """The timed call: one scanlib.value_and_grad of the loss (built once, as a sampler would);
+    with jit=True, scanlib.jit of it (traced on the first call, replayed after)."""
     import scanlib as sl
 
     ops, fn = scanlib_ops(loop, compiler), LOSSES[name]
     vg = sl.value_and_grad(lambda p: fn(ops, p, data))
+    vg = sl.jit(vg) if jit else vg
 
     def run():
         return vg(params)
@@ -367,14 +374,16 @@ def measure(name, size, with_jax):
     sl_value, sl_grads = scanlib_result(sl_run())
     rec["scanlib_first_s"] = time.perf_counter() - t0
     runs = {"scanlib": sl_run}
-    if numba_missing() is None:
-        nb_run = scanlib_runner(name, params, data, compiler="numba")
+    for tier, how in TIERS.items():
+        if how["compiler"] == "numba" and numba_missing() is not None:
+            continue
+        run = scanlib_runner(name, params, data, **how)
         t0 = time.perf_counter()
-        nb_value, nb_grads = scanlib_result(nb_run())
-        rec["numba_first_s"] = time.perf_counter() - t0  # compiling, or loading the cache
-        rec["numba_rel_diff"], rec["numba_worst"] = max_rel_diff(nb_value, nb_grads,
-                                                                 sl_value, sl_grads)
-        runs["numba"] = nb_run
+        value, grads = scanlib_result(run())
+        rec[f"{tier}_first_s"] = time.perf_counter() - t0  # tracing, compiling, the cache
+        rec[f"{tier}_rel_diff"], rec[f"{tier}_worst"] = max_rel_diff(value, grads, sl_value,
+                                                                     sl_grads)
+        runs[tier] = run
     if with_jax:
         jx_run, rec["jax_compile_s"] = jax_runner(name, params, data)
         jx_value, jx_grads = jax_result(jx_run())
@@ -419,23 +428,23 @@ def table(records, with_jax):
     return "\n".join(lines)
 
 
-def numba_table(records, with_jax):
-    """The compiler="numba" rows: its time beside the NumPy loop's and JAX's."""
-    rows = [r for r in records if "numba_median_s" in r]
-    if not rows:
+def tiers_table(records, with_jax):
+    """scanlib's faster tiers (TIERS) beside the NumPy loop and JAX: medians, the fastest
+    tier over JAX, first calls (tracing and compiling, or loading numba's cache) apart."""
+    tiers = [t for t in TIERS if any(f"{t}_median_s" in r for r in records)]
+    if not tiers:
         return ""
-    head = ["workload", "numpy loop ms", "numba ms", "numba speedup"] + (
-        ["jax-jit ms", "numba / jax"] if with_jax else []) + [
-        "numba first ms", "IQR %", "calls", "rel to numpy loop"]
+    head = ["workload", "numpy loop ms", *[f"{t} ms" for t in tiers]] + (
+        ["jax-jit ms", "fastest / jax"] if with_jax else []) + [
+        *[f"{t} first ms" for t in tiers], "worst rel to numpy loop"]
     lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
-    for r in rows:
-        nb = r["numba_median_s"]
-        cells = [r["workload"], _ms(r["scanlib_median_s"]), _ms(nb),
-                 f"{r['scanlib_median_s'] / nb:.1f}x"]
+    for r in records:
+        times = [r[f"{t}_median_s"] for t in tiers]
+        cells = [r["workload"], _ms(r["scanlib_median_s"]), *[_ms(s) for s in times]]
         if with_jax:
-            cells += [_ms(r["jax_median_s"]), f"{nb / r['jax_median_s']:.1f}x"]
-        cells += [f"{r['numba_first_s'] * 1e3:.0f}", f"{r['numba_iqr'] * 100:.0f}",
-                  str(r["numba_reps"]), f"{r['numba_rel_diff']:.1e}"]
+            cells += [_ms(r["jax_median_s"]), f"{min(times) / r['jax_median_s']:.1f}x"]
+        cells += [f"{r[f'{t}_first_s'] * 1e3:.0f}" for t in tiers]
+        cells.append(f"{max(r[f'{t}_rel_diff'] for t in tiers):.1e}")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -444,10 +453,10 @@ def per_call_line(records, with_jax):
     r = next((r for r in records if r["workload"] == "holt-winters"), None)
     if r is None:
         return ""
-    text = f"holt-winters, one value_and_grad call: scanlib {r['scanlib_median_s'] * 1e6:.0f} us"
-    if with_jax:
-        text += f", jax-jit {r['jax_median_s'] * 1e6:.0f} us"
-    return text
+    calls = [("scanlib", "scanlib")] + [(t, t) for t in TIERS if f"{t}_median_s" in r]
+    calls += [("jax-jit", "jax")] if with_jax else []
+    return "holt-winters, one value_and_grad call: " + ", ".join(
+        f"{label} {r[f'{key}_median_s'] * 1e6:.0f} us" for label, key in calls)
 
 
 def main(argv=None):
@@ -469,13 +478,13 @@ def main(argv=None):
     print()
     print(table(records, with_jax))
     print(per_call_line(records, with_jax))
-    nb = numba_table(records, with_jax)
-    if nb:
-        print("\nscan(..., compiler=\"numba\") (numba first ms: compiling, or loading the "
-              "kernel cache):\n" + nb)
+    tiers = tiers_table(records, with_jax)
+    if tiers:
+        print("\nscanlib.jit and scan(..., compiler=\"numba\") (first ms: tracing and "
+              "compiling, or loading numba's kernel cache):\n" + tiers)
     bad = [r["workload"] for r in records if with_jax and not r["agree"]]
-    bad += [r["workload"] + " (numba)" for r in records
-            if r.get("numba_rel_diff", 0.0) > TOLERANCE]
+    bad += [f"{r['workload']} ({t})" for r in records for t in TIERS
+            if r.get(f"{t}_rel_diff", 0.0) > TOLERANCE]
     if bad:
         print(f"values or gradients disagree with JAX beyond {TOLERANCE:g}: {', '.join(bad)}")
     return 1 if bad else 0

@@ -2,8 +2,8 @@
 
 A define-by-run Tensor and tape autograd engine over NumPy (CPU) and CuPy (GPU), and on it a
 JAX-style `scan` whose VJP is itself a scan. Layers import one way:
-backends <- tape <- ops <- (tracing, autodiff, linalg, random, optim) <- scan <- this public
-API.
+backends <- tape <- ops <- (tracing, autodiff, linalg, random, optim) <- scan <-
+(transforms, jit, ...) <- this public API.
 """
 
 from . import linalg, optim, random, testing
@@ -20,6 +20,7 @@ from .control import *  # noqa: F403
 from .transforms import *  # noqa: F403
 from .vmap import vmap
 from .tracing import make_graph
+from .jit import jit
 
 __version__ = "0.1.0"
 
@@ -28,6 +29,6 @@ __all__ = [
     "Tensor", "Graph", "no_grad", "enable_grad", "grad", "value_and_grad", "vjp",
     "make_graph", "checkpoint", "remat", "testing", "linalg", "random", "optim",
     "cuda_available", "scan", "scan_plan", "ScanPlan", "set_loop_compiler",
-    "NumbaFallbackWarning",
+    "NumbaFallbackWarning", "jit",
     *transforms.__all__, *associative.__all__, *control.__all__, "vmap",
 ]

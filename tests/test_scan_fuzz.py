@@ -85,6 +85,8 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 EXAMPLES = int(os.environ.get("SCANLIB_FUZZ_EXAMPLES", "250"))
+# Under scanlib.jit (every fourth of them to second order).
+JIT_EXAMPLES = int(os.environ.get("SCANLIB_FUZZ_JIT", str(max(1, EXAMPLES // 5))))
 # compiler="numba": each body compiles its kernels (about a second each), so fewer of them.
 NUMBA_EXAMPLES = int(os.environ.get("SCANLIB_FUZZ_NUMBA", str(max(1, EXAMPLES // 50))))
 HAVE_NUMBA = native.missing() is None
@@ -488,9 +490,23 @@ def numba_scan(*args, **kw):
     return sl.scan(*args, compiler="numba", **kw)
 
 
-SCANS = {"loop": loop_scan, "interp": interp_scan, "compiled": sl.scan, "numba": numba_scan}
+def jit_scan(*args, **kw):
+    return sl.scan(*args, **kw)
+
+
+jit_scan.jit = True  # Check runs the whole forward, gradient or HVP under scanlib.jit
+
+
+def outer(scan_fn):
+    """scanlib.jit for the jit tier, else nothing: what Check wraps each computation in."""
+    return sl.jit if getattr(scan_fn, "jit", False) else (lambda f: f)
+
+
+SCANS = {"loop": loop_scan, "interp": interp_scan, "compiled": sl.scan, "numba": numba_scan,
+         "jit": jit_scan}
 PAIRS = (("compiled", "loop"), ("compiled", "interp"), ("interp", "loop"))
-NUMBA_PAIRS = PAIRS + (("numba", "loop"), ("numba", "compiled"))
+EXTRA_PAIRS = {"numba": (("numba", "loop"), ("numba", "compiled")),
+               "jit": (("jit", "loop"), ("jit", "compiled"))}
 TIERS = ("interp", "compiled")
 
 
@@ -593,7 +609,8 @@ def disagreements(stage, results, body):
     """results: scan name -> named leaves or Raised. Lines naming what disagrees."""
     lines = [f"[{stage}] {name} raised {r.text}" for name, r in results.items()
              if isinstance(r, Raised)]
-    for a, b in (NUMBA_PAIRS if "numba" in results else PAIRS):
+    pairs = PAIRS + sum((p for tier, p in EXTRA_PAIRS.items() if tier in results), ())
+    for a, b in pairs:
         if isinstance(results[a], Raised) or isinstance(results[b], Raised):
             continue
         # For T == 0 the loop has no ys (it never calls f); compare what it has.
@@ -633,7 +650,7 @@ class Check:
         return run_scan(scan_fn, self.body, self.data, *args)
 
     def forward(self, scan_fn):
-        return named_outputs(self.outputs(scan_fn, *self.args))
+        return named_outputs(outer(scan_fn)(lambda *a: self.outputs(scan_fn, *a))(*self.args))
 
     def make_loss(self, loop_outputs):
         rng = np.random.default_rng(self.body.seed + 1)
@@ -653,7 +670,8 @@ class Check:
         return f
 
     def grads(self, scan_fn):
-        value, g = sl.value_and_grad(self.loss(scan_fn), argnums=(0, 1, 2))(*self.args)
+        value_and_grad = sl.value_and_grad(self.loss(scan_fn), argnums=(0, 1, 2))
+        value, g = outer(scan_fn)(value_and_grad)(*self.args)
         return [("loss", value)] + named_grads(self.body, self.data, g)
 
     def hvp(self, scan_fn):
@@ -665,7 +683,7 @@ class Check:
             return sum(((g * u).sum() for g, u in zip(_leaves(grad(*args)), tangents)), 0.0)
 
         return named_grads(self.body, self.data,
-                           sl.grad(directional, argnums=(0, 1, 2))(*self.args))
+                           outer(scan_fn)(sl.grad(directional, argnums=(0, 1, 2)))(*self.args))
 
 
 def _leaves(args):
@@ -1189,6 +1207,13 @@ def test_random_bodies_over_several_chunks(body):
 @given(bodies())
 def test_random_bodies_numba_loop(body):
     check_random_body(body, "random numba", tiers=TIERS + ("numba",))
+
+
+@settings(SETTINGS, max_examples=JIT_EXAMPLES)
+@given(bodies())
+def test_random_bodies_under_jit(body):
+    check_random_body(body, "random jit", second_order=body.seed % 4 == 0,
+                      tiers=TIERS + ("jit",))
 
 
 @pytest.mark.skipif(not HAVE_NUMBA, reason="numba is not installed (compiler='numba')")

@@ -47,7 +47,11 @@ def _size(args, batched):
 
 def aligned(batched, shapes, rank, ops=ARRAYS):
     """Batched inputs of a lower per-example rank get 1s after their leading axis, so that
-    they broadcast against the others example by example, not against the batch axis."""
+    they broadcast against the others example by example, not against the batch axis. None
+    when every input already has that rank (nothing to do, at no cost per call)."""
+    if not any(b and len(s) < rank for b, s in zip(batched, shapes)):
+        return None
+
     def fix(args):
         T = _size(args, batched)
         return [ops.reshape(a, (T,) + (1,) * (rank - len(s)) + tuple(s)) if b and len(s) < rank
@@ -59,6 +63,8 @@ def elementwise_rule(prim, params, batched, shapes, out_shape, ops=ARRAYS):
     """For any primitive that broadcasts its inputs' leading axes as NumPy does: elementwise
     ops, and the stacked linear algebra of [..., m, n] operands (solve, inv, det, ...)."""
     fix = aligned(batched, shapes, max(len(s) for s in shapes), ops)
+    if fix is None:
+        return lambda *args: ops.bind(prim, *args, **params)
     return lambda *args: ops.bind(prim, *fix(args), **params)
 
 
@@ -209,6 +215,8 @@ def _gather_rule(prim, index, batched, shapes, ops):
     if _is_slice_like(index[0]):
         return None
     fix = aligned(batched[1:], shapes[1:], max(len(s) for s in shapes[1:]), ops)
+    if fix is None:
+        return lambda x, *arrays: ops.bind(prim, x, *arrays, index=index)
     return lambda x, *arrays: ops.bind(prim, x, *fix(arrays), index=index)
 
 

@@ -150,6 +150,12 @@ def _sigmoid_out(x, out):
 def _sigmoid_impl(x):
     if _is_complex(x):
         return (_xp(x).tanh(x * 0.5) + 1) * 0.5
+    if type(x) is np.ndarray and x.ndim == 0 and x.dtype.kind == "f":
+        # A scalar model's parameter: the same operations on a NumPy scalar of x's dtype
+        # (the same ufunc loops, so the same bits), without the buffers: 1 us, not 8.
+        v = x[()]
+        e = np.exp(-abs(v))
+        return np.asarray((e if v < 0 else v.dtype.type(1)) / (e + 1))
     return _sigmoid_out(x, _xp(x).empty(x.shape, _sigmoid_dtype(x)))
 
 

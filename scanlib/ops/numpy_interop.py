@@ -248,7 +248,7 @@ def _fallback(f, impl, args, kwargs, lookup=None, no_grad_needed=False, metadata
     if traced is not None:
         use = f"Use scanlib.{alt}" if alt else "Write it with scanlib's ops"
         raise TypeError(
-            f"{f}() got a tensor ({traced!r}) traced inside a scan body or make_graph, where "
+            f"{f}() got a tensor ({traced!r}) traced inside a scan body, jit or make_graph, where "
             "values are not known yet (they are stand-in zeros while tracing), so NumPy cannot "
             f"compute on it. {use}, or compute it outside the body and pass the result in.")
     if not no_grad_needed and any(t.requires_grad for t in tensors):

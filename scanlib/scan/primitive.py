@@ -22,10 +22,10 @@ from .linearize import linearize
 def _scan_impl(*values, body, length, reverse, num_carry, num_xs, interpret=False,
                sum_carries=(), compiler="numpy", _lin=None):
     nc, nx = num_carry, num_xs
-    n_ys = len(body.outvars) - nc
-    zeros = stand_ins_for(body.outvars, [()] * nc + [(length,)] * n_ys)
-    if zeros is not None:  # a nested scan being traced: its values would be unused
-        return zeros
+    if current_builder() is not None:
+        zeros = stand_ins_for(body.outvars, [()] * nc + [(length,)] * (len(body.outvars) - nc))
+        if zeros is not None:  # a nested scan being traced: its values would be unused
+            return zeros
     init, xs, consts = list(values[:nc]), list(values[nc:nc + nx]), list(values[nc + nx:])
     if interpret:
         carry, ys = run_interpreted(body, length, init, xs, consts, reverse, nc)

@@ -130,7 +130,7 @@ class Tensor:
         """
         if self._trace is not None:
             raise TypeError(
-                "requires_grad_() on a traced tensor (inside a scan body or make_graph): "
+                "requires_grad_() on a traced tensor (inside a scan body, jit or make_graph): "
                 "gradients inside a body follow its inputs. Mark the tensors passed to scan "
                 "instead, or use scanlib.grad inside the body.")
         if requires_grad and not is_differentiable_dtype(self.dtype):
@@ -166,8 +166,8 @@ class Tensor:
         if self._trace is not None:
             raise TypeError(
                 f"{what} needs a concrete value, but this tensor "
-                f"({type_str(self.shape, self.dtype)}) is traced (inside a scan body or "
-                "make_graph), where values are not known yet. "
+                f"({type_str(self.shape, self.dtype)}) is traced (inside a scan body, jit "
+                "or make_graph), where values are not known yet. "
                 "Use scanlib.where(cond, a, b) instead of Python `if`, keep loop bounds static, "
                 "and return values instead of converting them with float()/.item()/.numpy(). "
                 "To index a NumPy array with a traced index, make the array a tensor first: "

@@ -25,6 +25,8 @@ def batched_into(eqn, batched, shapes):
     prim = eqn.prim
     if prim.elementwise and prim.ufunc and not eqn.params:
         ufunc, fix = prim.ufunc, aligned(batched, shapes, len(eqn.outvars[0].shape))
+        if fix is None:
+            return lambda *args, out: getattr(backends.xp_of(out), ufunc)(*args, out=out)
 
         def run(*args, out):
             return getattr(backends.xp_of(out), ufunc)(*fix(args), out=out)

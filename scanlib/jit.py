@@ -1,0 +1,317 @@
+"""`jit(f)`: trace f once per signature into a graph and replay that graph, as `jax.jit`
+caches its traces. What it saves is the Python around the arrays: tracing f, the tape,
+linearizing scans and walking back through them, which for a short scan called thousands of
+times (a sampler's likelihood) is most of a call.
+
+A call looks up its signature (the pytree structure of the arguments, each leaf's shape,
+dtype and device, the static arguments' values, the scan compiler default and whether grad
+is on); a new one traces f on tracers, an old one runs the graph's primitives in order from
+generated straight-line Python, without a tape.
+Imports backends, tape, pytree, tracing and scan.
+"""
+
+from __future__ import annotations
+
+import collections
+import functools
+import threading
+
+import numpy as np
+
+from . import backends, pytree
+from .scan.api import _DEFAULT_COMPILER
+from .tape import Tensor, current_builder, grad_enabled
+from .tape.graph import Eqn, Graph, Literal, Var, param_fingerprint
+from .tracing import closure_names, trace_function
+
+_MAX_TRACES = 256  # per jitted function; the least recently used trace goes first
+_PY_SCALARS = (bool, int, float, complex)
+
+
+def jit(f=None, *, static_argnums=(), static_argnames=()):
+    """f compiled once per signature, like `jax.jit`: the same results as f, faster to call
+    again.
+
+    The first call with a new signature (the arguments' pytree structure, each array's
+    shape, dtype and device, the values of static arguments and of Python-number leaves)
+    traces f into a graph, as scan traces its body; later calls run that graph, without
+    tracing f, building a tape or linearizing the scans inside. `jit(value_and_grad(loss))`
+    is the form a sampler or an optimiser loop wants.
+
+    As in JAX, f must be a function of its arguments: what else it reads (globals, closed-over
+    arrays, Python state) is read once, when it is traced, and Python control flow on
+    argument values raises (use `scanlib.where`, `fori_loop`, `while_loop`). Python numbers
+    among the arguments are static (a new value traces again, and the result has exactly
+    the dtype f would give), unlike JAX's weakly typed ones; pass arrays to trace them.
+    `static_argnums` / `static_argnames` name the positional / keyword arguments that are
+    static (hashable; part of the signature by value).
+
+    The result holds no tape: f runs as itself, on the tape, when an argument requires grad
+    or f reads a tensor that does (so gradients through a jitted call are those of f), and
+    inside a scan body or another trace it is traced inline. `jitted.trace(*args)` returns
+    the graph a signature runs (print it).
+
+    >>> import scanlib as sl
+    >>> f = sl.jit(sl.value_and_grad(lambda w: sl.sum(sl.tanh(w) ** 2)))
+    >>> value, g = f(sl.tensor([0.5, -1.0]))
+    >>> round(value.item(), 6), f.trace(sl.tensor([0.5, -1.0])).name
+    (0.793578, 'f')
+    """
+    if f is None:  # @jit(static_argnums=...)
+        return functools.partial(jit, static_argnums=static_argnums,
+                                 static_argnames=static_argnames)
+    return Jitted(f, static_argnums, static_argnames)
+
+
+class Jitted:
+    """A jitted function: call it as f. Holds one replayable trace per signature."""
+
+    def __init__(self, f, static_argnums=(), static_argnames=()):
+        if not callable(f):
+            raise TypeError(f"jit: f must be callable, got {type(f).__name__}")
+        nums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+        names = ((static_argnames,) if isinstance(static_argnames, str)
+                 else tuple(static_argnames))
+        if not all(isinstance(n, int) and not isinstance(n, bool) for n in nums):
+            raise TypeError(f"jit: static_argnums must be ints, got {static_argnums!r}")
+        if not all(isinstance(n, str) for n in names):
+            raise TypeError(f"jit: static_argnames must be strings, got {static_argnames!r}")
+        self.fun, self.static_argnums, self.static_argnames = f, nums, names
+        self._traces = collections.OrderedDict()
+        self._lock = threading.Lock()
+        functools.update_wrapper(self, f)
+
+    def __call__(self, *args, **kwargs):
+        if current_builder() is not None:  # inside a scan body or another trace: inline
+            return self.fun(*args, **kwargs)
+        sig = _Signature(self, args, kwargs)
+        if sig.eager:
+            return self.fun(*args, **kwargs)
+        trace = self._trace_for(sig)
+        if trace.reads_grad_tensor():  # the tape must see f's ops on that tensor
+            return self.fun(*args, **kwargs)
+        return trace(sig.arrays)
+
+    def trace(self, *args, **kwargs):
+        """The Graph that calls with these arguments' signature run (traced now if new)."""
+        return self._trace_for(_Signature(self, args, kwargs)).graph
+
+    def _trace_for(self, sig):
+        with self._lock:
+            hit = self._traces.get(sig.key)
+            if hit is not None:
+                self._traces.move_to_end(sig.key)
+                return hit
+        trace = Trace(self.fun, sig)
+        with self._lock:
+            self._traces[sig.key] = trace
+            if len(self._traces) > _MAX_TRACES:
+                self._traces.popitem(last=False)
+        return trace
+
+    def _cache_size(self):
+        """How many signatures have a trace (JAX's jitted functions have this too)."""
+        return len(self._traces)
+
+    def __repr__(self):
+        return f"jit({getattr(self.fun, '__name__', self.fun)!r})"
+
+
+class _Signature:
+    """A call's arguments split into traced leaves (arrays) and static parts, and its key."""
+
+    def __init__(self, jitted, args, kwargs):
+        nargs = len(args)
+        nums = set()
+        for n in jitted.static_argnums:
+            if not -nargs <= n < nargs:
+                raise ValueError(f"jit: static_argnums {jitted.static_argnums!r} is out of "
+                                 f"range for {nargs} positional arguments")
+            nums.add(n % nargs)
+        static = [(f"args[{i}]", args[i]) for i in sorted(nums)]
+        static += [(f"{k}=", kwargs[k]) for k in jitted.static_argnames if k in kwargs]
+        # Positional arguments keyed by their index, so that paths name them as f sees them.
+        dynamic = ({i: a for i, a in enumerate(args) if i not in nums},
+                   {k: v for k, v in kwargs.items() if k not in jitted.static_argnames})
+        leaves, self.treedef = pytree.flatten(dynamic)
+        self.args, self.kwargs = args, kwargs
+        self.leaves, self.traced, self.arrays, self.avals = leaves, [], [], []
+        self.eager = False
+        leaf_keys, devices = [], set()
+        for i, leaf in enumerate(leaves):
+            if type(leaf) is np.ndarray:  # the common case first: this runs every call
+                value = leaf
+            elif isinstance(leaf, Tensor):
+                if (leaf.requires_grad and grad_enabled()) or leaf._trace is not None:
+                    self.eager = True  # the caller's tape needs f's ops (or f raises)
+                value = leaf._value
+            elif backends.is_array(leaf):
+                value = np.asarray(leaf) if isinstance(leaf, np.generic) else leaf
+            elif isinstance(leaf, _PY_SCALARS):
+                leaf_keys.append(("static", param_fingerprint(leaf)))
+                continue
+            else:
+                path = pytree.flatten_with_paths(dynamic, "args")[0][i]
+                raise TypeError(f"jit: {_where(path)} is a {type(leaf).__name__}; traced "
+                                "arguments must be Tensors, arrays or Python numbers. Mark it "
+                                "static (static_argnums=/static_argnames=) if f uses it as a "
+                                "Python value.")
+            shape, dtype = value.shape, value.dtype
+            device = "cpu" if type(value) is np.ndarray else backends.device_of(value)
+            devices.add(device)
+            self.traced.append(i)
+            self.arrays.append(value)
+            self.avals.append((shape, dtype))
+            leaf_keys.append((shape, dtype, device))
+        if len(devices) > 1:
+            self.eager = True  # f itself says what mixing devices means (an error)
+        self.device = devices.pop() if len(devices) == 1 else "cpu"
+        static_keys = tuple((where, _static_key(v, where)) for where, v in static)
+        self.key = (self.treedef, tuple(leaf_keys), static_keys, grad_enabled(),
+                    _DEFAULT_COMPILER[0])
+
+    def call_with(self, traced_values):
+        """f's arguments with the traced leaves replaced (the tracers, while tracing)."""
+        leaves = list(self.leaves)
+        for i, v in zip(self.traced, traced_values):
+            leaves[i] = v
+        positional, kwargs = pytree.unflatten(self.treedef, leaves)
+        args = [positional[i] if i in positional else a for i, a in enumerate(self.args)]
+        kwargs = dict(kwargs)
+        kwargs.update({k: self.kwargs[k] for k in self.kwargs if k not in kwargs})
+        return args, kwargs
+
+
+def _where(path):
+    return path.replace("args[1][", "kwargs[").replace("args[0][", "args[", 1)
+
+
+def _static_key(value, where):
+    try:
+        hash(value)
+    except TypeError:
+        raise TypeError(f"jit: the static argument {where} is a {type(value).__name__}, which "
+                        "is not hashable; static arguments are part of the cache key by "
+                        "value (use a tuple for a list), or pass arrays as traced "
+                        "arguments.") from None
+    return param_fingerprint(value)
+
+
+class Trace:
+    """One signature's graph and the straight-line code that runs it."""
+
+    def __init__(self, fun, sig):
+        flat_tree = pytree.flatten(tuple(range(len(sig.avals))))[1]
+
+        def flat(tracers):
+            args, kwargs = sig.call_with(tracers)
+            return fun(*args, **kwargs)
+
+        name = getattr(fun, "__name__", "f").replace("<lambda>", "f")
+        self.graph, self.out_tree, _ = trace_function(
+            flat, sig.avals, flat_tree, device=sig.device, name=name,
+            const_names=closure_names(fun))
+        self._tensor_consts = [c for c in self.graph.consts if isinstance(c, Tensor)]
+        self.graph = merge_rebound_scans(self.graph)
+        self._run = _straight_line(self.graph)
+
+    def reads_grad_tensor(self):
+        """f read a tensor that requires grad now: its result must be on the tape."""
+        return grad_enabled() and any(c.requires_grad for c in self._tensor_consts)
+
+    def __call__(self, arrays):
+        outs = self._run(*arrays)
+        leaves = [o if isinstance(v, Literal) else Tensor(o)
+                  for v, o in zip(self.graph.outvars, outs)]
+        return pytree.unflatten(self.out_tree, leaves)
+
+
+_SCAN_SAME = ("length", "reverse", "num_carry", "num_xs", "interpret", "sum_carries",
+              "compiler")
+
+
+def merge_rebound_scans(graph):
+    """The graph with each scan that its VJP bound again merged into that second scan.
+
+    Differentiating a scan inside a trace can bind it twice: first with the residuals its
+    linearization then expected, then, when the walk back needs more (cotangents for inputs
+    that are traced values here), as the forward of a new linearization whose body is the
+    first one's, with more residual outputs after the same leading outputs. Replayed, that
+    forward would run twice; here the second takes the first's place and its leading
+    outputs replace the first's.
+    """
+    eqns, first, rename = list(graph.eqns), {}, {}
+    for i, eqn in enumerate(eqns):
+        if eqn is None or eqn.prim.name != "scan":
+            continue
+        eqn = eqns[i] = _renamed(eqn, rename)
+        lin = eqn.params.get("_lin")
+        j = first.get((id(lin.body), _operands(eqn))) if lin is not None else None
+        if (j is not None and lin.aug_body is eqn.params["body"]
+                and all(eqns[j].params.get(k) == eqn.params.get(k) for k in _SCAN_SAME)):
+            new = dict(zip(eqns[j].outvars, eqn.outvars))  # and what pointed at those
+            rename = {v: new.get(w, w) for v, w in rename.items()}
+            rename.update(new)
+            eqns[j], eqns[i] = eqn, None  # its inputs were ready where the first one ran
+            first[(id(eqn.params["body"]), _operands(eqn))] = j
+        else:
+            first.setdefault((id(eqn.params["body"]), _operands(eqn)), i)
+    if not rename:
+        return graph
+    return Graph(graph.invars, graph.constvars, graph.consts,
+                 [_renamed(e, rename) for e in eqns if e is not None],
+                 [rename.get(v, v) for v in graph.outvars], graph.name, graph.device)
+
+
+def _renamed(eqn, rename):
+    if not any(v in rename for v in eqn.invars if isinstance(v, Var)):
+        return eqn
+    return Eqn(eqn.prim, [rename.get(v, v) if isinstance(v, Var) else v for v in eqn.invars],
+               eqn.params, eqn.outvars)
+
+
+def _operands(eqn):
+    return tuple(("lit", type(v.value).__name__, repr(v.value)) if isinstance(v, Literal)
+                 else id(v) for v in eqn.invars)
+
+
+def _straight_line(graph):
+    """A Python function of the graph's inputs computing its outputs: one line per equation,
+    each a call of the primitive's impl (what bind calls outside a trace)."""
+    names, ns = {}, {}
+
+    def ref(v):
+        if isinstance(v, Literal):
+            name = f"_l{len(ns)}"
+            ns[name] = v.value
+            return name
+        return names[v]
+
+    for i, v in enumerate(graph.invars):
+        names[v] = f"a{i}"
+    for i, (v, c) in enumerate(zip(graph.constvars, graph.consts)):
+        names[v] = f"_k{i}"
+        ns[f"_k{i}"] = c._value if isinstance(c, Tensor) else c
+    lines = [f"def run({', '.join(names[v] for v in graph.invars)}):"]
+    for i, eqn in enumerate(graph.eqns):
+        for j, v in enumerate(eqn.outvars):
+            names[v] = f"v{i}_{j}"
+        lhs = ", ".join(names[v] for v in eqn.outvars) + ("," if eqn.prim.multiple_results
+                                                          else "") if eqn.outvars else "_"
+        args = [ref(v) for v in eqn.invars]
+        if eqn.prim.inline and not eqn.params:  # `a * b`, as the loop compiler writes it
+            lines.append(f"    {lhs} = {eqn.prim.inline.format(*args)}")
+            continue
+        ns[f"_f{i}"], ns[f"_p{i}"] = eqn.prim.impl, eqn.params
+        lines.append(f"    {lhs} = _f{i}({''.join(a + ', ' for a in args)}**_p{i})"
+                     f"  # {eqn.prim.name}")
+    # Literal outputs are returned as they were (the caller reads them from the graph).
+    lines.append(f"    return ({''.join(f'{ref(v)}, ' for v in graph.outvars)})")
+    source = "\n".join(lines)
+    exec(compile(source, f"<jit {graph.name}>", "exec"), ns)  # noqa: S102 - our own code
+    run = ns["run"]
+    run.source = source
+    return run
+
+
+__all__ = ["jit"]

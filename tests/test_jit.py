@@ -1,0 +1,250 @@
+"""scanlib.jit: the same values, gradients and dtypes as f (the oracle: f called without it),
+one trace per signature and never a stale one, and f itself wherever a replay could not give
+f's answer (arguments or closed-over tensors on the caller's tape, nested traces)."""
+
+import numpy as np
+import pytest
+
+import scanlib as sl
+from scanlib.jit import merge_rebound_scans
+
+RNG = np.random.default_rng(0)
+
+
+def counted(f):
+    """f, and a list that grows by one each time f runs in Python (each trace, or eager)."""
+    runs = []
+
+    def g(*args, **kwargs):
+        runs.append(1)
+        return f(*args, **kwargs)
+    return g, runs
+
+
+def same(a, b):
+    """Pytrees of tensors / numbers equal leaf by leaf, bit for bit, dtype for dtype."""
+    la, ta = sl.pytree.flatten(a)
+    lb, tb = sl.pytree.flatten(b)
+    assert ta == tb, (ta, tb)
+    for x, y in zip(la, lb):
+        # jit's results are tensors where f returned an array (as jax.jit's are jax arrays)
+        y = sl.as_tensor(y) if isinstance(y, np.ndarray) else y
+        assert type(x) is type(y) or (isinstance(x, sl.Tensor) and isinstance(y, sl.Tensor))
+        if isinstance(x, sl.Tensor):
+            assert x.dtype == y.dtype and x.shape == y.shape, (x, y)
+            np.testing.assert_array_equal(x.numpy(), y.numpy())
+        else:
+            assert x == y or (x != x and y != y)
+
+
+def rnn_loss(params, xs):
+    def step(h, x):
+        h = sl.tanh(h @ params["W"] + x @ params["U"])
+        return h, sl.sum(h * h)
+
+    h, ys = sl.scan(step, sl.zeros((2, 3)), xs)
+    return sl.sum(ys) + sl.sum(h)
+
+
+def rnn_args(dtype="float64"):
+    params = {"W": (0.4 * RNG.standard_normal((3, 3))).astype(dtype),
+              "U": (0.4 * RNG.standard_normal((4, 3))).astype(dtype)}
+    return params, RNG.standard_normal((7, 2, 4)).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_value_and_grad_of_a_scan_equals_f_and_traces_once(dtype):
+    vg, runs = counted(sl.value_and_grad(rnn_loss))
+    jitted = sl.jit(vg)
+    for _ in range(3):
+        params, xs = rnn_args(dtype)
+        same(jitted(params, xs), vg(params, xs))
+    assert len(runs) == 3 + 1  # three eager calls, one trace
+    assert jitted._cache_size() == 1
+
+
+def test_a_new_shape_dtype_or_structure_traces_again_and_old_ones_stay():
+    f, runs = counted(lambda x: sl.sum(sl.exp(x)))
+    jitted = sl.jit(f)
+    args = [np.ones(3), np.ones(4), np.ones(3, np.float32), sl.tensor(np.ones(3)),
+            np.ones((3, 1))]
+    for a in args:
+        same(jitted(a), f(a))
+    assert jitted._cache_size() == 4  # an array and a tensor of one type share a trace
+    before = len(runs)
+    same(jitted(np.ones(4)), f(np.ones(4)))
+    assert len(runs) == before + 1  # f's own call only
+
+
+def test_python_numbers_are_static_by_type_and_value():
+    f = lambda x, c: x * c  # noqa: E731
+    jitted = sl.jit(f)
+    x = sl.tensor(np.ones(2, np.float32))
+    for c in [2, 2.0, 3.0, -0.0, 0.0, True, float("nan"), 1j]:
+        same(jitted(x, c), f(x, c))  # float32 * Python number stays float32, as in f
+    assert jitted._cache_size() == 8
+
+
+def test_static_argnums_and_argnames():
+    def f(x, n, *, mode="sum"):
+        y = x
+        for _ in range(n):  # Python control flow on a static argument
+            y = sl.sin(y)
+        return sl.sum(y) if mode == "sum" else sl.max(y)
+
+    jitted = sl.jit(f, static_argnums=1, static_argnames="mode")
+    x = RNG.standard_normal(5)
+    for n, mode in [(1, "sum"), (3, "sum"), (3, "max"), (1, "sum")]:
+        same(jitted(x, n, mode=mode), f(x, n, mode=mode))
+    assert jitted._cache_size() == 3
+    deco = sl.jit(static_argnums=(1,))(f)
+    same(deco(x, 2), f(x, 2))
+    with pytest.raises(TypeError, match="static argument args\\[1\\] is a list"):
+        jitted(x, [1])
+    with pytest.raises(ValueError, match="static_argnums \\(1,\\) is out of range"):
+        sl.jit(lambda x: x, static_argnums=(1,))(x)
+
+
+def test_keyword_and_nested_arguments_are_traced():
+    def f(tree, *, scale):
+        return {"a": tree[0] * scale, "b": [sl.sum(tree[1]["w"]), None]}
+
+    jitted = sl.jit(f)
+    tree = (np.ones(2), {"w": np.arange(3.0)})
+    same(jitted(tree, scale=np.float64(2.0)), f(tree, scale=np.float64(2.0)))
+    with pytest.raises(TypeError, match="jit: kwargs\\['scale'\\] is a str"):
+        jitted(tree, scale="big")
+    with pytest.raises(TypeError, match="jit: args\\[0\\]\\[1\\]\\['w'\\] is a str"):
+        jitted((np.ones(2), {"w": "x"}), scale=2.0)
+
+
+def test_outputs_that_are_inputs_numbers_or_closed_over():
+    K = sl.tensor([1.0, 2.0])
+
+    def f(x):
+        return x, 3, 1.5, K, (x + K)
+
+    same(sl.jit(f)(np.zeros(2)), f(np.zeros(2)))
+
+
+def test_an_argument_that_requires_grad_runs_f_on_the_tape():
+    w = sl.tensor(RNG.standard_normal(3), requires_grad=True)
+    f, runs = counted(lambda w: sl.sum(sl.tanh(w) ** 2))
+    jitted = sl.jit(f)
+    out = jitted(w)
+    out.backward()
+    want = sl.grad(lambda w: sl.sum(sl.tanh(w) ** 2))(w.detach())
+    np.testing.assert_array_equal(w.grad.numpy(), want.numpy())
+    assert sl.grad(jitted)(w.detach()).numpy().tolist() == want.numpy().tolist()
+    assert jitted._cache_size() == 0 and len(runs) == 2
+
+
+def test_a_closed_over_tensor_that_requires_grad_keeps_its_gradient():
+    W = sl.tensor(RNG.standard_normal(3))
+    jitted = sl.jit(lambda x: sl.sum(W * x))
+    x = np.ones(3)
+    jitted(x)  # traced while W needs no gradient
+    W.requires_grad_()
+    jitted(x).backward()  # now it does: f runs on the tape
+    np.testing.assert_array_equal(W.grad.numpy(), x)
+    with sl.no_grad():
+        assert jitted(x).requires_grad is False
+
+
+def test_inside_a_scan_body_and_inside_another_jit_it_is_traced_inline():
+    inner = sl.jit(lambda c, x: (sl.tanh(c + x), c * x))
+
+    def loss(w):
+        return sl.sum(sl.scan(inner, w, np.arange(6.0).reshape(3, 2))[1])
+
+    w = RNG.standard_normal(2)
+    same(sl.jit(sl.value_and_grad(loss))(w), sl.value_and_grad(loss)(w))
+    same(sl.jit(lambda w: inner(w, w))(w), inner.__wrapped__(w, w))
+
+
+def test_higher_order_and_jvp_through_a_scan():
+    params, xs = rnn_args()
+
+    def f(W):
+        return rnn_loss({"W": W, "U": params["U"]}, xs)
+
+    W = params["W"]
+    same(sl.jit(sl.hessian(f))(W), sl.hessian(f)(W))
+    same(sl.jit(sl.grad(sl.grad(lambda s: f(W * s))))(np.float64(1.0)),
+         sl.grad(sl.grad(lambda s: f(W * s)))(np.float64(1.0)))
+    tangent = RNG.standard_normal(W.shape)
+    same(sl.jit(lambda W, t: sl.jvp(f, (W,), (t,)))(W, tangent), sl.jvp(f, (W,), (tangent,)))
+
+
+def test_a_scan_differentiated_in_the_trace_runs_its_forward_once():
+    # The data (xs) and a closed-over matrix need no gradient: the first binding of the scan
+    # saves residuals for the parameters only, the walk back asks for more, and the scan is
+    # bound again with them. The replayed graph keeps the second binding alone.
+    ys, A = RNG.standard_normal((20, 3)), RNG.standard_normal((3, 3)) * 0.3
+
+    def loss(p):
+        def step(m, y):
+            m = sl.tanh(m @ A + y * p)
+            return m, sl.sum(m * y)
+
+        return sl.sum(sl.scan(step, sl.zeros(3), ys)[1])
+
+    vg = sl.value_and_grad(loss)
+    graph = sl.jit(vg).trace(np.ones(3))
+    forwards = [e for e in graph.eqns if e.prim.name == "scan" and not e.params["reverse"]]
+    assert len(forwards) == 1, graph
+    same(sl.jit(vg)(np.ones(3)), vg(np.ones(3)))
+    assert merge_rebound_scans(graph) is graph  # nothing left to merge
+
+
+def test_python_control_flow_on_an_argument_says_jit():
+    jitted = sl.jit(lambda x: x if x.sum() > 0 else -x)
+    with pytest.raises(TypeError, match="traced \\(inside a scan body, jit or make_graph\\)"):
+        jitted(np.ones(2))
+
+
+def test_errors_at_run_time_are_those_of_f():
+    table = sl.tensor(np.arange(4.0))
+
+    def f(idx):
+        return sl.scan(lambda c, i: (c + table[i], c), 0.0, idx)[0]
+
+    jitted = sl.jit(f)
+    assert jitted(np.array([0, 1, 2])).item() == 3.0
+    with pytest.raises(IndexError, match="at step t=1"):
+        jitted(np.array([0, 9, 2]))
+    with pytest.raises(np.linalg.LinAlgError):
+        sl.jit(sl.linalg.cholesky)(-np.eye(2))
+
+
+def test_the_scan_compiler_default_and_grad_mode_are_part_of_the_signature():
+    f, runs = counted(lambda x: sl.scan(lambda c, x: (c * x, c), 1.0, x)[0])
+    jitted = sl.jit(f)
+    x = np.arange(1.0, 4.0)
+    jitted(x)
+    with sl.no_grad():
+        jitted(x)
+    old = sl.set_loop_compiler("numpy")
+    try:
+        jitted(x)
+    finally:
+        sl.set_loop_compiler(old)
+    assert jitted._cache_size() == 2 and len(runs) == 2
+
+
+def test_a_tracer_that_escaped_is_refused_as_f_refuses_it():
+    leaked = []
+    sl.make_graph(lambda x: leaked.append(x) or x)(np.ones(2))
+    with pytest.raises(TypeError, match="escaped"):
+        sl.jit(lambda x: x * 2)(leaked[0])
+
+
+def test_trace_prints_the_graph_and_the_code_it_runs():
+    jitted = sl.jit(lambda x: sl.sum(sl.exp(x) * 2.0))
+    text = str(jitted.trace(np.ones(3)))
+    assert "exp(" in text and "mul(" in text and "sum(" in text
+    trace = next(iter(jitted._traces.values()))
+    assert "def run(a0):" in trace._run.source and "* _l" in trace._run.source
+    assert repr(jitted).startswith("jit(")
+    with pytest.raises(TypeError, match="must be callable"):
+        sl.jit(3)
