@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import collections
 import functools
+import inspect
 import threading
 
 import numpy as np
@@ -76,10 +77,27 @@ class Jitted:
             raise TypeError(f"jit: static_argnums must be ints, got {static_argnums!r}")
         if not all(isinstance(n, str) for n in names):
             raise TypeError(f"jit: static_argnames must be strings, got {static_argnames!r}")
-        self.fun, self.static_argnums, self.static_argnames = f, nums, names
+        # As JAX: a static parameter is static however it is passed, by position or by name.
+        positional = _positional_names(f)
+        names += tuple(positional[n] for n in nums
+                       if -len(positional) <= n < len(positional) and positional[n])
+        nums += tuple(positional.index(k) for k in names if k in positional)
+        self.fun, self.static_argnums = f, tuple(dict.fromkeys(nums))
+        self.static_argnames, self._n_positional = tuple(dict.fromkeys(names)), len(positional)
         self._traces = collections.OrderedDict()
         self._lock = threading.Lock()
         functools.update_wrapper(self, f)
+
+    def _static_positions(self, nargs):
+        """The positions among nargs positional arguments that are static, in order."""
+        nums = set()
+        for n in self.static_argnums:
+            if -nargs <= n < nargs:
+                nums.add(n % nargs)
+            elif not 0 <= n < self._n_positional:  # else: left to its default, or a keyword
+                raise ValueError(f"jit: static_argnums {self.static_argnums!r} is out of "
+                                 f"range for {nargs} positional arguments")
+        return sorted(nums)
 
     def __call__(self, *args, **kwargs):
         if current_builder() is not None:  # inside a scan body or another trace: inline
@@ -90,7 +108,7 @@ class Jitted:
         trace = self._trace_for(sig)
         if trace.reads_grad_tensor():  # the tape must see f's ops on that tensor
             return self.fun(*args, **kwargs)
-        return trace(sig.arrays)
+        return trace(sig.arrays, sig.callers)
 
     def trace(self, *args, **kwargs):
         """The Graph that calls with these arguments' signature run (traced now if new)."""
@@ -121,33 +139,35 @@ class _Signature:
     """A call's arguments split into traced leaves (arrays) and static parts, and its key."""
 
     def __init__(self, jitted, args, kwargs):
-        nargs = len(args)
-        nums = set()
-        for n in jitted.static_argnums:
-            if not -nargs <= n < nargs:
-                raise ValueError(f"jit: static_argnums {jitted.static_argnums!r} is out of "
-                                 f"range for {nargs} positional arguments")
-            nums.add(n % nargs)
-        static = [(f"args[{i}]", args[i]) for i in sorted(nums)]
-        static += [(f"{k}=", kwargs[k]) for k in jitted.static_argnames if k in kwargs]
+        nums, static = jitted._static_positions(len(args)), []
+        if nums or jitted.static_argnames:
+            static = [(f"args[{i}]", args[i]) for i in nums]
+            static += [(f"{k}=", kwargs[k]) for k in jitted.static_argnames if k in kwargs]
+            kwargs_dyn = {k: v for k, v in kwargs.items() if k not in jitted.static_argnames}
+        else:
+            kwargs_dyn = kwargs
         # Positional arguments keyed by their index, so that paths name them as f sees them.
-        dynamic = ({i: a for i, a in enumerate(args) if i not in nums},
-                   {k: v for k, v in kwargs.items() if k not in jitted.static_argnames})
+        dynamic = ({i: a for i, a in enumerate(args) if i not in nums}, kwargs_dyn)
         leaves, self.treedef = pytree.flatten(dynamic)
-        self.args, self.kwargs = args, kwargs
-        self.leaves, self.traced, self.arrays, self.avals = leaves, [], [], []
-        self.eager = False
+        self.args, self.kwargs, self.leaves = args, kwargs, leaves
+        # arrays: the traced leaves' values; callers: those that are the caller's own arrays
+        self.arrays, self.callers, self.eager = [], [], False
         leaf_keys, devices = [], set()
         for i, leaf in enumerate(leaves):
             if type(leaf) is np.ndarray:  # the common case first: this runs every call
-                value = leaf
-            elif isinstance(leaf, Tensor):
+                self.arrays.append(leaf)
+                self.callers.append(leaf)
+                leaf_keys.append((leaf.shape, leaf.dtype))
+                continue
+            if isinstance(leaf, Tensor):
                 if (leaf.requires_grad and grad_enabled()) or leaf._trace is not None:
                     self.eager = True  # the caller's tape needs f's ops (or f raises)
                 value = leaf._value
             elif backends.is_array(leaf):
                 value = np.asarray(leaf) if isinstance(leaf, np.generic) else leaf
-            elif isinstance(leaf, _PY_SCALARS):
+                if value is leaf:
+                    self.callers.append(leaf)
+            elif _static_number(leaf):
                 leaf_keys.append(("static", param_fingerprint(leaf)))
                 continue
             else:
@@ -156,30 +176,54 @@ class _Signature:
                                 "arguments must be Tensors, arrays or Python numbers. Mark it "
                                 "static (static_argnums=/static_argnames=) if f uses it as a "
                                 "Python value.")
-            shape, dtype = value.shape, value.dtype
-            device = "cpu" if type(value) is np.ndarray else backends.device_of(value)
-            devices.add(device)
-            self.traced.append(i)
             self.arrays.append(value)
-            self.avals.append((shape, dtype))
-            leaf_keys.append((shape, dtype, device))
-        if len(devices) > 1:
-            self.eager = True  # f itself says what mixing devices means (an error)
-        self.device = devices.pop() if len(devices) == 1 else "cpu"
+            if type(value) is np.ndarray:
+                leaf_keys.append((value.shape, value.dtype))
+            else:
+                device = backends.device_of(value)
+                devices.add(device)
+                leaf_keys.append((value.shape, value.dtype, device))
+        if devices:  # any CuPy data (NumPy's is on the CPU)
+            on_cpu = any(type(a) is np.ndarray for a in self.arrays)
+            if len(devices) + on_cpu > 1:
+                self.eager = True  # f itself says what mixing devices means (an error)
+            self.device = "cpu" if on_cpu else next(iter(devices))
+        else:
+            self.device = "cpu"
         static_keys = tuple((where, _static_key(v, where)) for where, v in static)
-        self.key = (self.treedef, tuple(leaf_keys), static_keys, grad_enabled(),
-                    _DEFAULT_COMPILER[0])
+        self.key = (self.treedef, pytree.key_orders(dynamic), tuple(leaf_keys), static_keys,
+                    grad_enabled(), _DEFAULT_COMPILER[0])
+
+    @property
+    def avals(self):
+        return [(tuple(a.shape), np.dtype(a.dtype)) for a in self.arrays]
 
     def call_with(self, traced_values):
         """f's arguments with the traced leaves replaced (the tracers, while tracing)."""
-        leaves = list(self.leaves)
-        for i, v in zip(self.traced, traced_values):
-            leaves[i] = v
+        values = iter(traced_values)
+        leaves = [leaf if _static_number(leaf) else next(values) for leaf in self.leaves]
         positional, kwargs = pytree.unflatten(self.treedef, leaves)
         args = [positional[i] if i in positional else a for i, a in enumerate(self.args)]
         kwargs = dict(kwargs)
         kwargs.update({k: self.kwargs[k] for k in self.kwargs if k not in kwargs})
         return args, kwargs
+
+
+def _static_number(leaf):
+    """A Python number among the arguments (static), not a NumPy scalar (np.float64 is a
+    float too, and is traced as a 0-d array)."""
+    return isinstance(leaf, _PY_SCALARS) and not isinstance(leaf, (Tensor, np.generic))
+
+
+def _positional_names(f):
+    """The names of f's parameters that can be passed by position (None for positional-only
+    ones, which have no keyword), or [] when f has no signature Python can read."""
+    try:
+        params = inspect.signature(f).parameters.values()
+    except (TypeError, ValueError):
+        return []
+    return [p.name if p.kind == p.POSITIONAL_OR_KEYWORD else None for p in params
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
 
 
 def _where(path):
@@ -219,11 +263,27 @@ class Trace:
         """f read a tensor that requires grad now: its result must be on the tape."""
         return grad_enabled() and any(c.requires_grad for c in self._tensor_consts)
 
-    def __call__(self, arrays):
+    def __call__(self, arrays, callers=()):
         outs = self._run(*arrays)
+        if callers:
+            outs = _not_sharing(outs, callers)
         leaves = [o if isinstance(v, Literal) else Tensor(o)
                   for v, o in zip(self.graph.outvars, outs)]
         return pytree.unflatten(self.out_tree, leaves)
+
+
+def _not_sharing(outs, callers):
+    """outs, with a copy of each that is (a view of) one of the caller's own arrays: f made
+    it with sl.tensor (which copies) or a view of a tensor, and writing into the caller's
+    array afterwards must not change the result."""
+    roots = {id(_root(a)) for a in callers}
+    return [o.copy() if backends.is_array(o) and id(_root(o)) in roots else o for o in outs]
+
+
+def _root(a):
+    while getattr(a, "base", None) is not None:
+        a = a.base
+    return a
 
 
 _SCAN_SAME = ("length", "reverse", "num_carry", "num_xs", "interpret", "sum_carries",
@@ -231,36 +291,53 @@ _SCAN_SAME = ("length", "reverse", "num_carry", "num_xs", "interpret", "sum_carr
 
 
 def merge_rebound_scans(graph):
-    """The graph with each scan that its VJP bound again merged into that second scan.
+    """The graph with each scan that its VJP bound again merged into that second binding.
 
     Differentiating a scan inside a trace can bind it twice: first with the residuals its
     linearization then expected, then, when the walk back needs more (cotangents for inputs
     that are traced values here), as the forward of a new linearization whose body is the
-    first one's, with more residual outputs after the same leading outputs. Replayed, that
-    forward would run twice; here the second takes the first's place and its leading
-    outputs replace the first's.
+    first one's, with more residual outputs after the same leading outputs; a higher order
+    binds it again. Replayed, each forward would run. Here the extended binding takes the
+    place of the one it extends (its inputs are the same, so they were ready there), and a
+    scan whose outputs a kept binding already computes (the same body, or one it extends,
+    on the same inputs) reads them from it.
     """
-    eqns, first, rename = list(graph.eqns), {}, {}
+    eqns, rename = list(graph.eqns), {}
+    kept = {}  # (body id, operands) -> position of the scan whose outputs begin with body's
+
+    def alias(old, new):  # read new's values where old's were read
+        nonlocal rename
+        pairs = dict(zip(old, new))
+        rename = {v: pairs.get(w, w) for v, w in rename.items()}  # and what pointed at old
+        rename.update(pairs)
+
     for i, eqn in enumerate(eqns):
-        if eqn is None or eqn.prim.name != "scan":
+        if eqn.prim.name != "scan":
             continue
         eqn = eqns[i] = _renamed(eqn, rename)
-        lin = eqn.params.get("_lin")
-        j = first.get((id(lin.body), _operands(eqn))) if lin is not None else None
+        ops, lin = _operands(eqn), eqn.params.get("_lin")
+        j = kept.get((id(eqn.params["body"]), ops))
+        if j is not None and _same_loop(eqns[j], eqn):
+            alias(eqn.outvars, eqns[j].outvars)  # its outputs lead that scan's
+            eqns[i] = None
+            continue
+        j = kept.get((id(lin.body), ops)) if lin is not None else None
         if (j is not None and lin.aug_body is eqn.params["body"]
-                and all(eqns[j].params.get(k) == eqn.params.get(k) for k in _SCAN_SAME)):
-            new = dict(zip(eqns[j].outvars, eqn.outvars))  # and what pointed at those
-            rename = {v: new.get(w, w) for v, w in rename.items()}
-            rename.update(new)
-            eqns[j], eqns[i] = eqn, None  # its inputs were ready where the first one ran
-            first[(id(eqn.params["body"]), _operands(eqn))] = j
+                and eqns[j].params["body"] is lin.body and _same_loop(eqns[j], eqn)):
+            alias(eqns[j].outvars, eqn.outvars)
+            eqns[j], eqns[i] = eqn, None
+            kept[(id(eqn.params["body"]), ops)] = j
         else:
-            first.setdefault((id(eqn.params["body"]), _operands(eqn)), i)
+            kept.setdefault((id(eqn.params["body"]), ops), i)
     if not rename:
         return graph
     return Graph(graph.invars, graph.constvars, graph.consts,
                  [_renamed(e, rename) for e in eqns if e is not None],
                  [rename.get(v, v) for v in graph.outvars], graph.name, graph.device)
+
+
+def _same_loop(a, b):
+    return all(a.params.get(k) == b.params.get(k) for k in _SCAN_SAME)
 
 
 def _renamed(eqn, rename):

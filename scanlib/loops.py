@@ -14,9 +14,9 @@ from . import backends
 from .ops import zeros
 from .ops.primitive import Primitive
 from .scan.primitive import apply_scan
-from .tape import (Literal, Tensor, backward_pass, current_builder, enable_grad,
+from .tape import (Literal, Tensor, backward_pass, enable_grad,
                    is_differentiable_dtype, no_grad)
-from .tape.graph import used_vars
+from .tape.graph import on_stand_ins, used_vars
 
 
 # --- the loop on arrays ---------------------------------------------------------------------
@@ -105,7 +105,7 @@ def as_arrays(values, outvars):
 def _while_impl(*values, cond, body, num_carry, num_cond_consts, max_steps):
     nc, nq = num_carry, num_cond_consts
     device = backends.device_of(values[0]) if values else "cpu"
-    if _on_stand_ins():
+    if on_stand_ins():
         carry, n = [_zeros(v, device) for v in body.outvars[:nc]], 0
     else:
         carry, n = runner(cond, body, tuple(range(nc)))(
@@ -152,7 +152,7 @@ def _grad_impl(*values, body, num_carry, num_cts):
     """D_k(values), k = len(num_cts): D_0(init, consts, n) is the carry after n steps of
     body, and D_k(ct, x) = vjp(D_(k-1), x)(ct), where ct has num_cts[0] entries."""
     primals = values[num_cts[0]:]
-    if _on_stand_ins():
+    if on_stand_ins():
         device = backends.device_of(values[0])
         return [_zeros(x, device) for x in primals if is_differentiable_dtype(x.dtype)]
     xs = [Tensor(v, is_differentiable_dtype(v.dtype)) for v in values]
@@ -194,7 +194,3 @@ def too_many_steps(max_steps):
         f"max_steps, or check that body_fun moves val towards the stopping condition.")
 
 
-def _on_stand_ins():
-    """Whether the values at hand are a trace's stand-in zeros (not jvp's real values)."""
-    builder = current_builder()
-    return builder is not None and builder.abstract

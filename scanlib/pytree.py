@@ -23,6 +23,23 @@ def flatten_with_paths(tree, root: str):
     return [keystr(root, p) for p in paths], leaves, treedef
 
 
+def key_orders(tree):
+    """The keys of every dict in tree, in insertion order and with their types: what a
+    treedef leaves out (optree compares dicts with sorted keys, and 1 == True == 1.0) but a
+    function iterating over a dict sees. Nodes registered in optree by users are not looked
+    into. Hashable."""
+    out, stack = [], [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            keys = tuple(node)
+            out.append((keys, tuple(map(type, keys))))
+            stack.extend(node.values())
+        elif isinstance(node, (list, tuple)):
+            stack.extend(node)
+    return tuple(out)
+
+
 def keystr(root: str, path) -> str:
     return root + "".join(f"[{k!r}]" for k in path)
 

@@ -21,6 +21,7 @@ from .ops.prng import (_U32, _flat_bits, _flat_uniform, _flat_unit_floats, _raw_
                        bits_p, fold_in_p, normal_p, seed_p, split_p, uniform_p)
 from .ops.prng import threefry2x32  # noqa: F401 (scanlib.random.threefry2x32, as before)
 from .tape import Tensor, type_str
+from .tape.graph import on_stand_ins
 
 __all__ = [
     "key", "PRNGKey", "split", "fold_in", "bits", "uniform", "normal", "bernoulli",
@@ -530,10 +531,25 @@ def _weights(p, n, n_draws, replace):
     if p.shape != (n,):
         raise ValueError(f"choice: p must have shape ({n},), one weight per item, got {p.shape}")
     if _is_concrete(p):
-        values = backends.to_numpy(p._value)
-        if not (np.all(np.isfinite(values)) and np.all(values >= 0) and values.sum() > 0):
-            raise ValueError(f"choice: p must be finite, non-negative and not all 0, got {values}")
-        if not replace and np.count_nonzero(values) < n_draws:
-            raise ValueError(f"choice: p has {np.count_nonzero(values)} non-zero entries, fewer "
-                             f"than the {n_draws} draws without replacement")
+        _check_weights(backends.to_numpy(p._value), n_draws, replace)
+        return p
+    # Traced (a scan body, jit): checked when the values are there, at every call.
+    return checked_weights_p(p, n_draws=n_draws, replace=bool(replace))
+
+
+def _check_weights(values, n_draws, replace):
+    if not (np.all(np.isfinite(values)) and np.all(values >= 0) and values.sum() > 0):
+        raise ValueError(f"choice: p must be finite, non-negative and not all 0, got {values}")
+    if not replace and np.count_nonzero(values) < n_draws:
+        raise ValueError(f"choice: p has {np.count_nonzero(values)} non-zero entries, fewer "
+                         f"than the {n_draws} draws without replacement")
+
+
+def _checked_weights_impl(p, n_draws, replace):
+    if not on_stand_ins():  # a trace's stand-in zeros are not the weights
+        _check_weights(backends.to_numpy(p), n_draws, replace)
     return p
+
+
+checked_weights_p = Primitive("checked_weights", _checked_weights_impl,
+                              doc="checked_weights(p): p, or choice's ValueError for bad weights")

@@ -211,7 +211,9 @@ def test_empty_chain_is_the_identity():
     assert state == () and updates.item() == 2.0
 
 
-def test_schedule_sees_python_int_steps_from_zero():
+def test_schedule_sees_python_int_steps_from_zero_and_float64_when_traced():
+    # Traced (under jit, in a scan body) the count is a float64 tensor, whose arithmetic is a
+    # Python int's: the int32 count's would wrap (s * s * s at step 2000).
     seen = []
 
     def schedule(step):
@@ -225,6 +227,16 @@ def test_schedule_sees_python_int_steps_from_zero():
         w, state = opt.update(sl.tensor([1.0]), state, w)
     assert seen == [0, 1, 2] and all(type(s) is int for s in seen)
     np.testing.assert_allclose(w.item(), -(0.1 + 0.2 + 0.3), rtol=1e-15)
+    cubic = optim.sgd(lambda s: 1.0 / (1.0 + s * s * s))
+    state = (cubic.init(w)[0]._replace(count=sl.tensor(np.int32(2000))),)
+    step = lambda w, state, g: cubic.update(g, state, w)  # noqa: E731
+    eager = step(w, state, sl.tensor([1.0]))[0]
+    assert eager.item() == w.item() - 1.0 / (1.0 + 2000**3)
+    assert sl.jit(step)(w, state, sl.tensor([1.0]))[0].item() == eager.item()
+    halving = optim.sgd(lambda s: 0.1 * 2 ** -(s // 100))
+    step = lambda w, state, g: halving.update(g, state, w)  # noqa: E731
+    state = (halving.init(w)[0]._replace(count=sl.tensor(np.int32(250))),)
+    assert sl.jit(step)(w, state, sl.tensor([1.0]))[0].item() == w.item() - 0.1 * 2 ** -2
 
 
 def test_schedule_value_is_rounded_to_the_parameter_dtype():

@@ -11,6 +11,7 @@ import numpy as np
 
 from .. import backends
 from ..tape import Tensor
+from ..tape.graph import on_stand_ins
 from . import batching
 from .elementwise import astype, div, equal, where
 from .primitive import Primitive
@@ -191,7 +192,7 @@ def set_rows(buf, v, *arrays, index, unique):
     assignment does; `unique` names the caller that refuses repeats). scatter_set runs it on
     a copy; the loop compiler's in-place updates on a buffer it owns."""
     where = _fill(index, arrays)
-    if unique and may_repeat(arrays):
+    if unique and may_repeat(arrays) and not on_stand_ins():  # zeros repeat; real ones may not
         winners = _last_writers_impl(*arrays, index=index, shape=buf.shape,
                                      out_shape=np.shape(buf[where]))
         if not bool(winners.all()):

@@ -11,7 +11,8 @@ clip_by_global_norm is the exception: it agrees with optax to a few ulps, not bi
 Differences from optax. optax's `update` returns `(updates, state)` and the user then calls
 `optax.apply_updates(params, updates)`; here that pair is `opt.transform(grads, state, params)`
 and `sl.optim.apply_updates(params, updates)`, and `opt.update` does both at once. A schedule
-receives the step count as a Python int (a 0-d int32 Tensor inside a traced scan body).
+receives the step count as a Python int (so optax's schedules work too), or, inside a scan body
+or jit, where it is traced, as a 0-d float64 Tensor (a Python int's arithmetic below 2**53).
 Bias corrections are computed in float32 for float16/float32 parameters (then cast to the
 parameter's dtype), as optax does in JAX's default mode (jax_enable_x64 off), and in float64
 for float64 ones, as it does with x64 on. Complex parameters, and schedules for weight_decay,

@@ -116,20 +116,24 @@ def _check_state(ctx, state, where, kind):
 
 
 def _schedule_value(schedule, count: Tensor, who: str):
-    """schedule(step) as a Python float, or a 0-d Tensor when the count is traced."""
-    step = count if count._trace is not None else int(count.item())
+    """schedule(step) as a Python float or a 0-d Tensor. The step is a Python int when the
+    count is known now; traced (inside a scan body or jit) it is the count as a float64
+    Tensor, whose arithmetic is a Python int's for counts below 2**53 (the int32 count's
+    would wrap: s * s * s at step 2000)."""
+    step = int(count.item()) if count._trace is None else count.astype(np.float64)
     value = schedule(step)
+    at = f"at step {step}" if count._trace is None else "at a traced step"
     if isinstance(value, Tensor):
         if value.ndim != 0 or np.dtype(value.dtype).kind not in "iuf":
-            raise TypeError(f"{who}: the schedule must return a real scalar, but at step "
-                            f"{step} it returned a Tensor {_type(value)}")
+            raise TypeError(f"{who}: the schedule must return a real scalar, but {at} it "
+                            f"returned a Tensor {_type(value)}")
         return value
     try:
         return _number(who, "the schedule's value", value.item() if hasattr(value, "item")
                        else value)
     except (TypeError, ValueError):
-        raise TypeError(f"{who}: the schedule must return a real number, but at step {step} "
-                        f"it returned {value!r}") from None
+        raise TypeError(f"{who}: the schedule must return a real number, but {at} it "
+                        f"returned {value!r}") from None
 
 
 def _scaled(leaves, step):

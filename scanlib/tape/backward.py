@@ -279,8 +279,8 @@ def tensor_backward(self, cotangent=None, *, retain_graph=False, create_graph=Fa
     """
     if self._trace is not None:
         raise TypeError(
-            "backward() inside a traced scan body (or make_graph): .grad would have to change "
-            "at every step of a loop that is compiled, not run. Compute the gradient with "
+            "backward() inside a trace (a scan body, jit or make_graph): .grad would have to "
+            "change at every step of a loop that is compiled, not run. Compute the gradient with "
             "scanlib.grad (or vjp) inside f and return it through the carry or y, e.g. "
             "carry + scanlib.grad(loss_fn)(W).")
     if not self.requires_grad:

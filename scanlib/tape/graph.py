@@ -145,6 +145,16 @@ class GraphBuilder:
                      self.device)
 
 
+def on_stand_ins() -> bool:
+    """Whether the values at hand are an abstract trace's stand-in zeros (not jvp's real
+    values): a check of values (an index named twice, a loop's trip count) must wait for the
+    real ones."""
+    from .state import current_builder  # state imports nothing; kept local to this helper
+
+    builder = current_builder()
+    return builder is not None and builder.abstract
+
+
 def stand_ins_for(outvars, leading=None):
     """Zeros shaped like outvars when the innermost trace is abstract (its values are
     stand-ins that nothing reads), else None. A primitive that runs a whole loop or graph
@@ -165,7 +175,8 @@ def stand_ins_for(outvars, leading=None):
 def escaped_tracer_error(x) -> TypeError:
     """The error for a tracer used after its trace ended (JAX: UnexpectedTracerError)."""
     return TypeError(
-        f"a value ({type_str(x.shape, x.dtype)}) computed inside a scan body (or make_graph) "
+        f"a value ({type_str(x.shape, x.dtype)}) computed inside a trace (a scan body, jit "
+        "or make_graph) "
         "escaped it and is used after the trace ended; there it stood for every step at "
         "once and has no value of its own. Return it from f through the carry or y instead "
         "of keeping it in a list, a global or an attribute.")
