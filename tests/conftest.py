@@ -10,7 +10,17 @@ import os
 import numpy as np
 import pytest
 
-import scanlib as sl
+# numba (compiler="numba" tests) reads these when first imported, after this module. Its
+# optimisation level changes compile time (about 40% of the numba tests' time here), not
+# typing (which the tier's proofs read) or float semantics (no fast-math); machine code
+# compiled this way must not land in the package's or the user's caches.
+os.environ.setdefault("NUMBA_OPT", "0")
+if "NUMBA_CACHE_DIR" not in os.environ:
+    import tempfile
+
+    os.environ["NUMBA_CACHE_DIR"] = tempfile.mkdtemp(prefix="scanlib-test-numba-")
+
+import scanlib as sl  # noqa: E402
 
 _ALL = ("numpy", "cupy")
 
