@@ -23,7 +23,9 @@ kernels, or loads them from the cache; first calls are shown apart).
 Values and gradients of the two are checked to agree before timing (max|g - g_jax| / max|g_jax|
 <= 1e-8, array by array); the exit status is 1 when they do not. JAX's trace + lower + compile
 time is measured apart (`jax compile ms`) and its calls are timed after it. Rounds interleave
-the two contenders, the order alternating; the table shows medians of wall time. Without JAX
+the contenders, the order alternating; a sample is one call, or for calls under 2 ms a block
+of calls in a row lasting about 2 ms (as a sampler makes them), divided by their number; the
+table shows medians of wall time per call. Without JAX
 only the scanlib column is printed. One BLAS / XLA thread (bench/env.py), set before NumPy is
 imported when run as a module. Imports NumPy, scanlib, bench's own modules, and JAX if present.
 """
@@ -339,28 +341,36 @@ def max_rel_diff(value, grads, ref_value, ref_grads):
 
 
 # --- timing -------------------------------------------------------------------------------------
-def _seconds(run):
-    """(wall, process CPU) seconds of one call."""
+BLOCK_S = 0.002  # a sample is a block of back-to-back calls lasting about this long
+
+
+def _seconds(run, calls=1):
+    """(wall, process CPU) seconds per call of `calls` calls in a row."""
     t0, c0 = time.perf_counter(), time.process_time()
-    run()
-    return time.perf_counter() - t0, time.process_time() - c0
+    for _ in range(calls):
+        run()
+    return (time.perf_counter() - t0) / calls, (time.process_time() - c0) / calls
 
 
 def time_interleaved(runs, budget):
-    """{name: [(wall, cpu) seconds]}: warm-up, then rounds of one call each, the order
-    alternating between rounds."""
+    """{name: [(wall, cpu) seconds per call]}: warm-up, then rounds of one sample of each
+    contender, the order alternating between rounds. A sample of a call shorter than
+    BLOCK_S is a block of calls in a row, as a sampler makes them (one call between two of
+    other contenders would time their cache evictions too)."""
     est = {}
     for name, run in runs.items():
         run()
         est[name] = min(_seconds(run)[0] for _ in range(3))
-    reps = {n: int(min(MAX_REPS, max(MIN_REPS, budget / max(t, 1e-9)))) for n, t in est.items()}
+    calls = {n: max(1, int(BLOCK_S / max(t, 1e-9))) for n, t in est.items()}
+    reps = {n: int(min(MAX_REPS, max(MIN_REPS, budget / max(t * calls[n], 1e-9))))
+            for n, t in est.items()}
     samples = {n: [] for n in runs}
     order = list(runs)
     rnd = 0
     while any(len(samples[n]) < reps[n] for n in order):
         for name in (order if rnd % 2 == 0 else order[::-1]):
             if len(samples[name]) < reps[name]:
-                samples[name].append(_seconds(runs[name]))
+                samples[name].append(_seconds(runs[name], calls[name]))
         rnd += 1
     return samples
 
@@ -407,9 +417,9 @@ def _ms(s):
 
 def table(records, with_jax):
     head = ["workload", "scanlib ms", "jax-jit ms", "ratio", "jax compile ms", "cpu ratio",
-            "scanlib first ms", "IQR % (sl/jax)", "calls (sl/jax)", "grad rel"]
+            "scanlib first ms", "IQR % (sl/jax)", "samples (sl/jax)", "grad rel"]
     if not with_jax:
-        head = ["workload", "scanlib ms", "scanlib first ms", "IQR %", "calls"]
+        head = ["workload", "scanlib ms", "scanlib first ms", "IQR %", "samples"]
     lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
     for r in records:
         sl_ms, first = _ms(r["scanlib_median_s"]), _ms(r["scanlib_first_s"])

@@ -44,8 +44,10 @@ def jit(f=None, *, static_argnums=(), static_argnames=()):
     argument values raises (use `scanlib.where`, `fori_loop`, `while_loop`). Python numbers
     among the arguments are static (a new value traces again, and the result has exactly
     the dtype f would give), unlike JAX's weakly typed ones; pass arrays to trace them.
-    `static_argnums` / `static_argnames` name the positional / keyword arguments that are
-    static (hashable; part of the signature by value).
+    Arrays and NumPy scalars (np.float64(x)) are traced: f sees them as Tensors, as it does
+    Tensors. `static_argnums` / `static_argnames` name the arguments that are static
+    (hashable; part of the signature by value), by position or by name, as in JAX. The order
+    of a dict's keys is part of the signature too (f may iterate over it).
 
     The result holds no tape: f runs as itself, on the tape, when an argument requires grad
     or f reads a tensor that does (so gradients through a jitted call are those of f), and
