@@ -172,3 +172,12 @@ def test_long_sequence_failed_check_exits_1(capsys):
                                         "--steps", "1", "--min-ratio", "1000"], capsys)
     assert status == 1
     assert "[FAILED] 'sqrt' uses at most 1/1000 of checkpoint=None's memory" in out
+
+
+def test_hmc_holt_winters_tiny(capsys):
+    status, out = run("hmc_holt_winters", ["--draws", "6", "--leapfrog", "3", "--length", "12",
+                                           "--tolerance", "10"], capsys)
+    assert "[ok] jit(value_and_grad) equals value_and_grad, bit for bit" in out, out
+    assert "ms jitted" in out and "acceptance rate" in out, out
+    assert sl.set_loop_compiler("numpy") == "numpy"  # main put the default back
+    assert status in (0, 1), out  # six draws: the acceptance check may go either way
