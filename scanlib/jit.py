@@ -40,7 +40,8 @@ def jit(f=None, *, static_argnums=(), static_argnames=()):
     is the form a sampler or an optimiser loop wants.
 
     As in JAX, f must be a function of its arguments: what else it reads (globals, closed-over
-    arrays, Python state) is read once, when it is traced, and Python control flow on
+    arrays, Python state) is read once, when it is traced (a writable closed-over NumPy array
+    is copied then), and Python control flow on
     argument values raises (use `scanlib.where`, `fori_loop`, `while_loop`). Python numbers
     among the arguments are static (a new value traces again, and the result has exactly
     the dtype f would give), unlike JAX's weakly typed ones; pass arrays to trace them.
@@ -88,7 +89,7 @@ class Jitted:
         self.static_argnames, self._n_positional = tuple(dict.fromkeys(names)), len(positional)
         self._traces = collections.OrderedDict()
         self._lock = threading.Lock()
-        functools.update_wrapper(self, f)
+        functools.update_wrapper(self, f, updated=())  # not f.__dict__: a Jitted f has ours
 
     def _static_positions(self, nargs):
         """The positions among nargs positional arguments that are static, in order."""
@@ -166,9 +167,13 @@ class _Signature:
                     self.eager = True  # the caller's tape needs f's ops (or f raises)
                 value = leaf._value
             elif backends.is_array(leaf):
-                value = np.asarray(leaf) if isinstance(leaf, np.generic) else leaf
-                if value is leaf:
-                    self.callers.append(leaf)
+                if isinstance(leaf, np.ma.MaskedArray):
+                    path = pytree.flatten_with_paths(dynamic, "args")[0][i]
+                    raise TypeError(f"jit: {_where(path)} is a masked array; its mask would be "
+                                    "ignored (as JAX refuses them): pass np.ma.filled(x, v) "
+                                    "or the mask as an array of its own.")
+                value = np.asarray(leaf)  # np.matrix too: f sees a Tensor, elementwise
+                self.callers.append(value)
             elif _static_number(leaf):
                 leaf_keys.append(("static", param_fingerprint(leaf)))
                 continue
@@ -193,8 +198,8 @@ class _Signature:
         else:
             self.device = "cpu"
         static_keys = tuple((where, _static_key(v, where)) for where, v in static)
-        self.key = (self.treedef, pytree.key_orders(dynamic), tuple(leaf_keys), static_keys,
-                    grad_enabled(), _DEFAULT_COMPILER[0])
+        self.key = (self.treedef, pytree.key_orders(dynamic, self.treedef), tuple(kwargs),
+                    tuple(leaf_keys), static_keys, grad_enabled(), _DEFAULT_COMPILER[0])
 
     @property
     def avals(self):
@@ -204,10 +209,10 @@ class _Signature:
         """f's arguments with the traced leaves replaced (the tracers, while tracing)."""
         values = iter(traced_values)
         leaves = [leaf if _static_number(leaf) else next(values) for leaf in self.leaves]
-        positional, kwargs = pytree.unflatten(self.treedef, leaves)
+        positional, traced = pytree.unflatten(self.treedef, leaves)
         args = [positional[i] if i in positional else a for i, a in enumerate(self.args)]
-        kwargs = dict(kwargs)
-        kwargs.update({k: self.kwargs[k] for k in self.kwargs if k not in kwargs})
+        # In the caller's order, static keywords among them (f may iterate over **kwargs).
+        kwargs = {k: traced[k] if k in traced else v for k, v in self.kwargs.items()}
         return args, kwargs
 
 
@@ -257,6 +262,12 @@ class Trace:
         self.graph, self.out_tree, _ = trace_function(
             flat, sig.avals, flat_tree, device=sig.device, name=name,
             const_names=closure_names(fun))
+        for v in self.graph.outvars:
+            if isinstance(v, Literal) and not (backends.is_array(v.value)
+                                               or isinstance(v.value, _PY_SCALARS)):
+                raise TypeError(f"jit: f returned a {type(v.value).__name__}; a jitted "
+                                "function returns pytrees of arrays, tensors and numbers (the "
+                                "same object would come back from every call).")
         self._tensor_consts = [c for c in self.graph.consts if isinstance(c, Tensor)]
         self.graph = merge_rebound_scans(self.graph)
         self._run = _straight_line(self.graph)
@@ -269,8 +280,8 @@ class Trace:
         outs = self._run(*arrays)
         if callers:
             outs = _not_sharing(outs, callers)
-        leaves = [o if isinstance(v, Literal) else Tensor(o)
-                  for v, o in zip(self.graph.outvars, outs)]
+        leaves = [Tensor(o) if not isinstance(v, Literal) else Tensor(o.copy())
+                  if backends.is_array(o) else o for v, o in zip(self.graph.outvars, outs)]
         return pytree.unflatten(self.out_tree, leaves)
 
 
@@ -370,7 +381,10 @@ def _straight_line(graph):
         names[v] = f"a{i}"
     for i, (v, c) in enumerate(zip(graph.constvars, graph.consts)):
         names[v] = f"_k{i}"
-        ns[f"_k{i}"] = c._value if isinstance(c, Tensor) else c
+        value = c._value if isinstance(c, Tensor) else c
+        if isinstance(value, np.ndarray) and value.flags.writeable:
+            value = value.copy()  # read when traced, as documented (and as JAX does)
+        ns[f"_k{i}"] = value
     lines = [f"def run({', '.join(names[v] for v in graph.invars)}):"]
     for i, eqn in enumerate(graph.eqns):
         for j, v in enumerate(eqn.outvars):

@@ -6,6 +6,8 @@ Imports optree only; any object that is not a container (a Tensor, an array) is 
 
 from __future__ import annotations
 
+import functools
+
 import optree
 
 NAMESPACE = "scanlib"
@@ -23,11 +25,12 @@ def flatten_with_paths(tree, root: str):
     return [keystr(root, p) for p in paths], leaves, treedef
 
 
-def key_orders(tree):
-    """The keys of every dict in tree, in insertion order and with their types: what a
-    treedef leaves out (optree compares dicts with sorted keys, and 1 == True == 1.0) but a
-    function iterating over a dict sees. Nodes registered in optree by users are not looked
-    into. Hashable."""
+def key_orders(tree, treedef):
+    """The keys of every dict in tree (whose treedef is given), in insertion order and with
+    their types: what a treedef leaves out (optree compares dicts with sorted keys, and
+    1 == True == 1.0) but a function iterating over a dict sees; inside deques and nodes
+    users registered in optree too. Hashable."""
+    other_nodes = _has_other_nodes(treedef)
     out, stack = [], [tree]
     while stack:
         node = stack.pop()
@@ -37,7 +40,28 @@ def key_orders(tree):
             stack.extend(node.values())
         elif isinstance(node, (list, tuple)):
             stack.extend(node)
+        elif other_nodes and node is not None:
+            try:
+                stack.extend(optree.tree_flatten_one_level(node, none_is_leaf=False,
+                                                           namespace=NAMESPACE)[0])
+            except ValueError:  # a leaf
+                pass
     return tuple(out)
+
+
+_PLAIN_KINDS = frozenset({optree.PyTreeKind.LEAF, optree.PyTreeKind.NONE,
+                          optree.PyTreeKind.TUPLE, optree.PyTreeKind.LIST,
+                          optree.PyTreeKind.DICT, optree.PyTreeKind.ORDEREDDICT,
+                          optree.PyTreeKind.DEFAULTDICT, optree.PyTreeKind.NAMEDTUPLE,
+                          optree.PyTreeKind.STRUCTSEQUENCE})
+
+
+@functools.lru_cache(maxsize=1024)
+def _has_other_nodes(treedef) -> bool:
+    """Whether treedef has a node other than tuples, lists, dicts and None (a deque, a node
+    registered by a user), which key_orders must then open one level at a time."""
+    return treedef.kind not in _PLAIN_KINDS or any(
+        _has_other_nodes(c) for c in treedef.children())
 
 
 def keystr(root: str, path) -> str:

@@ -317,3 +317,49 @@ def test_results_never_share_memory_with_the_callers_arrays():
         a[0] = 5.0
         assert t.numpy()[0] == 0.0
         a[0] = 0.0
+
+
+def test_arrays_f_makes_or_closes_over_belong_to_the_trace():
+    # An array f creates and returns comes back as a new tensor each call; a closed-over
+    # array is read when f is traced (copied), as JAX reads it: writing into either later
+    # changes no call.
+    B = np.ones(2)
+    jitted = sl.jit(lambda x: (x + B, np.zeros(2)))
+    first = jitted(np.ones(2))
+    B[:] = 10.0
+    second = jitted(np.ones(2))
+    assert second[0].numpy().tolist() == [2.0, 2.0]
+    assert second[1] is not first[1] and second[1].numpy().tolist() == [0.0, 0.0]
+    with pytest.raises(TypeError, match="jit: f returned a set"):
+        sl.jit(lambda x: (x, {1}))(np.ones(1))
+
+
+def test_keyword_order_with_static_keywords_and_nodes_users_register():
+    import optree
+
+    def f(**kw):
+        return [v * (i + 1) if not isinstance(v, str) else float(i) for i, v in enumerate(
+            kw.values())]
+
+    jitted = sl.jit(f, static_argnames="mode")
+    x = np.ones(2)
+    for kw in ({"a": x, "mode": "m", "b": x}, {"mode": "m", "a": x, "b": x}):
+        same(jitted(**kw), f(**{k: sl.tensor(v) if k != "mode" else v for k, v in kw.items()}))
+
+    class Box:
+        def __init__(self, d):
+            self.d = d
+
+    optree.register_pytree_node(Box, lambda b: ((b.d,), None, None), lambda _, c: Box(c[0]),
+                                namespace="scanlib")
+    first = sl.jit(lambda b: list(b.d.values())[0])
+    assert first(Box({"a": np.ones(1), "b": np.zeros(1)})).item() == 1.0
+    assert first(Box({"b": np.zeros(1), "a": np.ones(1)})).item() == 0.0
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")  # np.matrix's own
+def test_array_subclasses_are_plain_arrays_and_masked_ones_are_refused():
+    m = np.matrix([[1.0, 2.0], [3.0, 4.0]])
+    assert sl.jit(lambda a: a * a)(m).numpy().tolist() == [[1.0, 4.0], [9.0, 16.0]]
+    with pytest.raises(TypeError, match="masked array"):
+        sl.jit(lambda a: a * 2)(np.ma.masked_array([0.0, 1.0], mask=[0, 1]))

@@ -65,7 +65,8 @@ def _static_ints(value, what):
     """value (an int or a sequence of ints known now) as a tuple; traced tensors refused."""
     if _is_graph_tensor(value) and value._trace is not None:
         raise TypeError(f"{what} must be known now, but got a tensor traced inside a scan body "
-                        "(its values are not known while tracing); pass Python ints.")
+                        "or jit (its values are not known while tracing); pass Python ints "
+                        "(under jit, mark the argument static: static_argnums=...).")
     if isinstance(value, Tensor):
         value = value.numpy()
     arr = backends.to_numpy(value) if backends.is_array(value) else np.asarray(value)
