@@ -16,13 +16,14 @@ import collections
 import functools
 import inspect
 import threading
+import weakref
 
 import numpy as np
 
 from . import backends, pytree
 from .scan.api import _DEFAULT_COMPILER
 from .tape import Tensor, current_builder, grad_enabled
-from .tape.graph import Eqn, Graph, Literal, Var, param_fingerprint
+from .tape.graph import Eqn, Graph, Literal, Var, number_key, param_fingerprint
 from .tracing import closure_names, trace_function
 
 _MAX_TRACES = 256  # per jitted function; the least recently used trace goes first
@@ -47,8 +48,12 @@ def jit(f=None, *, static_argnums=(), static_argnames=()):
     the dtype f would give), unlike JAX's weakly typed ones; pass arrays to trace them.
     Arrays and NumPy scalars (np.float64(x)) are traced: f sees them as Tensors, as it does
     Tensors. `static_argnums` / `static_argnames` name the arguments that are static
-    (hashable; part of the signature by value), by position or by name, as in JAX. The order
-    of a dict's keys is part of the signature too (f may iterate over it).
+    (hashable; part of the signature by value), by position or by name, as in JAX: numbers,
+    tuples, frozensets and frozen dataclasses are compared by their contents' exact values
+    (1 is not 1.0, -0.0 is not 0.0); another object by its `==`, which must then tell apart
+    values that make f compute differently. A jitted method takes `self` as args[0]
+    (static_argnums=0 for an object that is not a pytree of arrays). The order of a dict's
+    keys is part of the signature too (f may iterate over it).
 
     The result holds no tape: f runs as itself, on the tape, when an argument requires grad
     or f reads a tensor that does (so gradients through a jitted call are those of f), and
@@ -88,6 +93,7 @@ class Jitted:
         self.fun, self.static_argnums = f, tuple(dict.fromkeys(nums))
         self.static_argnames, self._n_positional = tuple(dict.fromkeys(names)), len(positional)
         self._traces = collections.OrderedDict()
+        self._snapshots = {}  # id(closed-over array) -> (weakref, copy): one per value
         self._lock = threading.Lock()
         functools.update_wrapper(self, f, updated=())  # not f.__dict__: a Jitted f has ours
 
@@ -123,12 +129,18 @@ class Jitted:
             if hit is not None:
                 self._traces.move_to_end(sig.key)
                 return hit
-        trace = Trace(self.fun, sig)
+        trace = Trace(self.fun, sig, self._snapshots)
         with self._lock:
             self._traces[sig.key] = trace
             if len(self._traces) > _MAX_TRACES:
                 self._traces.popitem(last=False)
         return trace
+
+    def __get__(self, obj, objtype=None):  # a method: jit of it, with obj as args[0]
+        return self if obj is None else functools.partial(self, obj)
+
+    def __reduce__(self):  # copy.deepcopy, pickle: the function and options, a new cache
+        return (Jitted, (self.fun, self.static_argnums, self.static_argnames))
 
     def _cache_size(self):
         """How many signatures have a trace (JAX's jitted functions have this too)."""
@@ -251,7 +263,7 @@ def _static_key(value, where):
 class Trace:
     """One signature's graph and the straight-line code that runs it."""
 
-    def __init__(self, fun, sig):
+    def __init__(self, fun, sig, snapshots=None):
         flat_tree = pytree.flatten(tuple(range(len(sig.avals))))[1]
 
         def flat(tracers):
@@ -270,7 +282,7 @@ class Trace:
                                 "same object would come back from every call).")
         self._tensor_consts = [c for c in self.graph.consts if isinstance(c, Tensor)]
         self.graph = merge_rebound_scans(self.graph)
-        self._run = _straight_line(self.graph)
+        self._run = _straight_line(self.graph, {} if snapshots is None else snapshots)
 
     def reads_grad_tensor(self):
         """f read a tensor that requires grad now: its result must be on the tape."""
@@ -361,11 +373,26 @@ def _renamed(eqn, rename):
 
 
 def _operands(eqn):
-    return tuple(("lit", type(v.value).__name__, repr(v.value)) if isinstance(v, Literal)
+    return tuple(("lit", type(v.value).__name__, number_key(v.value)) if isinstance(v, Literal)
                  else id(v) for v in eqn.invars)
 
 
-def _straight_line(graph):
+def _snapshot(value, snapshots):
+    """A writable closed-over array as read now (a copy), shared by the traces of one jitted
+    function while its value stays the same."""
+    hit = snapshots.get(id(value))
+    if (hit is not None and hit[0]() is value and hit[1].shape == value.shape
+            and hit[1].dtype == value.dtype and np.array_equal(hit[1], value, equal_nan=True)
+            and np.array_equal(np.signbit(hit[1]), np.signbit(value))):
+        return hit[1]
+    for key in [k for k, (ref, _) in snapshots.items() if ref() is None]:
+        del snapshots[key]  # arrays gone: the traces that read them keep their copies
+    copy = value.copy()
+    snapshots[id(value)] = (weakref.ref(value), copy)
+    return copy
+
+
+def _straight_line(graph, snapshots):
     """A Python function of the graph's inputs computing its outputs: one line per equation,
     each a call of the primitive's impl (what bind calls outside a trace)."""
     names, ns = {}, {}
@@ -383,7 +410,7 @@ def _straight_line(graph):
         names[v] = f"_k{i}"
         value = c._value if isinstance(c, Tensor) else c
         if isinstance(value, np.ndarray) and value.flags.writeable:
-            value = value.copy()  # read when traced, as documented (and as JAX does)
+            value = _snapshot(value, snapshots)  # read when traced, as documented (and JAX)
         ns[f"_k{i}"] = value
     lines = [f"def run({', '.join(names[v] for v in graph.invars)}):"]
     for i, eqn in enumerate(graph.eqns):

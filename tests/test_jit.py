@@ -363,3 +363,50 @@ def test_array_subclasses_are_plain_arrays_and_masked_ones_are_refused():
     assert sl.jit(lambda a: a * a)(m).numpy().tolist() == [[1.0, 4.0], [9.0, 16.0]]
     with pytest.raises(TypeError, match="masked array"):
         sl.jit(lambda a: a * 2)(np.ma.masked_array([0.0, 1.0], mask=[0, 1]))
+
+
+def test_numbers_are_told_apart_by_their_bits_also_in_scans_cache():
+    import dataclasses
+    import math
+
+    nan = float("nan")
+    jitted = sl.jit(lambda x, n: x * math.copysign(1.0, n))
+    assert jitted(np.ones(1), nan).item() == 1.0 and jitted(np.ones(1), -nan).item() == -1.0
+
+    @dataclasses.dataclass(frozen=True)
+    class Cfg:
+        scale: float
+
+    scaled = sl.jit(lambda x, c: x * c.scale, static_argnums=1)
+    assert scaled(np.arange(3, dtype=np.int32), Cfg(1)).dtype == np.int32
+    assert scaled(np.arange(3, dtype=np.int32), Cfg(1.0)).dtype == np.float64
+    for n in (-nan, nan):  # a body's literal: scan's cache keyed -nan and nan alike
+        _, ys = sl.scan(lambda c, x, n=n: (c, x + n), 0.0, np.zeros(2))
+        assert np.signbit(ys.numpy()).tolist() == [np.signbit(n)] * 2
+
+
+def test_methods_copies_and_shared_snapshots():
+    import copy
+    import pickle
+
+    class A:
+        def __init__(self, k):
+            self.k = k
+
+        @sl.jit
+        def times(self, x):
+            return x * self.k
+
+    with pytest.raises(TypeError, match="args\\[0\\] is a A"):
+        A(2.0).times(np.ones(1))
+    A.times = sl.jit(A.times.__wrapped__, static_argnums=0)
+    assert A(2.0).times(np.ones(1)).item() == 2.0
+    f = sl.jit(lambda x: x + 1)
+    g = copy.deepcopy(f)
+    assert g(np.ones(1)).item() == 2.0 and g._cache_size() == 1 and f._cache_size() == 0
+    assert pickle.loads(pickle.dumps(sl.jit(np.add)))(np.ones(1), np.ones(1)).item() == 2.0
+    big = np.ones(1000)
+    h = sl.jit(lambda x: x * big)
+    h(np.ones(1000)), h(np.ones((1, 1000)))
+    k0, k1 = [t._run.__globals__["_k0"] for t in h._traces.values()]
+    assert k0 is k1 and k0 is not big  # one copy for both signatures

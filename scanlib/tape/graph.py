@@ -7,7 +7,9 @@ tape.tensor.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
+import struct
 
 import numpy as np
 
@@ -305,7 +307,7 @@ def fingerprint(graph: Graph):
 
         def ref(v):
             if isinstance(v, Literal):
-                return ("lit", type(v.value).__name__, repr(v.value))
+                return ("lit", type(v.value).__name__, number_key(v.value))
             return index.setdefault(v, len(index))
 
         # Inputs and constants apart: a value scanned as xs and the same value closed over
@@ -331,6 +333,18 @@ def param_fingerprint(p):
     return _param_fp(p)
 
 
+def number_key(x):
+    """A number's exact identity: the bits of a float or complex (-0.0 is not 0.0, -nan is
+    not nan, though Python's == and repr say so), repr for the others."""
+    if isinstance(x, float):
+        return struct.pack("<d", x)
+    if isinstance(x, complex):
+        return struct.pack("<dd", x.real, x.imag)
+    if isinstance(x, np.generic) and x.dtype.kind in "fc":
+        return x.tobytes()
+    return repr(x)
+
+
 def _param_fp(p):
     # Numbers by type and value, as literals are: True == 1 and 0.0 == -0.0 in Python, but
     # x[True, i] is not x[1, i], and copysign by -0.0 is not by 0.0.
@@ -345,7 +359,12 @@ def _param_fp(p):
     if isinstance(p, np.ndarray):  # by value: a repr elides the middle of a large array
         return ("array", p.dtype.str, p.shape, p.tobytes())
     if p is None or isinstance(p, (bool, int, float, complex, str, np.generic)):
-        return (type(p).__name__, repr(p))
+        return (type(p).__name__, number_key(p))
+    if isinstance(p, frozenset):
+        return ("frozenset", frozenset(_param_fp(x) for x in p))
+    if dataclasses.is_dataclass(p) and not isinstance(p, type):  # by its fields' keys
+        return (type(p), tuple((f.name, _param_fp(getattr(p, f.name)))
+                               for f in dataclasses.fields(p)))
     try:
         hash(p)
         return (type(p).__name__, p)
