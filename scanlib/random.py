@@ -452,9 +452,9 @@ def permutation(key, x, axis=0, independent=False) -> Tensor:
 
 def _choice_with_p_impl(key, p, shape, replace):
     """Indices drawn with probabilities p: the inverse CDF with replacement, Gumbel top-k
-    without (JAX's algorithms). Weights that are not probabilities (NaN, infinite, negative
-    or all 0: only known at run time inside a traced body) give the index n, out of range,
-    instead of a plausible one; no error here, as stand-in values while tracing may be such."""
+    without (JAX's algorithms). Weights that are not probabilities give the index n, out of
+    range, instead of a plausible one; no error here, as a trace's stand-in weights are such
+    (the weights that run are checked before: `_weights`, checked_weights)."""
     xp, n_draws = backends.xp_of(key, p), math.prod(shape)
     if replace:
         cum = xp.cumsum(p)
@@ -506,18 +506,14 @@ def choice(key, a, shape=(), replace=True, p=None, axis=0) -> Tensor:
                          replace=bool(replace))
     if arr is None:
         return index
-    flat = index.reshape(-1)
-    out = _take(arr, _in_range(flat, n, arr), axis)
-    if p is not None and arr.dtype.kind in "fc":  # bad weights: NaN, never a plausible item
-        ok = flat.reshape((-1,) + (1,) * (arr.ndim - axis - 1)) < n
-        out = where(ok, out, np.nan)
+    out = _take(arr, _in_range(index.reshape(-1), n, arr), axis)
     return out.reshape(arr.shape[:axis] + shape + arr.shape[axis + 1:])
 
 
 def _in_range(index, n, arr):
-    """index, where an out-of-range index (from bad weights) is kept for integer items, so
-    that indexing raises, and made 0 for float items, whose results become NaN (see choice);
-    a float gather must not fail on a trace's stand-in weights (0 / 0 is NaN there)."""
+    """index, where the out-of-range index n that bad weights give is kept for integer items
+    and made 0 for float items: a trace's stand-in weights (zeros) are bad weights, and a
+    float gather must not fail on them. Real weights are checked before (checked_weights)."""
     return index if arr.dtype.kind not in "fc" else where(index < n, index, 0)
 
 

@@ -5,12 +5,12 @@ ratio, with a wide margin), and bad options get errors that list the allowed one
 from __future__ import annotations
 
 import math
-import tracemalloc
 
 import numpy as np
 import pytest
 
 import scanlib as sl
+from bench.checkpoint_memory import peak_bytes
 from scanlib import pytree
 from scanlib.scan.schedule import Revolve, binomial_split, parse, recomputed_steps
 from scanlib.testing import check_grads
@@ -232,16 +232,6 @@ def test_bad_checkpoint_option_lists_the_allowed_ones(bad):
         sl.scan(lambda c, x: (c + x, None), 0.0, sl.ones(3), checkpoint=bad)
 
 
-def _peak(fn):
-    fn()
-    tracemalloc.start()
-    try:
-        base = tracemalloc.get_traced_memory()[0]
-        tracemalloc.reset_peak()
-        fn()
-        return tracemalloc.get_traced_memory()[1] - base
-    finally:
-        tracemalloc.stop()
 
 
 def test_checkpointed_scan_keeps_far_less_memory():
@@ -256,9 +246,9 @@ def test_checkpointed_scan_keeps_far_less_memory():
             return (ys ** 2).sum()
         return lambda: sl.grad(loss)(Wh)
 
-    plain = _peak(grad_with(None))
-    assert _peak(grad_with("sqrt")) < plain / 2
-    assert _peak(grad_with(("revolve", 4))) < plain / 2
+    plain = peak_bytes(grad_with(None))
+    assert peak_bytes(grad_with("sqrt")) < plain / 2
+    assert peak_bytes(grad_with(("revolve", 4))) < plain / 2
 
 
 # --- the schedule's arithmetic ------------------------------------------------------------------
