@@ -2,16 +2,18 @@
 
     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python -m bench.while_overhead [full|quick]
 
-The cumsum and rnn workloads of bench/workloads.py, each run five ways over the same T steps:
+The cumsum and rnn workloads of bench/workloads.py, each run six ways over the same T steps:
 `scan` as the bench runs it (xs scanned, ys stacked, loss = vdot(ys, P) + vdot(carry, Q));
 `scan-carry`, `fori_loop` and `while_loop`, which run the body a while_loop must have (a step
 counter t in the carry, x = xs[t], the loss accumulated in the carry); `while-state`, the
-same with a cond that also reads the state, so the trip count needs the whole body; and the
-Python loop on the tape for reference. Gradients are taken with respect to params and init
-(xs and P are constants: the adjoint of xs[t] with a traced t is a [T]-sized scatter per step
-in every contender, which would hide the per-step overhead this measures). Median of
-process CPU time over interleaved rounds, forward only and forward + backward; ratios to
-scan-carry (the same body) and to scan. Imports scanlib, NumPy and bench's own modules.
+same with a cond that also reads the state, so the trip count needs the whole body, and
+`scan-cond`, its reference: scan-carry also computing that cond at every step (as a y), the
+same work without the stopping; and the Python loop on the tape for reference. Gradients
+are taken with respect to params and init (xs and P are constants: the adjoint of xs[t]
+with a traced t is a [T]-sized scatter per step in every contender, which would hide the
+per-step overhead this measures). Median of process CPU time over interleaved rounds,
+forward only and forward + backward; ratios to scan-carry (the same body) and to scan.
+Imports scanlib, NumPy and bench's own modules.
 """
 
 from __future__ import annotations
@@ -61,9 +63,16 @@ def contenders(kind, consts, T):
     def while_(params, init, xs):
         return finish(sl.while_loop(lambda c: c[0] < T, carry_body(params, xs), start(init)))
 
-    def while_state(params, init, xs):  # the cond reads acc: the count needs the whole body
-        return finish(sl.while_loop(lambda c: sl.all(sl.stack([c[0] < T, sl.abs(c[2]) < 1e30])),
-                                    carry_body(params, xs), start(init)))
+    def state_cond(c):  # reads acc: the trip count needs the whole body
+        return sl.all(sl.stack([c[0] < T, sl.abs(c[2]) < 1e30]))
+
+    def scan_cond(params, init, xs):  # scan-carry, also computing state_cond at every step
+        body = carry_body(params, xs)
+        carry, ok = sl.scan(lambda c, _: (body(c), state_cond(c)), start(init), length=T)
+        return finish(carry) + sl.sum(ok) * 0.0
+
+    def while_state(params, init, xs):
+        return finish(sl.while_loop(state_cond, carry_body(params, xs), start(init)))
 
     def python_loop(params, init, xs):
         body, c = carry_body(params, xs), start(init)
@@ -72,7 +81,7 @@ def contenders(kind, consts, T):
         return finish(c)
 
     return {"scan": scan, "scan-carry": scan_carry, "fori_loop": fori, "while_loop": while_,
-            "while-state": while_state, "python-loop": python_loop}
+            "scan-cond": scan_cond, "while-state": while_state, "python-loop": python_loop}
 
 
 def _cpu_time(fn):

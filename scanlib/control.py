@@ -15,10 +15,11 @@ from .ops import arange, as_tensor
 from .scan import scan
 from .scan.cache import canonical
 from .scan.api import adopt_weak_dtypes
-from .scan.primitive import apply_scan
+from .scan.primitive import apply_scan, linearized, record_scan
 from .tape import (Tensor, current_builder, enable_grad, grad_enabled,
                    is_differentiable_dtype, no_grad, type_str)
 from .loops import as_arrays, counted_carries, runner, too_many_steps, while_p
+from .tape.graph import used_vars
 from .tracing import closure_names, trace_function
 
 __all__ = ["fori_loop", "while_loop"]
@@ -169,14 +170,46 @@ def while_loop(cond_fun, body_fun, init_val, *, max_steps=None):
     values = [x._value for x in init_t]
     q_values, k_values = [k._value for k in cond_consts], [k._value for k in body_consts]
     if not (grad_enabled() and any(_needs_grad(x) for x in init_t + body_consts)):
-        carry, _ = runner(cond, body, tuple(range(nc)))(values, q_values, k_values, max_steps)
+        carry, _, _ = runner(cond, body, tuple(range(nc)))(values, q_values, k_values,
+                                                            max_steps)
         return pytree.unflatten(tree, [Tensor(c) for c in as_arrays(carry, body.outvars)])
     counted = counted_carries(cond, body, nc)
-    _, n = runner(cond, body, counted)([values[i] for i in counted], q_values, k_values,
-                                        max_steps)
+    if _count_costs_a_forward(body, counted):  # then save the residuals as it runs
+        return pytree.unflatten(tree, _saving_loop(cond, body, init_t, q_values, body_consts,
+                                                   max_steps))
+    _, n, _ = runner(cond, body, counted)([values[i] for i in counted], q_values, k_values,
+                                           max_steps)
     if n == 0:  # Tensors, as every other path returns
         return pytree.unflatten(tree, init_t)
     return pytree.unflatten(tree, apply_scan(body, init_t, [], body_consts, n, False))
+
+
+def _count_costs_a_forward(body, counted):
+    """Whether finding the trip count runs at least half of the body's equations. Then one
+    pass saving the residuals (_saving_loop) beats the count followed by scan's forward,
+    which would run that part twice; a counter condition costs nearly nothing to count, and
+    scan's compiled loop (which batches work across steps) is the faster forward."""
+    need = used_vars(body.eqns, [body.outvars[i] for i in counted])[0]
+    return 2 * len(need) >= len(body.eqns)
+
+
+def _saving_loop(cond, body, init_t, q_values, body_consts, max_steps):
+    """The loop once, as scan's forward with residuals would run it but stopping where cond
+    says: each step's residuals are kept, stacked at the end, and recorded as the outputs of
+    a scan of n steps, whose VJP gives the gradient. One pass instead of the count and then
+    scan's forward (which would run the body twice when cond reads the whole state)."""
+    nc = len(init_t)
+    lin = linearized(body, body_consts)
+    aug = lin.aug_body
+    collect = tuple(range(nc, len(aug.outvars)))
+    carry, n, rows = runner(cond, aug, tuple(range(nc)), collect)(
+        [x._value for x in init_t], q_values, [k._value for k in body_consts], max_steps)
+    if n == 0:  # Tensors, as every other path returns
+        return init_t
+    carry = as_arrays(carry, aug.outvars[:nc])
+    xp = backends.xp_of(*carry)
+    stacks = [xp.asarray(xp.stack(r), dtype=v.dtype) for r, v in zip(rows, aug.outvars[nc:])]
+    return record_scan(lin, init_t, body_consts, n, carry + stacks)
 
 
 _PYTHON_NUMBER = (bool, int, float, complex)  # exact types: np.float64 is typed

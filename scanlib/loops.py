@@ -32,19 +32,22 @@ def counted_carries(cond, body, nc):
         need = more
 
 
-def runner(cond, body, carries):
+def runner(cond, body, carries, collect=()):
     """The loop over the given carries as one generated Python function (cached on body):
-    `run(carry values, cond consts, body consts, max_steps) -> (carry values, n)`. Its
+    `run(carry values, cond consts, body consts, max_steps) -> (carry values, n, rows)`. Its
     statements call each equation's impl, as bind does outside a trace, but without bind's
-    per-op work; only the equations the given carries need are run."""
+    per-op work; only the equations the given carries need are run. `collect`: indices of
+    body outputs beyond the carries whose value at every step is appended to a list, one
+    list per index in `rows` (the residuals a scan's backward reads, for while_loop's
+    gradient)."""
     cache = body.__dict__.setdefault("_while_runners", {})
-    key = (cond, carries)
+    key = (cond, carries, collect)
     if key not in cache:
-        cache[key] = _generate(cond, body, carries)
+        cache[key] = _generate(cond, body, carries, collect)
     return cache[key]
 
 
-def _generate(cond, body, carries):
+def _generate(cond, body, carries, collect):
     env, names = {"too_many_steps": too_many_steps}, {}
     for i in carries:
         names[cond.invars[i]] = names[body.invars[i]] = f"c{i}"
@@ -68,27 +71,38 @@ def _generate(cond, body, carries):
             if eqn.prim.inline and not eqn.params:
                 lines.append(f"{lhs} = {eqn.prim.inline.format(*args)}")
                 continue
+            if eqn.prim.ufunc and not eqn.params:  # its impl is that ufunc: skip the lookup
+                lines.append(f"{lhs} = xp.{eqn.prim.ufunc}({', '.join(args)})")
+                continue
             env[f"_f{tag}{n}"], env[f"_p{tag}{n}"] = eqn.prim.impl, eqn.params
             extra = f", **_p{tag}{n}" if eqn.params else ""
             lines.append(f"{lhs} = _f{tag}{n}({', '.join(args)}{extra})  # {eqn.prim.name}")
         return lines
 
     new = [body.outvars[i] for i in carries]
+    rows = [body.outvars[i] for i in collect]
     cs = "".join(f"c{i}, " for i in carries)
     qs = "".join(f"q{j}, " for j in range(len(cond.constvars)))
     ks = "".join(f"k{j}, " for j in range(len(body.constvars)))
-    lines = [f"def run({cs}{qs}{ks}max_steps):", "    n = 0", "    while True:"]
+    rs = "".join(f"r{m}, " for m in range(len(rows)))
+    lines = [f"def run(xp, {cs}{qs}{ks}max_steps):", "    n = 0"]
+    lines += [f"    r{m} = []" for m in range(len(rows))]
+    lines += ["    while True:"]
     lines += ["        " + s for s in statements(cond, cond.outvars, "a")]
-    lines += [f"        if not {ref(cond.outvars[0])}:", f"            return ({cs}), n",
+    lines += [f"        if not {ref(cond.outvars[0])}:", f"            return ({cs}), n, ({rs})",
               "        if n == max_steps:", "            raise too_many_steps(max_steps)"]
-    lines += ["        " + s for s in statements(body, new, "b")]
+    lines += ["        " + s for s in statements(body, new + rows, "b")]
+    lines += [f"        r{m}.append({ref(v)})" for m, v in enumerate(rows)]
     if carries:
         lines.append(f"        {cs}= {', '.join(ref(v) for v in new)},")
     lines.append("        n += 1")
     source = "\n".join(lines)
     exec(compile(source, "<while_loop>", "exec"), env)
     run = env["run"]
-    return lambda carry, q, k, max_steps: run(*carry, *q, *k, max_steps)
+
+    def run_loop(carry, q, k, max_steps):
+        return run(backends.xp_of(*carry, *q, *k), *carry, *q, *k, max_steps)
+    return run_loop
 
 
 def as_arrays(values, outvars):
@@ -108,7 +122,7 @@ def _while_impl(*values, cond, body, num_carry, num_cond_consts, max_steps):
     if on_stand_ins():
         carry, n = [_zeros(v, device) for v in body.outvars[:nc]], 0
     else:
-        carry, n = runner(cond, body, tuple(range(nc)))(
+        carry, n, _ = runner(cond, body, tuple(range(nc)))(
             values[:nc], values[nc:nc + nq], values[nc + nq:], max_steps)
         carry = as_arrays(carry, body.outvars[:nc])
     return carry + [backends.asarray_on(n, device, np.int64)]

@@ -535,3 +535,42 @@ def test_a_python_number_init_in_a_traced_while_loop_takes_the_bodys_dtype():
                  sl.tensor(0.0, dtype="float32"), xs)[1]
     assert ys.dtype == np.float32
     np.testing.assert_array_equal(ys.numpy(), [3.0, 3.0, 4.0])
+
+
+def test_a_condition_on_the_state_runs_the_body_once_with_gradients(monkeypatch):
+    # When the trip count needs (most of) the body, the gradient's forward is one loop that
+    # saves the residuals as it finds the count, not the count and then scan's forward.
+    control = __import__("sys").modules["scanlib.control"]
+    calls = []
+    real = control.apply_scan
+    monkeypatch.setattr(control, "apply_scan", lambda *a, **k: calls.append(1) or real(*a, **k))
+    W = sl.tensor(np.array([[0.6, -0.3], [0.2, 0.5]], np.float32))
+
+    def run(loop, h0, W):
+        def body(c):  # |h| grows by 1.3 a step, give or take: the loop ends
+            return {"h": c["h"] * 1.3 + 0.1 * sl.tanh(c["h"] @ W), "n": c["n"] + 1}
+        return loop(lambda c: sl.sum(c["h"] * c["h"]) < 4.0, body, {"h": h0, "n": sl.tensor(0)})
+
+    h0 = sl.tensor(np.array([0.1, 0.2], np.float32))
+    out = run(sl.while_loop, h0, W)
+    assert out["h"].dtype == np.float32 and int(out["n"]) > 2
+    assert_trees_close(out, run(python_while, h0, W), rtol=1e-6, atol=1e-6)
+    g = sl.grad(lambda h0, W: sl.sum(run(sl.while_loop, h0, W)["h"]), argnums=(0, 1))(h0, W)
+    g_ref = sl.grad(lambda h0, W: sl.sum(run(python_while, h0, W)["h"]), argnums=(0, 1))(h0, W)
+    assert all(a.dtype == np.float32 for a in g)
+    assert_trees_close(g, g_ref, rtol=1e-5, atol=1e-6)
+    h64, W64 = h0.astype(np.float64), W.astype(np.float64)
+    _grads_match(lambda h0, W: run(sl.while_loop, h0, W)["h"],
+                 lambda h0, W: run(python_while, h0, W)["h"], (h64, W64))
+    assert calls == []  # never the count followed by scan
+    with pytest.raises(RuntimeError, match="max_steps=2"):
+        sl.grad(lambda W: sl.sum(sl.while_loop(
+            lambda c: sl.sum(c * c) < 4.0, lambda c: c * 1.3 + sl.tanh(c @ W), h64,
+            max_steps=2)))(W64)
+    g0 = sl.grad(lambda W: sl.sum(sl.while_loop(lambda c: sl.sum(c * c) > 4.0,
+                                                lambda c: c @ W, h64 * W[0, 0])))(W64)
+    np.testing.assert_array_equal(g0.numpy(), [[float(sl.sum(h64)), 0.0], [0.0, 0.0]])  # no trip
+    # a counter condition: the count is cheap, and scan's compiled loop runs the forward
+    sl.grad(lambda W: sl.sum(sl.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] @ W),
+                                           (sl.tensor(0), h64))[1]))(W64)
+    assert calls == [1]

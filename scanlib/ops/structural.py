@@ -281,9 +281,11 @@ def _filled(cts, outs):
 
 
 def _split_impl(x, sizes, axis):
-    bounds = np.cumsum((0,) + tuple(sizes))
-    lead = (slice(None),) * axis
-    return [x[lead + (slice(a, b),)] for a, b in zip(bounds[:-1], bounds[1:])]
+    lead, start, parts = (slice(None),) * axis, 0, []
+    for size in sizes:  # Python ints: np.cumsum on a tuple costs more than the slicing
+        parts.append(x[lead + (slice(start, start + size),)])
+        start += size
+    return parts
 
 
 def _unstack_impl(x, axis):

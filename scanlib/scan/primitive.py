@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import backends
 from ..ops.primitive import Primitive, bind
-from ..tape import Tensor, current_builder, grad_enabled
+from ..tape import Tensor, current_builder, grad_enabled, record
 from ..tape.graph import stand_ins_for
 from ..tape.tensor import is_differentiable_dtype
 from .executor import compiled
@@ -169,12 +169,36 @@ def apply_scan(body, init, xs, consts, length, reverse, interpret=False, sum_car
     lin = linearize(body, nc, [_needs_grad(x) for x in xs], [_needs_grad(k) for k in consts])
     outs = bind(scan_p, *inputs, body=lin.aug_body, length=length, reverse=reverse,
                 num_carry=nc, num_xs=nx, _lin=lin, **_mode(interpret, sum_carries, compiler))
+    return _keep_residuals(outs, lin, nc)
+
+
+def _keep_residuals(outs, lin, nc):
+    """The user's outputs (carry + ys) of a scan bound with its residuals; the outputs the VJP
+    reads must outlive the user's references to them, so its tape node keeps them."""
     n_user = nc + lin.num_ys
     node = next((o._node for o in outs if o._node is not None), None)
     if node is not None:
-        # Outputs the VJP reads must outlive the user's references to them.
         keep = list(outs[n_user:])
         keep += [outs[nc + r.source[1]] for r in lin.residuals
                  if r.source is not None and r.source[0] == "ys"]
         node.saved = keep
     return outs[:n_user]
+
+
+def linearized(body, consts):
+    """The linearization of a scan of `body` without xs, for gradients to the carry and to
+    the consts that need one (see record_scan)."""
+    return linearize(body, len(body.outvars), [], [_needs_grad(k) for k in consts])
+
+
+def record_scan(lin, init, consts, length, values):
+    """Record on the tape the scan of lin.aug_body over `length` steps from init (no xs),
+    whose outputs, carry + residual stacks, were computed elsewhere: while_loop's gradient
+    runs the loop once, saving what this scan's backward reads, as it finds its trip count.
+    The node is the one bind(scan_p, ...) would record, so its VJP (any order) is scan's.
+    Returns the carry Tensors."""
+    inputs = list(init) + list(consts)
+    params = dict(body=lin.aug_body, length=length, reverse=False, num_carry=len(init),
+                  num_xs=0, _lin=lin)
+    outs = record(scan_p, inputs, params, [_read_only(v) for v in values], None, None)
+    return _keep_residuals(outs, lin, len(init))
