@@ -137,9 +137,11 @@ def while_loop(cond_fun, body_fun, init_val, *, max_steps=None):
     has no gradient, as in that loop. cond_fun and body_fun are traced once each (so use
     scanlib ops, no Python control flow on values, and keep body_fun deterministic: random
     keys ride in the carry), then the loop runs on arrays. When a gradient is needed, the
-    trip count n is found first, running only the part of the body that cond_fun depends
-    on (a step counter alone, often), and the body runs as a `scan` of n steps, whose VJP
-    gives the gradient; otherwise the loop's own result is returned.
+    loop is a `scan` of its trip count n, whose VJP gives the gradient. With a step counter
+    in cond_fun, n is found first by running only the part of the body cond_fun depends on,
+    then scan's compiled loop runs the body; when finding n takes most of the body (cond_fun
+    reads the state), one loop finds it and saves what scan's backward reads on the way.
+    Without a gradient the loop's own result is returned.
 
     It works inside a scan body and inside another while_loop too: there the trip count is
     found anew at every step of the enclosing loop, and the gradient recomputes the inner
