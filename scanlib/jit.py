@@ -23,7 +23,7 @@ import numpy as np
 from . import backends, pytree
 from .scan.api import _DEFAULT_COMPILER
 from .tape import Tensor, current_builder, grad_enabled
-from .tape.graph import Eqn, Graph, Literal, Var, number_key, param_fingerprint
+from .tape.graph import Eqn, Graph, Literal, Var, number_key, param_fingerprint, prune_outputs
 from .tracing import closure_names, trace_function
 
 _MAX_TRACES = 256  # per jitted function; the least recently used trace goes first
@@ -281,7 +281,7 @@ class Trace:
                                 "function returns pytrees of arrays, tensors and numbers (the "
                                 "same object would come back from every call).")
         self._tensor_consts = [c for c in self.graph.consts if isinstance(c, Tensor)]
-        self.graph = merge_rebound_scans(self.graph)
+        self.graph = prune_outputs(merge_rebound_scans(self.graph))
         self._run = _straight_line(self.graph, {} if snapshots is None else snapshots)
 
     def reads_grad_tensor(self):

@@ -368,3 +368,55 @@ def test_a_nested_scans_gradient_terms_are_added_per_step_not_stacked():
     plan = sl.scan_plan(outer, sl.zeros(8), sl.zeros((40, 5, 8)))
     prog = plan.backward_loop.program
     assert not any(type(a.how).__name__.startswith("Sum") for a in prog.accumulators.values())
+
+
+def test_a_nested_backward_scan_computes_only_the_cotangents_read():
+    """prune_nested_results: in the outer backward body, the inner scan's backward would
+    also compute the cotangent of its xs (the outer xs, which need none); it is dropped
+    with the work that made it, and every stage still means the body."""
+    W = sl.tensor(np.random.default_rng(1).standard_normal((4, 4)) * 0.5, requires_grad=True)
+
+    def outer(h, xseg):
+        return sl.scan(lambda h, x: (sl.tanh(h @ W + x), sl.sum(h)), h, xseg)[0], None
+
+    plan = sl.scan_plan(outer, sl.zeros(4), sl.zeros((6, 3, 4)))
+    prog = plan.backward_loop.program
+    assert "prune_nested_results" in prog.fired
+    scan_p = importlib.import_module("scanlib.scan.primitive").scan_p
+    inner = [e for e in prog.eqns if e.prim is scan_p]
+    assert len(inner) == 2  # the replayed forward and the backward
+    bwd = inner[-1]
+    assert bwd.params["num_carry"] == len(bwd.outvars)  # no ys: no xs cotangent
+    # the oracle: each stage against the unpruned backward body, run step by step
+    body, nc, sums = backward_of(outer, sl.zeros(4), sl.zeros((6, 3, 4)))
+    check_stages(body, nc, reverse=True, sum_carries=sums, Ts=(0, 1, 4))
+
+
+def test_pruning_keeps_the_carries_a_used_result_reads():
+    from scanlib.tape.graph import eval_graph, prune_outputs
+
+    def f(a, b, xs):
+        (a2, b2), ys = sl.scan(lambda c, x: ((c[0] * 0.5 + c[1], c[1] + x), c[0] * 2.0),
+                               (a, b), xs)
+        return a2  # reads b through the carry: only the ys go
+
+    def g(a, b, xs):
+        (a2, b2), ys = sl.scan(lambda c, x: ((c[0] * 0.5 + c[1], c[1] + x), c[0] * 2.0),
+                               (a, b), xs)
+        return b2  # b never reads a: a's carry and the ys go
+
+    args = (sl.tensor(1.0), sl.tensor(2.0), sl.tensor([1.0, 2.0, 3.0]))
+    for fn, want_carries in ((f, 2), (g, 1)):
+        graph = sl.make_graph(fn)(*args)
+        pruned = prune_outputs(graph)
+        scan = [e for e in pruned.eqns if e.prim.name == "scan"][0]
+        assert scan.params["num_carry"] == want_carries and len(scan.outvars) == want_carries
+        vals = [a._value for a in args]
+        np.testing.assert_array_equal(eval_graph(pruned, vals, graph.consts),
+                                      eval_graph(graph, vals, graph.consts))
+        np.testing.assert_array_equal(eval_graph(pruned, vals, graph.consts)[0],
+                                      fn(*args).numpy())
+    # every result read: the same graph
+    graph = sl.make_graph(lambda a, xs: sl.scan(lambda c, x: (c * 0.5 + x, c), a, xs))(
+        args[0], args[2])
+    assert prune_outputs(graph) is graph

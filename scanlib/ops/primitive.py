@@ -28,13 +28,16 @@ class Primitive:
     input, so it batches over steps by aligning ranks), `batch` (the batching rule of a
     non-elementwise primitive, see ops/batching.py), `ufunc` (the array-namespace function
     that computes it into `out=`), `out_impl` (the same where no such function exists),
-    `view` (its result may be a view of its input: costs no bytes, never written into) and
-    `inline` (the Python operator the generated loop writes instead of a call).
+    `view` (its result may be a view of its input: costs no bytes, never written into),
+    `inline` (the Python operator the generated loop writes instead of a call) and, for a
+    multiple-result primitive, `prune(params, used) -> (params, kept_inputs, kept_outputs)`
+    or None: the same equation computing only the results that are read (`used`, one flag
+    per output; it may keep more), reading only the kept inputs (see graph.prune_outputs).
     """
 
     def __init__(self, name, impl, vjp=None, multiple_results=False, sparse_index=None,
                  doc=None, *, elementwise=False, batch=None, ufunc=None, out_impl=None,
-                 view=False, inline=None):
+                 view=False, inline=None, prune=None):
         self.name = name
         if doc:
             self.__doc__ = doc
@@ -45,7 +48,7 @@ class Primitive:
         # reads, so the walk can add g there in place (`ct[index] += g`) when not recording.
         self.sparse_index = sparse_index
         self.elementwise, self.ufunc, self.out_impl = elementwise, ufunc, out_impl
-        self.view, self.inline = view, inline
+        self.view, self.inline, self.prune = view, inline, prune
         self.batch = batching.elementwise_rule if elementwise and batch is None else batch
 
     def __call__(self, *args, **params):

@@ -12,8 +12,9 @@ import numpy as np
 from .. import backends
 from ..ops.primitive import Primitive, bind
 from ..tape import Tensor, current_builder, grad_enabled, record
-from ..tape.graph import stand_ins_for
+from ..tape.graph import Graph, stand_ins_for, used_vars
 from ..tape.tensor import is_differentiable_dtype
+from .cache import canonical
 from .executor import compiled
 from .interpret import run_interpreted
 from .linearize import linearize
@@ -116,7 +117,41 @@ def _ct_or_zeros(ct, like, xp, lead):
     return Tensor(xp.broadcast_to(xp.zeros((), like.dtype), lead + tuple(like.shape)))
 
 
-scan_p = Primitive("scan", _scan_impl, _scan_vjp, multiple_results=True)
+def _prune_scan(params, used):
+    """The scan computing only the used carries and ys, and the carries those read (to a
+    fixpoint), over a body cut down to them; xs and consts it no longer reads are dropped.
+    Not for a scan bound with its residuals (`_lin`: its VJP reads its outputs by position)."""
+    if params.get("_lin") is not None:
+        return None
+    body, nc, nx = params["body"], params["num_carry"], params["num_xs"]
+    need = {i for i, u in enumerate(used) if u}
+    while True:
+        eqns, live = used_vars(body.eqns, [body.outvars[i] for i in sorted(need)])
+        more = need | {i for i in range(nc) if body.invars[i] in live}
+        if more == need:
+            break
+        need = more
+    keep_in = ([i in need for i in range(nc)] + [v in live for v in body.invars[nc:]]
+               + [v in live for v in body.constvars])
+    if len(need) == len(body.outvars) and all(keep_in):
+        return None
+    keep_out = [i in need for i in range(len(body.outvars))]
+    carries = [i for i in range(nc) if i in need]
+    consts = [c for c, k in zip(body.constvars, keep_in[nc + nx:]) if k]
+    pruned = Graph([v for v, k in zip(body.invars, keep_in) if k], consts, [None] * len(consts),
+                   eqns, [v for v, k in zip(body.outvars, keep_out) if k], body.name,
+                   body.device)
+    new = dict(params, body=canonical(pruned), num_carry=len(carries),
+               num_xs=sum(keep_in[nc:nc + nx]))
+    if params.get("sum_carries"):
+        new["sum_carries"] = tuple(carries.index(i) for i in params["sum_carries"]
+                                   if i in need)
+        if not new["sum_carries"]:
+            del new["sum_carries"]
+    return new, keep_in, keep_out
+
+
+scan_p = Primitive("scan", _scan_impl, _scan_vjp, multiple_results=True, prune=_prune_scan)
 
 
 def _bind_recorded(*inputs, body, length, reverse, num_carry, num_xs, interpret=False,

@@ -297,6 +297,31 @@ def used_vars(eqns, outvars):
     return kept, live
 
 
+def prune_outputs(graph: Graph) -> Graph:
+    """graph with each multiple-result equation computing only the results that are read
+    (by a later equation or as an output), where its primitive has a `prune` rule: a
+    backward scan whose caller drops some cotangents (those of inputs that need none) then
+    never computes them. Dead equations stay (this is not dead-code elimination); the same
+    graph when nothing changes."""
+    read = {v for v in graph.outvars if isinstance(v, Var)}
+    eqns, changed = [], False
+    for eqn in reversed(graph.eqns):
+        used = [v in read for v in eqn.outvars]
+        if eqn.prim.prune is not None and any(used) and not all(used):
+            pruned = eqn.prim.prune(eqn.params, used)
+            if pruned is not None:
+                params, keep_in, keep_out = pruned
+                eqn = Eqn(eqn.prim, [v for v, k in zip(eqn.invars, keep_in) if k], params,
+                          [v for v, k in zip(eqn.outvars, keep_out) if k])
+                changed = True
+        read.update(v for v in eqn.invars if isinstance(v, Var))
+        eqns.append(eqn)
+    if not changed:
+        return graph
+    return Graph(graph.invars, graph.constvars, graph.consts, eqns[::-1], graph.outvars,
+                 graph.name, graph.device)
+
+
 def fingerprint(graph: Graph):
     """A hashable summary of everything that decides what a graph computes (primitives,
     params, literals, shapes, dtypes, wiring), but not its names or constant values. Two

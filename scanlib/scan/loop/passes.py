@@ -9,12 +9,13 @@ Imports tape, ops and the loop IR.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import heapq
 
 from ...ops.elementwise import add as add_p
 from ...ops.linalg import matmul_p
 from ...ops.structural import sum_p, transpose_p
-from ...tape.graph import Eqn, Graph, param_fingerprint, used_vars
+from ...tape.graph import Eqn, Graph, param_fingerprint, prune_outputs, used_vars
 from . import alias
 from .batch import batched_impl
 from .memory import plan_memory
@@ -34,6 +35,19 @@ def from_body(graph, num_carry, num_xs, reverse, sum_carries=()):
     kind.update({v: STEP_VALUE for e in eqns for v in e.outvars})
     return LoopProgram(graph, num_carry, num_xs, reverse, frozenset(sum_carries), tuple(eqns),
                        kind, {n: STEP for n in range(len(eqns))}, {}, {})
+
+
+def prune_nested_results(prog):
+    """A multiple-result equation of the body (a nested scan, often the backward scan of a
+    checkpointed segment) computes only the results the body reads: the cotangents of the
+    inputs that need none are dropped with the work that made them (graph.prune_outputs;
+    each primitive's `prune` rule says what it can drop). Must not fire where every result
+    is read."""
+    graph = prune_outputs(prog.graph)
+    if graph is prog.graph:
+        return prog
+    new = from_body(graph, prog.num_carry, prog.num_xs, prog.reverse, prog.sum_carries)
+    return dataclasses.replace(new, fired=prog.fired + ("prune_nested_results",))
 
 
 def eliminate_common_subexpressions(prog):
@@ -392,9 +406,9 @@ def copy_constant_views(prog):
     return prog.replace(contiguous=contiguous, fired="copy_constant_views")
 
 
-PASSES = (eliminate_common_subexpressions, sink_buffer_updates, hoist, find_accumulators,
-          scatter_into_accumulators, defer, fuse_accumulator_terms, drop_dead, update_in_place,
-          copy_constant_views, plan_memory)
+PASSES = (prune_nested_results, eliminate_common_subexpressions, sink_buffer_updates, hoist,
+          find_accumulators, scatter_into_accumulators, defer, fuse_accumulator_terms,
+          drop_dead, update_in_place, copy_constant_views, plan_memory)
 
 
 def stages(graph, num_carry, num_xs, reverse, sum_carries=()):
