@@ -16,6 +16,7 @@ from ..tracing import closure_names, trace_function
 from .cache import canonical
 from .linearize import CLONE, KEEP, linearize
 from .primitive import _needs_grad, apply_scan
+from .revolve import revolve_scan
 from . import schedule as _schedule
 
 
@@ -53,8 +54,9 @@ def scan(f, init, xs=None, *, length=None, reverse=False, dim=0, interpret=None,
     pass recomputes one k-step segment at a time; "sqrt" picks k near sqrt(T) (memory
     O(sqrt T), one extra forward pass); ("revolve", s) is Griewank's binomial schedule
     keeping at most s carries plus one step's residuals, at the cost of recomputing each
-    step a few times (scan_plan shows how many). It is scan of checkpointed scans
-    (scanlib.checkpoint) underneath.
+    step a few times (scan_plan shows how many). The segment schedules are scans of
+    checkpointed scans (scanlib.checkpoint); revolve runs its schedule over arrays in the
+    backward pass (scan/revolve.py), and as nested checkpoints inside a traced function.
 
     `unroll` (an int >= 1 or a bool, as JAX's) is accepted so that JAX code runs unchanged,
     and changes nothing: the compiled loop is already straight-line Python per step, and
@@ -97,8 +99,8 @@ def _checkpointed(f, init, xs, length, reverse, dim, loop, plan):
     with the steps on axis 0, in the order the loop visits them (reversed for reverse=True,
     and ys flipped back), so each piece is a plain forward scan."""
     _check_options(f, length, reverse, dim)
-    body, init_t, xs_t, T, init_tree, xs_tree = _typed_inputs(f, init, xs, length, reverse,
-                                                             dim, loop["interpret"])
+    body, init_t, xs_t, T, init_tree, xs_tree, y_tree = _typed_inputs(
+        f, init, xs, length, reverse, dim, loop["interpret"])
     if reverse:
         xs_t = [x[::-1] for x in xs_t]
     carry = pytree.unflatten(init_tree, init_t)
@@ -113,7 +115,11 @@ def _checkpointed(f, init, xs, length, reverse, dim, loop, plan):
     if isinstance(plan, _schedule.Segments):
         k = plan.length(T, *_step_sizes(body, init_t, xs_t))
         carry, ys = _run_segments(run, carry, xs_t, T, k, loop)
-    else:
+    elif current_builder() is None:  # on the tape: the schedule over arrays (revolve.py)
+        outs = revolve_scan(body[0], init_t, xs_t, body[1], T, plan.snapshots, **loop)
+        nc = len(init_t)
+        carry, ys = pytree.unflatten(init_tree, outs[:nc]), pytree.unflatten(y_tree, outs[nc:])
+    else:  # inside a trace: as nested checkpointed scans, whose VJPs trace
         s = plan.snapshots
         carry, ys = _run_revolve(run, carry, xs_t, T, s, plan.repetitions(T))
     if reverse:
@@ -124,10 +130,10 @@ def _checkpointed(f, init, xs, length, reverse, dim, loop, plan):
 def _typed_inputs(f, init, xs, length, reverse, dim, interpret):
     """scan's checks and init dtypes (a Python number adopts the dtype f gives it), with
     xs moved to axis 0; the body graph and its constants come along for the schedule."""
-    body, consts, init_t, xs_t, T, init_tree, _ = _prepare(f, init, xs, length, reverse, dim,
-                                                           interpret)
+    body, consts, init_t, xs_t, T, init_tree, y_tree = _prepare(f, init, xs, length, reverse,
+                                                                dim, interpret)
     xs_tree = pytree.flatten(xs)[1]
-    return (body, consts), init_t, xs_t, T, init_tree, xs_tree
+    return (body, consts), init_t, xs_t, T, init_tree, xs_tree, y_tree
 
 
 def _step_sizes(traced, init_t, xs_t):
