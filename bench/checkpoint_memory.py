@@ -9,6 +9,7 @@ run; the gradients of every contender are checked against it first.
     python -m bench.checkpoint_memory          # T = 1000
     python -m bench.checkpoint_memory quick    # T = 200
     python -m bench.checkpoint_memory no-revolve   # without the slow ("revolve", 8) row
+    python -m bench.checkpoint_memory no-jax       # without JAX's ratios (where installed)
 """
 
 from __future__ import annotations
@@ -98,6 +99,58 @@ def main(argv):
               f"{t / t0:6.2f}")
     carry = 2 * 32 * 128 * 4
     print(f"(one carry (h, c) is {carry / 2**10:.0f} KiB; 8 carries {8 * carry / 2**20:.2f} MiB)")
+    if "no-jax" not in argv:
+        jax_ratios(T, rounds)
+
+
+def jax_ratios(T, rounds, B=32, H=128):
+    """The same LSTM gradient under jax.jit: lax.scan against lax.scan over segments of k
+    steps, each a jax.checkpoint'ed inner scan (JAX's way to checkpoint a scan), as time
+    ratios; the context for scanlib's ratio (the recomputation costs about a forward)."""
+    try:
+        import jax
+        import jax.numpy as jnp
+    except ImportError:
+        return
+    rng = np.random.default_rng(0)
+    f32 = np.float32
+    Wx, Wh = ((rng.standard_normal((H, 4 * H)) * 0.05).astype(f32) for _ in range(2))
+    params = (jnp.asarray(Wx), jnp.asarray(Wh), jnp.zeros(4 * H, f32))
+    xs = jnp.asarray(rng.standard_normal((T, B, H)).astype(f32))
+    readout = jnp.asarray((rng.standard_normal(H) / np.sqrt(H)).astype(f32))
+    init = (jnp.zeros((B, H), f32), jnp.zeros((B, H), f32))
+
+    def step(params, carry, x):
+        Wx, Wh, b = params
+        h, c = carry
+        i, f, g, o = jnp.split(x @ Wx + h @ Wh + b, 4, axis=-1)
+        c = jax.nn.sigmoid(f) * c + jax.nn.sigmoid(i) * jnp.tanh(g)
+        h = jax.nn.sigmoid(o) * jnp.tanh(c)
+        return (h, c), h @ readout
+
+    def loss(params, k):
+        if k is None:
+            _, ys = jax.lax.scan(lambda c, x: step(params, c, x), init, xs)
+        else:
+            segment = jax.checkpoint(
+                lambda c, xseg: jax.lax.scan(lambda c, x: step(params, c, x), c, xseg))
+            _, ys = jax.lax.scan(segment, init, xs.reshape((T // k, k) + xs.shape[1:]))
+        return (ys * ys).mean()
+
+    ks = [None] + [k for k in (25, 40) if T % k == 0]
+    fns = {k: jax.jit(jax.grad(lambda p, k=k: loss(p, k))) for k in ks}
+    for f in fns.values():
+        jax.block_until_ready(f(params))
+    times = {k: [] for k in ks}
+    for _ in range(rounds):
+        for k, f in fns.items():
+            t = time.perf_counter()
+            jax.block_until_ready(f(params))
+            times[k].append(time.perf_counter() - t)
+    t0 = statistics.median(times[None])
+    print(f"JAX, the same gradient under jax.jit (one thread): lax.scan {t0:.3f} s; "
+          + "; ".join(f"segments of {k} under jax.checkpoint "
+                      f"{statistics.median(times[k]) / t0:.2f}x" for k in ks[1:]))
 
 
 if __name__ == "__main__":
