@@ -126,7 +126,9 @@ def _solve(a, b):
     return x
 
 
-@numba.vectorize(["float64(float64)", "float32(float32)"], cache=True)
+# float32 first: a ufunc runs the first loop its input casts to safely, and float32 casts to
+# float64 (listed the other way, a float32 sigmoid came back float64 and the kernel failed).
+@numba.vectorize(["float32(float32)", "float64(float64)"], cache=True)
 def _sigmoid(x):
     """1 / (1 + exp(-x)) as e / (1 + e), e = exp(-|x|), for x < 0: ops.sigmoid's form."""
     e = np.exp(-np.abs(x))
