@@ -33,7 +33,10 @@ def _scan_impl(*values, body, length, reverse, num_carry, num_xs, interpret=Fals
     else:
         carry, ys = compiled(body, nc, nx, reverse, sum_carries, compiler)(length, init, xs,
                                                                           consts)
-    return [_read_only(a) for a in carry + ys]
+    out = carry + ys
+    # The residual outputs of a scan bound with them reach no user: only its VJP reads them.
+    n_user = len(out) if _lin is None else nc + _lin.num_ys
+    return [_read_only(a) for a in out[:n_user]] + out[n_user:]
 
 
 def _read_only(a):
