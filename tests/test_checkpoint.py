@@ -416,3 +416,22 @@ def test_interpret_reaches_the_segments_scan(monkeypatch):
     g = sl.grad(lambda h: sl.scan(lambda c, x: (sl.tanh(c @ W + x), None), h, xs,
                                   checkpoint=2, interpret=True)[0].sum())
     assert g(sl.zeros(2)).shape == (2,)
+
+
+def test_a_revolve_scans_gradient_traced_after_it_was_recorded():
+    """vjp recorded on the tape, its function then traced (jit, vmap: a Jacobian): the walk
+    meets revolve's node inside a trace, where scan's own VJP (which traces) stands in."""
+    X = sl.tensor(RNG.standard_normal((9, 3)) * 0.5)
+    W, h0 = sl.tensor(RNG.standard_normal((3, 3)) * 0.4), sl.tensor(RNG.standard_normal(3))
+
+    def f(h0, W):
+        hT, ys = sl.scan(lambda h, x: (sl.tanh(W @ h + x), sl.sum(h)), h0, X,
+                         checkpoint=("revolve", 3))
+        return hT * 2.0 + sl.sum(ys)
+
+    _, back = sl.vjp(f, h0, W)
+    ct = sl.tensor([1.0, -0.5, 0.3])
+    want = back(ct)
+    _tree_close(sl.jit(back)(ct), want)
+    rows = sl.vmap(back)(sl.eye(3))
+    _tree_close([r[1] for r in rows], [g for g in back(sl.eye(3)[1])])

@@ -7,7 +7,8 @@ s carries (along the recursion) and one step's residuals are alive at once.
 Its VJP is written with the tape's own operations (scans, the walk), so it is differentiable
 again: when the walk records (a second-order derivative) everything it computes is recorded,
 and the memory bound no longer holds for that derivative. Inside a trace (a scan body, jit,
-vmap, jvp) the schedule runs as nested checkpointed scans instead (api.py).
+vmap, jvp) the schedule runs as nested checkpointed scans instead (api.py); a scan recorded
+here whose gradient is then traced (vmap of a vjp function) takes scan's own VJP.
 
 Imports tape, ops and the scan modules below it.
 """
@@ -21,7 +22,7 @@ from ..tape import Graph, Tensor, backward_pass, current_builder, enable_grad, g
 from ..tape.graph import used_vars
 from ..tape.tensor import is_differentiable_dtype
 from .cache import canonical
-from .primitive import _mode, _scan_impl, apply_scan
+from .primitive import _mode, _scan_impl, _scan_vjp, apply_scan
 from .schedule import Revolve, binomial_split
 
 
@@ -42,10 +43,11 @@ def _impl(*values, body, length, snapshots, repetitions, num_carry, num_xs, **mo
 def _vjp(cts, outs, *inputs, _saved, body, length, snapshots, repetitions, num_carry, num_xs,
          interpret=False, compiler="numpy"):
     if current_builder() is not None:
-        raise NotImplementedError(
-            "scan(checkpoint=('revolve', s)): a scan recorded on the tape is differentiated "
-            "inside a trace here; call the differentiation inside the traced function, "
-            "or use checkpoint='sqrt'.")
+        # The walk is being traced (vmap or jit of a vjp function recorded outside): scan's
+        # own VJP, which traces (it saves every step's residuals, as such a trace would).
+        return _scan_vjp(cts, outs, *inputs, _saved=None, body=body, length=length,
+                         reverse=False, num_carry=num_carry, num_xs=num_xs,
+                         **_mode(interpret, (), compiler))
     nc, nx = num_carry, num_xs
     init, xs, consts = inputs[:nc], inputs[nc:nc + nx], inputs[nc + nx:]
     recording = grad_enabled()  # a higher-order derivative: record the schedule
