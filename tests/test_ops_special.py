@@ -567,9 +567,13 @@ def test_declared_ufunc_and_out_impl_compute_the_impl(backend, dtype):
     for prim in _primitives():
         if not (prim.ufunc or prim.out_impl) or prim.name == "round":
             continue
+        bits = prim.name in ("bitwise_and", "bitwise_or", "bitwise_xor", "invert")
+        if bits and dtype != np.int64:  # integers and bools only, as NumPy's
+            continue
         assert prim.elementwise, prim.name
         args = (b, b) if prim.name in ("arctan2", "logaddexp", "floor_divide", "remainder",
-                                       "fmod") else (a,)
+                                       "fmod", "logical_xor", "bitwise_and", "bitwise_or",
+                                       "bitwise_xor") else (a,)
         with np.errstate(all="ignore"):
             want = prim.impl(*args)
             out = sl.backends.xp_of(want).empty_like(want)
@@ -823,3 +827,37 @@ def test_sigmoid_of_integers_is_computed_in_float64():
     assert got.dtype == np.float64
     np.testing.assert_allclose(got.numpy(), 1 / (1 + np.exp(-x.astype(np.float64))), rtol=1e-14)
     assert sl.sigmoid(sl.tensor(3.0)).shape == ()
+
+
+@pytest.mark.parametrize("dtype", [np.bool_, np.int8, np.uint8, np.int64])
+def test_bitwise_and_logical_operators_are_numpys(backend, dtype):
+    rng = np.random.default_rng(3)
+    a = rng.integers(0, 2 if dtype is np.bool_ else 100, (3, 4)).astype(dtype)
+    b = rng.integers(0, 2 if dtype is np.bool_ else 100, (4,)).astype(dtype)
+    ta, tb = backend.tensor(a), backend.tensor(b)
+    for got, want in ((ta & tb, a & b), (ta | tb, a | b), (ta ^ tb, a ^ b), (~ta, ~a),
+                      (ta & 1, a & 1), (1 | ta, 1 | a), (sl.bitwise_xor(ta, tb), a ^ b),
+                      (np.bitwise_and(ta, tb), a & b), (np.invert(ta), ~a),
+                      (sl.logical_and(ta, tb), np.logical_and(a, b)),
+                      (sl.logical_or(ta, 0), np.logical_or(a, 0)),
+                      (sl.logical_xor(ta, tb), np.logical_xor(a, b)),
+                      (np.logical_xor(ta, tb), np.logical_xor(a, b)),
+                      (sl.logical_not(ta), np.logical_not(a))):
+        assert isinstance(got, sl.Tensor) and got.dtype == want.dtype, (got, want.dtype)
+        np.testing.assert_array_equal(got.numpy(), want)
+
+
+def test_conditions_combine_with_operators_in_loops_and_floats_are_refused():
+    x = sl.tensor([1.0, 3.0, -1.0, 0.5])
+    ys = sl.scan(lambda c, v: (c, (v > 0) & ~(v > 2) | (v < -0.5)), 0, x)[1]
+    np.testing.assert_array_equal(ys.numpy(), [True, False, True, True])
+    n, v = sl.while_loop(lambda c: (c[0] < 5) & (c[1] < 100.0), lambda c: (c[0] + 1, c[1] * 2.0),
+                         (sl.tensor(0), sl.tensor(1.0)))
+    assert (int(n), float(v)) == (5, 32.0)
+    assert bool(sl.jit(lambda a, b: ((a > 0) ^ b).all())(np.array([1.0, -1.0]),
+                                                          np.array([False, True])))
+    assert (~sl.tensor(5)).item() == -6  # bits, as NumPy (it was logical not once)
+    with pytest.raises(TypeError, match=r"bitwise_and: got float64 .* \(x < a\) & \(y > b\)"):
+        sl.tensor(1.5) & sl.tensor(2.0)
+    with pytest.raises(TypeError, match=r"invert: got float32 .* ~\(x < a\)"):
+        ~sl.tensor(np.float32(1.5))

@@ -106,7 +106,10 @@ def install():
     T.__lt__, T.__le__ = _method(ew.less), _method(ew.less_equal)
     T.__gt__, T.__ge__ = _method(ew.greater), _method(ew.greater_equal)
     T.__eq__, T.__ne__ = _method(ew.equal), _method(ew.not_equal)
-    T.__invert__ = _method(ew.logical_not)
+    T.__invert__ = _method(special.invert)  # NumPy's: bits of ints, not of bools
+    T.__and__, T.__rand__ = _method(special.bitwise_and), _swap(special.bitwise_and)
+    T.__or__, T.__ror__ = _method(special.bitwise_or), _swap(special.bitwise_or)
+    T.__xor__, T.__rxor__ = _method(special.bitwise_xor), _swap(special.bitwise_xor)
     T.__getitem__ = F.getitem
     T.at = property(IndexUpdate, doc="JAX's functional indexed updates: x.at[i].set(v), .add(v), "
                     ".multiply(v), .divide(v), .get().")

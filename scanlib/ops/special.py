@@ -24,7 +24,9 @@ __all__ = [
     "square", "expm1", "log2", "log10", "tan", "sinh", "cosh", "arcsin", "arccos", "arctan",
     "arctan2", "arcsinh", "arccosh", "arctanh", "erf", "erfc", "logaddexp", "rsqrt",
     "reciprocal", "cbrt", "floor", "ceil", "round", "rint", "trunc", "isnan", "isinf",
-    "nan_to_num", "floor_divide", "remainder", "mod", "fmod",
+    "nan_to_num", "floor_divide", "remainder", "mod", "fmod", "logical_and", "logical_or",
+    "logical_xor", "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
+    "invert",
 ]
 
 _LN2, _LN10 = math.log(2.0), math.log(10.0)
@@ -267,6 +269,97 @@ isinf = _public(isinf_p, """Elementwise test for +inf or -inf (bool, not differe
     """)
 
 
+# --- logical and bitwise: bool results or integer bits, not differentiable ----------------------
+def _logical(prim, doc):
+    def op(x, y):
+        return prim(_prepared(x), _prepared(y))
+    op.__name__ = op.__qualname__ = prim.name
+    op.__doc__ = doc
+    op.primitive = prim
+    return op
+
+
+logical_xor_p = Primitive("logical_xor", lambda x, y: _xp(x, y).logical_xor(x, y),
+                          elementwise=True, ufunc="logical_xor")
+logical_and = _logical(ew.logical_and, """Elementwise x and y, by truth value (a bool tensor).
+
+    >>> sl.logical_and(sl.tensor([True, False]), sl.tensor([True, True]))
+    """)
+logical_or = _logical(ew.logical_or, """Elementwise x or y, by truth value (a bool tensor).
+
+    >>> sl.logical_or(sl.tensor([True, False]), sl.tensor([False, False]))
+    """)
+logical_xor = _logical(logical_xor_p, """Elementwise x xor y, by truth value (a bool tensor).
+
+    >>> sl.logical_xor(sl.tensor([True, False]), sl.tensor([True, True]))
+    """)
+
+
+def logical_not(x) -> Tensor:
+    """Elementwise not x, by truth value (a bool tensor).
+
+    >>> sl.logical_not(sl.tensor([True, False]))
+    """
+    return ew.logical_not(_prepared(x))
+
+
+def _bits(name, *xs):
+    """xs, checked to be bool or integer, as NumPy's bitwise ufuncs take them."""
+    xs = [_prepared(x) for x in xs]
+    for x in xs:
+        if _dtype(x).kind not in "biu":
+            hint = ("~(x < a)" if len(xs) == 1 else "(x < a) & (y > b)")
+            raise TypeError(
+                f"{name}: got {_dtype(x)} input; it takes bools or integers (as NumPy's). "
+                f"For a condition on floats, compare first: {hint}.")
+    return xs
+
+
+bitwise_and_p = Primitive("bitwise_and", lambda x, y: x & y, elementwise=True,
+                          ufunc="bitwise_and", inline="({0} & {1})")
+bitwise_or_p = Primitive("bitwise_or", lambda x, y: x | y, elementwise=True,
+                         ufunc="bitwise_or", inline="({0} | {1})")
+bitwise_xor_p = Primitive("bitwise_xor", lambda x, y: x ^ y, elementwise=True,
+                          ufunc="bitwise_xor", inline="({0} ^ {1})")
+invert_p = Primitive("invert", lambda x: ~x, elementwise=True, ufunc="invert", inline="(~{0})")
+
+
+def _bitwise(prim, doc):
+    def op(x, y):
+        return prim(*_bits(prim.name, x, y))
+    op.__name__ = op.__qualname__ = prim.name
+    op.__doc__ = doc
+    op.primitive = prim
+    return op
+
+
+bitwise_and = _bitwise(bitwise_and_p, """Elementwise x & y: the bits of integers, and of bools.
+
+    On bools it is logical and, so conditions combine as in JAX: `(t < n) & (err > tol)`.
+
+    >>> sl.bitwise_and(sl.tensor([12, 5]), sl.tensor([10, 1]))
+    """)
+bitwise_or = _bitwise(bitwise_or_p, """Elementwise x | y: the bits of integers, and of bools.
+
+    >>> sl.bitwise_or(sl.tensor([12, 5]), sl.tensor([10, 2]))
+    """)
+bitwise_xor = _bitwise(bitwise_xor_p, """Elementwise x ^ y: the bits of integers, and of bools.
+
+    >>> sl.bitwise_xor(sl.tensor([12, 5]), sl.tensor([10, 1]))
+    """)
+
+
+def invert(x) -> Tensor:
+    """Elementwise ~x: each integer's bits flipped (two's complement, ~5 == -6), not x for bools.
+
+    >>> sl.invert(sl.tensor([True, False]))
+    """
+    return invert_p(*_bits("invert", x))
+
+
+bitwise_not = invert
+
+
 # --- nan_to_num ---------------------------------------------------------------------------
 def _nan_to_num_impl(x, nan, posinf, neginf):
     return _xp(x).nan_to_num(x, copy=True, nan=nan, posinf=posinf, neginf=neginf)
@@ -428,4 +521,6 @@ NUMPY_UFUNCS: dict = {
     np.logaddexp: logaddexp, np.reciprocal: reciprocal, np.cbrt: cbrt, np.floor: floor,
     np.ceil: ceil, np.trunc: trunc, np.rint: rint, np.isnan: isnan, np.isinf: isinf,
     np.floor_divide: floor_divide, np.remainder: remainder, np.fmod: fmod,
+    np.logical_xor: logical_xor, np.bitwise_and: bitwise_and, np.bitwise_or: bitwise_or,
+    np.bitwise_xor: bitwise_xor, np.invert: invert,
 }
