@@ -25,6 +25,7 @@ from .tape import (
     reaches_other_leaves,
 )
 from .tape import state as _state
+from .tape.backward import private_leaf
 
 
 def _fresh_input(x, path, who):
@@ -47,7 +48,7 @@ def _fresh_input(x, path, who):
         t = builder.lift(t)
     if t.requires_grad and grad_enabled():
         return ew.copy(t)  # a node: the outer walk flows through to x
-    return Tensor(t._value, True, _trace=t._trace, _var=t._var)
+    return private_leaf(t._value, t._trace, t._var)
 
 
 def _should_record(originals, cts=()):

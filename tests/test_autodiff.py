@@ -416,3 +416,19 @@ def test_device_moves_are_differentiable(backend):
 def test_grad_of_an_integer_result_raises_as_in_jax():
     with pytest.raises(TypeError, match="needs a float"):
         sl.grad(lambda v: sl.arange(5).at[1].set(v).sum())(sl.tensor(2.0))
+
+
+def test_a_grad_of_a_grad_to_an_argument_needing_none_is_not_recorded():
+    """The inner grad's copy of W (which requires no grad) is a leaf only it reads: reaching
+    it is no reason for the outer gradient to be recorded (it came back requiring grad, and
+    np.asarray refused it). A W that requires grad still links the result to the tape."""
+    f = lambda h, W: sl.sum(sl.sin(h * W))  # noqa: E731
+    h = sl.tensor([0.1, 0.2])
+    for W, recorded in ((sl.tensor([1.0, 2.0]), False),
+                        (sl.tensor([1.0, 2.0], requires_grad=True), True)):
+        g = sl.grad(lambda h, W=W: sl.sum(sl.grad(f, argnums=1)(h, W) ** 2))(h)
+        assert g.requires_grad is recorded
+        Wv = W.detach().numpy()
+        want = 2 * h.numpy() * np.cos(h.numpy() * Wv) ** 2 - 2 * h.numpy() ** 2 * Wv * np.cos(
+            h.numpy() * Wv) * np.sin(h.numpy() * Wv)
+        np.testing.assert_allclose(g.detach().numpy(), want, rtol=1e-12)
