@@ -419,8 +419,9 @@ def _straight_line(graph, snapshots):
         lhs = ", ".join(names[v] for v in eqn.outvars) + ("," if eqn.prim.multiple_results
                                                           else "") if eqn.outvars else "_"
         args = [ref(v) for v in eqn.invars]
-        if eqn.prim.inline and not eqn.params:  # `a * b`, as the loop compiler writes it
-            lines.append(f"    {lhs} = {eqn.prim.inline.format(*args)}")
+        template = eqn.prim.inline_for(eqn.params)
+        if template is not None:  # `a * b`, as the loop compiler writes it
+            lines.append(f"    {lhs} = {template.format(*args)}")
             continue
         ns[f"_f{i}"], ns[f"_p{i}"] = eqn.prim.impl, eqn.params
         lines.append(f"    {lhs} = _f{i}({''.join(a + ', ' for a in args)}**_p{i})"

@@ -68,8 +68,9 @@ def _generate(cond, body, carries, collect):
             args = [ref(v) for v in eqn.invars]
             lhs = ", ".join(names[v] for v in eqn.outvars) + (
                 "," if eqn.prim.multiple_results else "")
-            if eqn.prim.inline and not eqn.params:
-                lines.append(f"{lhs} = {eqn.prim.inline.format(*args)}")
+            template = eqn.prim.inline_for(eqn.params)
+            if template is not None:
+                lines.append(f"{lhs} = {template.format(*args)}")
                 continue
             if eqn.prim.ufunc and not eqn.params:  # its impl is that ufunc: skip the lookup
                 lines.append(f"{lhs} = xp.{eqn.prim.ufunc}({', '.join(args)})")

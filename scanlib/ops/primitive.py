@@ -29,7 +29,9 @@ class Primitive:
     non-elementwise primitive, see ops/batching.py), `ufunc` (the array-namespace function
     that computes it into `out=`), `out_impl` (the same where no such function exists),
     `view` (its result may be a view of its input: costs no bytes, never written into),
-    `inline` (the Python operator the generated loop writes instead of a call) and, for a
+    `inline` (the Python expression the generated code writes instead of a call: a template
+    of the arguments, `"({0} + {1})"`, or a function of the params giving one or None) and,
+    for a
     multiple-result primitive, `prune(params, used) -> (params, kept_inputs, kept_outputs)`
     or None: the same equation computing only the results that are read (`used`, one flag
     per output; it may keep more), reading only the kept inputs (see graph.prune_outputs).
@@ -53,6 +55,13 @@ class Primitive:
 
     def __call__(self, *args, **params):
         return bind(self, *args, **params)
+
+    def inline_for(self, params):
+        """The template the generated code writes for an equation with these params (its
+        arguments as {0}, {1}, ...), or None: then it calls impl."""
+        if callable(self.inline):
+            return self.inline(params)
+        return self.inline if self.inline and not params else None
 
     def cotangents(self, cts, outs, ins, params, saved=None):
         """The rule's input cotangents, with cts and outs as lists (one per output) whether

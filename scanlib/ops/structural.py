@@ -155,12 +155,30 @@ def distinct_rows(xp, idx, n):
     return rows if len(xp.unique(rows)) == len(rows) else None
 
 
+def _inline_index(params):
+    """x[index] as the generated code writes it, `{0}[{1}, 1:,]` (the tuple impl builds,
+    its arrays as arguments), when every other entry prints as itself; else None."""
+    parts = []
+    for t in params["index"]:
+        if type(t) is _Slot:
+            parts.append("{%d}" % (t.i + 1))
+        elif t is None or t is Ellipsis or type(t) is int:
+            parts.append("..." if t is Ellipsis else repr(t))
+        elif type(t) is slice and all(b is None or type(b) is int
+                                      for b in (t.start, t.stop, t.step)):
+            bounds = ["" if b is None else repr(b) for b in (t.start, t.stop, t.step)]
+            parts.append(":".join(bounds if t.step is not None else bounds[:2]))
+        else:
+            return None
+    return "{0}[" + "".join(p + ", " for p in parts) + "]" if parts else "{0}[()]"
+
+
 getitem_p = Primitive(
     "getitem", lambda x, *arrays, index: x[_fill(index, arrays)],
     lambda g, out, x, *arrays, index: (
         scatter_add_p(g, *arrays, index=index, shape=x.shape), *[None] * len(arrays)),
     sparse_index=lambda x, *arrays, index: _fill(index, arrays),
-    view=True, batch=_getitem_batch_rule)
+    view=True, batch=_getitem_batch_rule, inline=_inline_index)
 scatter_add_p = Primitive(
     "scatter_add", _scatter_add_impl,
     lambda g, out, upd, *arrays, index, shape: (

@@ -125,8 +125,9 @@ class _LoopWriter:
                 return f"xp.{prim.ufunc}({', '.join(args)}, out={out})"
             self.env[f"_w{n}"] = prim.out_impl
             return f"_w{n}({', '.join(args)}, out={out}{extra})  # {name}"
-        if prim.inline and not eqn.params:
-            return f"{lhs} = {prim.inline.format(*args)}"
+        template = prim.inline_for(eqn.params)
+        if template is not None:
+            return f"{lhs} = {template.format(*args)}"
         self.env[f"_f{n}"] = prim.impl
         return f"{lhs} = _f{n}({', '.join(args)}{extra})  # {name}"
 
