@@ -420,3 +420,27 @@ def test_pruning_keeps_the_carries_a_used_result_reads():
     graph = sl.make_graph(lambda a, xs: sl.scan(lambda c, x: (c * 0.5 + x, c), a, xs))(
         args[0], args[2])
     assert prune_outputs(graph) is graph
+
+
+@pytest.mark.parametrize("index", [
+    ("s0",), (1, slice(1, None)), (slice(None, None, -1), None, Ellipsis, -1), (),
+    (slice(0, 3, 2), "s0", "s1"), (Ellipsis, slice(-2, None, 1)), (True,),
+    (slice(np.int64(1), None),), (np.int64(1),)])
+def test_getitem_prints_as_the_tuple_its_impl_indexes_with(index):
+    """getitem's inline form (generated code writes x[...], not a call) means its impl:
+    x[tuple] for the template with its arrays; entries it cannot print fall back to impl."""
+    from scanlib.ops.structural import _Slot, getitem_p
+
+    template = tuple(_Slot(int(t[1])) if isinstance(t, str) else t for t in index)
+    x = np.arange(60).reshape(3, 4, 5)
+    arrays = [np.array([0, 2]), np.array([1, 3])][:sum(isinstance(t, str) for t in index)]
+    want = getitem_p.impl(x, *arrays, index=template)
+    form = getitem_p.inline_for({"index": template})
+    if any(type(t) in (bool, np.int64) or (type(t) is slice and type(t.start) is np.int64)
+           for t in template):
+        assert form is None
+        return
+    got = eval(form.format("x", "a0", "a1"), {"x": x, "a0": arrays[:1] and arrays[0],
+                                              "a1": arrays[1:] and arrays[1]})
+    assert got.shape == want.shape and np.array_equal(got, want)
+    assert np.shares_memory(got, x) == np.shares_memory(want, x)
