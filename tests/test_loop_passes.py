@@ -444,3 +444,24 @@ def test_getitem_prints_as_the_tuple_its_impl_indexes_with(index):
                                               "a1": arrays[1:] and arrays[1]})
     assert got.shape == want.shape and np.array_equal(got, want)
     assert np.shares_memory(got, x) == np.shares_memory(want, x)
+
+
+def test_a_scan_bound_with_residuals_nobody_reads_is_pruned_to_its_plain_body():
+    """In jit's replayed graph the backward scan is bound with residuals (a trace records the
+    walk, for a second derivative that never comes): none is read, so it runs as the scan
+    of its plain body. Residuals that are read keep the binding as it is."""
+    from scanlib.tape.graph import prune_outputs
+
+    jitted = sl.jit(sl.value_and_grad(lambda a, xs: sl.sum(sl.scan(
+        lambda c, x: (c * a + x, sl.sin(c)), sl.tensor(0.5), xs)[1])))
+    a, xs = sl.tensor(0.9), sl.tensor(np.linspace(0.0, 1.0, 7))
+    graph = jitted.trace(a, xs)
+    scans = [e for e in graph.eqns if e.prim.name == "scan"]
+    assert scans and all(e.params.get("_lin") is None or any(
+        v in {u for f in graph.eqns for u in f.invars} | set(graph.outvars)
+        for v in e.outvars[e.params["num_carry"] + e.params["_lin"].num_ys:]) for e in scans)
+    assert prune_outputs(graph) is graph  # jit's graph is pruned already
+    value, g = jitted(a, xs)
+    want_value, want_g = sl.value_and_grad(lambda a, xs: sl.sum(sl.scan(
+        lambda c, x: (c * a + x, sl.sin(c)), sl.tensor(0.5), xs)[1]))(a, xs)
+    assert float(value) == float(want_value) and float(g) == float(want_g)

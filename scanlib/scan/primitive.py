@@ -123,9 +123,21 @@ def _ct_or_zeros(ct, like, xp, lead):
 def _prune_scan(params, used):
     """The scan computing only the used carries and ys, and the carries those read (to a
     fixpoint), over a body cut down to them; xs and consts it no longer reads are dropped.
-    Not for a scan bound with its residuals (`_lin`: its VJP reads its outputs by position)."""
-    if params.get("_lin") is not None:
-        return None
+    A scan bound with its residuals (`_lin`) is pruned only when none of them is read (a
+    replayed graph, whose VJPs never run): it is then the scan of its plain body."""
+    lin = params.get("_lin")
+    if lin is not None:
+        n_user = params["num_carry"] + lin.num_ys
+        if any(used[n_user:]):
+            return None  # its VJP reads the residuals by position
+        params = {k: v for k, v in params.items() if k != "_lin"}
+        params["body"] = lin.body
+        found = _prune_scan(params, used[:n_user])
+        if found is None:
+            return params, [True] * len(lin.body.invars + lin.body.constvars), \
+                [True] * n_user + [False] * (len(used) - n_user)
+        new, keep_in, keep_out = found
+        return new, keep_in, keep_out + [False] * (len(used) - n_user)
     body, nc, nx = params["body"], params["num_carry"], params["num_xs"]
     need = {i for i, u in enumerate(used) if u}
     while True:
