@@ -338,3 +338,27 @@ def test_step_index_memory_is_linear_in_T():
     run(50)
     ratio = run(1600) / run(400)
     assert ratio < 6, ratio
+
+
+@pytest.mark.parametrize("body", [
+    lambda c, t: (c.at[:, 0].add(c[:, 2]), c[:, 0] + 0),
+    lambda c, t: (c.at[0].set(c[1]).at[1].set(c[0]), c[:, 0] + 0),
+    lambda c, t: (c.at[1:].set(c[:-1]), c[:, 0] + 0),
+    lambda c, t: (c.at[t % 5].set(c[(t + 1) % 5]), c[:, 0] + 0),
+], ids=["add-a-column-read", "swap-rows", "shift", "set-from-the-next-row"])
+def test_an_update_that_reads_the_carry_differentiates_as_interpreted(body):
+    """update_in_place fired on these backward bodies and the verifier then refused the loop
+    (InvalidLoop, a crash on valid input, found by an adversarial pass): the pass now checks
+    the rewritten program as the verifier does, and does not fire."""
+    C = sl.tensor(np.arange(15.0).reshape(5, 3) / 10)
+
+    def f(C, interpret):
+        return sl.sum(sl.sin(sl.scan(body, C, sl.arange(4), interpret=interpret)[1]))
+
+    def d(interpret, order):
+        g = sl.grad(lambda C: f(C, interpret))
+        return g if order == 1 else sl.grad(lambda C: sl.sum(g(C) ** 2))
+
+    for order in (1, 2):
+        np.testing.assert_allclose(d(False, order)(C).numpy(), d(True, order)(C).numpy(),
+                                   rtol=1e-12, atol=1e-12)

@@ -389,8 +389,14 @@ def update_in_place(prog):
             records[n] = InPlace(i, scatter)
             if scatter is not None:
                 del section[scatter]
-        prog = prog.replace(in_place={**prog.in_place, **records}, section=section,
-                            copied=frozenset(copied))
+        candidate = prog.replace(in_place={**prog.in_place, **records}, section=section,
+                                 copied=frozenset(copied))
+        # Checked again on the rewritten program, as the verifier checks it: with its
+        # scatter_adds replaced, a view of the buffer read before an update may now be read
+        # after it (`c.at[:, 0].add(c[:, 2])`'s backward), which the check before missed.
+        if alias.chain_problem(candidate, i, chain, frozenset(copied)) is not None:
+            continue
+        prog = candidate
     return start.replace(in_place=prog.in_place, section=prog.section, copied=prog.copied,
                          fired="update_in_place")
 
