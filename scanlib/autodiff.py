@@ -25,7 +25,6 @@ from .tape import (
     reaches_other_leaves,
 )
 from .tape import state as _state
-from .tape.backward import private_leaf
 
 
 def _fresh_input(x, path, who):
@@ -48,7 +47,7 @@ def _fresh_input(x, path, who):
         t = builder.lift(t)
     if t.requires_grad and grad_enabled():
         return ew.copy(t)  # a node: the outer walk flows through to x
-    return private_leaf(t._value, t._trace, t._var)
+    return Tensor(t._value, True, _trace=t._trace, _var=t._var)
 
 
 def _should_record(originals, cts=()):
@@ -121,7 +120,13 @@ def vjp_recording(f, primals, has_aux, record):
         return pytree.unflatten(treedef, grads)
 
     vjp_fn.records = record
+    if not record:  # nothing differentiates through them: plain values, as JAX returns
+        out, aux = _detached(out), _detached(aux)
     return (out, vjp_fn, aux) if has_aux else (out, vjp_fn)
+
+
+def _detached(tree):
+    return pytree.tree_map(lambda t: t.detach() if isinstance(t, Tensor) else t, tree)
 
 
 def _dev(o):
@@ -188,7 +193,7 @@ def value_and_grad(f, argnums=0, has_aux=False, holomorphic=False):
         grads = [g if g is not None else _zeros_for(x) for g, x in zip(found, inputs)]
         g_tree = pytree.unflatten(treedef, grads)
         g_out = g_tree if multiple else g_tree[0]
-        value = out if record else out.detach()
+        value, aux = (out, aux) if record else (out.detach(), _detached(aux))
         return ((value, aux), g_out) if has_aux else (value, g_out)
 
     return wrapped

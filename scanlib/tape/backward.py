@@ -159,18 +159,6 @@ class _Cotangents:
         return cts
 
 
-_PRIVATE = weakref.WeakValueDictionary()  # id -> a leaf only its own differentiation reads
-
-
-def private_leaf(value, trace=None, var=None):
-    """A leaf that requires grad for one differentiation (grad's copy of an argument that
-    itself requires none): no enclosing differentiation can ask for its gradient, so reaching
-    it is no reason to record (reaches_other_leaves)."""
-    t = Tensor(value, True, _trace=trace, _var=var)
-    _PRIVATE[id(t)] = t
-    return t
-
-
 def reaches_other_leaves(roots, inputs):
     """Whether the graph behind `roots` reaches a leaf that requires grad other than through
     `inputs`: a closed-over parameter, say. A gradient or value derived from the roots must
@@ -183,8 +171,6 @@ def reaches_other_leaves(roots, inputs):
             continue
         node = x._node
         if node is None:
-            if _PRIVATE.get(id(x)) is x:
-                continue
             return True
         if node in seen or node.inputs is None:
             continue
