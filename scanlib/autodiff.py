@@ -74,6 +74,10 @@ def _zeros_for(target):
 def vjp(f, *primals, has_aux=False):
     """(out, vjp_fn): vjp_fn(cotangent shaped like out) returns one cotangent per primal.
 
+    out (and aux, with has_aux=True) stays on the tape only where something may
+    differentiate it further (an input or a closed-over tensor requires grad, or an
+    enclosing differentiation); otherwise it is a plain value, as JAX returns it.
+
     >>> import scanlib as sl
     >>> out, back = sl.vjp(lambda x: x * x, sl.tensor([1.0, 2.0]))
     >>> back(sl.tensor([1.0, 1.0]))
