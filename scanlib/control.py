@@ -210,7 +210,10 @@ def _saving_loop(cond, body, init_t, q_values, body_consts, max_steps):
         return init_t
     carry = as_arrays(carry, aug.outvars[:nc])
     xp = backends.xp_of(*carry)
-    stacks = [xp.asarray(xp.stack(r), dtype=v.dtype) for r, v in zip(rows, aug.outvars[nc:])]
+    stacks = []
+    for r, v in zip(rows, aug.outvars[nc:]):
+        stacks.append(xp.asarray(xp.stack(r), dtype=v.dtype))
+        r.clear()  # one residual in two copies at a time, not all of them
     return record_scan(lin, init_t, body_consts, n, carry + stacks)
 
 
