@@ -7,6 +7,7 @@ Each case is written once as f(m, *args), m a namespace of scanlib's or jax.nump
 
 from __future__ import annotations
 
+import sys
 import types
 
 import numpy as np
@@ -499,3 +500,29 @@ def test_jacfwd_equals_jacrev_on_a_kalman_log_likelihood(rng):
     fwd = sl.jacfwd(lambda th: kalman.log_likelihood(th, ys))(theta)
     rev = sl.jacrev(lambda th: kalman.log_likelihood(th, ys))(theta)
     _assert_trees_close(fwd, rev, rtol=1e-9, atol=1e-12)
+
+
+def test_jacfwd_pushes_columns_by_forward_mode_and_falls_back_where_recorded(monkeypatch):
+    """Each column is one forward-mode jvp (no linearization), unless the Jacobian may be
+    differentiated again: then the double VJP, which records."""
+    transforms = sys.modules["scanlib.transforms"]
+    calls = []
+    real = transforms._linearized
+    monkeypatch.setattr(transforms, "_linearized",
+                        lambda *a, **k: calls.append(1) or real(*a, **k))
+    W = sl.tensor([[0.5, -0.3], [0.2, 0.8]])
+
+    def f(x, h):
+        return sl.scan(lambda c, _: (sl.tanh(c @ W) * x, sl.sum(c)), h, length=4)
+
+    x, h = sl.tensor([1.2, 0.7]), sl.tensor([0.3, -0.4])
+    got = sl.jacfwd(f, argnums=(0, 1))(x, h)
+    want = sl.jacrev(f, argnums=(0, 1))(x, h)
+    for a, b in zip(sl.pytree.flatten(got)[0], sl.pytree.flatten(want)[0]):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-12, atol=1e-14)
+    assert calls == []
+    # inside grad the Jacobian is differentiated: recorded, and equal to jacrev's there too
+    g = sl.grad(lambda x: sl.sum(sl.jacfwd(f)(x, h)[0] ** 2))(x)
+    g2 = sl.grad(lambda x: sl.sum(sl.jacrev(f)(x, h)[0] ** 2))(x)
+    np.testing.assert_allclose(g.numpy(), g2.numpy(), rtol=1e-12)
+    assert calls
