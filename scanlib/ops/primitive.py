@@ -31,10 +31,10 @@ class Primitive:
     `view` (its result may be a view of its input: costs no bytes, never written into),
     `inline` (the Python expression the generated code writes instead of a call: a template
     of the arguments, `"({0} + {1})"`, or a function of the params giving one or None) and,
-    for a
-    multiple-result primitive, `prune(params, used) -> (params, kept_inputs, kept_outputs)`
-    or None: the same equation computing only the results that are read (`used`, one flag
-    per output; it may keep more), reading only the kept inputs (see graph.prune_outputs).
+    for a multiple-result primitive, `prune(params, used) -> (params, kept_inputs,
+    kept_outputs)` or None: the same equation computing only the results that are read
+    (`used`, one flag per output; it may keep more), reading only the kept inputs (see
+    graph.prune_outputs).
     """
 
     def __init__(self, name, impl, vjp=None, multiple_results=False, sparse_index=None,

@@ -156,7 +156,7 @@ def distinct_rows(xp, idx, n):
 
 
 def _inline_index(params):
-    """x[index] as the generated code writes it, `{0}[{1}, 1:,]` (the tuple impl builds,
+    """x[index] as the generated code writes it, `{0}[{1}, 1:, ]` (the tuple impl builds,
     its arrays as arguments), when every other entry prints as itself; else None."""
     parts = []
     for t in params["index"]:
