@@ -164,10 +164,10 @@ def _tape_vjp(cts, inputs, graph, num_args):
     # forward trace of jvp) gets every differentiable input's, as from any other rule.
     on_tape = any(isinstance(x, Tensor) and x.requires_grad for x in inputs)
     wanted = [i for i, x in enumerate(inputs)
-              if _differentiable(x) and (x.requires_grad or not on_tape)]
+              if differentiable(x) and (x.requires_grad or not on_tape)]
     starts = list(inputs)
     for i in wanted:
-        starts[i] = _start(inputs[i], recording)
+        starts[i] = walk_start(inputs[i], recording)
     with enable_grad():
         replayed = replay(graph, starts[:num_args], starts[num_args:])
     roots, root_cts = [], []
@@ -218,16 +218,17 @@ def _traced_vjp(cts, inputs, graph, num_args):
                                      [read(v) for v in eqn.invars], eqn.params)
         for v, g in zip(eqn.invars, in_cts):
             add(v, g)
-    return [ct.get(v) if _differentiable(x) else None
+    return [ct.get(v) if differentiable(x) else None
             for v, x in zip(graph.invars + graph.constvars, inputs)]
 
 
-def _differentiable(x):
+def differentiable(x):
     return isinstance(x, Tensor) and is_differentiable_dtype(x.dtype)
 
 
-def _start(x, recording):
-    """Where the replay's walk stops for an input x whose cotangent is wanted: a new leaf
+def walk_start(x, recording):
+    """Where a walk over a replay stops for an input x whose cotangent is wanted (this VJP's,
+    and revolve's over one reversed step): a new leaf
     holding x's value, or, when the walk is recorded and x requires grad, a node on x (so
     that the outer walk reaches x through the replay)."""
     if recording and x.requires_grad:

@@ -270,9 +270,10 @@ isinf = _public(isinf_p, """Elementwise test for +inf or -inf (bool, not differe
 
 
 # --- logical and bitwise: bool results or integer bits, not differentiable ----------------------
-def _logical(prim, doc):
+def _two_input(prim, doc, bits=False):
+    """The public function of a two-input test; `bits`: bool or integer inputs only."""
     def op(x, y):
-        return prim(_prepared(x), _prepared(y))
+        return prim(*(_bits(prim.name, x, y) if bits else (_prepared(x), _prepared(y))))
     op.__name__ = op.__qualname__ = prim.name
     op.__doc__ = doc
     op.primitive = prim
@@ -281,15 +282,15 @@ def _logical(prim, doc):
 
 logical_xor_p = Primitive("logical_xor", lambda x, y: _xp(x, y).logical_xor(x, y),
                           elementwise=True, ufunc="logical_xor")
-logical_and = _logical(ew.logical_and, """Elementwise x and y, by truth value (a bool tensor).
+logical_and = _two_input(ew.logical_and, """Elementwise x and y, by truth value (a bool tensor).
 
     >>> sl.logical_and(sl.tensor([True, False]), sl.tensor([True, True]))
     """)
-logical_or = _logical(ew.logical_or, """Elementwise x or y, by truth value (a bool tensor).
+logical_or = _two_input(ew.logical_or, """Elementwise x or y, by truth value (a bool tensor).
 
     >>> sl.logical_or(sl.tensor([True, False]), sl.tensor([False, False]))
     """)
-logical_xor = _logical(logical_xor_p, """Elementwise x xor y, by truth value (a bool tensor).
+logical_xor = _two_input(logical_xor_p, """Elementwise x xor y, by truth value (a bool tensor).
 
     >>> sl.logical_xor(sl.tensor([True, False]), sl.tensor([True, True]))
     """)
@@ -324,29 +325,20 @@ bitwise_xor_p = Primitive("bitwise_xor", lambda x, y: x ^ y, elementwise=True,
 invert_p = Primitive("invert", lambda x: ~x, elementwise=True, ufunc="invert", inline="(~{0})")
 
 
-def _bitwise(prim, doc):
-    def op(x, y):
-        return prim(*_bits(prim.name, x, y))
-    op.__name__ = op.__qualname__ = prim.name
-    op.__doc__ = doc
-    op.primitive = prim
-    return op
-
-
-bitwise_and = _bitwise(bitwise_and_p, """Elementwise x & y: the bits of integers, and of bools.
+bitwise_and = _two_input(bitwise_and_p, """Elementwise x & y: the bits of integers, and of bools.
 
     On bools it is logical and, so conditions combine as in JAX: `(t < n) & (err > tol)`.
 
     >>> sl.bitwise_and(sl.tensor([12, 5]), sl.tensor([10, 1]))
-    """)
-bitwise_or = _bitwise(bitwise_or_p, """Elementwise x | y: the bits of integers, and of bools.
+    """, bits=True)
+bitwise_or = _two_input(bitwise_or_p, """Elementwise x | y: the bits of integers, and of bools.
 
     >>> sl.bitwise_or(sl.tensor([12, 5]), sl.tensor([10, 2]))
-    """)
-bitwise_xor = _bitwise(bitwise_xor_p, """Elementwise x ^ y: the bits of integers, and of bools.
+    """, bits=True)
+bitwise_xor = _two_input(bitwise_xor_p, """Elementwise x ^ y: the bits of integers, and of bools.
 
     >>> sl.bitwise_xor(sl.tensor([12, 5]), sl.tensor([10, 1]))
-    """)
+    """, bits=True)
 
 
 def invert(x) -> Tensor:

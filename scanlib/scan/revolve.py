@@ -18,9 +18,9 @@ from __future__ import annotations
 from ..ops import concatenate, zeros
 from ..ops import elementwise as ew
 from ..ops.primitive import Primitive, bind
+from ..remat import differentiable, walk_start
 from ..tape import Graph, Tensor, backward_pass, current_builder, enable_grad, grad_enabled
 from ..tape.graph import used_vars
-from ..tape.tensor import is_differentiable_dtype
 from .cache import canonical
 from .primitive import _mode, _scan_impl, _scan_vjp, apply_scan
 from .schedule import Revolve, binomial_split
@@ -54,12 +54,12 @@ def _vjp(cts, outs, *inputs, _saved, body, length, snapshots, repetitions, num_c
     on_tape = any(isinstance(x, Tensor) and x.requires_grad for x in inputs)
 
     def wanted(x):  # as checkpoint's VJP: on the tape, only what requires grad
-        return _differentiable(x) and (x.requires_grad or not on_tape)
+        return differentiable(x) and (x.requires_grad or not on_tape)
 
     mode = dict(interpret=interpret, compiler=compiler)
     k_wanted = [wanted(k) for k in consts]
     x_wanted = [wanted(x) for x in xs]
-    k_starts = [_start(k, recording) if w else k for k, w in zip(consts, k_wanted)]
+    k_starts = [walk_start(k, recording) if w else k for k, w in zip(consts, k_wanted)]
     k_cts = [None] * len(consts)
     x_rows = [[None] * length if w else None for w in x_wanted]
     carries_only = _carries_only(body, nc)
@@ -71,9 +71,9 @@ def _vjp(cts, outs, *inputs, _saved, body, length, snapshots, repetitions, num_c
     def reverse_step(carry, t, ct):
         """The cotangent of step t's carry, given its result's; adds the consts' and keeps
         xs[t]'s."""
-        c_starts = [_start(c, recording) if _differentiable(c) else c for c in carry]
+        c_starts = [walk_start(c, recording) if differentiable(c) else c for c in carry]
         rows = [x[t:t + 1] for x in xs]
-        x_starts = [_start(r, recording) if w else r for r, w in zip(rows, x_wanted)]
+        x_starts = [walk_start(r, recording) if w else r for r, w in zip(rows, x_wanted)]
         with enable_grad():
             step = apply_scan(body, c_starts, x_starts, k_starts, 1, False, **mode)
         roots, root_cts = [], []
@@ -85,12 +85,12 @@ def _vjp(cts, outs, *inputs, _saved, body, length, snapshots, repetitions, num_c
             if g is not None and o.requires_grad:
                 roots.append(o)
                 root_cts.append(g[t:t + 1])
-        targets = ([c for c in c_starts if _differentiable(c)]
+        targets = ([c for c in c_starts if differentiable(c)]
                    + [x for x, w in zip(x_starts, x_wanted) if w]
                    + [k for k, w in zip(k_starts, k_wanted) if w])
         found = iter(backward_pass(roots, root_cts, targets=targets, create_graph=recording)
                      if roots else [None] * len(targets))
-        new_ct = [next(found) if _differentiable(c) else None for c in c_starts]
+        new_ct = [next(found) if differentiable(c) else None for c in c_starts]
         for j, w in enumerate(x_wanted):
             if w:
                 x_rows[j][t] = next(found)
@@ -129,18 +129,6 @@ def _carries_only(body, nc):
             body.invars, body.constvars, [None] * len(body.constvars),
             used_vars(body.eqns, outvars)[0], outvars, body.name, body.device))
     return found
-
-
-def _differentiable(x):
-    return isinstance(x, Tensor) and is_differentiable_dtype(x.dtype)
-
-
-def _start(x, recording):
-    """Where one reversed step's walk stops for x: a new leaf holding x's value, or, when
-    the walk is recorded and x requires grad, a node on x (the outer walk reaches x)."""
-    if recording and x.requires_grad:
-        return ew.copy(x)
-    return Tensor(x._value, True)
 
 
 revolve_p = Primitive("revolve_scan", _impl, _vjp, multiple_results=True)
