@@ -57,6 +57,7 @@ MIN_REPS, MAX_REPS = 5, 2000
 # scanlib's faster ways to run the same value_and_grad, each checked against the NumPy loop.
 TIERS = {"jit": {"jit": True, "compiler": "numpy"},
          "numba": {"jit": False, "compiler": "numba"},
+         "jit+numba per scan": {"jit": True, "compiler": "numba", "fused": False},
          "jit+numba": {"jit": True, "compiler": "numba"}}
 
 
@@ -285,17 +286,27 @@ def jax_missing():
 
 
 # --- the contenders: () -> (value, {name: gradient}) as NumPy -----------------------------------
-def scanlib_runner(name, params, data, loop=False, compiler="numpy", jit=False):
+def scanlib_runner(name, params, data, loop=False, compiler="numpy", jit=False, fused=True):
     """The timed call: one scanlib.value_and_grad of the loss (built once, as a sampler would);
-    with jit=True, scanlib.jit of it (traced on the first call, replayed after)."""
+    with jit=True, scanlib.jit of it (traced on the first call, replayed after); fused=False:
+    jit's fused kernel off (each scan's own kernel, the straight-line code between them)."""
     import scanlib as sl
+    from scanlib.scan import fused as fused_kernel
 
     ops, fn = scanlib_ops(loop, compiler), LOSSES[name]
     vg = sl.value_and_grad(lambda p: fn(ops, p, data))
     vg = sl.jit(vg) if jit else vg
+    traced = []
 
     def run():
-        return vg(params)
+        if traced:
+            return vg(params)
+        old, fused_kernel.ENABLED = fused_kernel.ENABLED, fused  # read when tracing
+        try:
+            return vg(params)
+        finally:
+            fused_kernel.ENABLED = old
+            traced.append(True)
     return run
 
 

@@ -21,6 +21,7 @@ import weakref
 import numpy as np
 
 from . import backends, pytree
+from .scan import fused
 from .scan.api import _DEFAULT_COMPILER
 from .tape import Tensor, current_builder, grad_enabled
 from .tape.graph import Eqn, Graph, Literal, Var, number_key, param_fingerprint, prune_outputs
@@ -282,14 +283,23 @@ class Trace:
                                 "same object would come back from every call).")
         self._tensor_consts = [c for c in self.graph.consts if isinstance(c, Tensor)]
         self.graph = prune_outputs(merge_rebound_scans(self.graph))
-        self._run = _straight_line(self.graph, {} if snapshots is None else snapshots)
+        self._consts = _const_values(self.graph, {} if snapshots is None else snapshots)
+        self._run = _straight_line(self.graph, self._consts)
+        self.fused, self.fused_note = None, None  # the whole graph as one numba kernel
+        if sig.device == "cpu" and fused.wanted(self.graph):
+            try:
+                self.fused = fused.build(self.graph)
+            except fused.Unsupported as e:
+                self.fused_note = str(e)
 
     def reads_grad_tensor(self):
         """f read a tensor that requires grad now: its result must be on the tape."""
         return grad_enabled() and any(c.requires_grad for c in self._tensor_consts)
 
     def __call__(self, arrays, callers=()):
-        outs = self._run(*arrays)
+        outs = self.fused(arrays, self._consts) if self.fused is not None else None
+        if outs is None:
+            outs = self._run(*arrays)
         if callers:
             outs = _not_sharing(outs, callers)
         leaves = [Tensor(o) if not isinstance(v, Literal) else Tensor(o.copy())
@@ -392,7 +402,19 @@ def _snapshot(value, snapshots):
     return copy
 
 
-def _straight_line(graph, snapshots):
+def _const_values(graph, snapshots):
+    """The values of the graph's constants as its replays read them: a writable closed-over
+    array as it was when traced, as documented (and as JAX does)."""
+    values = []
+    for c in graph.consts:
+        value = c._value if isinstance(c, Tensor) else c
+        if isinstance(value, np.ndarray) and value.flags.writeable:
+            value = _snapshot(value, snapshots)
+        values.append(value)
+    return values
+
+
+def _straight_line(graph, consts):
     """A Python function of the graph's inputs computing its outputs: one line per equation,
     each a call of the primitive's impl (what bind calls outside a trace)."""
     names, ns = {}, {}
@@ -406,11 +428,8 @@ def _straight_line(graph, snapshots):
 
     for i, v in enumerate(graph.invars):
         names[v] = f"a{i}"
-    for i, (v, c) in enumerate(zip(graph.constvars, graph.consts)):
+    for i, (v, value) in enumerate(zip(graph.constvars, consts)):
         names[v] = f"_k{i}"
-        value = c._value if isinstance(c, Tensor) else c
-        if isinstance(value, np.ndarray) and value.flags.writeable:
-            value = _snapshot(value, snapshots)  # read when traced, as documented (and JAX)
         ns[f"_k{i}"] = value
     lines = [f"def run({', '.join(names[v] for v in graph.invars)}):"]
     for i, eqn in enumerate(graph.eqns):

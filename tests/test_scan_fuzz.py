@@ -497,16 +497,26 @@ def jit_scan(*args, **kw):
 jit_scan.jit = True  # Check runs the whole forward, gradient or HVP under scanlib.jit
 
 
+def jit_numba_scan(*args, **kw):
+    return sl.scan(*args, **kw)
+
+
+# Under scanlib.jit with every scan's compiler "numba" (nested ones too): jit's fused kernel
+# where it applies (scan/fused.py), else the per-scan numba tier.
+jit_numba_scan.jit, jit_numba_scan.compiler = True, "numba"
+
+
 def outer(scan_fn):
     """scanlib.jit for the jit tier, else nothing: what Check wraps each computation in."""
     return sl.jit if getattr(scan_fn, "jit", False) else (lambda f: f)
 
 
 SCANS = {"loop": loop_scan, "interp": interp_scan, "compiled": sl.scan, "numba": numba_scan,
-         "jit": jit_scan}
+         "jit": jit_scan, "jit-numba": jit_numba_scan}
 PAIRS = (("compiled", "loop"), ("compiled", "interp"), ("interp", "loop"))
 EXTRA_PAIRS = {"numba": (("numba", "loop"), ("numba", "compiled")),
-               "jit": (("jit", "loop"), ("jit", "compiled"))}
+               "jit": (("jit", "loop"), ("jit", "compiled")),
+               "jit-numba": (("jit-numba", "loop"), ("jit-numba", "compiled"))}
 TIERS = ("interp", "compiled")
 
 
@@ -632,10 +642,14 @@ def run_all(fn, tiers=TIERS):
     except FloatingPointError as e:
         raise Overflow(str(e)) from e
     for name in tiers:
+        scan_fn = SCANS[name]
+        old = sl.set_loop_compiler(getattr(scan_fn, "compiler", None))
         try:
-            results[name] = fn(SCANS[name])
+            results[name] = fn(scan_fn)
         except Exception as e:  # noqa: BLE001 - a scan that raises is a disagreement too
             results[name] = Raised(e)
+        finally:
+            sl.set_loop_compiler(old)
     return results
 
 
@@ -696,7 +710,7 @@ def check_body(body, kind, second_order=False, tiers=TIERS):
     """Compiled scan vs the loop and the interpreter (and the numba loop, when in `tiers`);
     raises one AssertionError naming every disagreement and the body."""
     BODIES_RUN[kind] += 1
-    kernels = native.STATS["kernel calls"]
+    kernels, fused_calls = native.STATS["kernel calls"], native.STATS["fused calls"]
     # Bodies share scan's graph cache; start empty so that a failure reproduces from the
     # printed Body alone (and hypothesis' shrinking is not fooled by earlier examples).
     scan_cache.clear()
@@ -714,6 +728,8 @@ def check_body(body, kind, second_order=False, tiers=TIERS):
                              f"{body!r}") from e
     if native.STATS["kernel calls"] > kernels:
         BODIES_RUN[f"{kind}, of them ran numba kernels"] += 1
+    if native.STATS["fused calls"] > fused_calls:
+        BODIES_RUN[f"{kind}, of them ran jit's fused kernel"] += 1
     lines = [m for stage, res in stages for m in disagreements(stage, res, body)]
     if lines:
         raise AssertionError(f"scan fuzz: {suspect(lines)}\n  " + "\n  ".join(lines)
@@ -1214,6 +1230,14 @@ def test_random_bodies_numba_loop(body):
 def test_random_bodies_under_jit(body):
     check_random_body(body, "random jit", second_order=body.seed % 4 == 0,
                       tiers=TIERS + ("jit",))
+
+
+@pytest.mark.skipif(not HAVE_NUMBA, reason="numba is not installed (compiler='numba')")
+@settings(SETTINGS, max_examples=NUMBA_EXAMPLES)
+@given(bodies())
+def test_random_bodies_under_jit_with_numba(body):
+    check_random_body(body, "random jit numba", second_order=body.seed % 4 == 0,
+                      tiers=TIERS + ("jit-numba",))
 
 
 @pytest.mark.skipif(not HAVE_NUMBA, reason="numba is not installed (compiler='numba')")

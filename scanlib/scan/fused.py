@@ -1,0 +1,215 @@
+"""A whole traced graph, its scans included, as one numba kernel: what `scanlib.jit` replays
+when every scan in the graph asked for compiler="numba" and its steps are small.
+
+The per-scan tier (loop/native.py) compiles each scan's step loop and leaves the rest in
+Python: the forward and the backward scan each pay an executor call, the batched work the
+loop compiler moved out of the step runs as NumPy calls on a handful of elements, and the
+equations between the scans are one NumPy call each. For a short scan with a tiny state
+(a T=60 scalar likelihood) that fixed cost is most of the call. Here the graph is printed
+as straight-line numba code, equation by equation with the per-scan tier's rules
+(loop/native_rules.py), and each scan as a plain loop over its body: the loop that defines
+scan, with no schedule, batching or reordering (numba compiles the step, not the compiler's
+passes). A gradient accumulator then sums in the loop's order, as the Python loop does.
+
+It fires only when it is proved, as the per-scan tier does: a primitive without a rule raises
+Unsupported when the graph is built (jit then replays its straight-line code); before the
+kernel first runs on new argument types, numba's inferred dtype and rank of every value are
+compared with the graph's (NotProved: the straight-line code from then on); and where the
+kernel raises (an index out of range, a singular matrix) the straight-line code runs the
+call instead and raises its own error. It is not used where a step works on large arrays
+(more than SMALL elements in a value of a scan body) or the scans are long (more than
+MAX_STEPS steps in all): there the loop compiler's batched work across steps is faster than
+the same work one step at a time, and a call's fixed cost is a small part of it.
+
+Imports the scan primitive, the loop compiler's numba printer and rules; numba only when
+a kernel is built.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..tape import Literal
+from .loop.native_rules import Arg, Unsupported, dtype_code, literal_code, statements
+from .primitive import scan_p
+
+# Where the fixed cost of a call (what the fused kernel saves: ~0.1-0.2 ms) is not most of it,
+# the loop compiler's batched work across steps, which the kernel gives up, is worth more:
+# an HMM with K=8 over T=2,000 (8,000 steps forward and back) is 1.4x slower fused.
+SMALL = 1024  # elements: a scan body value above this keeps the per-scan tier
+MAX_STEPS = 4096  # steps of all the graph's scans: more keep the per-scan tier
+ENABLED = True  # False: jit replays its straight-line code (the bench's per-scan column)
+_VIEWS = ("getitem", "reshape", "transpose", "broadcast_to", "split", "unstack",
+          "stop_gradient", "copy")
+
+
+def wanted(graph):
+    """Whether the graph asks for the fused kernel: ENABLED; it has a scan; every scan in it
+    (nested ones too) asked for compiler="numba" and none for the interpreter; no value of a
+    scan body has more than SMALL elements; and the scans run at most MAX_STEPS steps in
+    all (a nested scan's times its outer's)."""
+    scans = list(_scans(graph, 1))
+    return ENABLED and bool(scans) and sum(steps for _, steps in scans) <= MAX_STEPS and all(
+        eqn.params.get("compiler") == "numba" and not eqn.params.get("interpret")
+        and all(math.prod(v.shape) <= SMALL for e in eqn.params["body"].eqns
+                for v in e.outvars)
+        for eqn, _ in scans)
+
+
+def _scans(graph, outer_steps):
+    """(scan equation, the steps it runs in one run of the graph) for every scan in it."""
+    for eqn in graph.eqns:
+        if eqn.prim is scan_p:
+            steps = outer_steps * eqn.params["length"]
+            yield eqn, steps
+            yield from _scans(eqn.params["body"], steps)
+
+
+class _Writer:
+    """Prints a graph's equations as kernel statements, a scan as a loop over its body."""
+
+    def __init__(self):
+        self.lines, self.expected, self._count = [], {}, 0
+
+    def new(self, v, prefix="v"):
+        """A fresh name for the value of var v (every name is assigned in one place, but
+        a carry, which is assigned before its loop and at the end of each step)."""
+        name = f"{prefix}{self._count}"
+        self._count += 1
+        self.expected[name] = (np.dtype(v.dtype), len(v.shape))
+        return name
+
+    def graph(self, graph, in_codes, const_codes, indent):
+        """The codes of graph's outputs, its equations written at `indent`; a code is a
+        name, or a Literal for an output that is one."""
+        env = dict(zip(graph.invars, in_codes))
+        env.update(zip(graph.constvars, const_codes))
+        fresh = set()
+        for eqn in graph.eqns:
+            args = [Arg(None if isinstance(a, Literal) else env[a], a) for a in eqn.invars]
+            outs = [self.new(v) for v in eqn.outvars]
+            if eqn.prim is scan_p:
+                self.scan(eqn, args, outs, indent)
+            else:
+                self.lines += [indent + s for s in statements(eqn, args, outs)]
+            if eqn.prim.name not in _VIEWS:
+                fresh.update(outs)
+            env.update(zip(eqn.outvars, outs))
+        return [(v, True) if isinstance(v, Literal) else (env[v], env[v] in fresh)
+                for v in graph.outvars]
+
+    def scan(self, eqn, args, outs, indent):
+        p = eqn.params
+        body, T, nc, nx = p["body"], p["length"], p["num_carry"], p["num_xs"]
+        init, xs, consts = args[:nc], args[nc:nc + nx], args[nc + nx:]
+        if any(a.literal for a in xs):
+            raise Unsupported("a literal xs")
+        carries, ys = outs[:nc], outs[nc:]
+        for name, a, v in zip(carries, init, eqn.outvars):
+            code = Literal(a.value) if a.literal else a.code
+            self.lines.append(f"{indent}{name} = {_owned(code, False, v)}")
+        for name, v in zip(ys, eqn.outvars[nc:]):
+            self.lines.append(f"{indent}{name} = np.empty({tuple(v.shape)}, "
+                              f"{dtype_code(v.dtype)})")
+        t = f"t{self._count}"
+        self._count += 1
+        steps = f"range({T} - 1, -1, -1)" if p["reverse"] else f"range({T})"
+        self.lines.append(f"{indent}for {t} in {steps}:")
+        inner = indent + "    "
+        x_names = [self.new(v, "x") for v in body.invars[nc:nc + nx]]
+        self.lines += [f"{inner}{n} = {a.code}[{t}]" for n, a in zip(x_names, xs)]
+        results = self.graph(body, carries + x_names, [a.code for a in consts], inner)
+        for name, (code, _), v in zip(ys, results[nc:], eqn.outvars[nc:]):
+            value = literal_code(code.value, v.dtype) if isinstance(code, Literal) else code
+            self.lines.append(f"{inner}{name}[{t}] = {value}")
+        if nc:
+            nexts = [_owned(code, fresh, v) for (code, fresh), v
+                     in zip(results[:nc], eqn.outvars[:nc])]
+            self.lines.append(f"{inner}{', '.join(carries)}, = {', '.join(nexts)},")
+
+
+def _owned(code, fresh, v):
+    """A value's code (a name, or a Literal) as a carry's or an output's value of var v: a
+    literal typed as v; an array copied unless it is fresh (computed here, not a view): numba
+    gives a variable one array type, so a carry must be a contiguous array of its own from
+    its first value on, and an output must not share the caller's memory."""
+    if isinstance(code, Literal):
+        return literal_code(code.value, v.dtype)
+    return code if fresh or not v.shape else f"{code}.copy()"
+
+
+class FusedKernel:
+    """Call with the graph's input and constant arrays: its outputs, or None where the
+    straight-line code must run (see the module's docstring)."""
+
+    def __init__(self, source, kernel, plan):
+        self.source, self.kernel, self._plan = source, kernel, plan
+        self.note = None  # why it stopped running, once it has
+
+    def __call__(self, arrays, consts):
+        from .loop import native
+
+        if self.kernel is None or "raise" in np.geterr().values():
+            return None  # under np.errstate(...="raise") NumPy raises where numba would not
+        values = [a[()] if not a.shape else a for a in (*arrays, *consts)]
+        try:
+            res = self.kernel(*values)
+        except native.NotProved as e:
+            self.kernel, self.note = None, str(e)
+            return None
+        except native.KERNEL_ERRORS:  # the straight-line code raises its own error
+            return None
+        native.STATS["fused calls"] += 1
+        out = []
+        for kind, x, dtype in self._plan:
+            if kind == "kernel":
+                value = res[x]
+                out.append(value if dtype is None else np.asarray(value, dtype))
+            elif kind == "input":
+                out.append(arrays[x] if x < len(arrays) else consts[x - len(arrays)])
+            else:
+                out.append(x)
+        return out
+
+
+def build(graph):
+    """The FusedKernel of a graph that `wanted`; raises Unsupported when a primitive (or a
+    form of one) has no numba rule."""
+    from .loop import native
+
+    why = native.missing()
+    if why is not None:
+        raise Unsupported(why)
+    w = _Writer()
+    params = [f"a{i}" for i in range(len(graph.invars))]
+    params += [f"k{i}" for i in range(len(graph.constvars))]
+    results = w.graph(graph, params[:len(graph.invars)], params[len(graph.invars):], "    ")
+    inputs = {**{v: i for i, v in enumerate(graph.invars)},
+              **{v: len(graph.invars) + i for i, v in enumerate(graph.constvars)}}
+    plan, returned = [], []
+    for v, (code, fresh) in zip(graph.outvars, results):
+        if isinstance(v, Literal):
+            plan.append(("literal", v.value, None))
+        elif v in inputs:
+            plan.append(("input", inputs[v], None))
+        else:
+            plan.append(("kernel", len(returned), None if v.shape else np.dtype(v.dtype)))
+            returned.append(_owned(code, fresh, v))
+    ksource = "\n".join([
+        f"# scanlib fused kernel; helpers {native._helpers_digest()}",
+        "import numba",
+        "import numpy as np",
+        "",
+        "from scanlib.scan.loop.native_kernels import _rows_extreme, _scatter1, _scatter2, "
+        "_sigmoid, _solve, _take1, _take2, _triangular_solve",
+        "",
+        "",
+        "@numba.njit(cache=CACHE, nogil=True, error_model='numpy')",
+        f"def kernel({', '.join(params)}):",
+        *w.lines,
+        f"    return ({''.join(r + ', ' for r in returned)})", ""])
+    dispatcher, proofs = native._load(ksource)
+    kernel = native.NativeKernel(dispatcher, w.expected, graph.name, proofs)
+    return FusedKernel(ksource, kernel, plan)

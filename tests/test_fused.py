@@ -1,0 +1,201 @@
+"""scanlib.jit's fused kernel (scanlib/scan/fused.py): a traced graph whose scans all asked
+for compiler="numba" runs as one numba kernel, scans as plain loops in it.
+
+Each program runs eagerly (the per-scan tier, itself checked against the loop elsewhere) and
+under jit, and the jit call must have run the fused kernel (a silent fallback would test
+nothing), with the same dtypes and values to rounding (the kernel sums a gradient in the
+loop's order, the NumPy loop per chunk). Where the kernel cannot apply (no rule for a
+primitive, NumPy set to raise, an index out of range, long scans), jit's straight-line code
+runs and gives its values or its errors.
+"""
+
+import sys
+
+import numpy as np
+import pytest
+
+numba = pytest.importorskip("numba")
+
+import scanlib as sl
+from scanlib.scan.loop import native
+
+fused = sys.modules["scanlib.scan.fused"]
+RNG = np.random.default_rng(0)
+
+
+def _trace(jitted):
+    (trace,) = jitted._traces.values()
+    return trace
+
+
+def _leaves(out):
+    return [np.asarray(a.numpy() if isinstance(a, sl.Tensor) else a)
+            for a in sl.pytree.flatten(out)[0]]
+
+
+def check(make, *args, rtol=1e-11, want_fused=True):
+    """make("numpy") eagerly (NumPy loops: no kernels to compile) and jit(make("numba"))
+    (called twice: the first call compiles); returns the jitted function."""
+    want = _leaves(make("numpy")(*args))
+    jitted = sl.jit(make("numba"))
+    jitted(*args)
+    before = native.STATS["fused calls"]
+    got = _leaves(jitted(*args))
+    trace = _trace(jitted)
+    if want_fused:
+        assert trace.fused is not None, trace.fused_note
+        assert native.STATS["fused calls"] == before + 1, "the fused kernel did not run"
+    else:
+        assert native.STATS["fused calls"] == before
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_allclose(g, w, rtol=rtol, atol=rtol)
+    return jitted
+
+
+def holt_winters(p, ys, compiler="numba"):
+    alpha, beta = sl.sigmoid(p["alpha"]), sl.sigmoid(p["beta"])
+
+    def step(carry, y):
+        level, trend, season = carry
+        err = y - (level + trend + season[0])
+        season = sl.concatenate([season[1:], (season[0] + 0.3 * err)[None]])
+        return (level + trend + alpha * err, trend + alpha * beta * err, season), err
+
+    _, errs = sl.scan(step, (p["level"], p["trend"], p["season"]), ys, compiler=compiler)
+    return -0.5 * sl.vdot(errs, errs) / sl.exp(2 * p["log_sigma"])
+
+
+def _hw_params(dtype=np.float64):
+    p = {"alpha": 0.1, "beta": -1.0, "log_sigma": 0.2, "level": 1.0, "trend": 0.05}
+    p = {k: np.asarray(v, dtype) for k, v in p.items()}
+    p["season"] = RNG.normal(size=4).astype(dtype)
+    return p, RNG.normal(size=40).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_value_and_grad_of_a_scalar_recurrence(dtype):
+    p, ys = _hw_params(dtype)
+    check(lambda c: sl.value_and_grad(lambda p: holt_winters(p, ys, c)), p,
+          rtol=1e-11 if dtype == np.float64 else 2e-5)
+
+
+def test_second_order_reverse_scan_pytree_xs_and_literal_outputs():
+    def loss(v, rewards, live, compiler):
+        def step(adv, x):
+            delta, alive = x
+            adv = delta + 0.9 * alive * adv
+            return adv, (adv, 2.0)
+
+        _, (adv, twos) = sl.scan(step, np.zeros(3), (rewards + v[1:] - v[:-1], live),
+                                 reverse=True, compiler=compiler)
+        return sl.vdot(adv, adv) + sl.sum(twos)
+
+    v, r = RNG.normal(size=(9, 3)), RNG.normal(size=(8, 3))
+    live = (RNG.random((8, 3)) > 0.2).astype(np.float64)
+    u = RNG.normal(size=v.shape)
+    check(lambda c: sl.value_and_grad(lambda *a: loss(*a, c)), v, r, live)
+    check(lambda c: sl.grad(lambda v: sl.vdot(sl.grad(loss)(v, r, live, c), u)), v)
+
+
+def test_nested_scans_integer_carry_and_empty_scan():
+    def f(w, xs, compiler="numba"):
+        def outer(c, x):
+            def inner(h, z):
+                return sl.tanh(h * w + z), h
+
+            h, hs = sl.scan(inner, c[0], x, compiler=compiler)
+            return (h, c[1] + 1), sl.sum(hs)
+
+        (h, n), sums = sl.scan(outer, (np.zeros(2), np.int64(0)), xs, compiler=compiler)
+        _, none = sl.scan(lambda c, x: (c + x, c), np.zeros(2), xs[:0, 0], compiler=compiler)
+        return sl.sum(h) + sl.sum(sums), n, none
+
+    w, xs = RNG.normal(size=2), RNG.normal(size=(5, 3, 2))
+    jitted = check(lambda c: lambda w, xs: f(w, xs, c), w, xs)
+    _, n, none = jitted(w, xs)
+    assert n.dtype == np.int64 and n.item() == 5 and none.shape == (0, 2)
+    check(lambda c: sl.grad(lambda w: f(w, xs, c)[0]), w)
+
+
+def test_outputs_never_share_the_callers_arrays():
+    def f(a, b, compiler):
+        c, _ = sl.scan(lambda c, x: (c * x, c), np.ones(3), b, compiler=compiler)
+        return a, a[1:], c
+
+    a, b = np.arange(4.0), RNG.normal(size=(3, 3))
+    jitted = check(lambda c: lambda a, b: f(a, b, c), a, b)
+    same, view, c = jitted(a, b)
+    a[:] = -1.0  # the caller writes into its array after the call
+    np.testing.assert_array_equal(same.numpy(), np.arange(4.0))
+    np.testing.assert_array_equal(view.numpy(), np.arange(1.0, 4.0))
+
+
+def test_a_primitive_without_a_numba_rule_replays_the_straight_line_code():
+    def make(compiler):
+        return sl.value_and_grad(lambda w, xs: sl.sum(sl.scan(
+            lambda c, x: (c + sl.erf(x * w), c), np.zeros(2), xs, compiler=compiler)[1]))
+
+    jitted = check(make, RNG.normal(size=2), RNG.normal(size=(4, 2)), want_fused=False)
+    trace = _trace(jitted)
+    assert trace.fused is None and "erf" in trace.fused_note
+
+
+def test_not_fused_unless_every_scan_asked_for_numba_and_the_scans_are_short():
+    p, ys = _hw_params()
+    check(lambda c: sl.value_and_grad(lambda p: holt_winters(p, ys, "numpy")), p,
+          want_fused=False)
+    long_ys = RNG.normal(size=fused.MAX_STEPS // 2 + 1)  # forward and backward: too many
+    check(lambda c: sl.value_and_grad(lambda p: holt_winters(p, long_ys, c)), p,
+          want_fused=False)
+    old, fused.ENABLED = fused.ENABLED, False
+    try:
+        check(lambda c: sl.value_and_grad(lambda p: holt_winters(p, ys, c)), p,
+              want_fused=False)
+    finally:
+        fused.ENABLED = old
+
+
+def test_an_index_out_of_range_raises_the_loops_error():
+    def f(table, idx):  # each step gathers two rows
+        return sl.scan(lambda c, i: (c + table[i], c), np.zeros(2), idx, compiler="numba")[0]
+
+    table, jitted = np.arange(5.0), sl.jit(f)
+    assert jitted(table, np.array([[0, 1], [4, 2]])).numpy().tolist() == [4.0, 3.0]
+    assert _trace(jitted).fused is not None
+    with pytest.raises(IndexError, match="out of range at step t=1"):
+        jitted(table, np.array([[0, 1], [5, 2]]))
+
+
+def test_numpy_set_to_raise_is_honoured():
+    f = sl.jit(lambda x: sl.scan(lambda c, x: (c / x, c), np.ones(2), x, compiler="numba")[0])
+    x = np.ones((3, 2))
+    f(x)
+    assert _trace(f).fused is not None
+    x[1, 0] = 0.0
+    with np.errstate(divide="ignore"):
+        assert np.isinf(f(x).numpy()[0])
+    with np.errstate(divide="raise"), pytest.raises(FloatingPointError):
+        f(x)
+
+
+def test_a_type_numba_would_change_is_not_proved(monkeypatch):
+    """numba's typing is checked before the kernel first runs (the check itself is tested in
+    test_numba_loop.py); when it fails, the straight-line code runs, then and after."""
+    def refuse(self, typemap):
+        raise native.NotProved("numba types v0 as float32, the graph as float64")
+
+    monkeypatch.setattr(native.NativeKernel, "_check", refuse)
+    p, _ = _hw_params()
+    ys = RNG.normal(size=37)  # a length no other test uses: a kernel compiled here
+    f = sl.value_and_grad(lambda p: holt_winters(p, ys))
+    jitted, before = sl.jit(f), native.STATS["fused calls"]
+    f = sl.value_and_grad(lambda p: holt_winters(p, ys, "numpy"))
+    for _ in range(2):
+        got = jitted(p)
+        assert _trace(jitted).fused.kernel is None
+        assert "numba types v0" in _trace(jitted).fused.note
+    assert native.STATS["fused calls"] == before
+    for g, w in zip(_leaves(got), _leaves(f(p))):
+        np.testing.assert_allclose(g, w, rtol=1e-12)
