@@ -1174,6 +1174,23 @@ def test_regression_bodies(body, reverse):
                second_order=body.float64_only() and body.B * body.D < 100)
 
 
+# Found by test_random_bodies_under_jit_with_numba: traced under jit, the backward scan's
+# linearization without cotangents for the unread ys wanted a residual the forward had not
+# kept, and fell back to zero cotangents for them: 0 * (d sqrt|x| at 0 = inf) = NaN in d/d xs.
+UNREAD_YS_UNDER_JIT = Body(
+    carries=(("float64", "DD"), ("float32", "D")), xs=(("float64", "S"), ("idx", "()")),
+    ops=(("grad_closed", "W", 0), ("unary", "clip", 1), ("vjp_at", 2, 2),
+         ("inner", 3, 3, True), ("closed", "max", 0, "v")),
+    updates=(("row_set", 1, 3), ("acc", ("max0", 4), False)),
+    ys=(("sqrt_abs", 0), ("term", 1)), T=2, reverse=True, B=3, D=3, seed=65535,
+    name="unread ys under jit")
+
+
+@pytest.mark.skipif(not HAVE_NUMBA, reason="numba is not installed (compiler='numba')")
+def test_unread_ys_get_no_zero_cotangent_under_jit():
+    check_body(UNREAD_YS_UNDER_JIT, "regression", tiers=TIERS + ("jit-numba",))
+
+
 SWEEP = Body(  # accumulators, a lag and an integer counter, for every interesting length
     carries=((F64, S), (F64, SCALAR), (F64, S), ("int32", SCALAR)),
     updates=(("set", 4, 4), ("acc", ("sum", 5), False), ("copy", 0),

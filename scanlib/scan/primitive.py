@@ -67,23 +67,23 @@ def _scan_vjp(cts, outs, *inputs, _saved, body, length, reverse, num_carry, num_
         # fewer inputs than need gradients now (a nested scan's equation in a cached body
         # graph, first traced when a closed-over tensor did not require grad). Linearize the
         # body as bound, its residual outputs being ordinary ys, and recompute the forward if
-        # that needs more.
-        lin = linearize(body, nc, x_needs, k_needs)
+        # that needs more. Outputs without a cotangent get none, not zeros (see linearize).
+        given = [ct is not None for ct in cts[:len(body.outvars)]]
+        lin = linearize(body, nc, x_needs, k_needs, None if all(given) else given)
         if len(lin.aug_body.outvars) > len(body.outvars):
-            outs = bind(scan_p, *inputs, body=lin.aug_body, length=length, reverse=reverse,
-                        num_carry=nc, num_xs=nx, _lin=lin,
-                        **_mode(interpret, sum_carries, compiler))
-    ny = lin.num_ys
-    extra = outs[nc + ny:]
-    sources = {"aug": extra, "xs": xs, "ys": outs[nc:nc + ny]}
-    saved = {r.var: sources[r.source[0]][r.source[1]] for r in lin.residuals
-             if r.source is not None and r.source[0] != "const"}
-    given = [ct is not None for ct in cts[:nc + ny]]
+            outs = _bind_linearized(inputs, lin, length, reverse, interpret, sum_carries,
+                                    compiler)
+    saved = _residuals(lin, outs, xs)
+    given = [ct is not None for ct in cts[:nc + lin.num_ys]]
     if not all(given):  # outputs without a cotangent get none, not zeros (see linearize)
-        masked = linearize(lin.body, nc, lin.x_needs, lin.k_needs, given)
-        if all(r.var in saved for r in masked.residuals
-               if r.source is not None and r.source[0] != "const"):
-            lin = masked
+        lin = linearize(lin.body, nc, lin.x_needs, lin.k_needs, given)
+        if not all(r.var in saved for r in lin.residuals
+                   if r.source is not None and r.source[0] != "const"):
+            # Its residuals are not all among those the forward kept: run the forward again
+            # for them, rather than give the unread outputs zero cotangents (0 * inf: NaN).
+            outs = _bind_linearized(inputs, lin, length, reverse, interpret, sum_carries,
+                                    compiler)
+            saved = _residuals(lin, outs, xs)
 
     xp = backends.xp_of(*[a._value for a in inputs])
     out_vars = lin.body.outvars
@@ -106,6 +106,22 @@ def _scan_vjp(cts, outs, *inputs, _saved, body, length, reverse, num_carry, num_
     out += [next(xs_ct_iter) if n else None for n in lin.x_needs]
     out += [next(acc_iter) if n else None for n in lin.k_needs]
     return out
+
+
+def _bind_linearized(inputs, lin, length, reverse, interpret, sum_carries, compiler):
+    """The outputs of the scan of lin's body extended with its residuals (bound on the tape:
+    the VJP of a VJP differentiates through it)."""
+    return bind(scan_p, *inputs, body=lin.aug_body, length=length, reverse=reverse,
+                num_carry=len(lin.ct_carry), num_xs=len(lin.x_needs), _lin=lin,
+                **_mode(interpret, sum_carries, compiler))
+
+
+def _residuals(lin, outs, xs):
+    """residual var -> its value, from the outputs of a scan bound with lin's residuals."""
+    nc, ny = len(lin.ct_carry), lin.num_ys
+    sources = {"aug": outs[nc + ny:], "xs": xs, "ys": outs[nc:nc + ny]}
+    return {r.var: sources[r.source[0]][r.source[1]] for r in lin.residuals
+            if r.source is not None and r.source[0] != "const"}
 
 
 def _covers(had, needed):
