@@ -282,9 +282,18 @@ class Trace:
                                 "function returns pytrees of arrays, tensors and numbers (the "
                                 "same object would come back from every call).")
         self._tensor_consts = [c for c in self.graph.consts if isinstance(c, Tensor)]
+        # An array f returns without computing it (a NumPy view of a closed-over array) is,
+        # like a constant, the value it had when traced.
+        self.graph.outvars = [Literal(v.value.copy()) if isinstance(v, Literal)
+                              and isinstance(v.value, np.ndarray) else v
+                              for v in self.graph.outvars]
         self.graph = prune_outputs(merge_rebound_scans(self.graph))
         self._consts = _const_values(self.graph, {} if snapshots is None else snapshots)
         self._run = _straight_line(self.graph, self._consts)
+        # A writable constant was copied when traced; a read-only one may be a view of an
+        # array its owner still writes into: an output that is a view of it is copied.
+        self._const_roots = {id(_root(c)) for c in self._consts
+                             if isinstance(c, np.ndarray) and not c.flags.writeable}
         self.fused, self.fused_note = None, None  # the whole graph as one numba kernel
         if sig.device == "cpu" and fused.wanted(self.graph):
             try:
@@ -300,18 +309,18 @@ class Trace:
         outs = self.fused(arrays, self._consts) if self.fused is not None else None
         if outs is None:
             outs = self._run(*arrays)
-        if callers:
-            outs = _not_sharing(outs, callers)
+        if callers or self._const_roots:
+            outs = _not_sharing(outs, callers, self._const_roots)
         leaves = [Tensor(o) if not isinstance(v, Literal) else Tensor(o.copy())
                   if backends.is_array(o) else o for v, o in zip(self.graph.outvars, outs)]
         return pytree.unflatten(self.out_tree, leaves)
 
 
-def _not_sharing(outs, callers):
-    """outs, with a copy of each that is (a view of) one of the caller's own arrays: f made
-    it with sl.tensor (which copies) or a view of a tensor, and writing into the caller's
-    array afterwards must not change the result."""
-    roots = {id(_root(a)) for a in callers}
+def _not_sharing(outs, callers, const_roots=frozenset()):
+    """outs, with a copy of each that is (a view of) one of the caller's own arrays or of a
+    constant of the trace: f made it with sl.tensor (which copies) or a view of a tensor, and
+    writing into the caller's array afterwards must not change the result."""
+    roots = {id(_root(a)) for a in callers} | const_roots
     return [o.copy() if backends.is_array(o) and id(_root(o)) in roots else o for o in outs]
 
 

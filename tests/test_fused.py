@@ -199,3 +199,66 @@ def test_a_type_numba_would_change_is_not_proved(monkeypatch):
     assert native.STATS["fused calls"] == before
     for g, w in zip(_leaves(got), _leaves(f(p))):
         np.testing.assert_allclose(g, w, rtol=1e-12)
+
+
+# --- found by an adversarial pass: each must give NumPy's values (or error) under jit --------
+def _tick(compiler):
+    """A two-step scan: with compiler="numba" it makes a graph fused."""
+    return sl.scan(lambda c, x: (c + x, c), np.float64(0.0), np.ones(2), compiler=compiler)[0]
+
+
+def _same_as_eager(make, *args):
+    want = make("numpy")(*args)
+    got = sl.jit(make("numba"))(*args)
+    for g, w in zip(_leaves(got), _leaves(want)):
+        assert g.dtype == w.dtype
+        np.testing.assert_array_equal(g, w)
+
+
+ADVERSARIAL = {
+    # int64 with uint64 is float64 computed in floats (numba wrapped in int64)
+    "int64 * uint64": (lambda c: lambda a, b: (a * b + _tick(c), a - b),
+                       np.array([2**40, 2**62], np.int64), np.array([2**40, 2**62], np.uint64)),
+    # float32 sums: NumPy's pairwise, not one element at a time (1% off here)
+    "float32 sum": (lambda c: lambda x: sl.sum(x) + _tick(c),
+                    np.concatenate([[1e8], np.ones(10**5)]).astype(np.float32)),
+    # out of range, NumPy's cast is its own (numba's vectorised casts saturate)
+    "float to int16": (lambda c: lambda x: (x.astype(np.int16), _tick(c)),
+                       np.array([7e4, 1e20, np.nan] + [7e4] * 13)),
+    "triangular solve with NaN": (
+        lambda c: lambda a, b: sl.linalg.solve_triangular(a, b, lower=True) + _tick(c),
+        np.array([[1.0, 0.0], [np.nan, 1.0]]), np.ones((2, 1))),
+    "big-endian input": (lambda c: lambda x: x * 2 + _tick(c), np.arange(3.0).astype(">f8")),
+}
+
+
+@pytest.mark.parametrize("case", list(ADVERSARIAL))
+def test_numpys_values_where_numba_differs(case):
+    make, *args = ADVERSARIAL[case]
+    _same_as_eager(make, *args)
+
+
+def test_a_singular_solve_raises_as_numpy_does():
+    def make(compiler):
+        return lambda a, b: sl.linalg.solve(a, b) + _tick(compiler)
+
+    a, b = np.arange(1.0, 10.0).reshape(3, 3), np.ones((3, 1))  # singular in exact arithmetic
+    with pytest.raises(np.linalg.LinAlgError):
+        make("numpy")(a, b)
+    with pytest.raises(np.linalg.LinAlgError):
+        sl.jit(make("numba"))(a, b)
+
+
+def test_numpy_error_handlers_are_called():
+    f = sl.jit(lambda x: sl.sqrt(x) + _tick("numba"))
+    x = np.array([-1.0, 4.0])
+    f(x)
+    assert _trace(f).fused is not None
+    calls = []
+    old = np.seterrcall(lambda kind, flag: calls.append(kind))
+    try:
+        with np.errstate(invalid="call"):
+            f(x)
+    finally:
+        np.seterrcall(old)
+    assert calls == ["invalid value"]

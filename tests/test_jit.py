@@ -416,3 +416,27 @@ def test_methods_copies_and_shared_snapshots():
     h(np.ones(1000)), h(np.ones((1, 1000)))
     k0, k1 = [t._run.__globals__["_k0"] for t in h._traces.values()]
     assert k0 is k1 and k0 is not big  # one copy for both signatures
+
+
+def test_a_view_of_a_closed_over_array_as_a_result_is_read_when_traced():
+    # Found by an adversarial pass: K[1:] (NumPy's, not traced) came back as a view of the
+    # live K, so writing into K changed later results; as a constant, it is read when traced.
+    K = np.arange(4.0)
+    for jitted in (sl.jit(lambda x: (x + 1, K[1:])), sl.jit(lambda x: (x + 1, sl.tensor(K)[1:]))):
+        K[:] = np.arange(4.0)
+        first = jitted(np.ones(1))[1]
+        K[:] = -1.0
+        assert jitted(np.ones(1))[1].numpy().tolist() == [1.0, 2.0, 3.0]
+        assert first.numpy().tolist() == [1.0, 2.0, 3.0]
+
+
+def test_a_view_of_a_read_only_constant_as_a_result_is_a_copy():
+    # A read-only closed-over array is not copied when traced (it may be huge, and nothing
+    # writes through it), but its owner may write into the array it views.
+    K = np.arange(4.0)
+    R = K.view()
+    R.flags.writeable = False
+    jitted = sl.jit(lambda x: (x + 1, sl.reshape(R, (2, 2))))
+    first = jitted(np.ones(1))[1]
+    K[:] = -1.0
+    assert first.numpy().ravel().tolist() == [0.0, 1.0, 2.0, 3.0]

@@ -92,8 +92,12 @@ class CompiledBody:
         scratch = [xp.empty((C,) + v.shape, v.dtype) for v in mem.scratch]
         args = (xp, T, C, *init, *xs, *consts, *stacks, *hists, *scratch)
         # Under np.errstate(...="raise") NumPy raises where a kernel would not: NumPy runs.
-        native = self.native is not None and xp is np and "raise" not in np.geterr().values()
-        res = self._run_native(args) if native else None
+        res = None
+        if self.native is not None and xp is np:
+            from .loop import native
+
+            if not native.numpy_errstate_forbids():
+                res = self._run_native(args)
         if res is None:
             try:
                 res = self._run(*args)

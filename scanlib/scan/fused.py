@@ -151,7 +151,7 @@ class FusedKernel:
     def __call__(self, arrays, consts):
         from .loop import native
 
-        if self.kernel is None or "raise" in np.geterr().values():
+        if self.kernel is None or native.numpy_errstate_forbids():
             return None  # under np.errstate(...="raise") NumPy raises where numba would not
         values = [a[()] if not a.shape else a for a in (*arrays, *consts)]
         try:

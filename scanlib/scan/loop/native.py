@@ -50,6 +50,15 @@ STATS = collections.Counter()  # "kernel calls": how often a kernel ran (tests r
 # runs that loop. Anything else is a bug here, and surfaces.
 KERNEL_ERRORS = (np.linalg.LinAlgError, IndexError, ValueError, ZeroDivisionError,
                  FloatingPointError)
+# NumPy error modes a kernel cannot honour (it raises no FloatingPointError and calls no
+# handler): under them the NumPy code runs. Its default, "warn", only warns: kernels give the
+# same values without NumPy's RuntimeWarnings (docs/internals.md).
+NUMPY_ONLY_ERRSTATES = ("raise", "call", "log")
+
+
+def numpy_errstate_forbids():
+    """Whether NumPy's error state asks for what only NumPy's own loops do."""
+    return any(mode in NUMPY_ONLY_ERRSTATES for mode in np.geterr().values())
 
 
 def missing():
@@ -188,7 +197,10 @@ class NativeKernel:
         except TypeError:
             import numba
 
-            sig = tuple(numba.typeof(a) for a in args)
+            try:
+                sig = tuple(numba.typeof(a) for a in args)
+            except Exception as e:  # noqa: BLE001 - a big-endian array, an object numba lacks
+                raise NotProved(f"numba cannot type an argument: {_numba_reason(e)}") from None
             if sig in self.proved:
                 raise
             self._prove(sig)

@@ -32,7 +32,8 @@ def _rows_extreme(a, largest):
 @_jit
 def _triangular_solve(a, b, lower, unit_diagonal):
     """x with tri(a) @ x = b for a [n, n] (only its lower or upper triangle read, its
-    diagonal taken as ones when unit_diagonal) and b [n, k]: substitution, row by row."""
+    diagonal taken as ones when unit_diagonal) and b [n, k]: substitution, row by row. A
+    result that is not finite raises LinAlgError: NumPy's loop then computes it."""
     n, k = b.shape
     x = np.empty((n, k), b.dtype)  # a's dtype too (native_rules checks)
     for step in range(n):
@@ -48,6 +49,8 @@ def _triangular_solve(a, b, lower, unit_diagonal):
             if not unit_diagonal and a[i, i] == 0:  # NumPy's loop raises its error
                 raise np.linalg.LinAlgError("zero on the diagonal")
             x[i, c] = s if unit_diagonal else s / a[i, i]
+    if not np.all(np.isfinite(x)):  # NaN and inf spread as LAPACK's order spreads them
+        raise np.linalg.LinAlgError("not finite")
     return x
 
 
@@ -95,16 +98,19 @@ def _scatter2(out, g, rows, cols):
 def _solve(a, b):
     """x with a @ x = b for a [n, n] and b [n, k]: Gaussian elimination with partial
     pivoting, LAPACK's gesv in plain loops (numba's np.linalg.solve takes seconds to
-    compile). A zero pivot raises LinAlgError, and NumPy's loop then says it its way."""
+    compile). Its rounding is not LAPACK's, so where LAPACK may meet an exact zero pivot and
+    NumPy raise (a pivot within n * eps of the largest entry, or NaN), or the result is not
+    finite, it raises LinAlgError and NumPy's loop runs the step its own way."""
     n, k = b.shape
     m = a.astype(b.dtype)  # a copy, eliminated in place
     x = b.copy()
+    tiny = n * np.finfo(m.dtype).eps * np.max(np.abs(m)) if n else 0.0
     for col in range(n):
         p = col
         for r in range(col + 1, n):
             if abs(m[r, col]) > abs(m[p, col]):
                 p = r
-        if m[p, col] == 0:
+        if not abs(m[p, col]) > tiny:
             raise np.linalg.LinAlgError("Singular matrix")
         if p != col:
             for j in range(n):
@@ -123,6 +129,8 @@ def _solve(a, b):
             for c in range(col + 1, n):
                 s -= m[col, c] * x[c, j]
             x[col, j] = s / m[col, col]
+    if not np.all(np.isfinite(x)):
+        raise np.linalg.LinAlgError("not finite")
     return x
 
 
