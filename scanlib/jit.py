@@ -61,6 +61,11 @@ def jit(f=None, *, static_argnums=(), static_argnames=()):
     inside a scan body or another trace it is traced inline. `jitted.trace(*args)` returns
     the graph a signature runs (print it).
 
+    The graph runs as the same NumPy calls f makes (the same bits), but where every scan in
+    it asked for compiler="numba" and the scans are short and small (scan/fused.py): then
+    the whole call runs as one numba kernel, each scan as the plain loop over its body, so
+    a gradient's sums are taken in the loop's order and results agree with f's to rounding.
+
     >>> import scanlib as sl
     >>> f = sl.jit(sl.value_and_grad(lambda w: sl.sum(sl.tanh(w) ** 2)))
     >>> value, g = f(sl.tensor([0.5, -1.0]))
