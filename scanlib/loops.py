@@ -13,7 +13,7 @@ import numpy as np
 from . import backends
 from .ops import zeros
 from .ops.primitive import Primitive
-from .scan.primitive import apply_scan
+from .scan.primitive import apply_scan, loop_reach
 from .tape import (Literal, Tensor, backward_pass, enable_grad,
                    is_differentiable_dtype, no_grad)
 from .tape.graph import on_stand_ins, used_vars
@@ -199,7 +199,15 @@ def _grad_vjp(cts, outs, *xs, _saved, body, num_carry, num_cts):
     return _scan_grads(ct, list(xs), body, num_carry, (len(diff),) + tuple(num_cts))
 
 
-while_p = Primitive("while_loop", _while_impl, _while_vjp, multiple_results=True)
+def _reach_while(params, out_flags):
+    """init (as the body's carries), the cond's constants (no gradient), the body's."""
+    nc, body = params["num_carry"], params["body"]
+    ins = loop_reach(body, nc, out_flags[:nc])
+    return ins[:nc] + [False] * params["num_cond_consts"] + ins[nc:]
+
+
+while_p = Primitive("while_loop", _while_impl, _while_vjp, multiple_results=True,
+                    reach=_reach_while)
 while_grad_p = Primitive("while_loop_vjp", _grad_impl, _grad_vjp, multiple_results=True)
 
 

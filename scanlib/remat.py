@@ -20,7 +20,7 @@ from .ops.primitive import Primitive, bind
 from .tape import (Graph, Literal, Tensor, Var, backward_pass, current_builder, enable_grad,
                    grad_enabled)
 from .tape.backward import fit_cotangent
-from .tape.graph import eval_graph, stand_ins_for
+from .tape.graph import eval_graph, reached_inputs, stand_ins_for
 from .tape.tensor import is_differentiable_dtype
 from .tracing import abstract_leaf, closure_names, trace_function
 
@@ -256,5 +256,9 @@ def replay(graph, args, consts):
     return [read(v) for v in graph.outvars]
 
 
-checkpoint_p = Primitive("checkpoint", _checkpoint_impl, _checkpoint_vjp,
+def _reach_checkpoint(params, out_flags):
+    return reached_inputs(params["graph"], out_flags)[0]
+
+
+checkpoint_p = Primitive("checkpoint", _checkpoint_impl, _checkpoint_vjp, reach=_reach_checkpoint,
                          multiple_results=True)

@@ -34,12 +34,15 @@ class Primitive:
     for a multiple-result primitive, `prune(params, used) -> (params, kept_inputs,
     kept_outputs)` or None: the same equation computing only the results that are read
     (`used`, one flag per output; it may keep more), reading only the kept inputs (see
-    graph.prune_outputs).
+    graph.prune_outputs); and `reach(params, out_flags) -> in_flags`, for one that runs a
+    loop or graph: which inputs a cotangent of the flagged outputs reaches (without it, all
+    of them: a carry that never reaches the loss must not be given a zero cotangent, see
+    graph.reached_inputs).
     """
 
     def __init__(self, name, impl, vjp=None, multiple_results=False, sparse_index=None,
                  doc=None, *, elementwise=False, batch=None, ufunc=None, out_impl=None,
-                 view=False, inline=None, prune=None):
+                 view=False, inline=None, prune=None, reach=None):
         self.name = name
         if doc:
             self.__doc__ = doc
@@ -50,7 +53,7 @@ class Primitive:
         # reads, so the walk can add g there in place (`ct[index] += g`) when not recording.
         self.sparse_index = sparse_index
         self.elementwise, self.ufunc, self.out_impl = elementwise, ufunc, out_impl
-        self.view, self.inline, self.prune = view, inline, prune
+        self.view, self.inline, self.prune, self.reach = view, inline, prune, reach
         self.batch = batching.elementwise_rule if elementwise and batch is None else batch
 
     def __call__(self, *args, **params):

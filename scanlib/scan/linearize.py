@@ -23,7 +23,7 @@ from ..ops.structural import (concatenate_p, scatter_add_p)
 from ..ops.primitive import bind
 from ..tape import GraphBuilder, Graph, Literal, Var, tracing
 from ..tape.backward import fit_cotangent
-from ..tape.graph import used_vars
+from ..tape.graph import reached_inputs, used_vars
 from ..tape.tensor import is_differentiable_dtype
 
 CLONE, KEEP = "CLONE", "KEEP"
@@ -81,23 +81,10 @@ def linearize(body: Graph, num_carry: int, x_needs, k_needs, given=None) -> Line
 
 def _carries_with_cotangents(body, nc, given):
     """Which carries have a cotangent in some step: those the scan's result gives one, and,
-    to a fixpoint, those whose incoming value reaches (through differentiable equations) an
-    output that has one."""
-    carry_in, carry_out = body.invars[:nc], body.outvars[:nc]
-    float_carry = [is_differentiable_dtype(v.dtype) for v in carry_in]
-    has = [f and g for f, g in zip(float_carry, given[:nc])]
-    y_seeds = [v for v, g in zip(body.outvars[nc:], given[nc:]) if g]
-    for _ in range(nc + 1):
-        reach = {v for v in y_seeds if isinstance(v, Var)}
-        reach |= {v for v, h in zip(carry_out, has) if h and isinstance(v, Var)}
-        for eqn in reversed(body.eqns):
-            if eqn.prim.vjp is not None and any(v in reach for v in eqn.outvars):
-                reach.update(v for v in eqn.invars if isinstance(v, Var))
-        new = [h or (f and v in reach) for h, f, v in zip(has, float_carry, carry_in)]
-        if new == has:
-            return has
-        has = new
-    raise AssertionError("carry cotangents: fixpoint not reached")
+    to a fixpoint, those whose incoming value reaches (through differentiable equations,
+    and through a nested loop only along its own paths) an output that has one."""
+    floats = [is_differentiable_dtype(v.dtype) for v in body.invars[:nc]]
+    return reached_inputs(body, given, nc, floats)[1]
 
 
 def _linearize(body, nc, x_needs, k_needs, given):

@@ -12,7 +12,7 @@ import numpy as np
 from .. import backends
 from ..ops.primitive import Primitive, bind
 from ..tape import Tensor, current_builder, grad_enabled, record
-from ..tape.graph import Graph, stand_ins_for, used_vars
+from ..tape.graph import Graph, reached_inputs, stand_ins_for, used_vars
 from ..tape.tensor import is_differentiable_dtype
 from .cache import canonical
 from .executor import compiled
@@ -182,7 +182,19 @@ def _prune_scan(params, used):
     return new, keep_in, keep_out
 
 
-scan_p = Primitive("scan", _scan_impl, _scan_vjp, multiple_results=True, prune=_prune_scan)
+def loop_reach(body, num_carry, out_flags):
+    """The inputs of a loop over `body` (carries, xs, then its constants) that a cotangent
+    of the flagged results (carries, then any ys) reaches, along the body's own paths."""
+    floats = [is_differentiable_dtype(v.dtype) for v in body.invars[:num_carry]]
+    return reached_inputs(body, out_flags[:len(body.outvars)], num_carry, floats)[0]
+
+
+def _reach_scan(params, out_flags):
+    return loop_reach(params["body"], params["num_carry"], out_flags)
+
+
+scan_p = Primitive("scan", _scan_impl, _scan_vjp, multiple_results=True, prune=_prune_scan,
+                   reach=_reach_scan)
 
 
 def _bind_recorded(*inputs, body, length, reverse, num_carry, num_xs, interpret=False,

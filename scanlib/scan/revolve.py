@@ -22,7 +22,7 @@ from ..remat import differentiable, walk_start
 from ..tape import Graph, Tensor, backward_pass, current_builder, enable_grad, grad_enabled
 from ..tape.graph import used_vars
 from .cache import canonical
-from .primitive import _mode, _scan_impl, _scan_vjp, apply_scan
+from .primitive import _mode, _scan_impl, _scan_vjp, apply_scan, loop_reach
 from .schedule import Revolve, binomial_split
 
 
@@ -131,4 +131,6 @@ def _carries_only(body, nc):
     return found
 
 
-revolve_p = Primitive("revolve_scan", _impl, _vjp, multiple_results=True)
+revolve_p = Primitive("revolve_scan", _impl, _vjp, multiple_results=True,
+                     reach=lambda params, flags: loop_reach(params["body"],
+                                                            params["num_carry"], flags))

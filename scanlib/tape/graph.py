@@ -322,6 +322,41 @@ def prune_outputs(graph: Graph) -> Graph:
                  graph.name, graph.device)
 
 
+def reached_by(eqn, out_flags):
+    """Which of eqn's inputs a cotangent of its flagged outputs reaches: none through a
+    primitive without a VJP; through one with a `reach` rule (a loop or graph inside), the
+    inputs its rule names; else all of them."""
+    if eqn.prim.vjp is None or not any(out_flags):
+        return [False] * len(eqn.invars)
+    if eqn.prim.reach is None:
+        return [True] * len(eqn.invars)
+    return list(eqn.prim.reach(eqn.params, list(out_flags)))
+
+
+def reached_inputs(graph: Graph, out_flags, num_carry=0, carries=None):
+    """Which of graph's inputs (invars, then constvars) a cotangent of its flagged outputs
+    reaches through differentiable equations. With num_carry, graph is a loop body: its first
+    num_carry outputs are its first num_carry inputs at the next step, so a carry whose input
+    is reached has a cotangent at the step before (to a fixpoint over steps); `carries[i]`
+    False says carry i takes none (it is not a float). Returns (inputs reached, carries that
+    have a cotangent at some step)."""
+    carries = [True] * num_carry if carries is None else list(carries)
+    flags = [f and (i >= num_carry or carries[i]) for i, f in enumerate(out_flags)]
+    for _ in range(num_carry + 1):
+        reach = {v for v, f in zip(graph.outvars, flags) if f and isinstance(v, Var)}
+        for eqn in reversed(graph.eqns):
+            outs = [v in reach for v in eqn.outvars]
+            if any(outs):
+                reach.update(v for v, r in zip(eqn.invars, reached_by(eqn, outs))
+                             if r and isinstance(v, Var))
+        ins = [v in reach for v in graph.invars + graph.constvars]
+        grown = [f or (i < num_carry and carries[i] and ins[i]) for i, f in enumerate(flags)]
+        if grown == flags:
+            return ins, flags[:num_carry]
+        flags = grown
+    raise AssertionError("reached_inputs: fixpoint not reached")
+
+
 def fingerprint(graph: Graph):
     """A hashable summary of everything that decides what a graph computes (primitives,
     params, literals, shapes, dtypes, wiring), but not its names or constant values. Two
