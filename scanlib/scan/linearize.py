@@ -66,17 +66,41 @@ class Linearization:
         return tuple(range(sum(self.ct_carry), self.num_bwd_carry))
 
 
-def linearize(body: Graph, num_carry: int, x_needs, k_needs, given=None) -> Linearization:
+def linearize(body: Graph, num_carry: int, x_needs, k_needs, given=None,
+              one_step=False) -> Linearization:
     """Linearize `body` for cotangents flowing to carries, xs[j] where x_needs[j] and
     closed-over inputs where k_needs[l]. `given[i]` says whether the i-th output (carries,
     then ys) of the whole scan has a cotangent (None: all do). An output without one gets no
     cotangent input, not a zero one: a zero meeting an infinite partial is NaN, and the loop
-    never forms that product. Cached on the body graph."""
-    key = (num_carry, tuple(x_needs), tuple(k_needs), None if given is None else tuple(given))
+    never forms that product. With one_step, the backward body of one step whose carry
+    cotangents are exactly the given ones: it returns cotangents for the carries they reach
+    (`ct_carry_out`), not for the same carries (it is replayed, not scanned). Cached on the
+    body graph."""
+    key = (num_carry, tuple(x_needs), tuple(k_needs), None if given is None else tuple(given),
+           one_step)
     cache = body.__dict__.setdefault("_linearizations", {})
     if key not in cache:
-        cache[key] = _linearize(body, num_carry, list(x_needs), list(k_needs), given)
+        cache[key] = _linearize(body, num_carry, list(x_needs), list(k_needs), given,
+                                one_step)
     return cache[key]
+
+
+def carry_patterns(body, nc, given, limit):
+    """Which carries have a cotangent entering each backward step, from the last forward
+    step on: the given ones, then those whose incoming value the step before reached
+    (`graph.reached_inputs` over one step), until the pattern repeats itself or `limit`
+    patterns. A pattern that stays is what a backward scan over the remaining steps can
+    carry without a zero cotangent standing for an absent one."""
+    floats = [is_differentiable_dtype(v.dtype) for v in body.invars[:nc]]
+    ys_given = list(given[nc:])
+    patterns = [[g and f for g, f in zip(given[:nc], floats)]]
+    while len(patterns) < limit:
+        ins = reached_inputs(body, patterns[-1] + ys_given)[0]
+        nxt = [r and f for r, f in zip(ins[:nc], floats)]
+        if nxt == patterns[-1]:
+            break
+        patterns.append(nxt)
+    return patterns
 
 
 def _carries_with_cotangents(body, nc, given):
@@ -87,15 +111,20 @@ def _carries_with_cotangents(body, nc, given):
     return reached_inputs(body, given, nc, floats)[1]
 
 
-def _linearize(body, nc, x_needs, k_needs, given):
+def _linearize(body, nc, x_needs, k_needs, given, one_step=False):
     carry_in, x_in = body.invars[:nc], body.invars[nc:]
     carry_out, y_out = body.outvars[:nc], body.outvars[nc:]
     given = [True] * len(body.outvars) if given is None else list(given)
-    carry_has_ct = _carries_with_cotangents(body, nc, given)
+    if one_step:  # cotangents in: exactly the given ones; out: the carries those reach
+        floats = [is_differentiable_dtype(v.dtype) for v in carry_in]
+        carry_has_ct = [g and f for g, f in zip(given[:nc], floats)]
+        carry_out_ct = [r and f for r, f in zip(reached_inputs(body, given)[0][:nc], floats)]
+    else:
+        carry_has_ct = carry_out_ct = _carries_with_cotangents(body, nc, given)
     ct_ys_mask = given[nc:]
 
     # Which values carry a derivative, and which are fixed for the whole scan.
-    active = {v for v, f in zip(carry_in, carry_has_ct) if f}
+    active = {v for v, f in zip(carry_in, carry_out_ct) if f}
     active |= {v for v, n in zip(x_in, x_needs) if n}
     active |= {v for v, n in zip(body.constvars, k_needs) if n}
     const_only = set(body.constvars)
@@ -167,7 +196,7 @@ def _linearize(body, nc, x_needs, k_needs, given):
         def ct_or_zeros(v):
             return ct.pop(v) if v in ct else zeros(v.shape, v.dtype, device)
 
-        outs = [ct_or_zeros(v) for v, f in zip(carry_in, carry_has_ct) if f]
+        outs = [ct_or_zeros(v) for v, f in zip(carry_in, carry_out_ct) if f]
         needed_k = [k for k, n in zip(body.constvars, k_needs) if n]
         outs += [add(acc, ct.pop(k)) if k in ct else acc for acc, k in zip(accs, needed_k)]
         outs += [ct_or_zeros(v) for v, n in zip(x_in, x_needs) if n]
@@ -208,6 +237,7 @@ def _linearize(body, nc, x_needs, k_needs, given):
     n_fwd_consts = len(body.constvars)
     lin = Linearization(body, aug, bwd, residuals, carry_has_ct, ct_ys_mask, x_needs, k_needs,
                         len(y_out), graph.consts[n_fwd_consts:])
+    lin.ct_carry_out = carry_out_ct
     lin.bwd_sources = {fwd[v]._var: v for v in list(fwd) if isinstance(v, Var)}
     return lin
 

@@ -10,14 +10,16 @@ from __future__ import annotations
 import numpy as np
 
 from .. import backends
+from ..ops import concatenate, stack
 from ..ops.primitive import Primitive, bind
+from ..remat import replay
 from ..tape import Tensor, current_builder, grad_enabled, record
 from ..tape.graph import Graph, reached_inputs, stand_ins_for, used_vars
 from ..tape.tensor import is_differentiable_dtype
 from .cache import canonical
 from .executor import compiled
 from .interpret import run_interpreted
-from .linearize import linearize
+from .linearize import carry_patterns, linearize
 
 
 def _scan_impl(*values, body, length, reverse, num_carry, num_xs, interpret=False,
@@ -85,6 +87,11 @@ def _scan_vjp(cts, outs, *inputs, _saved, body, length, reverse, num_carry, num_
                                     compiler)
             saved = _residuals(lin, outs, xs)
 
+    patterns = carry_patterns(lin.body, nc, given, length + 1) if length else [None]
+    if len(patterns) > 1:  # carries whose cotangent is absent at some steps (see below)
+        return _peeled_vjp(cts, inputs, lin, saved, given, patterns, length, reverse,
+                           interpret, sum_carries, compiler)
+
     xp = backends.xp_of(*[a._value for a in inputs])
     out_vars = lin.body.outvars
     ct_carry = [_ct_or_zeros(cts[i], out_vars[i], xp, ())
@@ -104,6 +111,77 @@ def _scan_vjp(cts, outs, *inputs, _saved, body, length, reverse, num_carry, num_
     xs_ct_iter = iter(res[len(bwd_init):])
     out = [next(carry_ct_iter) if f else None for f in lin.ct_carry]
     out += [next(xs_ct_iter) if n else None for n in lin.x_needs]
+    out += [next(acc_iter) if n else None for n in lin.k_needs]
+    return out
+
+
+def _peeled_vjp(cts, inputs, lin, saved, given, patterns, length, reverse, interpret,
+                sum_carries, compiler):
+    """The VJP where the carries that have a cotangent change over the first backward steps
+    (an unread final carry that reaches a read y gets one only from the step before the
+    last): a backward scan would carry zeros for the absent ones, and a zero meeting an
+    infinite partial is NaN where the loop never forms the product. Those steps run one at
+    a time, each its own backward body for exactly the cotangents present (replayed on the
+    tape), until the pattern stays (`patterns[-1]`); a backward scan takes the rest."""
+    nc, nx = len(lin.ct_carry), len(lin.x_needs)
+    xs, consts = inputs[nc:nc + nx], list(inputs[nc + nx:])
+    xp = backends.xp_of(*[a._value for a in inputs])
+    peel = len(patterns) - 1
+    rest = length - peel
+    ys_given = list(given[nc:])
+    step_lins = [linearize(lin.body, nc, lin.x_needs, lin.k_needs, g + ys_given, one_step=True)
+                 for g in patterns[:peel]]
+    main = linearize(lin.body, nc, lin.x_needs, lin.k_needs, patterns[-1] + ys_given) \
+        if rest else None
+    for needed in step_lins + ([main] if main else []):
+        if not all(r.var in saved for r in needed.residuals
+                   if r.source is not None and r.source[0] != "const"):
+            # Bound without _lin: a one-step linearization is no scan's; a higher order
+            # relinearizes this forward as bound.
+            outs = bind(scan_p, *inputs, body=needed.aug_body, length=length, reverse=reverse,
+                        num_carry=nc, num_xs=nx, **_mode(interpret, sum_carries, compiler))
+            saved = {**saved, **_residuals(needed, outs, xs)}
+
+    def per_step(lin_s, t):
+        return [saved[r.var][t] for r in lin_s.residuals
+                if r.source is not None and r.source[0] != "const"]
+
+    carry = {i: cts[i] for i in range(nc) if patterns[0][i]}
+    accs = [_ct_or_zeros(None, k, xp, ()) for k, n in zip(consts, lin.k_needs) if n]
+    steps = list(range(peel)) if reverse else [length - 1 - i for i in range(peel)]
+    x_steps = []  # per peeled step, the cotangent of each xs that needs one
+    for lin_s, t in zip(step_lins, steps):
+        args = [carry[i] for i in range(nc) if lin_s.ct_carry[i]] + accs
+        args += [cts[nc + j][t] for j, g in enumerate(ys_given) if g] + per_step(lin_s, t)
+        res = replay(lin_s.bwd_body, args, consts + lin_s.bwd_extra_consts)
+        n_ct = sum(lin_s.ct_carry_out)
+        found = iter(res[:n_ct])
+        carry = {i: next(found) for i in range(nc) if lin_s.ct_carry_out[i]}
+        accs, x_steps = res[n_ct:n_ct + len(accs)], x_steps + [res[n_ct + len(accs):]]
+    x_main = None
+    if main is not None:  # the steps before (after, for a reverse scan) the peeled ones
+        kept = slice(peel, length) if reverse else slice(0, rest)
+        init = [carry[i] for i in range(nc) if main.ct_carry[i]] + accs
+        bwd_xs = [cts[nc + j][kept] for j, g in enumerate(ys_given) if g]
+        bwd_xs += [saved[r.var][kept] for r in main.residuals
+                   if r.source is not None and r.source[0] != "const"]
+        res = apply_scan(main.bwd_body, init, bwd_xs, consts + main.bwd_extra_consts, rest,
+                         not reverse, interpret, sum_carries=main.bwd_sum_carries,
+                         compiler=compiler)
+        n_ct = sum(main.ct_carry)
+        found = iter(res[:n_ct])
+        carry = {i: next(found) for i in range(nc) if main.ct_carry[i]}
+        accs, x_main = res[n_ct:len(init)], res[len(init):]
+    x_cts = []
+    for j in range(sum(lin.x_needs)):
+        rows = [step[j] for step in x_steps]
+        peeled = stack(rows if reverse else rows[::-1])  # in t order
+        pieces = [peeled] if x_main is None else [peeled, x_main[j]] if reverse \
+            else [x_main[j], peeled]
+        x_cts.append(pieces[0] if len(pieces) == 1 else concatenate(pieces, axis=0))
+    x_iter, acc_iter = iter(x_cts), iter(accs)
+    out = [carry.get(i) for i in range(nc)]
+    out += [next(x_iter) if n else None for n in lin.x_needs]
     out += [next(acc_iter) if n else None for n in lin.k_needs]
     return out
 
