@@ -145,9 +145,13 @@ def _while_vjp(cts, outs, *inputs, _saved, cond, body, num_carry, num_cond_const
         with no_grad():
             n = while_p(*inputs, cond=cond, body=body, num_carry=nc, num_cond_consts=nq,
                         max_steps=max_steps)[nc]
+    # An absent cotangent is passed as zeros but marked absent (`given`): the recomputed
+    # scan's VJP then gets none for it, as the loop would (a zero meeting an infinite
+    # partial is NaN).
+    given = tuple(c is not None for c in cts[:nc])
     ct = [_ct_or_zeros(c, v, inputs) for c, v in zip(cts[:nc], body.outvars[:nc])]
     primals = list(inputs[:nc]) + list(inputs[nc + nq:]) + [n]
-    g = _scan_grads(ct, primals, body, nc, (nc,))
+    g = _scan_grads(ct, primals, body, nc, (nc,), (given,))
     return g[:nc] + [None] * nq + g[nc:-1]
 
 
@@ -156,14 +160,15 @@ def _ct_or_zeros(ct, like, inputs):
     return ct if ct is not None else zeros(like.shape, like.dtype, device)
 
 
-def _scan_grads(ct, primals, body, nc, num_cts):
+def _scan_grads(ct, primals, body, nc, num_cts, given):
     """Bind the derivative primitive on (ct, primals); one cotangent per primal (None for an
-    integer one)."""
-    found = iter(while_grad_p(*ct, *primals, body=body, num_carry=nc, num_cts=num_cts))
+    integer one). given[k][i]: whether the i-th cotangent of level k is present."""
+    found = iter(while_grad_p(*ct, *primals, body=body, num_carry=nc, num_cts=num_cts,
+                              given=given))
     return [next(found) if is_differentiable_dtype(x.dtype) else None for x in primals]
 
 
-def _grad_impl(*values, body, num_carry, num_cts):
+def _grad_impl(*values, body, num_carry, num_cts, given):
     """D_k(values), k = len(num_cts): D_0(init, consts, n) is the carry after n steps of
     body, and D_k(ct, x) = vjp(D_(k-1), x)(ct), where ct has num_cts[0] entries."""
     primals = values[num_cts[0]:]
@@ -172,18 +177,20 @@ def _grad_impl(*values, body, num_carry, num_cts):
         return [_zeros(x, device) for x in primals if is_differentiable_dtype(x.dtype)]
     xs = [Tensor(v, is_differentiable_dtype(v.dtype)) for v in values]
     with enable_grad():
-        return [g._value for g in _derivative(xs, body, num_carry, num_cts, False)]
+        return [g._value for g in _derivative(xs, body, num_carry, num_cts, given, False)]
 
 
-def _derivative(xs, body, nc, num_cts, create_graph):
-    """D_k(xs) on Tensors (see _grad_impl), differentiable when create_graph."""
+def _derivative(xs, body, nc, num_cts, given, create_graph):
+    """D_k(xs) on Tensors (see _grad_impl), differentiable when create_graph; an absent
+    cotangent (given False) seeds nothing."""
     if not num_cts:
         init, consts, n = xs[:nc], xs[nc:-1], int(backends.to_numpy(xs[-1]._value))
         return apply_scan(body, init, [], consts, n, False) if n else list(init)
     ct, primals = xs[:num_cts[0]], xs[num_cts[0]:]
-    outs = _derivative(primals, body, nc, num_cts[1:], True)
-    pairs = [(o, c) for o, c in zip(outs, ct)
-             if isinstance(o, Tensor) and o.requires_grad and is_differentiable_dtype(c.dtype)]
+    outs = _derivative(primals, body, nc, num_cts[1:], given[1:], True)
+    pairs = [(o, c) for o, c, g in zip(outs, ct, given[0])
+             if g and isinstance(o, Tensor) and o.requires_grad
+             and is_differentiable_dtype(c.dtype)]
     targets = [x for x in primals if is_differentiable_dtype(x.dtype)]
     found = backward_pass([o for o, _ in pairs], [c for _, c in pairs], targets=targets,
                           create_graph=create_graph) if pairs else [None] * len(targets)
@@ -191,12 +198,13 @@ def _derivative(xs, body, nc, num_cts, create_graph):
             for g, x in zip(found, targets)]
 
 
-def _grad_vjp(cts, outs, *xs, _saved, body, num_carry, num_cts):
+def _grad_vjp(cts, outs, *xs, _saved, body, num_carry, num_cts, given):
     if all(c is None for c in cts):
         return [None] * len(xs)
     diff = [x for x in xs[num_cts[0]:] if is_differentiable_dtype(x.dtype)]
     ct = [c if c is not None else zeros(x.shape, x.dtype, x.device) for c, x in zip(cts, diff)]
-    return _scan_grads(ct, list(xs), body, num_carry, (len(diff),) + tuple(num_cts))
+    return _scan_grads(ct, list(xs), body, num_carry, (len(diff),) + tuple(num_cts),
+                       (tuple(c is not None for c in cts),) + tuple(given))
 
 
 def _reach_while(params, out_flags):
