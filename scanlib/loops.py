@@ -152,7 +152,10 @@ def _while_vjp(cts, outs, *inputs, _saved, cond, body, num_carry, num_cond_const
     ct = [_ct_or_zeros(c, v, inputs) for c, v in zip(cts[:nc], body.outvars[:nc])]
     primals = list(inputs[:nc]) + list(inputs[nc + nq:]) + [n]
     g = _scan_grads(ct, primals, body, nc, (nc,), (given,))
-    return g[:nc] + [None] * nq + g[nc:-1]
+    # Inputs no path from a present cotangent reaches get none (the derivative gives zeros).
+    reached = loop_reach(body, nc, list(given))
+    g = [x if r else None for x, r in zip(g[:-1], reached)]
+    return g[:nc] + [None] * nq + g[nc:]
 
 
 def _ct_or_zeros(ct, like, inputs):

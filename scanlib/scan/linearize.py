@@ -67,39 +67,39 @@ class Linearization:
 
 
 def linearize(body: Graph, num_carry: int, x_needs, k_needs, given=None,
-              one_step=False) -> Linearization:
+              one_step=False, carries=None) -> Linearization:
     """Linearize `body` for cotangents flowing to carries, xs[j] where x_needs[j] and
     closed-over inputs where k_needs[l]. `given[i]` says whether the i-th output (carries,
     then ys) of the whole scan has a cotangent (None: all do). An output without one gets no
     cotangent input, not a zero one: a zero meeting an infinite partial is NaN, and the loop
-    never forms that product. With one_step, the backward body of one step whose carry
-    cotangents are exactly the given ones: it returns cotangents for the carries they reach
-    (`ct_carry_out`), not for the same carries (it is replayed, not scanned). Cached on the
-    body graph."""
+    never forms that product. Which carries take a cotangent: by default those that have
+    one at some step (a fixpoint over steps); with `carries`, exactly those, in and out (a
+    pattern that stays, see carry_patterns); with one_step, the backward body of one step
+    whose carry cotangents are exactly the given ones, returning cotangents for the carries
+    the walk reaches (`ct_carry_out`; it is replayed, not scanned). Cached on the body."""
     key = (num_carry, tuple(x_needs), tuple(k_needs), None if given is None else tuple(given),
-           one_step)
+           one_step, None if carries is None else tuple(carries))
     cache = body.__dict__.setdefault("_linearizations", {})
     if key not in cache:
         cache[key] = _linearize(body, num_carry, list(x_needs), list(k_needs), given,
-                                one_step)
+                                one_step, carries)
     return cache[key]
 
 
-def carry_patterns(body, nc, given, limit):
+def carry_patterns(body, nc, x_needs, k_needs, given, limit):
     """Which carries have a cotangent entering each backward step, from the last forward
-    step on: the given ones, then those whose incoming value the step before reached
-    (`graph.reached_inputs` over one step), until the pattern repeats itself or `limit`
+    step on: the given ones, then those the step before's walk reached (its one-step
+    backward body's `ct_carry_out`), until the pattern repeats itself or there are `limit`
     patterns. A pattern that stays is what a backward scan over the remaining steps can
     carry without a zero cotangent standing for an absent one."""
     floats = [is_differentiable_dtype(v.dtype) for v in body.invars[:nc]]
     ys_given = list(given[nc:])
     patterns = [[g and f for g, f in zip(given[:nc], floats)]]
     while len(patterns) < limit:
-        ins = reached_inputs(body, patterns[-1] + ys_given)[0]
-        nxt = [r and f for r, f in zip(ins[:nc], floats)]
-        if nxt == patterns[-1]:
+        step = linearize(body, nc, x_needs, k_needs, patterns[-1] + ys_given, one_step=True)
+        if step.ct_carry_out == patterns[-1]:
             break
-        patterns.append(nxt)
+        patterns.append(step.ct_carry_out)
     return patterns
 
 
@@ -111,14 +111,16 @@ def _carries_with_cotangents(body, nc, given):
     return reached_inputs(body, given, nc, floats)[1]
 
 
-def _linearize(body, nc, x_needs, k_needs, given, one_step=False):
+def _linearize(body, nc, x_needs, k_needs, given, one_step=False, carries=None):
     carry_in, x_in = body.invars[:nc], body.invars[nc:]
     carry_out, y_out = body.outvars[:nc], body.outvars[nc:]
     given = [True] * len(body.outvars) if given is None else list(given)
+    floats = [is_differentiable_dtype(v.dtype) for v in carry_in]
     if one_step:  # cotangents in: exactly the given ones; out: the carries those reach
-        floats = [is_differentiable_dtype(v.dtype) for v in carry_in]
         carry_has_ct = [g and f for g, f in zip(given[:nc], floats)]
         carry_out_ct = [r and f for r, f in zip(reached_inputs(body, given)[0][:nc], floats)]
+    elif carries is not None:
+        carry_has_ct = carry_out_ct = [c and f for c, f in zip(carries, floats)]
     else:
         carry_has_ct = carry_out_ct = _carries_with_cotangents(body, nc, given)
     ct_ys_mask = given[nc:]
@@ -196,6 +198,11 @@ def _linearize(body, nc, x_needs, k_needs, given, one_step=False):
         def ct_or_zeros(v):
             return ct.pop(v) if v in ct else zeros(v.shape, v.dtype, device)
 
+        if one_step:  # the carries the walk reached (a rule may give an input none)
+            carry_out_ct = [f and v in ct for v, f in zip(carry_in, carry_out_ct)]
+        # Inputs whose cotangent is zero at every step by construction: none, not zeros.
+        zero_xs = [n and v not in ct for v, n in zip(x_in, x_needs)]
+        zero_ks = [n and k not in ct for k, n in zip(body.constvars, k_needs)]
         outs = [ct_or_zeros(v) for v, f in zip(carry_in, carry_out_ct) if f]
         needed_k = [k for k, n in zip(body.constvars, k_needs) if n]
         outs += [add(acc, ct.pop(k)) if k in ct else acc for acc, k in zip(accs, needed_k)]
@@ -237,7 +244,7 @@ def _linearize(body, nc, x_needs, k_needs, given, one_step=False):
     n_fwd_consts = len(body.constvars)
     lin = Linearization(body, aug, bwd, residuals, carry_has_ct, ct_ys_mask, x_needs, k_needs,
                         len(y_out), graph.consts[n_fwd_consts:])
-    lin.ct_carry_out = carry_out_ct
+    lin.ct_carry_out, lin.zero_xs, lin.zero_ks = carry_out_ct, zero_xs, zero_ks
     lin.bwd_sources = {fwd[v]._var: v for v in list(fwd) if isinstance(v, Var)}
     return lin
 

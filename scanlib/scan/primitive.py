@@ -87,10 +87,12 @@ def _scan_vjp(cts, outs, *inputs, _saved, body, length, reverse, num_carry, num_
                                     compiler)
             saved = _residuals(lin, outs, xs)
 
-    patterns = carry_patterns(lin.body, nc, given, length + 1) if length else [None]
-    if len(patterns) > 1:  # carries whose cotangent is absent at some steps (see below)
-        return _peeled_vjp(cts, inputs, lin, saved, given, patterns, length, reverse,
-                           interpret, sum_carries, compiler)
+    if length:
+        patterns = carry_patterns(lin.body, nc, lin.x_needs, lin.k_needs, given, length + 1)
+        if len(patterns) > 1 or patterns[0] != lin.ct_carry:
+            # carries whose cotangent is absent at some steps (see _peeled_vjp)
+            return _peeled_vjp(cts, inputs, lin, saved, given, patterns, length, reverse,
+                               interpret, sum_carries, compiler)
 
     xp = backends.xp_of(*[a._value for a in inputs])
     out_vars = lin.body.outvars
@@ -110,9 +112,15 @@ def _scan_vjp(cts, outs, *inputs, _saved, body, length, reverse, num_carry, num_
     acc_iter = iter(res[n_ct:len(bwd_init)])
     xs_ct_iter = iter(res[len(bwd_init):])
     out = [next(carry_ct_iter) if f else None for f in lin.ct_carry]
-    out += [next(xs_ct_iter) if n else None for n in lin.x_needs]
-    out += [next(acc_iter) if n else None for n in lin.k_needs]
+    out += [_unless(z, next(xs_ct_iter)) if n else None for n, z in zip(lin.x_needs, lin.zero_xs)]
+    out += [_unless(z, next(acc_iter)) if n else None for n, z in zip(lin.k_needs, lin.zero_ks)]
     return out
+
+
+def _unless(zero, ct):
+    """None for an input whose cotangent is zero by construction (no path reaches it), as
+    the loop gives none: a zero passed on would meet the partials of whatever made it."""
+    return None if zero else ct
 
 
 def _peeled_vjp(cts, inputs, lin, saved, given, patterns, length, reverse, interpret,
@@ -131,8 +139,8 @@ def _peeled_vjp(cts, inputs, lin, saved, given, patterns, length, reverse, inter
     ys_given = list(given[nc:])
     step_lins = [linearize(lin.body, nc, lin.x_needs, lin.k_needs, g + ys_given, one_step=True)
                  for g in patterns[:peel]]
-    main = linearize(lin.body, nc, lin.x_needs, lin.k_needs, patterns[-1] + ys_given) \
-        if rest else None
+    main = linearize(lin.body, nc, lin.x_needs, lin.k_needs, patterns[-1] + ys_given,
+                     carries=patterns[-1]) if rest else None
     for needed in step_lins + ([main] if main else []):
         if not all(r.var in saved for r in needed.residuals
                    if r.source is not None and r.source[0] != "const"):
@@ -175,14 +183,19 @@ def _peeled_vjp(cts, inputs, lin, saved, given, patterns, length, reverse, inter
     x_cts = []
     for j in range(sum(lin.x_needs)):
         rows = [step[j] for step in x_steps]
-        peeled = stack(rows if reverse else rows[::-1])  # in t order
-        pieces = [peeled] if x_main is None else [peeled, x_main[j]] if reverse \
-            else [x_main[j], peeled]
+        pieces = [stack(rows if reverse else rows[::-1])] if rows else []  # in t order
+        if x_main is not None:
+            pieces = pieces + [x_main[j]] if reverse else [x_main[j]] + pieces
         x_cts.append(pieces[0] if len(pieces) == 1 else concatenate(pieces, axis=0))
-    x_iter, acc_iter = iter(x_cts), iter(accs)
+    lins = step_lins + ([main] if main is not None else [])
+    x_zero = [all(z) for z in zip(*[[z for z, n in zip(l.zero_xs, l.x_needs) if n]
+                                    for l in lins])]
+    k_zero = [all(z) for z in zip(*[[z for z, n in zip(l.zero_ks, l.k_needs) if n]
+                                    for l in lins])]
+    x_iter, acc_iter = iter(zip(x_cts, x_zero)), iter(zip(accs, k_zero))
     out = [carry.get(i) for i in range(nc)]
-    out += [next(x_iter) if n else None for n in lin.x_needs]
-    out += [next(acc_iter) if n else None for n in lin.k_needs]
+    out += [_unless(*next(x_iter)[::-1]) if n else None for n in lin.x_needs]
+    out += [_unless(*next(acc_iter)[::-1]) if n else None for n in lin.k_needs]
     return out
 
 
