@@ -92,12 +92,18 @@ def carry_patterns(body, nc, x_needs, k_needs, given, limit):
     backward body's `ct_carry_out`), until the pattern repeats itself or there are `limit`
     patterns. A pattern that stays is what a backward scan over the remaining steps can
     carry without a zero cotangent standing for an absent one."""
+    key = (nc, tuple(x_needs), tuple(k_needs), tuple(given))
+    cache = body.__dict__.setdefault("_carry_patterns", {})
+    hit = cache.get(key)  # a pattern that settles, found before (every call of a scan asks)
+    if hit is not None and len(hit) <= limit:
+        return hit
     floats = [is_differentiable_dtype(v.dtype) for v in body.invars[:nc]]
     ys_given = list(given[nc:])
     patterns = [[g and f for g, f in zip(given[:nc], floats)]]
     while len(patterns) < limit:
         step = linearize(body, nc, x_needs, k_needs, patterns[-1] + ys_given, one_step=True)
         if step.ct_carry_out == patterns[-1]:
+            cache[key] = patterns
             break
         patterns.append(step.ct_carry_out)
     return patterns
