@@ -197,19 +197,9 @@ def build(graph):
         else:
             plan.append(("kernel", len(returned), None if v.shape else np.dtype(v.dtype)))
             returned.append(_owned(code, fresh, v))
-    ksource = "\n".join([
-        f"# scanlib fused kernel; helpers {native._helpers_digest()}",
-        "import numba",
-        "import numpy as np",
-        "",
-        "from scanlib.scan.loop.native_kernels import _rows_extreme, _scatter1, _scatter2, "
-        "_sigmoid, _solve, _take1, _take2, _triangular_solve",
-        "",
-        "",
-        "@numba.njit(cache=CACHE, nogil=True, error_model='numpy')",
-        f"def kernel({', '.join(params)}):",
-        *w.lines,
-        f"    return ({''.join(r + ', ' for r in returned)})", ""])
+    ksource = native.kernel_module(
+        params, w.lines + [f"    return ({''.join(r + ', ' for r in returned)})"],
+        "fused kernel")
     dispatcher, proofs = native._load(ksource)
     kernel = native.NativeKernel(dispatcher, w.expected, graph.name, proofs)
     return FusedKernel(ksource, kernel, plan)

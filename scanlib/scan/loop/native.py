@@ -159,18 +159,25 @@ class _NativeWriter(_LoopWriter):
                 if not self.prog.carry_in[i].shape]
 
     def kernel_source(self):
-        return "\n".join([
-            f"# scanlib kernel; helpers {_helpers_digest()}",  # a changed helper: a new key
-            "import numba",
-            "import numpy as np",
-            "",
-            "from scanlib.scan.loop.native_kernels import _rows_extreme, _scatter1, _scatter2, "
-            "_sigmoid, _solve, _take1, _take2, _triangular_solve",
-            "",
-            "",
-            "@numba.njit(cache=CACHE, nogil=True, error_model='numpy')",
-            f"def kernel({', '.join(self.kernel_params)}):",
-            *["    " + s for s in self.kernel_body], ""])
+        return kernel_module(self.kernel_params, ["    " + s for s in self.kernel_body])
+
+
+def kernel_module(params, body_lines, what="kernel"):
+    """The source of a kernel module: `kernel(*params)` with the given (indented) lines, the
+    helpers imported. Its hash is the kernel's cache key, so the helpers' digest is in it
+    (a changed helper: a new key)."""
+    return "\n".join([
+        f"# scanlib {what}; helpers {_helpers_digest()}",
+        "import numba",
+        "import numpy as np",
+        "",
+        "from scanlib.scan.loop.native_kernels import _rows_extreme, _scatter1, _scatter2, "
+        "_sigmoid, _solve, _take1, _take2, _triangular_solve",
+        "",
+        "",
+        "@numba.njit(cache=CACHE, nogil=True, error_model='numpy')",
+        f"def kernel({', '.join(params)}):",
+        *body_lines, ""])
 
 
 class NativeKernel:
