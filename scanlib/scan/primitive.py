@@ -187,15 +187,17 @@ def _peeled_vjp(cts, inputs, lin, saved, given, patterns, length, reverse, inter
         if x_main is not None:
             pieces = pieces + [x_main[j]] if reverse else [x_main[j]] + pieces
         x_cts.append(pieces[0] if len(pieces) == 1 else concatenate(pieces, axis=0))
+    # An input whose cotangent is zero by construction at every step gets none.
     lins = step_lins + ([main] if main is not None else [])
-    x_zero = [all(z) for z in zip(*[[z for z, n in zip(l.zero_xs, l.x_needs) if n]
-                                    for l in lins])]
-    k_zero = [all(z) for z in zip(*[[z for z, n in zip(l.zero_ks, l.k_needs) if n]
-                                    for l in lins])]
-    x_iter, acc_iter = iter(zip(x_cts, x_zero)), iter(zip(accs, k_zero))
+    x_zero = [all(zs) for zs in zip(*[[z for z, n in zip(ln.zero_xs, ln.x_needs) if n]
+                                      for ln in lins])]
+    k_zero = [all(zs) for zs in zip(*[[z for z, n in zip(ln.zero_ks, ln.k_needs) if n]
+                                      for ln in lins])]
+    x_out = iter([_unless(z, ct) for ct, z in zip(x_cts, x_zero)])
+    k_out = iter([_unless(z, ct) for ct, z in zip(accs, k_zero)])
     out = [carry.get(i) for i in range(nc)]
-    out += [_unless(*next(x_iter)[::-1]) if n else None for n in lin.x_needs]
-    out += [_unless(*next(acc_iter)[::-1]) if n else None for n in lin.k_needs]
+    out += [next(x_out) if n else None for n in lin.x_needs]
+    out += [next(k_out) if n else None for n in lin.k_needs]
     return out
 
 
