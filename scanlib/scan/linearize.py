@@ -207,6 +207,7 @@ def _linearize(body, nc, x_needs, k_needs, given, one_step=False, carries=None):
         if one_step:  # the carries the walk reached (a rule may give an input none)
             carry_out_ct = [f and v in ct for v, f in zip(carry_in, carry_out_ct)]
         # Inputs whose cotangent is zero at every step by construction: none, not zeros.
+        zero_carries = [f and v not in ct for v, f in zip(carry_in, carry_out_ct)]
         zero_xs = [n and v not in ct for v, n in zip(x_in, x_needs)]
         zero_ks = [n and k not in ct for k, n in zip(body.constvars, k_needs)]
         outs = [ct_or_zeros(v) for v, f in zip(carry_in, carry_out_ct) if f]
@@ -251,6 +252,7 @@ def _linearize(body, nc, x_needs, k_needs, given, one_step=False, carries=None):
     lin = Linearization(body, aug, bwd, residuals, carry_has_ct, ct_ys_mask, x_needs, k_needs,
                         len(y_out), graph.consts[n_fwd_consts:])
     lin.ct_carry_out, lin.zero_xs, lin.zero_ks = carry_out_ct, zero_xs, zero_ks
+    lin.zero_carries = zero_carries  # flagged carries the walk never reached
     lin.bwd_sources = {fwd[v]._var: v for v in list(fwd) if isinstance(v, Var)}
     return lin
 

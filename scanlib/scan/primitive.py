@@ -87,7 +87,10 @@ def _scan_vjp(cts, outs, *inputs, _saved, body, length, reverse, num_carry, num_
                                     compiler)
             saved = _residuals(lin, outs, xs)
 
-    if length:
+    # Every carry the backward scan carries is given a cotangent, and its walk reaches each:
+    # the pattern holds at every step (the usual case: the loss reads the final carry).
+    settled = all(given[i] for i in range(nc) if lin.ct_carry[i]) and not any(lin.zero_carries)
+    if length and not settled:
         patterns = carry_patterns(lin.body, nc, lin.x_needs, lin.k_needs, given, length + 1)
         if len(patterns) > 1 or patterns[0] != lin.ct_carry:
             # carries whose cotangent is absent at some steps (see _peeled_vjp)
