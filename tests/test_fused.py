@@ -223,8 +223,8 @@ ADVERSARIAL = {
     "float32 sum": (lambda c: lambda x: sl.sum(x) + _tick(c),
                     np.concatenate([[1e8], np.ones(10**5)]).astype(np.float32)),
     # out of range, NumPy's cast is its own (numba's vectorised casts saturate)
-    "float to int16": (lambda c: lambda x: (x.astype(np.int16), _tick(c)),
-                       np.array([7e4, 1e20, np.nan] + [7e4] * 13)),
+    "float to int": (lambda c: lambda x: (x.astype(np.int16), x.astype(np.uint32), _tick(c)),
+                     sl.tensor(np.array([7e4, 1e20, np.nan] + [7e4] * 13))),
     "triangular solve with NaN": (
         lambda c: lambda a, b: sl.linalg.solve_triangular(a, b, lower=True) + _tick(c),
         np.array([[1.0, 0.0], [np.nan, 1.0]]), np.ones((2, 1))),

@@ -32,6 +32,7 @@ import math
 import numpy as np
 
 from ..tape import Literal
+from .loop import native  # numba itself only when a kernel is built or run
 from .loop.native_rules import Arg, Unsupported, dtype_code, literal_code, statements
 from .primitive import scan_p
 
@@ -41,8 +42,6 @@ from .primitive import scan_p
 SMALL = 1024  # elements: a scan body value above this keeps the per-scan tier
 MAX_STEPS = 4096  # steps of all the graph's scans: more keep the per-scan tier
 ENABLED = True  # False: jit replays its straight-line code (the bench's per-scan column)
-_VIEWS = ("getitem", "reshape", "transpose", "broadcast_to", "split", "unstack",
-          "stop_gradient", "copy")
 
 
 def wanted(graph):
@@ -94,7 +93,7 @@ class _Writer:
                 self.scan(eqn, args, outs, indent)
             else:
                 self.lines += [indent + s for s in statements(eqn, args, outs)]
-            if eqn.prim.name not in _VIEWS:
+            if eqn.prim.name not in native.VIEWS:
                 fresh.update(outs)
             env.update(zip(eqn.outvars, outs))
         return [(v, True) if isinstance(v, Literal) else (env[v], env[v] in fresh)
@@ -149,10 +148,8 @@ class FusedKernel:
         self.note = None  # why it stopped running, once it has
 
     def __call__(self, arrays, consts):
-        from .loop import native
-
         if self.kernel is None or native.numpy_errstate_forbids():
-            return None  # under np.errstate(...="raise") NumPy raises where numba would not
+            return None  # np.errstate raise/call/log: NumPy's own loops honour those
         values = [a[()] if not a.shape else a for a in (*arrays, *consts)]
         try:
             res = self.kernel(*values)
@@ -177,8 +174,6 @@ class FusedKernel:
 def build(graph):
     """The FusedKernel of a graph that `wanted`; raises Unsupported when a primitive (or a
     form of one) has no numba rule."""
-    from .loop import native
-
     why = native.missing()
     if why is not None:
         raise Unsupported(why)

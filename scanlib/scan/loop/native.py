@@ -33,11 +33,13 @@ from .emit import _LoopWriter
 from .ir import STEP, is_var
 from .native_rules import Arg, Unsupported, literal_code, statements
 
-__all__ = ["Unsupported", "NotProved", "KERNEL_ERRORS", "NativeLoop", "build", "available",
-           "missing"]
+__all__ = ["VIEWS", "Unsupported", "NotProved", "KERNEL_ERRORS", "NativeLoop", "build",
+           "available", "missing"]
 
-_VIEWS = ("getitem", "reshape", "transpose", "broadcast_to", "split", "unstack",
-          "stop_gradient", "copy")
+# Primitives whose result may be a view of an input: a carry (or an output) made by one is
+# copied, since numba gives a variable one array type and a caller's memory is not ours.
+VIEWS = ("getitem", "reshape", "transpose", "broadcast_to", "split", "unstack",
+         "stop_gradient", "copy")
 
 
 class NotProved(Exception):
@@ -109,7 +111,7 @@ class _NativeWriter(_LoopWriter):
         code = self.ref_step(v)
         n = self.prog.producer.get(v)
         fresh = n is not None and self.prog.section.get(n) is STEP and \
-            self.prog.eqns[n].prim.name not in _VIEWS
+            self.prog.eqns[n].prim.name not in VIEWS
         return code if fresh or not like.shape else f"{code}.copy()"
 
     # --- the kernel and its call -----------------------------------------------------------

@@ -321,6 +321,9 @@ def _reduced_axes(eqn, x):
     return tuple(range(len(x.shape))) if axis is None else tuple(sorted(axis))
 
 
+_PAIRWISE_BLOCK = 128  # NumPy's pairwise summation block
+
+
 @rule(st.sum_p)
 def _sum(eqn, args, outs):
     x, out = args[0], eqn.outvars[0]
@@ -341,9 +344,6 @@ def _sum(eqn, args, outs):
     if eqn.params["keepdims"]:
         code = f"np.ascontiguousarray({code}).reshape({tuple(out.shape)})"
     return [f"{outs[0]} = {code}"]
-
-
-_PAIRWISE_BLOCK = 128  # NumPy's pairwise summation block
 
 
 @rule(st.max_p, st.min_p)
