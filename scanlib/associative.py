@@ -1,6 +1,9 @@
-"""associative_scan: an inclusive parallel prefix scan with an associative binary fn over
-pytrees, as `jax.lax.associative_scan`, in O(log T) vectorised levels built from scanlib ops
-(so reverse mode, and grad of grad, come from the ops' own rules).
+"""associative_scan: an inclusive prefix scan with an associative binary fn over pytrees, as
+`jax.lax.associative_scan`, built from scanlib ops and scan (so reverse and forward mode, and
+grad of grad, come from their own rules). Two structures compute it: JAX's odd/even
+recursion, O(log T) vectorised levels, on a GPU; on NumPy, one sequential scan of fn, which
+measured faster on every workload tried (a level is a pass over memory there, a scan step a few
+microseconds; bench/NOTES.md, issue 12).
 
 Linear recurrences as associative scans
 ---------------------------------------
@@ -25,7 +28,7 @@ Worked example, T = 3, a = [0.5, 2, 1], b = [1, 1, 3], h_0 = 0:
 so B = [1, 3, 6] = h. The same holds for complex a and b (S5 and LRU use complex diagonal
 a_t): only `*` and `+` appear, and both are holomorphic, so gradients follow JAX's complex
 convention. `reverse=True` scans from the end (a backward-in-time recurrence
-h_t = a_t * h_{t+1} + b_t). Imports pytree and the ops (below scanlib/__init__).
+h_t = a_t * h_{t+1} + b_t). Imports backends, pytree, the ops and scan (below scanlib/__init__).
 """
 
 from __future__ import annotations
@@ -33,10 +36,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from . import pytree
+import numpy as np
+
+from . import backends, pytree
+from .ops.arrays import moveaxis
 from .ops.functions import as_tensor
 from .ops.structural import (concatenate_p, getitem, normalize_axis, reshape_p, split_p,
                              stack_p, unstack_p)
+from .scan import scan
 
 __all__ = ["associative_scan"]
 
@@ -53,10 +60,14 @@ def associative_scan(fn: Callable, elems: Any, reverse: bool = False, axis: int 
     scan of the reversed elems, reversed again (`out[t]` combines elems[T-1] down to elems[t],
     the accumulated later elements as fn's first argument).
 
-    The work-efficient odd/even structure JAX uses: combine adjacent pairs, scan the half
-    recursively, then fix up the even positions; about 2T applications of fn in
-    2 log2(T) vectorised calls (an odd length peels its last element off first). It is built
-    from scanlib ops and fn, so it is differentiable (reverse mode, to any order).
+    On CuPy arrays, the work-efficient odd/even structure JAX uses: combine adjacent pairs,
+    scan the half recursively, then fix up the even positions; about 2T applications of fn in
+    2 log2(T) vectorised calls (an odd length peels its last element off first). On NumPy
+    arrays, `scan` with carry = fn(carry, x): T - 1 applications of fn on pieces of length 1
+    along `axis`, one compiled loop, whose VJP is the reverse scan. The results agree to
+    rounding (the two structures associate differently). Both are built from scanlib ops and
+    fn, so they are differentiable (reverse and forward mode, to any order) and work under
+    jit, vmap and inside scan bodies.
 
     See this module's docstring for a diagonal linear recurrence h_t = a_t * h_{t-1} + b_t
     written as an associative scan over pairs (a, b).
@@ -78,7 +89,7 @@ def associative_scan(fn: Callable, elems: Any, reverse: bool = False, axis: int 
     combine = _combiner(fn, treedef, paths, axis)
     if reverse:
         leaves = [_flip(x, axis) for x in leaves]
-    out = _scan(combine, leaves, axis)
+    out = STRUCTURES[_structure(leaves)](combine, leaves, axis)
     if reverse:
         out = [_flip(x, axis) for x in out]
     return pytree.unflatten(treedef, out)
@@ -143,6 +154,37 @@ def _combiner(fn, treedef, paths, axis):
     return combine
 
 
+# --- which structure -----------------------------------------------------------------------
+def _structure(leaves) -> str:
+    """"odd-even" on a GPU, where each of its O(log T) levels is a few kernel launches;
+    "sequential" on NumPy, where a level is a pass over memory and a sequential scan's step
+    costs a few microseconds (bench/NOTES.md, issue 12: measured on linrec-long, linrec,
+    cumsum)."""
+    return "odd-even" if backends.xp_of(*(x._value for x in leaves)) is not np else "sequential"
+
+
+# --- sequential: scan's compiled loop, carry = fn(carry, x) ---------------------------------
+def _sequential(combine, xs, axis):
+    """out[0] = x[0], out[t] = fn(out[t-1], x[t]): T - 1 applications of fn as one scan
+    (its VJP is the reverse scan). fn sees pieces of length 1 along `axis`, as in JAX."""
+    n = xs[0].shape[axis]
+    if n < 2:
+        return list(xs)
+    moved = [moveaxis(x, axis, 0) for x in xs]  # [n, *pre, *post]
+    firsts, rests = zip(*[split_p(m, sizes=(1, n - 1), axis=0) for m in moved])
+    piece = [m.shape[1:axis + 1] + (1,) + m.shape[axis + 1:] for m in moved]  # pre, 1, post
+
+    def step(carry, x):  # y is the carry before the step: the final carry is read too
+        return tuple(combine(list(carry), list(x))), carry
+
+    last, ys = scan(step, tuple(reshape_p(f, shape=s) for f, s in zip(firsts, piece)),
+                    tuple(reshape_p(r, shape=(n - 1,) + s) for r, s in zip(rests, piece)))
+    out = [concatenate_p(reshape_p(y, shape=(n - 1,) + m.shape[1:]),
+                         reshape_p(c, shape=(1,) + m.shape[1:]), axis=0)
+           for y, c, m in zip(ys, last, moved)]
+    return [moveaxis(o, 0, axis) for o in out]
+
+
 # --- the levels -----------------------------------------------------------------------------
 # Pieces are cut with split and unstack (multi-output views whose VJPs are one concatenate or
 # stack), not with strided getitem: a getitem's VJP scatters into a fresh zero array per slice.
@@ -179,6 +221,9 @@ def _scan_odd(combine, xs, axis, n):
     prev = [split_p(y, sizes=(n - 2, 1), axis=axis)[1] for y in out]
     ends = combine(prev, list(lasts))
     return [concatenate_p(y, e, axis=axis) for y, e in zip(out, ends)]
+
+
+STRUCTURES = {"odd-even": _scan, "sequential": _sequential}
 
 
 def _flip(x, axis):
