@@ -206,8 +206,34 @@ def _grad_vjp(cts, outs, *xs, _saved, body, num_carry, num_cts, given):
         return [None] * len(xs)
     diff = [x for x in xs[num_cts[0]:] if is_differentiable_dtype(x.dtype)]
     ct = [c if c is not None else zeros(x.shape, x.dtype, x.device) for c, x in zip(cts, diff)]
-    return _scan_grads(ct, list(xs), body, num_carry, (len(diff),) + tuple(num_cts),
-                       (tuple(c is not None for c in cts),) + tuple(given))
+    g = _scan_grads(ct, list(xs), body, num_carry, (len(diff),) + tuple(num_cts),
+                    (tuple(c is not None for c in cts),) + tuple(given))
+    # Inputs no present cotangent reaches get none: the derivative's zeros for them would
+    # reach the loop's partials as present cotangents (0 * inf at second order).
+    reached = _reach_grad(dict(body=body, num_carry=num_carry, num_cts=num_cts, given=given),
+                          [c is not None for c in cts])
+    return [x if r else None for x, r in zip(g, reached)]
+
+
+def _reach_grad(params, out_flags):
+    """Which inputs of D_k (its cotangents, then init, the body's constants, n) a cotangent
+    of its flagged outputs (the gradients of its float primals) reaches. For D_1: the
+    gradient of primal p is the sum over carries i with a present cotangent ct_i of
+    ct_i * d carry_i / dp, so it reads ct_i where p reaches carry i, and primal q where q
+    also reaches such a carry i (through the second derivative). Deeper levels: all."""
+    body, nc, num_cts, given = (params[k] for k in ("body", "num_carry", "num_cts", "given"))
+    primal_vars = body.invars[:nc] + body.constvars
+    n_inputs = num_cts[0] + len(primal_vars) + 1
+    if len(num_cts) > 1 or not any(out_flags):
+        return [any(out_flags)] * n_inputs
+    floats = [j for j, v in enumerate(primal_vars) if is_differentiable_dtype(v.dtype)]
+    asked = {j for j, f in zip(floats, out_flags) if f}
+    deps = [loop_reach(body, nc, [k == i for k in range(nc)]) if given[0][i] else None
+            for i in range(nc)]
+    live = [d for d in deps if d is not None and any(d[j] for j in asked)]
+    ct_reached = [d is not None and any(d[j] for j in asked) for d in deps]
+    primal_reached = [any(d[q] for d in live) for q in range(len(primal_vars))]
+    return ct_reached + primal_reached + [False]
 
 
 def _reach_while(params, out_flags):
@@ -219,7 +245,8 @@ def _reach_while(params, out_flags):
 
 while_p = Primitive("while_loop", _while_impl, _while_vjp, multiple_results=True,
                     reach=_reach_while)
-while_grad_p = Primitive("while_loop_vjp", _grad_impl, _grad_vjp, multiple_results=True)
+while_grad_p = Primitive("while_loop_vjp", _grad_impl, _grad_vjp, multiple_results=True,
+                         reach=_reach_grad)
 
 
 def too_many_steps(max_steps):
