@@ -41,9 +41,12 @@ def checkpoint(f, *, prevent_cse=True, policy=None, static_argnums=()):
     recomputed). f is traced once per call, so use scanlib ops in it and no Python control
     flow on values, as in a scan body. Arguments are pytrees of Tensors, arrays or Python
     numbers, given positionally; a Python number reaches f as itself (so it keeps Python's
-    weak typing and can be an axis), and has no gradient. `prevent_cse` is accepted for
-    JAX's signature (nothing here merges the two passes); `policy` and `static_argnums` are
-    not supported yet.
+    weak typing and can be an axis), and has no gradient. The arguments at `static_argnums`
+    (an int or a tuple of ints, as in JAX) reach f exactly as given, whatever they are (a
+    string, a tuple of sizes, a function), and get no gradient; a Tensor among them is a
+    constant f closes over (it still gets its gradient, as a closed-over tensor does).
+    `prevent_cse` is accepted for JAX's signature (nothing here merges the two passes);
+    `policy` is not supported yet (a NotImplementedError).
 
     >>> import scanlib as sl
     >>> W = sl.tensor([[0.5, -1.0], [2.0, 0.1]], requires_grad=True)
@@ -57,10 +60,7 @@ def checkpoint(f, *, prevent_cse=True, policy=None, static_argnums=()):
         raise NotImplementedError(
             "checkpoint(policy=...): saving policies are not supported yet; checkpoint saves "
             "only f's inputs and recomputes everything else.")
-    if static_argnums not in ((), None):
-        raise NotImplementedError(
-            "checkpoint(static_argnums=...) is not supported yet: close over the static "
-            "values instead (checkpoint(lambda x: f(x, n))).")
+    static_nums = _static_argnums(static_argnums)
     if not isinstance(prevent_cse, bool):
         raise TypeError(f"checkpoint: prevent_cse must be True or False, got {prevent_cse!r}")
 
@@ -70,7 +70,10 @@ def checkpoint(f, *, prevent_cse=True, policy=None, static_argnums=()):
             raise TypeError(f"checkpoint: pass the arguments of the checkpointed function "
                             f"positionally (got keyword arguments {sorted(kwargs)}), or close "
                             "over them.")
-        paths, leaves, in_tree = pytree.flatten_with_paths(args, "args")
+        fixed = _static_positions(static_nums, len(args))
+        # a static argument as None: no leaves, and the others keep their paths (args[i])
+        shown = tuple(None if i in fixed else a for i, a in enumerate(args))
+        paths, leaves, in_tree = pytree.flatten_with_paths(shown, "args")
         # Python numbers stay Python numbers (f sees them as given: weakly typed, usable as
         # an axis); f is traced per call anyway. Everything else is a traced input.
         static = {i: x for i, x in enumerate(leaves) if type(x) in _PYTHON_NUMBER}
@@ -82,7 +85,8 @@ def checkpoint(f, *, prevent_cse=True, policy=None, static_argnums=()):
         def traced(*tracers):
             it = iter(tracers)
             full = [static[i] if i in static else next(it) for i in range(len(leaves))]
-            out = f(*pytree.unflatten(in_tree, full))
+            rebuilt = pytree.unflatten(in_tree, full)
+            out = f(*[args[i] if i in fixed else a for i, a in enumerate(rebuilt)])
             out_leaves, out_tree = pytree.flatten(out)
             outs_static.append((out_tree, {i: x for i, x in enumerate(out_leaves)
                                            if type(x) in _PYTHON_NUMBER}))
@@ -108,6 +112,32 @@ def checkpoint(f, *, prevent_cse=True, policy=None, static_argnums=()):
 
 
 remat = checkpoint
+
+
+def _static_argnums(static_argnums):
+    """static_argnums as a tuple of ints (JAX takes an int or a sequence of them)."""
+    nums = (static_argnums,) if isinstance(static_argnums, int) else static_argnums
+    if nums is None:
+        return ()
+    try:
+        nums = tuple(nums)
+    except TypeError:
+        nums = None
+    if nums is None or not all(isinstance(n, int) and not isinstance(n, bool) for n in nums):
+        raise TypeError(f"checkpoint: static_argnums must be an int or a tuple of ints, got "
+                        f"{static_argnums!r}")
+    return nums
+
+
+def _static_positions(nums, n_args):
+    """The positions static_argnums names in a call with n_args arguments (negative ones
+    count from the end, as in JAX)."""
+    bad = [n for n in nums if not -n_args <= n < n_args]
+    if bad:
+        raise ValueError(f"checkpoint: static_argnums {nums} names position {bad[0]}, but the "
+                         f"checkpointed function was called with {n_args} positional "
+                         "arguments.")
+    return {n % n_args for n in nums}
 
 
 def _input(x, path):
