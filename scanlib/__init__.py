@@ -6,9 +6,9 @@ backends <- tape <- ops <- (tracing, autodiff, linalg, random, optim) <- scan <-
 (transforms, jit, ...) <- this public API.
 """
 
-from . import linalg, optim, random, testing
+from . import checkpoint_policies, linalg, optim, random, testing
 from .autodiff import grad, value_and_grad, vjp
-from .remat import checkpoint, remat
+from .remat import checkpoint, checkpoint_name, remat
 from .backends import cuda_available
 from .ops import *  # noqa: F403
 from .ops import __all__ as _ops_all
@@ -27,7 +27,8 @@ __version__ = "0.1.0"
 __all__ = [
     *[n for n in _ops_all if n not in ("Primitive", "bind", "elementwise", "sum_to", "getitem")],
     "Tensor", "Graph", "no_grad", "enable_grad", "grad", "value_and_grad", "vjp",
-    "make_graph", "checkpoint", "remat", "testing", "linalg", "random", "optim",
+    "make_graph", "checkpoint", "remat", "checkpoint_name", "checkpoint_policies", "testing",
+    "linalg", "random", "optim",
     "cuda_available", "scan", "scan_plan", "ScanPlan", "set_loop_compiler",
     "NumbaFallbackWarning", "jit",
     *transforms.__all__, *associative.__all__, *control.__all__, "vmap",

@@ -20,11 +20,11 @@ from .ops.primitive import Primitive, bind
 from .tape import (Graph, Literal, Tensor, Var, backward_pass, current_builder, enable_grad,
                    grad_enabled)
 from .tape.backward import fit_cotangent
-from .tape.graph import eval_graph, reached_inputs, stand_ins_for
+from .tape.graph import eval_graph, reached_inputs, stand_ins_for, used_vars
 from .tape.tensor import is_differentiable_dtype
 from .tracing import abstract_leaf, closure_names, trace_function
 
-__all__ = ["checkpoint", "remat"]
+__all__ = ["checkpoint", "remat", "checkpoint_name"]
 
 _PYTHON_NUMBER = (bool, int, float, complex)  # exact types: np.float64 is typed
 
@@ -45,8 +45,12 @@ def checkpoint(f, *, prevent_cse=True, policy=None, static_argnums=()):
     (an int or a tuple of ints, as in JAX) reach f exactly as given, whatever they are (a
     string, a tuple of sizes, a function), and get no gradient; a Tensor among them is a
     constant f closes over (it still gets its gradient, as a closed-over tensor does).
-    `prevent_cse` is accepted for JAX's signature (nothing here merges the two passes);
-    `policy` is not supported yet (a NotImplementedError).
+    `policy`, as jax.checkpoint's, chooses values to keep instead of recompute: it is called
+    as `policy(prim, *avals, **params)` on each equation of f's trace and returns True to
+    keep that equation's output; `scanlib.checkpoint_policies` has JAX's (dots_saveable,
+    dots_with_no_batch_dims_saveable, save_only_these_names with `checkpoint_name`, ...).
+    Values and gradients do not depend on it. `prevent_cse` is accepted for JAX's signature
+    (nothing here merges the two passes).
 
     >>> import scanlib as sl
     >>> W = sl.tensor([[0.5, -1.0], [2.0, 0.1]], requires_grad=True)
@@ -56,10 +60,9 @@ def checkpoint(f, *, prevent_cse=True, policy=None, static_argnums=()):
     """
     if not callable(f):
         raise TypeError(f"checkpoint: f must be callable, got {type(f).__name__}")
-    if policy is not None:
-        raise NotImplementedError(
-            "checkpoint(policy=...): saving policies are not supported yet; checkpoint saves "
-            "only f's inputs and recomputes everything else.")
+    if policy is not None and not callable(policy):
+        raise TypeError(f"checkpoint: policy must be None or a function policy(prim, *avals, "
+                        f"**params) -> bool (see scanlib.checkpoint_policies), got {policy!r}")
     static_nums = _static_argnums(static_argnums)
     if not isinstance(prevent_cse, bool):
         raise TypeError(f"checkpoint: prevent_cse must be True or False, got {prevent_cse!r}")
@@ -100,10 +103,14 @@ def checkpoint(f, *, prevent_cse=True, policy=None, static_argnums=()):
         consts = graph.consts
         # The graph is a param; the tensors it closed over are inputs of the equation instead,
         # so that they get gradients and a cached scan body holding it keeps no values alive.
+        keep = _saved_by(policy, graph) if policy is not None and graph.outvars else []
         graph = Graph(graph.invars, graph.constvars, [None] * len(consts), graph.eqns,
-                      graph.outvars, graph.name, graph.device)
-        outs = iter(bind(checkpoint_p, *inputs, *consts, graph=graph, num_args=len(inputs))
-                    if graph.outvars else ())
+                      graph.outvars + keep, graph.name, graph.device)
+        results = bind(checkpoint_p, *inputs, *consts, graph=graph, num_args=len(inputs),
+                       num_saved=len(keep)) if graph.outvars else []
+        if keep and results[0]._node is not None:  # only the node refers to them
+            results[0]._node.saved = results[len(results) - len(keep):]
+        outs = iter(results)
         n_out = out_tree.num_leaves
         return pytree.unflatten(out_tree, [out_numbers[i] if i in out_numbers else next(outs)
                                            for i in range(n_out)])
@@ -112,6 +119,53 @@ def checkpoint(f, *, prevent_cse=True, policy=None, static_argnums=()):
 
 
 remat = checkpoint
+
+
+def checkpoint_name(x, name: str):
+    """x itself, marked with `name` for a checkpoint's saving policy, as JAX's
+    `jax.ad_checkpoint.checkpoint_name`: `checkpoint(f, policy=checkpoint_policies.
+    save_only_these_names("h"))` keeps the values f marks "h" instead of recomputing them.
+    Outside a checkpoint it changes nothing.
+
+    >>> import scanlib as sl
+    >>> sl.checkpoint_name(sl.tensor([1.0, 2.0]), "h")
+    tensor([1., 2.], dtype=float64)
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"checkpoint_name: name must be a string, got {name!r}")
+    return name_p(as_tensor(x), name=name)
+
+
+name_p = Primitive("checkpoint_name", lambda x, name: x, lambda g, out, x, name: (g,),
+                   elementwise=True, view=True,
+                   doc="checkpoint_name(x, name): x, marked for a saving policy.")
+
+
+class _Aval:
+    """An equation input as a policy sees it (JAX passes abstract values)."""
+
+    __slots__ = ("shape", "dtype", "ndim")
+
+    def __init__(self, shape, dtype):
+        self.shape, self.dtype, self.ndim = tuple(shape), np.dtype(dtype), len(shape)
+
+
+def _saved_by(policy, graph):
+    """The values of f's trace that `policy` saves: outputs of single-result, differentiable
+    equations that f's outputs need and that are not f's outputs already (those are kept)."""
+    needed, _ = used_vars(graph.eqns, graph.outvars)
+    outs = {v for v in graph.outvars if isinstance(v, Var)}
+    keep = []
+    for eqn in needed:
+        v = eqn.outvars[0]
+        if (eqn.prim.multiple_results or eqn.prim.vjp is None or v in outs
+                or not is_differentiable_dtype(v.dtype)):
+            continue
+        avals = [_Aval(np.shape(a.value), np.asarray(a.value).dtype) if isinstance(a, Literal)
+                 else _Aval(a.shape, a.dtype) for a in eqn.invars]
+        if policy(eqn.prim, *avals, **eqn.params):
+            keep.append(v)
+    return keep
 
 
 def _static_argnums(static_argnums):
@@ -162,7 +216,7 @@ def _device_of(inputs, paths):
 
 
 # --- the primitive ------------------------------------------------------------------------
-def _checkpoint_impl(*values, graph, num_args):
+def _checkpoint_impl(*values, graph, num_args, num_saved=0):
     zeros = stand_ins_for(graph.outvars)
     if zeros is not None:  # being traced: nested levels would each run f on zeros
         return zeros
@@ -174,17 +228,21 @@ def _checkpoint_impl(*values, graph, num_args):
             for o, v in zip(outs, graph.outvars)]
 
 
-def _checkpoint_vjp(cts, outs, *inputs, _saved, graph, num_args):
-    """Recompute f from the inputs (the only thing kept), then differentiate that replay.
-    Inside a trace (a scan's backward body being built) the replay and the rules' results
-    are equations of that body, differentiated again as they are; on the tape, the replay is
-    recorded and walked back."""
+def _checkpoint_vjp(cts, outs, *inputs, _saved, graph, num_args, num_saved=0):
+    """Recompute f from the inputs (and the outputs a policy saved: the last num_saved of
+    graph's), then differentiate that replay. Inside a trace (a scan's backward body being
+    built) the replay and the rules' results are equations of that body, differentiated
+    again as they are; on the tape, the replay is recorded and walked back."""
+    kept = list(outs[len(outs) - num_saved:]) if num_saved else []
+    if num_saved and any(k is None for k in kept):
+        kept = list(_saved)  # on the tape the node holds them (nobody else does)
+    reuse = dict(zip(graph.outvars[len(graph.outvars) - num_saved:], kept))
     if current_builder() is not None:
-        return _traced_vjp(cts, inputs, graph, num_args)
-    return _tape_vjp(cts, inputs, graph, num_args)
+        return _traced_vjp(cts, inputs, graph, num_args, reuse)
+    return _tape_vjp(cts, inputs, graph, num_args, reuse)
 
 
-def _tape_vjp(cts, inputs, graph, num_args):
+def _tape_vjp(cts, inputs, graph, num_args, reuse):
     """The walk is recorded when the enclosing one is (grad is on here, a higher-order
     derivative) and then linked to the inputs that require grad. Recording the replay makes
     the scans in it keep their residuals, so their VJPs do not run them a third time."""
@@ -199,7 +257,7 @@ def _tape_vjp(cts, inputs, graph, num_args):
     for i in wanted:
         starts[i] = walk_start(inputs[i], recording)
     with enable_grad():
-        replayed = replay(graph, starts[:num_args], starts[num_args:])
+        replayed = replay(graph, starts[:num_args], starts[num_args:], reuse)
     roots, root_cts = [], []
     for o, g in zip(replayed, cts):
         if g is not None and isinstance(o, Tensor) and o.requires_grad:
@@ -215,7 +273,7 @@ def _tape_vjp(cts, inputs, graph, num_args):
     return result
 
 
-def _traced_vjp(cts, inputs, graph, num_args):
+def _traced_vjp(cts, inputs, graph, num_args, reuse):
     """The VJP as equations of the trace: replay the graph with bind, then call each
     equation's rule in reverse order, as scan's linearization does. No tape walk: a walk
     run without recording would cut the result from the graph (no_grad inside a trace
@@ -229,6 +287,9 @@ def _traced_vjp(cts, inputs, graph, num_args):
         return v.value if isinstance(v, Literal) else env[v]
 
     for eqn in graph.eqns:
+        if eqn.outvars[0] in reuse:  # saved by the policy: a value of the trace already
+            env[eqn.outvars[0]] = reuse[eqn.outvars[0]]
+            continue
         out = bind(eqn.prim, *[read(v) for v in eqn.invars], **eqn.params)
         env.update(zip(eqn.outvars, out if eqn.prim.multiple_results else (out,)))
     ct = {}
@@ -266,11 +327,12 @@ def walk_start(x, recording):
     return Tensor(x._value, True, _trace=x._trace, _var=x._var)
 
 
-def replay(graph, args, consts):
+def replay(graph, args, consts, reuse=None):
     """Run graph's equations on Tensors with `bind` (so the tape records them), from args for
     its invars and consts for its constvars; returns its outputs. A primitive that keeps
     extra values for its VJP when it is recorded (scan's residuals) says how to bind it so
-    through `bind_recorded`."""
+    through `bind_recorded`. `reuse` maps variables to values kept from the forward pass:
+    their equations are recorded with that value (reused_p) instead of computed."""
     env = dict(zip(graph.invars, args))
     env.update(zip(graph.constvars, consts))
 
@@ -279,6 +341,10 @@ def replay(graph, args, consts):
 
     for eqn in graph.eqns:
         ins = [read(v) for v in eqn.invars]
+        if reuse and eqn.outvars[0] in reuse:
+            env[eqn.outvars[0]] = bind(reused_p, reuse[eqn.outvars[0]], *ins, of=eqn.prim,
+                                       params=eqn.params)
+            continue
         how = getattr(eqn.prim, "bind_recorded", None)
         out = how(*ins, **eqn.params) if how is not None else bind(eqn.prim, *ins,
                                                                    **eqn.params)
@@ -288,6 +354,18 @@ def replay(graph, args, consts):
 
 def _reach_checkpoint(params, out_flags):
     return reached_inputs(params["graph"], out_flags)[0]
+
+
+def _reused_vjp(g, out, kept, *ins, of, params):
+    """The rule of `of`, the primitive this node stands for (of(*ins), whose value was
+    kept). `out` is this node's output, so a rule that reads it (exp's g * out) is
+    differentiated again through of's dependence on ins; the kept value gets no cotangent."""
+    return (None, *of.cotangents([g], [out], list(ins), params))
+
+
+# An equation a saving policy kept, recorded in the replay: its value is the kept one, and
+# its VJP is the primitive's (params holds a dict, so it is never a scan body's equation).
+reused_p = Primitive("reused", lambda kept, *ins, of, params: kept, _reused_vjp)
 
 
 checkpoint_p = Primitive("checkpoint", _checkpoint_impl, _checkpoint_vjp, reach=_reach_checkpoint,
