@@ -153,9 +153,31 @@ def _while_vjp(cts, outs, *inputs, _saved, cond, body, num_carry, num_cond_const
     primals = list(inputs[:nc]) + list(inputs[nc + nq:]) + [n]
     g = _scan_grads(ct, primals, body, nc, (nc,), (given,))
     # Inputs no path from a present cotangent reaches get none (the derivative gives zeros).
-    reached = loop_reach(body, nc, list(given))
+    reached = _reached_in_n_steps(body, nc, list(given), _count(n))
     g = [x if r else None for x, r in zip(g[:-1], reached)]
     return g[:nc] + [None] * nq + g[nc:]
+
+
+def _count(n):
+    """The trip count as an int, or None inside a trace (known only when the loop runs)."""
+    if isinstance(n, Tensor) and n._trace is not None:
+        return None
+    return int(backends.to_numpy(n._value if isinstance(n, Tensor) else n))
+
+
+def _reached_in_n_steps(body, nc, out_flags, n=None):
+    """The inputs (carries, then the body's constants) a cotangent of the flagged carries
+    reaches through n steps of body. After 0 steps the loop is the identity: each flagged
+    carry reaches its own init and nothing else; after n >= 1 steps, along the body's paths
+    (loop_reach). With n unknown (None: a trace), both, since giving an input that may be
+    reached none would drop its gradient (cond False at once is an everyday case)."""
+    floats = [is_differentiable_dtype(v.dtype) for v in body.invars[:nc]]
+    identity = [f and d for f, d in zip(out_flags[:nc], floats)]
+    identity += [False] * len(body.constvars)
+    if n == 0:
+        return identity
+    steps = loop_reach(body, nc, out_flags[:nc])
+    return steps if n is not None else [a or b for a, b in zip(steps, identity)]
 
 
 def _ct_or_zeros(ct, like, inputs):
@@ -216,30 +238,44 @@ def _grad_vjp(cts, outs, *xs, _saved, body, num_carry, num_cts, given):
 
 
 def _reach_grad(params, out_flags):
-    """Which inputs of D_k (its cotangents, then init, the body's constants, n) a cotangent
-    of its flagged outputs (the gradients of its float primals) reaches. For D_1: the
-    gradient of primal p is the sum over carries i with a present cotangent ct_i of
-    ct_i * d carry_i / dp, so it reads ct_i where p reaches carry i, and primal q where q
-    also reaches such a carry i (through the second derivative). Deeper levels: all."""
+    """Which inputs of D_k (k = len(num_cts): its cotangents, then D_(k-1)'s inputs, down to
+    init, the body's constants and n) a cotangent of its flagged outputs (the gradients of
+    D_(k-1)'s float inputs) reaches. D_1 = sum over the carries i with a present cotangent
+    ct_i of ct_i * d carry_i / d(primals): each term reads only carry i's group, ct_i and
+    the primals that reach carry i (over any trip count, 0 included: _reached_in_n_steps).
+    Differentiating keeps the sum's terms apart, each reading its group and the new
+    cotangents of the outputs in it. So an input is reached when it shares a group with a
+    flagged output."""
     body, nc, num_cts, given = (params[k] for k in ("body", "num_carry", "num_cts", "given"))
     primal_vars = body.invars[:nc] + body.constvars
-    n_inputs = num_cts[0] + len(primal_vars) + 1
-    if len(num_cts) > 1 or not any(out_flags):
-        return [any(out_flags)] * n_inputs
-    floats = [j for j, v in enumerate(primal_vars) if is_differentiable_dtype(v.dtype)]
-    asked = {j for j, f in zip(floats, out_flags) if f}
-    deps = [loop_reach(body, nc, [k == i for k in range(nc)]) if given[0][i] else None
-            for i in range(nc)]
-    live = [d for d in deps if d is not None and any(d[j] for j in asked)]
-    ct_reached = [d is not None and any(d[j] for j in asked) for d in deps]
-    primal_reached = [any(d[q] for d in live) for q in range(len(primal_vars))]
-    return ct_reached + primal_reached + [False]
+    active = [i for i in range(nc) if given[-1][i]]
+    deps = {i: _reached_in_n_steps(body, nc, [j == i for j in range(nc)]) for i in active}
+    # levels[m]: (groups, is-float) of each input of D_m; D_0's are the primals and n
+    levels = [([frozenset(i for i in active if deps[i][q]) for q in range(len(primal_vars))]
+               + [frozenset()],
+               [is_differentiable_dtype(v.dtype) for v in primal_vars] + [False])]
+    levels.append(([frozenset({i}) if given[-1][i] else frozenset() for i in range(nc)]
+                   + levels[0][0],
+                   [is_differentiable_dtype(v.dtype) for v in body.outvars[:nc]]
+                   + levels[0][1]))
+    for m in range(2, len(num_cts) + 1):  # D_m's cotangents: one per output of D_(m-1)
+        groups, floats = levels[m - 2]
+        outputs = [g for g, f in zip(groups, floats) if f]
+        if len(outputs) != num_cts[-m]:
+            raise AssertionError(f"while_loop_vjp: {num_cts[-m]} cotangents at level {m} "
+                                 f"for {len(outputs)} outputs")
+        cts = [g if present else frozenset() for g, present in zip(outputs, given[-m])]
+        levels.append((cts + levels[m - 1][0], [True] * len(cts) + levels[m - 1][1]))
+    groups, floats = levels[len(num_cts) - 1]
+    outputs = [g for g, f in zip(groups, floats) if f]
+    flagged = frozenset().union(*[g for g, f in zip(outputs, out_flags) if f])
+    return [bool(g & flagged) for g in levels[len(num_cts)][0]]
 
 
 def _reach_while(params, out_flags):
     """init (as the body's carries), the cond's constants (no gradient), the body's."""
     nc, body = params["num_carry"], params["body"]
-    ins = loop_reach(body, nc, out_flags[:nc])
+    ins = _reached_in_n_steps(body, nc, out_flags[:nc])
     return ins[:nc] + [False] * params["num_cond_consts"] + ins[nc:]
 
 

@@ -448,3 +448,21 @@ def test_tensor_methods_match_numpy(backend):
     np.testing.assert_array_equal(backend.numpy(z.conj()), [1 - 2j, 1j])
     np.testing.assert_array_equal(backend.numpy(z.real), [1.0, 0.0])
     np.testing.assert_array_equal(backend.numpy(z.imag), [2.0, -1.0])
+
+
+def test_stack_of_0d_values_is_np_stack_bit_for_bit():
+    # stack's impl builds 0-d NumPy values of one dtype with np.array (a tenth of the time)
+    from scanlib.ops.structural import stack_p
+
+    values = [0.0, -0.0, np.nan, np.inf, -np.inf, 1e-300, 3.5, -7.25]
+    for dtype in (np.float16, np.float32, np.float64, np.complex64, np.int8, np.uint64, np.bool_):
+        with np.errstate(all="ignore"):
+            arrays = [np.asarray(v).astype(dtype) for v in values if np.isfinite(v) or
+                      np.dtype(dtype).kind in "fcb"]
+        for a, b in zip(arrays, arrays[::-1]):
+            for xs in ((a, b), (a, b[()]), (a[()], b, a)):
+                got, want = stack_p.impl(*xs, axis=0), np.stack(xs)
+                assert (got.dtype, got.shape, got.tobytes()) == (
+                    want.dtype, want.shape, want.tobytes())
+    mixed = stack_p.impl(np.asarray(1, np.int8), np.asarray(2.5), axis=0)
+    assert mixed.dtype == np.float64 and mixed.tolist() == [1.0, 2.5]

@@ -583,3 +583,74 @@ def test_second_order_of_a_while_loop_whose_carries_mix_in_a_scan():
     want = sl.jacrev(sl.grad(loop, 1), 0)(a0, xs)
     got = sl.jacrev(sl.grad(in_scan, 1), 0)(a0, xs)
     np.testing.assert_allclose(np_(got), np_(want), rtol=1e-10)
+
+
+# Found by an adversarial pass (session 8), each silent: the reach rule of while_loop's
+# derivative counted only its first level's cotangents (third order dropped terms); a loop
+# whose cond is False at once is the identity, which a reach along the body's paths misses
+# (the gradient of a carry the body overwrites was dropped inside traces); and deeper levels
+# took every input as reached, so a zero met sqrt'(0) at third order.
+def _w_body(s, x, w):
+    a, b, k = s
+    return a * x * w + sl.sin(b), sl.sin(a) * b + w * x, k + 1
+
+
+def _third_order_cases(body, init_b, loss):
+    xs = sl.tensor(np.array([0.7, 0.0, 1.3]))
+
+    def in_scan(p):
+        def step(c, x):
+            out = sl.while_loop(lambda s: s[2] < 2, lambda s: body(s, x, p[1]),
+                                (c[0], c[1], sl.tensor(0)))
+            return out[:2], None
+        return loss(*sl.scan(step, (p[0], init_b(p[0])), xs)[0])
+
+    def loop(p):
+        s = (p[0], init_b(p[0]), 0)
+        for x in xs:
+            for _ in range(2):
+                s = body(s, x, p[1])
+        return loss(s[0], s[1])
+
+    return in_scan, loop
+
+
+@pytest.mark.parametrize("case", ["mixing", "unread sqrt"])
+def test_third_order_through_a_while_loop_in_a_scan(case):
+    if case == "mixing":
+        f, ref = _third_order_cases(_w_body, lambda a: a * 2.0, lambda a, b: a * b + a)
+    else:
+        f, ref = _third_order_cases(lambda s, x, w: (s[0] * w + x, sl.sqrt(s[1]), s[2] + 1),
+                                    lambda a: a * 0.0, lambda a, b: a * a + sl.sin(a))
+    p = sl.tensor(np.array([0.3, 0.8]))
+    with np.errstate(all="ignore"):
+        got, want = sl.jacrev(sl.hessian(f))(p), sl.jacrev(sl.hessian(ref))(p)
+    np.testing.assert_allclose(np_(got), np_(want), rtol=1e-9)
+
+
+def _overwrite(lim):
+    # the body replaces a without reading it: after 0 steps a is the input itself
+    return lambda a: sl.while_loop(lambda s: s[1] < lim, lambda s: (sl.sin(s[1]), s[1] + 1.0),
+                                   (a, sl.tensor(0.0)))[0] * 3.0
+
+
+@pytest.mark.parametrize("lim", [0.0, 2.0])
+def test_a_while_loop_that_runs_no_step_passes_the_gradient_through(lim):
+    f, want = _overwrite(sl.tensor(lim)), 3.0 if lim == 0 else 0.0
+    a = sl.tensor(0.3)
+    assert float(sl.grad(f)(a)) == want
+    assert float(sl.jit(sl.grad(f))(a)) == want
+    np.testing.assert_array_equal(np_(sl.vmap(sl.grad(f))(sl.tensor([0.3, 0.4]))), want)
+    scanned = lambda a: sl.scan(lambda c, _: (_overwrite(sl.tensor(lim))(c) / 3.0, None),  # noqa: E731
+                                a, length=2)[0]
+    assert float(sl.grad(scanned)(a)) == (1.0 if lim == 0 else 0.0)
+    assert float(sl.hessian(lambda a: scanned(a) ** 2)(a)) == (2.0 if lim == 0 else 0.0)
+
+
+def test_fori_loop_with_a_traced_bound_of_zero_passes_the_gradient_through():
+    def f(a):
+        def step(c, n):
+            return sl.fori_loop(0, n, lambda i, v: sl.sin(i.astype(np.float64)) + 1.0, c), None
+        return sl.scan(step, a, sl.tensor(np.array([0, 0])))[0] * 3.0
+
+    assert float(sl.grad(f)(sl.tensor(0.3))) == 3.0

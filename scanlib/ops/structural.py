@@ -321,8 +321,19 @@ split_p = Primitive(
     lambda cts, outs, x, sizes, axis, _saved=None: (
         concatenate_p(*_filled(cts, outs_or_shapes(outs, x, sizes, axis)), axis=axis),),
     multiple_results=True, batch=batching.axis_rule)
+def _stack_impl(*xs, axis):
+    # 0-d NumPy values of one dtype (a scalar model's parameters, a while_loop's test):
+    # np.array builds the array np.stack would, in a tenth of its 4 us
+    if axis == 0 and all((type(x) is np.ndarray or isinstance(x, np.generic)) and not x.ndim
+                         for x in xs):
+        dtype = xs[0].dtype if xs else None
+        if dtype is not None and all(x.dtype == dtype for x in xs):
+            return np.array(xs, dtype=dtype)
+    return _xp(*xs).stack(xs, axis=axis)
+
+
 stack_p = Primitive(
-    "stack", lambda *xs, axis: _xp(*xs).stack(xs, axis=axis),
+    "stack", _stack_impl,
     lambda g, out, *xs, axis: unstack_p(g, axis=axis), batch=batching.joining_rule)
 unstack_p = Primitive(
     "unstack", _unstack_impl,

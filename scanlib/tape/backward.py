@@ -225,11 +225,15 @@ def backward_pass(roots, root_cts, targets=None, *, retain_graph=False, create_g
                         values = [a._value if type(a) is Tensor else a for a in inputs]
                         ct.add_at(x, prim.sparse_index(*values, **node.params), cts[0])
                     in_cts = ()
-                elif prim.multiple_results:
-                    outs = [ref() for ref in node.out_refs]
-                    in_cts = prim.vjp(cts, outs, *inputs, _saved=node.saved, **node.params)
                 else:
-                    in_cts = prim.vjp(cts[0], node.out_refs[0](), *inputs, **node.params)
+                    if prim.multiple_results:
+                        outs = [ref() for ref in node.out_refs]
+                        in_cts = prim.vjp(cts, outs, *inputs, _saved=node.saved, **node.params)
+                    else:
+                        in_cts = prim.vjp(cts[0], node.out_refs[0](), *inputs, **node.params)
+                    if len(in_cts) != len(inputs):  # zip would drop the last ones silently
+                        raise AssertionError(f"{prim.name}'s VJP gave {len(in_cts)} "
+                                             f"cotangents for {len(inputs)} inputs")
                 for x, gx in zip(inputs, in_cts):
                     if gx is not None and type(x) is Tensor and x.requires_grad:
                         ct.add(x, fit_cotangent(gx, x))

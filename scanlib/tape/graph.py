@@ -330,7 +330,11 @@ def reached_by(eqn, out_flags):
         return [False] * len(eqn.invars)
     if eqn.prim.reach is None:
         return [True] * len(eqn.invars)
-    return list(eqn.prim.reach(eqn.params, list(out_flags)))
+    flags = list(eqn.prim.reach(eqn.params, list(out_flags)))
+    if len(flags) != len(eqn.invars):  # zip would drop the last inputs' paths silently
+        raise AssertionError(f"{eqn.prim.name}'s reach rule gave {len(flags)} flags for "
+                             f"{len(eqn.invars)} inputs")
+    return flags
 
 
 def reached_inputs(graph: Graph, out_flags, num_carry=0, carries=None):
