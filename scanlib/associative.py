@@ -65,9 +65,10 @@ def associative_scan(fn: Callable, elems: Any, reverse: bool = False, axis: int 
     2 log2(T) vectorised calls (an odd length peels its last element off first). On NumPy
     arrays, `scan` with carry = fn(carry, x): T - 1 applications of fn on pieces of length 1
     along `axis`, one compiled loop, whose VJP is the reverse scan. The results agree to
-    rounding (the two structures associate differently). Both are built from scanlib ops and
-    fn, so they are differentiable (reverse and forward mode, to any order) and work under
-    jit, vmap and inside scan bodies.
+    rounding (the two structures associate differently; so where fn has ties, as max does,
+    the gradient may split between the tied elements differently). Both are built from
+    scanlib ops and fn, so they are differentiable (reverse and forward mode, to any order)
+    and work under jit, vmap and inside scan bodies.
 
     See this module's docstring for a diagonal linear recurrence h_t = a_t * h_{t-1} + b_t
     written as an associative scan over pairs (a, b).
