@@ -167,7 +167,8 @@ def _structure(leaves) -> str:
 # --- sequential: scan's compiled loop, carry = fn(carry, x) ---------------------------------
 def _sequential(combine, xs, axis):
     """out[0] = x[0], out[t] = fn(out[t-1], x[t]): T - 1 applications of fn as one scan
-    (its VJP is the reverse scan). fn sees pieces of length 1 along `axis`, as in JAX."""
+    (its VJP is the reverse scan). fn sees pieces of length 1 along `axis` (JAX's contract
+    has fn combine pieces of any length, so a fn that keeps it works unchanged)."""
     n = xs[0].shape[axis]
     if n < 2:
         return list(xs)

@@ -287,7 +287,7 @@ def _traced_vjp(cts, inputs, graph, num_args, reuse):
         return v.value if isinstance(v, Literal) else env[v]
 
     for eqn in graph.eqns:
-        if eqn.outvars[0] in reuse:  # saved by the policy: a value of the trace already
+        if eqn.outvars and eqn.outvars[0] in reuse:  # kept by the policy: a value of the trace
             env[eqn.outvars[0]] = reuse[eqn.outvars[0]]
             continue
         out = bind(eqn.prim, *[read(v) for v in eqn.invars], **eqn.params)
@@ -341,7 +341,7 @@ def replay(graph, args, consts, reuse=None):
 
     for eqn in graph.eqns:
         ins = [read(v) for v in eqn.invars]
-        if reuse and eqn.outvars[0] in reuse:
+        if reuse and eqn.outvars and eqn.outvars[0] in reuse:
             env[eqn.outvars[0]] = bind(reused_p, reuse[eqn.outvars[0]], *ins, of=eqn.prim,
                                        params=eqn.params)
             continue
