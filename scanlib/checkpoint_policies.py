@@ -39,23 +39,24 @@ def nothing_saveable(prim, *avals, **params) -> bool:
 
 
 def dots_saveable(prim, *avals, **params) -> bool:
-    """Save the results of matrix products (matmul, einsum, vdot): the backward pass
-    recomputes the cheap elementwise work around them, not the products."""
-    return prim.name in _DOTS
+    """Save the results of matrix products (matmul, vdot, einsum of two or more operands):
+    the backward pass recomputes the cheap elementwise work around them, not the products."""
+    return prim.name in _DOTS and (prim.name != "einsum" or len(avals) > 1)
 
 
 checkpoint_dots = dots_saveable
 
 
 def dots_with_no_batch_dims_saveable(prim, *avals, **params) -> bool:
-    """Save the results of matrix products without batch dimensions: matmul of operands of
-    at most 2 dimensions, vdot, and einsum where no index is shared by every operand and
-    the output."""
+    """Save the results of matrix products without batch dimensions (as JAX's dot_general
+    sees them): vdot, matmul whose second operand has at most 2 dimensions (the first's
+    leading axes are free, not batch, axes), and einsum of two or more operands where no
+    index is shared by every operand and the output."""
     if prim.name == "vdot":
         return True
     if prim.name == "matmul":
-        return all(len(a.shape) <= 2 for a in avals)
-    if prim.name == "einsum":
+        return len(avals[1].shape) <= 2
+    if prim.name == "einsum" and len(avals) > 1:
         subs, out = parse_einsum(params["spec"], len(avals))
         return not any(all(c in s for s in subs) for c in out)
     return False

@@ -64,7 +64,7 @@ def checkpoint(f, *, prevent_cse=True, policy=None, static_argnums=()):
         raise TypeError(f"checkpoint: policy must be None or a function policy(prim, *avals, "
                         f"**params) -> bool (see scanlib.checkpoint_policies), got {policy!r}")
     static_nums = _static_argnums(static_argnums)
-    if not isinstance(prevent_cse, bool):
+    if not isinstance(prevent_cse, (bool, np.bool_)):
         raise TypeError(f"checkpoint: prevent_cse must be True or False, got {prevent_cse!r}")
 
     @functools.wraps(f)
@@ -108,8 +108,7 @@ def checkpoint(f, *, prevent_cse=True, policy=None, static_argnums=()):
                       graph.outvars + keep, graph.name, graph.device)
         results = bind(checkpoint_p, *inputs, *consts, graph=graph, num_args=len(inputs),
                        num_saved=len(keep)) if graph.outvars else []
-        if keep and results[0]._node is not None:  # only the node refers to them
-            results[0]._node.saved = results[len(results) - len(keep):]
+        _hold_kept(results, len(keep))
         outs = iter(results)
         n_out = out_tree.num_leaves
         return pytree.unflatten(out_tree, [out_numbers[i] if i in out_numbers else next(outs)
@@ -170,17 +169,18 @@ def _saved_by(policy, graph):
 
 def _static_argnums(static_argnums):
     """static_argnums as a tuple of ints (JAX takes an int or a sequence of them)."""
-    nums = (static_argnums,) if isinstance(static_argnums, int) else static_argnums
-    if nums is None:
+    if static_argnums is None:
         return ()
+    nums = (static_argnums,) if isinstance(static_argnums, (int, np.integer)) else static_argnums
     try:
         nums = tuple(nums)
     except TypeError:
         nums = None
-    if nums is None or not all(isinstance(n, int) and not isinstance(n, bool) for n in nums):
+    if nums is None or not all(isinstance(n, (int, np.integer))
+                               and not isinstance(n, (bool, np.bool_)) for n in nums):
         raise TypeError(f"checkpoint: static_argnums must be an int or a tuple of ints, got "
                         f"{static_argnums!r}")
-    return nums
+    return tuple(int(n) for n in nums)
 
 
 def _static_positions(nums, n_args):
@@ -234,8 +234,8 @@ def _checkpoint_vjp(cts, outs, *inputs, _saved, graph, num_args, num_saved=0):
     built) the replay and the rules' results are equations of that body, differentiated
     again as they are; on the tape, the replay is recorded and walked back."""
     kept = list(outs[len(outs) - num_saved:]) if num_saved else []
-    if num_saved and any(k is None for k in kept):
-        kept = list(_saved)  # on the tape the node holds them (nobody else does)
+    if num_saved and any(k is None for k in kept):  # on the tape the node holds them
+        kept = list(_saved) if _saved else []  # (bound where nothing held them: recompute)
     reuse = dict(zip(graph.outvars[len(graph.outvars) - num_saved:], kept))
     if current_builder() is not None:
         return _traced_vjp(cts, inputs, graph, num_args, reuse)
@@ -356,6 +356,23 @@ def _reach_checkpoint(params, out_flags):
     return reached_inputs(params["graph"], out_flags)[0]
 
 
+def _hold_kept(results, num_saved):
+    """The node keeps the values a policy kept (the last num_saved results: nobody else
+    refers to them). As Tensors, not arrays: inside a trace (forward mode over the walk)
+    the VJP's replay reads them as values of the trace, whose tangents they carry. They
+    refer back to the node, a cycle Python's collector frees once nothing else holds it."""
+    if num_saved and results and results[0]._node is not None:
+        results[0]._node.saved = results[len(results) - num_saved:]
+
+
+def _bind_recorded(*inputs, graph, num_args, num_saved=0):
+    """How a replay (a checkpoint's, or jit's on the tape) binds a checkpoint equation: as
+    checkpointed() does, holding the kept values on the node."""
+    results = bind(checkpoint_p, *inputs, graph=graph, num_args=num_args, num_saved=num_saved)
+    _hold_kept(results, num_saved)
+    return results
+
+
 def _reused_vjp(g, out, kept, *ins, of, params):
     """The rule of `of`, the primitive this node stands for (of(*ins), whose value was
     kept). `out` is this node's output, so a rule that reads it (exp's g * out) is
@@ -370,3 +387,4 @@ reused_p = Primitive("reused", lambda kept, *ins, of, params: kept, _reused_vjp)
 
 checkpoint_p = Primitive("checkpoint", _checkpoint_impl, _checkpoint_vjp, reach=_reach_checkpoint,
                          multiple_results=True)
+checkpoint_p.bind_recorded = _bind_recorded

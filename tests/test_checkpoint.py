@@ -238,11 +238,46 @@ def test_a_saved_value_is_not_recomputed(where):
 
 def test_dots_with_no_batch_dims():
     policy = sl.checkpoint_policies.dots_with_no_batch_dims_saveable
-    graph = sl.make_graph(lambda a, b, c: (a @ b, c @ c, sl.einsum("ij,jk->ik", a, b),
-                                           sl.einsum("bij,bjk->bik", c, c), sl.vdot(a, a)))(
+    graph = sl.make_graph(lambda a, b, c: (a @ b, c @ c, c @ a, sl.einsum("ij,jk->ik", a, b),
+                                           sl.einsum("bij,bjk->bik", c, c), sl.vdot(a, a),
+                                           sl.einsum("ij->", a)))(
         np.ones((2, 2)), np.ones((2, 2)), np.ones((3, 2, 2)))
+    # as JAX's dot_general: c @ a has free leading axes, not batch axes; a one-operand
+    # einsum is a reduction, not a product
     kept = [bool(policy(e.prim, *e.invars, **e.params)) for e in graph.eqns]
-    assert kept == [True, False, True, False, True]
+    assert kept == [True, False, True, True, False, True, False]
+    dots = [bool(sl.checkpoint_policies.dots_saveable(e.prim, *e.invars, **e.params))
+            for e in graph.eqns]
+    assert dots == [True, True, True, True, True, True, False]
+
+
+def test_checkpoint_name_in_a_numba_scan_body():
+    pytest.importorskip("numba")
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", sl.NumbaFallbackWarning)
+        total = sl.scan(lambda c, x: (c + sl.checkpoint_name(x * 2.0, "a"), None), 0.0,
+                        np.arange(4.0), compiler="numba")[0]
+    assert float(total) == 12.0
+
+
+# Found by an adversarial pass (session 8): a checkpoint with a policy bound by another
+# checkpoint's replay, or by jit's graph on the tape, had nothing holding its kept values.
+@pytest.mark.parametrize("how", ["nested", "jit", "jit inside"])
+def test_a_checkpoint_with_a_policy_inside_another_or_under_jit(how):
+    inner = sl.checkpoint(lambda h: sl.exp(sl.sin(h)),
+                          policy=sl.checkpoint_policies.everything_saveable)
+    f = {"nested": sl.checkpoint(lambda h: inner(sl.tanh(h))),
+         "jit": sl.jit(sl.checkpoint(lambda h: inner(sl.tanh(h)))),
+         "jit inside": sl.checkpoint(lambda h: sl.jit(inner)(sl.tanh(h)))}[how]
+    ref = lambda h: sl.exp(sl.sin(sl.tanh(h)))  # noqa: E731
+    h0 = sl.tensor([0.3, -0.7, 1.1])
+    for got, want in [(sl.grad(lambda h: f(h).sum())(h0), sl.grad(lambda h: ref(h).sum())(h0)),
+                      (sl.jvp(f, (h0,), (h0,))[1], sl.jvp(ref, (h0,), (h0,))[1]),
+                      (sl.hessian(lambda h: f(h).sum())(h0),
+                       sl.hessian(lambda h: ref(h).sum())(h0))]:
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12)
 
 
 # --- scan(checkpoint=...) ---------------------------------------------------------------------

@@ -466,3 +466,10 @@ def test_stack_of_0d_values_is_np_stack_bit_for_bit():
                     want.dtype, want.shape, want.tobytes())
     mixed = stack_p.impl(np.asarray(1, np.int8), np.asarray(2.5), axis=0)
     assert mixed.dtype == np.float64 and mixed.tolist() == [1.0, 2.5]
+    # objects, records and other byte orders stay with np.stack (np.array differs on them)
+    record, a_list = np.zeros((), [("a", "f4"), ("b", "i2")]), np.empty((), object)
+    a_list[()] = [1, 2]
+    for xs in ((np.asarray(None, object), a_list), (record, record),
+               (np.asarray(1.5, ">f8"), np.asarray(2.5, ">f8"))):
+        got, want = stack_p.impl(*xs, axis=0), np.stack(xs)
+        assert got.dtype == want.dtype and got.tolist() == want.tolist()

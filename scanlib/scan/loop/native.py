@@ -39,7 +39,7 @@ __all__ = ["VIEWS", "Unsupported", "NotProved", "KERNEL_ERRORS", "NativeLoop", "
 # Primitives whose result may be a view of an input: a carry (or an output) made by one is
 # copied, since numba gives a variable one array type and a caller's memory is not ours.
 VIEWS = ("getitem", "reshape", "transpose", "broadcast_to", "split", "unstack",
-         "stop_gradient", "copy")
+         "stop_gradient", "copy", "checkpoint_name")
 
 
 class NotProved(Exception):
