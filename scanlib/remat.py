@@ -366,8 +366,9 @@ def _hold_kept(results, num_saved):
 
 
 def _bind_recorded(*inputs, graph, num_args, num_saved=0):
-    """How a replay (a checkpoint's, or jit's on the tape) binds a checkpoint equation: as
-    checkpointed() does, holding the kept values on the node."""
+    """How a checkpoint's replay binds a nested checkpoint equation: as checkpointed() does,
+    holding the kept values on the node. (Bound any other way, jit's graph on the tape, the
+    kept values are gone when the VJP runs, and it recomputes them.)"""
     results = bind(checkpoint_p, *inputs, graph=graph, num_args=num_args, num_saved=num_saved)
     _hold_kept(results, num_saved)
     return results
@@ -381,7 +382,8 @@ def _reused_vjp(g, out, kept, *ins, of, params):
 
 
 # An equation a saving policy kept, recorded in the replay: its value is the kept one, and
-# its VJP is the primitive's (params holds a dict, so it is never a scan body's equation).
+# its VJP is the primitive's. Only _tape_vjp's replay binds it, on the tape: never an equation
+# of a traced graph (its params hold a dict and a primitive).
 reused_p = Primitive("reused", lambda kept, *ins, of, params: kept, _reused_vjp)
 
 
