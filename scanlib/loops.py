@@ -14,7 +14,8 @@ from . import backends
 from .ops import zeros
 from .ops.primitive import Primitive
 from .scan.primitive import apply_scan, loop_reach
-from .tape import (Literal, Tensor, backward_pass, enable_grad,
+from .remat import walk_start
+from .tape import (Literal, Tensor, backward_pass, current_builder, enable_grad, grad_enabled,
                    is_differentiable_dtype, no_grad)
 from .tape.graph import on_stand_ins, used_vars
 
@@ -145,9 +146,11 @@ def _while_vjp(cts, outs, *inputs, _saved, cond, body, num_carry, num_cond_const
         with no_grad():
             n = while_p(*inputs, cond=cond, body=body, num_carry=nc, num_cond_consts=nq,
                         max_steps=max_steps)[nc]
-    # An absent cotangent is passed as zeros but marked absent (`given`): the recomputed
-    # scan's VJP then gets none for it, as the loop would (a zero meeting an infinite
-    # partial is NaN).
+    if _count(n) is not None and current_builder() is None:
+        return _tape_while_vjp(cts, inputs, body, nc, nq, _count(n))
+    # Inside a trace: an absent cotangent is passed as zeros but marked absent (`given`):
+    # the recomputed scan's VJP then gets none for it, as the loop would (a zero meeting an
+    # infinite partial is NaN).
     given = tuple(c is not None for c in cts[:nc])
     ct = [_ct_or_zeros(c, v, inputs) for c, v in zip(cts[:nc], body.outvars[:nc])]
     primals = list(inputs[:nc]) + list(inputs[nc + nq:]) + [n]
@@ -156,6 +159,31 @@ def _while_vjp(cts, outs, *inputs, _saved, cond, body, num_carry, num_cond_const
     reached = _reached_in_n_steps(body, nc, list(given), _count(n))
     g = [x if r else None for x, r in zip(g[:-1], reached)]
     return g[:nc] + [None] * nq + g[nc:]
+
+
+def _tape_while_vjp(cts, inputs, body, nc, nq, n):
+    """On the tape (a checkpoint's replay, a graph run eagerly) the trip count is known:
+    differentiate the scan of n steps itself, recorded when an enclosing walk records (as
+    checkpoint's VJP does), so every order is the tape's and inputs no path reaches get
+    none, exactly as in the Python loop."""
+    recording = grad_enabled()
+    wanted = [i for i, x in enumerate(inputs) if not nc <= i < nc + nq
+              and isinstance(x, Tensor) and is_differentiable_dtype(x.dtype)]
+    starts = list(inputs)
+    for i in wanted:
+        starts[i] = walk_start(inputs[i], recording)
+    with enable_grad():
+        outs = apply_scan(body, starts[:nc], [], starts[nc + nq:], n, False) if n else (
+            starts[:nc])
+    pairs = [(o, c) for o, c in zip(outs, cts[:nc])
+             if c is not None and isinstance(o, Tensor) and o.requires_grad]
+    result = [None] * len(inputs)
+    if pairs and wanted:
+        found = backward_pass([o for o, _ in pairs], [c for _, c in pairs],
+                              targets=[starts[i] for i in wanted], create_graph=recording)
+        for i, g in zip(wanted, found):
+            result[i] = g
+    return result
 
 
 def _count(n):

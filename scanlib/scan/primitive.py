@@ -60,6 +60,8 @@ def _scan_vjp(cts, outs, *inputs, _saved, body, length, reverse, num_carry, num_
               interpret=False, sum_carries=(), compiler="numpy", _lin=None):
     nc, nx = num_carry, num_xs
     xs, consts = inputs[nc:nc + nx], inputs[nc + nx:]
+    if length == 0:  # no step runs: the carries pass through, an absent cotangent stays absent
+        return list(cts[:nc]) + [None] * (len(inputs) - nc)
     x_needs, k_needs = [_needs_grad(x) for x in xs], [_needs_grad(k) for k in consts]
     lin = _lin
     if lin is None or any(ct is not None for ct in cts[nc + lin.num_ys:]) or not (
