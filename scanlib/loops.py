@@ -14,8 +14,8 @@ from . import backends
 from .ops import zeros
 from .ops.primitive import Primitive
 from .scan.primitive import apply_scan, loop_reach
-from .remat import walk_start
-from .tape import (Literal, Tensor, backward_pass, current_builder, enable_grad, grad_enabled,
+from .remat import vjp_by_replay
+from .tape import (Literal, Tensor, backward_pass, current_builder, enable_grad,
                    is_differentiable_dtype, no_grad)
 from .tape.graph import on_stand_ins, used_vars
 
@@ -163,27 +163,13 @@ def _while_vjp(cts, outs, *inputs, _saved, cond, body, num_carry, num_cond_const
 
 def _tape_while_vjp(cts, inputs, body, nc, nq, n):
     """On the tape (a checkpoint's replay, a graph run eagerly) the trip count is known:
-    differentiate the scan of n steps itself, recorded when an enclosing walk records (as
-    checkpoint's VJP does), so every order is the tape's and inputs no path reaches get
-    none, exactly as in the Python loop."""
-    recording = grad_enabled()
-    wanted = [i for i, x in enumerate(inputs) if not nc <= i < nc + nq
-              and isinstance(x, Tensor) and is_differentiable_dtype(x.dtype)]
-    starts = list(inputs)
-    for i in wanted:
-        starts[i] = walk_start(inputs[i], recording)
-    with enable_grad():
-        outs = apply_scan(body, starts[:nc], [], starts[nc + nq:], n, False) if n else (
+    differentiate the scan of n steps itself (as checkpoint's VJP its replay), so every
+    order is the tape's and inputs no path reaches get none, exactly as in the Python loop.
+    The cond's constants get none."""
+    def run(starts):
+        return apply_scan(body, starts[:nc], [], starts[nc + nq:], n, False) if n else (
             starts[:nc])
-    pairs = [(o, c) for o, c in zip(outs, cts[:nc])
-             if c is not None and isinstance(o, Tensor) and o.requires_grad]
-    result = [None] * len(inputs)
-    if pairs and wanted:
-        found = backward_pass([o for o, _ in pairs], [c for _, c in pairs],
-                              targets=[starts[i] for i in wanted], create_graph=recording)
-        for i, g in zip(wanted, found):
-            result[i] = g
-    return result
+    return vjp_by_replay(run, inputs, cts[:nc], skip=range(nc, nc + nq))
 
 
 def _count(n):

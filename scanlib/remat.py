@@ -246,30 +246,34 @@ def _tape_vjp(cts, inputs, graph, num_args, reuse):
     """The walk is recorded when the enclosing one is (grad is on here, a higher-order
     derivative) and then linked to the inputs that require grad. Recording the replay makes
     the scans in it keep their residuals, so their VJPs do not run them a third time."""
+    return vjp_by_replay(lambda starts: replay(graph, starts[:num_args], starts[num_args:],
+                                               reuse), inputs, cts)
+
+
+def vjp_by_replay(run, inputs, cts, skip=()):
+    """The cotangents of inputs (None for those at `skip` and those no path reaches) by
+    running `run(starts)` again on the tape, from walk_start copies of them, and walking
+    back from its outputs with cts (one per output; None: none). The walk is recorded when
+    the enclosing one is. Under a tape walk (some input requires grad: that is why the node
+    exists) the others' cotangents would be dropped, so they are not computed; a direct call
+    of the rule (the forward trace of jvp) gets every differentiable input's."""
     recording = grad_enabled()
-    # Under a tape walk (some input requires grad: that is why the node exists) the others'
-    # cotangents would be dropped, so they are not computed; a direct call of the rule (the
-    # forward trace of jvp) gets every differentiable input's, as from any other rule.
     on_tape = any(isinstance(x, Tensor) and x.requires_grad for x in inputs)
-    wanted = [i for i, x in enumerate(inputs)
-              if differentiable(x) and (x.requires_grad or not on_tape)]
+    wanted = [i for i, x in enumerate(inputs) if i not in skip
+              and differentiable(x) and (x.requires_grad or not on_tape)]
     starts = list(inputs)
     for i in wanted:
         starts[i] = walk_start(inputs[i], recording)
     with enable_grad():
-        replayed = replay(graph, starts[:num_args], starts[num_args:], reuse)
-    roots, root_cts = [], []
-    for o, g in zip(replayed, cts):
-        if g is not None and isinstance(o, Tensor) and o.requires_grad:
-            roots.append(o)
-            root_cts.append(g)
-    if not roots or not wanted:
-        return [None] * len(inputs)
-    found = backward_pass(roots, root_cts, targets=[starts[i] for i in wanted],
-                          create_graph=recording)
+        outs = run(starts)
+    pairs = [(o, g) for o, g in zip(outs, cts)
+             if g is not None and isinstance(o, Tensor) and o.requires_grad]
     result = [None] * len(inputs)
-    for i, g in zip(wanted, found):
-        result[i] = g
+    if pairs and wanted:
+        found = backward_pass([o for o, _ in pairs], [g for _, g in pairs],
+                              targets=[starts[i] for i in wanted], create_graph=recording)
+        for i, g in zip(wanted, found):
+            result[i] = g
     return result
 
 
