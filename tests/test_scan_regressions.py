@@ -705,3 +705,25 @@ def test_an_input_the_trip_count_leaves_unread_inside_a_scan():
         return sl.scan(step, x, sl.tensor(np.array([0.0, 0.0])))[0]
 
     assert float(sl.grad(f)(sl.tensor(1.0))) == 3.0
+
+
+@pytest.mark.parametrize("outer", ["scan", "while_loop"])
+def test_a_scan_of_no_steps_inside_a_loop_body_passes_its_carry_through(outer):
+    # Found by an adversarial pass (session 8), older than it: scan's reach rule followed the
+    # body's paths even for length 0, where the loop is the identity, so the enclosing
+    # linearization gave the outer carry no cotangent (gradient 0 instead of the loop's).
+    xs, w = sl.tensor(np.array([[1.0, 0.5], [0.7, 1.1], [1.2, 0.9]])), sl.tensor([0.5, 2.0])
+    inner = lambda cc: sl.scan(lambda a, x: (w * 2.0, None), cc, None, length=0)[0]  # noqa: E731
+
+    def f(c, nothing):
+        if outer == "scan":
+            return sl.sum(sl.scan(lambda cc, x: (cc * x, nothing(cc)), c, xs)[1])
+        return sl.sum(sl.while_loop(lambda v: v[2] < 2, lambda v: (v[0] * 1.5, v[1] + nothing(v[0]),
+                                                                 v[2] + 1),
+                                    (c, sl.zeros(2), sl.tensor(0)))[1])
+
+    c = sl.tensor([0.4, 1.3])
+    want = sl.grad(lambda c: f(c, lambda cc: cc))(c)
+    np.testing.assert_allclose(np_(sl.grad(lambda c: f(c, inner))(c)), np_(want), rtol=1e-12)
+    np.testing.assert_allclose(np_(sl.jit(sl.grad(lambda c: f(c, inner)))(c)), np_(want),
+                               rtol=1e-12)

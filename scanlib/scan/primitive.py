@@ -288,7 +288,12 @@ def loop_reach(body, num_carry, out_flags):
 
 
 def _reach_scan(params, out_flags):
-    return loop_reach(params["body"], params["num_carry"], out_flags)
+    body, nc = params["body"], params["num_carry"]
+    if params["length"] == 0:  # no step runs: each flagged carry reaches its own init only
+        return [bool(f) and is_differentiable_dtype(v.dtype)
+                for f, v in zip(out_flags[:nc], body.invars[:nc])] + [False] * (
+            len(body.invars) + len(body.constvars) - nc)
+    return loop_reach(body, nc, out_flags)
 
 
 scan_p = Primitive("scan", _scan_impl, _scan_vjp, multiple_results=True, prune=_prune_scan,
