@@ -13,7 +13,7 @@ import numpy as np
 from . import backends
 from .ops import zeros
 from .ops.primitive import Primitive
-from .scan.primitive import apply_scan, loop_reach
+from .scan.primitive import apply_scan, carried_through, loop_reach
 from .remat import vjp_by_replay
 from .tape import (Literal, Tensor, backward_pass, current_builder, enable_grad,
                    is_differentiable_dtype, no_grad)
@@ -146,8 +146,9 @@ def _while_vjp(cts, outs, *inputs, _saved, cond, body, num_carry, num_cond_const
         with no_grad():
             n = while_p(*inputs, cond=cond, body=body, num_carry=nc, num_cond_consts=nq,
                         max_steps=max_steps)[nc]
-    if _count(n) is not None and current_builder() is None:
-        return _tape_while_vjp(cts, inputs, body, nc, nq, _count(n))
+    count = _count(n)
+    if count is not None and current_builder() is None:
+        return _tape_while_vjp(cts, inputs, body, nc, nq, count)
     # Inside a trace: an absent cotangent is passed as zeros but marked absent (`given`):
     # the recomputed scan's VJP then gets none for it, as the loop would (a zero meeting an
     # infinite partial is NaN).
@@ -156,7 +157,7 @@ def _while_vjp(cts, outs, *inputs, _saved, cond, body, num_carry, num_cond_const
     primals = list(inputs[:nc]) + list(inputs[nc + nq:]) + [n]
     g = _scan_grads(ct, primals, body, nc, (nc,), (given,))
     # Inputs no path from a present cotangent reaches get none (the derivative gives zeros).
-    reached = _reached_in_n_steps(body, nc, list(given), _count(n))
+    reached = _reached_in_n_steps(body, nc, list(given), count)
     g = [x if r else None for x, r in zip(g[:-1], reached)]
     return g[:nc] + [None] * nq + g[nc:]
 
@@ -185,9 +186,7 @@ def _reached_in_n_steps(body, nc, out_flags, n=None):
     carry reaches its own init and nothing else; after n >= 1 steps, along the body's paths
     (loop_reach). With n unknown (None: a trace), both, since giving an input that may be
     reached none would drop its gradient (cond False at once is an everyday case)."""
-    floats = [is_differentiable_dtype(v.dtype) for v in body.invars[:nc]]
-    identity = [f and d for f, d in zip(out_flags[:nc], floats)]
-    identity += [False] * len(body.constvars)
+    identity = carried_through(body, nc, out_flags)
     if n == 0:
         return identity
     steps = loop_reach(body, nc, out_flags[:nc])

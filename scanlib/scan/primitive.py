@@ -287,12 +287,18 @@ def loop_reach(body, num_carry, out_flags):
     return reached_inputs(body, out_flags[:len(body.outvars)], num_carry, floats)[0]
 
 
+def carried_through(body, num_carry, out_flags):
+    """The inputs (as loop_reach lists them) a cotangent of the flagged carries reaches
+    through no step at all: each float carry its own init, nothing else."""
+    floats = [bool(f) and is_differentiable_dtype(v.dtype)
+              for f, v in zip(out_flags[:num_carry], body.invars[:num_carry])]
+    return floats + [False] * (len(body.invars) + len(body.constvars) - num_carry)
+
+
 def _reach_scan(params, out_flags):
     body, nc = params["body"], params["num_carry"]
-    if params["length"] == 0:  # no step runs: each flagged carry reaches its own init only
-        return [bool(f) and is_differentiable_dtype(v.dtype)
-                for f, v in zip(out_flags[:nc], body.invars[:nc])] + [False] * (
-            len(body.invars) + len(body.constvars) - nc)
+    if params["length"] == 0:  # no step runs: the loop is the identity
+        return carried_through(body, nc, out_flags)
     return loop_reach(body, nc, out_flags)
 
 
