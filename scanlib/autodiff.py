@@ -24,6 +24,7 @@ from .tape import (
     is_differentiable_dtype,
     reaches_other_leaves,
 )
+from .tape.backward import watching
 from .tape import state as _state
 
 
@@ -86,14 +87,15 @@ def vjp(f, *primals, has_aux=False):
     return vjp_recording(f, primals, has_aux, None)
 
 
-def vjp_recording(f, primals, has_aux, record):
+def vjp_recording(f, primals, has_aux, record, who="vjp"):
     """vjp, with `record` forcing (True/False) whether vjp_fn's walk is recorded, or None to
     decide as vjp does. The returned vjp_fn tells its choice as `vjp_fn.records` (the double
-    VJP of scanlib.transforms passes the first one's on to the second)."""
+    VJP of scanlib.transforms passes the first one's on to the second). `who` is the
+    transformation errors name (jvp, jacrev, ... call this)."""
     paths, leaves, treedef = pytree.flatten_with_paths(primals, "primals")
     with differentiating():
-        inputs = [_fresh_input(x, p, "vjp") for p, x in zip(paths, leaves)]
-        with enable_grad():  # asked for explicitly: record f even inside no_grad()
+        inputs = [_fresh_input(x, p, who) for p, x in zip(paths, leaves)]
+        with enable_grad(), watching(who, inputs):  # asked for: record f even in no_grad()
             out = f(*pytree.unflatten(treedef, inputs))
     aux = None
     if has_aux:
@@ -171,7 +173,8 @@ def value_and_grad(f, argnums=0, has_aux=False, holomorphic=False):
             call_args = list(args)
             for n, v in zip(nums_, new_chosen):
                 call_args[n] = v
-            with enable_grad():  # asked for explicitly: record f even inside no_grad()
+            # asked for explicitly: record f even inside no_grad()
+            with enable_grad(), watching("grad", inputs):
                 out = f(*call_args)
         aux = None
         if has_aux:

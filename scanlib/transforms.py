@@ -90,7 +90,7 @@ def _linearized(f, primals, has_aux, who):
     """
     paths, leaves, _ = pytree.flatten_with_paths(tuple(primals), "primals")
     _check_float(who, paths, leaves, "input")
-    found = autodiff.vjp(f, *primals, has_aux=has_aux)
+    found = autodiff.vjp_recording(f, tuple(primals), has_aux, None, who)
     out, vjp_fn = found[0], found[1]
     aux = found[2] if has_aux else None
     out_paths, out_leaves, out_tree = pytree.flatten_with_paths(out, "out")
@@ -331,7 +331,8 @@ def jacrev(f, argnums=0, has_aux=False):
     @functools.wraps(f)
     def wrapped(*args):
         nums, multiple, chosen, in_leaves, in_tree = _chosen_inputs("jacrev", argnums, args)
-        found = autodiff.vjp(_of_chosen(f, args, nums), *chosen, has_aux=has_aux)
+        found = autodiff.vjp_recording(_of_chosen(f, args, nums), chosen, has_aux, None,
+                                       "jacrev")
         out, vjp_fn = found[0], found[1]
         out_leaves, out_tree = _real_outputs("jacrev", out)
         in_infos = [leaf_info(x) for x in in_leaves]

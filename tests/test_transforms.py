@@ -458,7 +458,8 @@ def test_jvp_of_a_function_that_reads_a_value_as_a_number(rng):
     x, t = rng.standard_normal(3), rng.standard_normal(3)
 
     def f(x):
-        scale = 2.0 if float(sl.sum(x)) > 0 else -2.0  # Python control flow on a value
+        # Python control flow on a value (bool(); float() of it would be refused, as in JAX)
+        scale = 2.0 if sl.sum(x) > 0 else -2.0
         return scale * sl.sin(x)
 
     out, t_out = sl.jvp(f, (x,), (t,))

@@ -50,12 +50,12 @@ def _format(self, spec):
         raise TypeError(f"format(t, {spec!r}): only a 0-d tensor can be formatted as a number "
                         f"(as in NumPy); this one has shape {self.shape}. Use t.item() for one "
                         "element, or np.array2string(t.numpy()) for an array.")
-    return format(self.item(), spec)
+    return format(self._scalar(f"format(t, {spec!r})").item(), spec)
 
 
 def _tolist(self):
     """The data as (nested) Python lists of numbers, as ndarray.tolist()."""
-    return backends.to_numpy(self._concrete(".tolist()")).tolist()
+    return backends.to_numpy(self._as_number(".tolist()")).tolist()
 
 
 def _flatten(self, order="C"):

@@ -13,6 +13,7 @@ so that this layer never imports the one above.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import types
 import weakref
@@ -177,6 +178,49 @@ def reaches_other_leaves(roots, inputs):
         seen.add(node)
         stack.extend(i for i in node.inputs if type(i) is Tensor and i.requires_grad)
     return False
+
+
+class _Watch:
+    """The inputs of one running grad/vjp/jvp call (`who`), and the first node number it could
+    have recorded: a value made before it started cannot depend on them."""
+
+    __slots__ = ("who", "ids", "inputs", "first_seq")
+
+    def __init__(self, who, inputs):
+        self.who, self.inputs = who, list(inputs)  # held: their ids stay theirs
+        self.ids = {id(x) for x in self.inputs}
+        self.first_seq = next(_seq)
+
+
+@contextlib.contextmanager
+def watching(who, inputs):
+    """While f runs under `who` (grad, vjp, jvp, ...): the inputs being differentiated, which
+    Tensor refuses to convert to a Python number (see differentiated_by)."""
+    state.STATE.watched.append(_Watch(who, inputs))
+    try:
+        yield
+    finally:
+        state.STATE.watched.pop()
+
+
+def differentiated_by(x):
+    """The name of the innermost running transformation (grad, vjp, ...) whose inputs x
+    depends on through the tape, or None. Walks only the nodes recorded since the outermost
+    one started, with a stack (no recursion)."""
+    watched = state.STATE.watched
+    if not watched or not x.requires_grad or x._trace is not None:
+        return None
+    first = min(w.first_seq for w in watched)
+    found, seen, stack = set(), set(), [x]
+    while stack:
+        t = stack.pop()
+        found.update(i for i, w in enumerate(watched) if id(t) in w.ids)
+        node = t._node
+        if node is None or node in seen or node.seq < first or node.inputs is None:
+            continue
+        seen.add(node)
+        stack.extend(i for i in node.inputs if type(i) is Tensor and i.requires_grad)
+    return watched[max(found)].who if found else None
 
 
 def backward_pass(roots, root_cts, targets=None, *, retain_graph=False, create_graph=False):

@@ -15,6 +15,10 @@ class _State(threading.local):
         self.grad_enabled = True
         self.builders = []  # stack of GraphBuilder being traced (innermost last)
         self.diff_depth = 0  # > 0 while inside grad/vjp: their backward must then be recorded
+        # One entry per grad/vjp/jvp call whose f is running (innermost last): the inputs it
+        # differentiates, so that converting a value that depends on them to a Python number
+        # can be refused (backward.differentiated_by).
+        self.watched = []
 
 
 STATE = _State()

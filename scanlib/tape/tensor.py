@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import backends
+from .state import STATE
 
 
 def short_dtype(dtype) -> str:
@@ -182,12 +183,37 @@ class Tensor:
         another tensor. Copy it (`np.array(t)`) to write into it."""
         return _read_only(backends.to_numpy(self._concrete(".numpy()")))
 
+    def _as_number(self, what: str):
+        """The data for a conversion to Python numbers (`what`: "float()", ".item()", ...),
+        refused for a value that depends on an input being differentiated: the number would
+        carry no gradient, and the result would silently miss that part of it."""
+        value = self._concrete(what)
+        if self.requires_grad and STATE.watched:
+            from .backward import differentiated_by  # backward imports this module
+            who = differentiated_by(self)
+            if who is not None:
+                raise TypeError(
+                    f"{what} of a tensor ({type_str(self.shape, self.dtype)}) that depends on "
+                    f"an input being differentiated by {who}: the Python number would carry no "
+                    "gradient, and the result would silently miss that part of it (JAX raises "
+                    "here too). To compute with it, use scanlib's ops instead of Python's "
+                    "(scanlib.exp(t), not math.exp(t)); if the number is meant to be a "
+                    "constant, convert t.detach() (or scanlib.stop_gradient(t)). Python "
+                    "control flow such as `if t > 0:` works as it is.")
+        return value
+
     def item(self):
-        """The value of a one-element tensor as a Python scalar."""
-        value = self._concrete(".item()")
+        """The value of a one-element tensor as a Python scalar. Inside grad, vjp, jvp (and
+        the Jacobians) a value that depends on the inputs being differentiated refuses, as it
+        would lose its gradient: use t.detach().item() if it is meant as a constant. In a
+        torch-style loop (requires_grad leaves, loss.backward()) `loss.item()` works."""
+        return self._scalar(".item()").item()
+
+    def _scalar(self, what: str):
+        value = self._as_number(what)
         if value.size != 1:
-            raise ValueError(f".item() needs a tensor with one element, got shape {self.shape}")
-        return value.item()
+            raise ValueError(f"{what} needs a tensor with one element, got shape {self.shape}")
+        return value
 
     def detach(self) -> "Tensor":
         """The same data, cut from the tape (requires_grad=False). Inside a traced scan body
@@ -229,15 +255,18 @@ class Tensor:
         return bool(value)
 
     def __float__(self):
-        return float(self.item())
+        return float(self._scalar("float()").item())
 
     def __int__(self):
-        return int(self.item())
+        return int(self._scalar("int()").item())
+
+    def __complex__(self):
+        return complex(self._scalar("complex()").item())
 
     def __index__(self):
         if np.dtype(self.dtype).kind not in "iub":
             raise TypeError(f"only integer tensors can be used as an index, got {self.dtype}")
-        return int(self.item())
+        return int(self._scalar("Use as an index (__index__)").item())
 
     def __hash__(self):
         return id(self)
