@@ -95,8 +95,12 @@ FALLBACK = {
                 "sl.squeeze(sl.zeros((1, 3, 1))).shape"),
     "broadcast_to": (None, ("Broadcast to a shape, as numpy.broadcast_to; the gradient is "
                      "summed back."), "sl.broadcast_to(sl.tensor([1.0, 2.0]), (2, 2))"),
-    "stop_gradient": ("stop_gradient(x)", "x's value, through which no gradient flows.",
-                      "sl.grad(lambda x: (x * sl.stop_gradient(x)).sum())(sl.tensor([3.0]))"),
+    "stop_gradient": ("stop_gradient(x)", ("x's value, through which no gradient flows; of a "
+                      "pytree (dict, list, tuple, nested), of every leaf (Tensor, array and "
+                      "number leaves become Tensors, others stay as they are)."),
+                      ("sl.grad(lambda x: (x * sl.stop_gradient(x)).sum())(sl.tensor([3.0]))\n"
+                       "sl.stop_gradient({'w': sl.tensor([1.0], requires_grad=True), "
+                       "'name': 'layer1'})")),
     "sign": ("sign(x)", "Elementwise sign (-1, 0 or 1); not differentiable.",
              "sl.sign(sl.tensor([-2.0, 0.0, 5.0]))"),
     "real": ("real(x)", "The real part (x itself for real x); gradients in JAX's convention.",
@@ -260,7 +264,36 @@ def api_markdown() -> str:
             lines += submodule_markdown(name, obj)
             continue
         lines += entry_markdown(name, obj, "##")
+    for title, text, example in GUIDES:
+        lines += [f"## {title}", "", text, "", "```python", as_doctest(example, new_namespace()),
+                  "```", ""]
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+# Sections on what a Tensor does with other libraries, after the names: (title, text, example).
+GUIDES = [
+    ("Tensors and other libraries: DLPack, the CUDA array interface, pickle",
+     "A Tensor speaks DLPack both ways. `np.from_dlpack(t)`, `torch.from_dlpack(t)` or "
+     "`jax.dlpack.from_dlpack(t)` read its memory without a copy through `t.__dlpack__()` and "
+     "`t.__dlpack_device__()` (a NumPy-backed tensor is exported read-only where the consumer "
+     "supports DLPack 1.0, as a copy otherwise: tensors are immutable). "
+     "`sl.from_dlpack(x)` makes a Tensor of any object with `__dlpack__` (NumPy, CuPy, torch, "
+     "JAX arrays): NumPy-backed for CPU memory, CuPy-backed for CUDA memory, sharing the "
+     "memory unless `copy=True`. A CuPy-backed tensor also has `__cuda_array_interface__` "
+     "(a NumPy-backed one has none, so `hasattr` is False). A tensor that requires grad "
+     "refuses every export, as `np.asarray` refuses it: the other library would drop its "
+     "gradient; export `t.detach()`. `pickle` (and `copy.deepcopy`) keep a tensor's value, "
+     "dtype, shape and kind of device (NumPy or CuPy data); a leaf keeps `requires_grad`, and "
+     "a tensor with history is pickled as its value, detached (the tape does not cross "
+     "processes); `.grad` is not pickled. `copy.deepcopy` of a tensor with history returns "
+     "the tensor itself, so that its gradient still reaches its leaves.",
+     "import pickle\n"
+     "t = sl.tensor([1.0, 2.0])\n"
+     "np.from_dlpack(t), t.__dlpack_device__(), hasattr(t, '__cuda_array_interface__')\n"
+     "sl.from_dlpack(np.arange(3.0))\n"
+     "w = sl.tensor([1.0, 2.0], requires_grad=True)\n"
+     "pickle.loads(pickle.dumps(w * 2)), pickle.loads(pickle.dumps(w))"),
+]
 
 
 # Public submodules: a section each, with a ### entry for every name in their __all__.

@@ -15,7 +15,7 @@ from . import _cupy
 
 __all__ = [
     "xp_of", "device_of", "parse_device", "to_device", "asarray_on", "is_array",
-    "cuda_available", "to_numpy", "namespace", "on_device",
+    "cuda_available", "to_numpy", "namespace", "on_device", "from_dlpack",
 ]
 
 
@@ -96,3 +96,28 @@ def to_numpy(array) -> np.ndarray:
     if _cupy.is_cupy_array(array):
         return array.get()
     return np.asarray(array)
+
+
+_DLPACK_CPU, _DLPACK_CUDA = 1, 2  # DLPack's device types kDLCPU and kDLCUDA
+
+
+def from_dlpack(x, copy=False):
+    """The array behind an object with `__dlpack__` (a NumPy, CuPy, torch or JAX array): a
+    NumPy array for CPU memory, a CuPy array for CUDA memory, sharing the producer's memory
+    unless copy=True."""
+    if not hasattr(x, "__dlpack__") or not hasattr(x, "__dlpack_device__"):
+        raise TypeError(f"from_dlpack: a {type(x).__name__} has no __dlpack__ and "
+                        "__dlpack_device__ (the DLPack protocol); make a tensor of lists, "
+                        "scalars or other data with scanlib.tensor(x).")
+    kind, index = (int(v) for v in x.__dlpack_device__())
+    if kind == _DLPACK_CPU:
+        out = np.from_dlpack(x)
+        return out.copy() if copy else out
+    if kind == _DLPACK_CUDA:
+        cp = _cupy.require(f"cuda:{index}")
+        with cp.cuda.Device(index):
+            out = cp.from_dlpack(x)
+            return out.copy() if copy else out
+    raise TypeError(f"from_dlpack: the data lives on DLPack device type {kind} (device "
+                    f"{index}); scanlib reads CPU (type {_DLPACK_CPU}) and CUDA (type "
+                    f"{_DLPACK_CUDA}) memory. Move it to one of those first.")

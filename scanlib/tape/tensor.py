@@ -245,6 +245,76 @@ class Tensor:
             raise ValueError(f"np.asarray(t, dtype={dtype!r}, copy=False): the cast needs a copy")
         return _read_only(out)
 
+    # --- other libraries: DLPack, the CUDA array interface ----------------------------------
+    def _exported(self, what: str):
+        """The data, to hand to another library: refused for a tensor that requires grad, as
+        np.asarray refuses it (the other library would compute without its gradient)."""
+        value = self._concrete(what)
+        if self.requires_grad:
+            raise TypeError(
+                f"{what}: this tensor requires grad ({type_str(self.shape, self.dtype)}), and "
+                "the other library would read it as a plain array, dropping its gradient "
+                "without a word. Export t.detach() to pass the values on purpose.")
+        return value
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """DLPack export (`np.from_dlpack(t)`, `torch.from_dlpack(t)`, `jax.dlpack` ...): the
+        tensor's own memory, not a copy, which the consumer must not write into (tensors are
+        immutable). A NumPy-backed tensor is exported read-only where the consumer supports
+        that flag (DLPack 1.0) and as a copy to an older consumer. Refused for a tensor that
+        requires grad: export t.detach()."""
+        value = self._exported("DLPack export (__dlpack__)")
+        options = {k: v for k, v in (("stream", stream), ("max_version", max_version),
+                                     ("dl_device", dl_device), ("copy", copy)) if v is not None}
+        if not isinstance(value, np.ndarray):
+            return value.__dlpack__(**options)
+        try:
+            return _read_only(value).__dlpack__(**options)
+        except BufferError:  # a consumer that cannot be told the memory is read-only
+            if copy is False:
+                raise BufferError("DLPack export with copy=False: the consumer cannot be told "
+                                  "that the tensor's memory is read-only (it asked for DLPack "
+                                  "before 1.0); allow a copy or ask for max_version=(1, 0)."
+                                  ) from None
+            options.pop("copy", None)
+            return value.copy().__dlpack__(**options)
+
+    def __dlpack_device__(self):
+        """(DLPack device type, device id) of the data: (1, 0) on the CPU, (2, N) on cuda:N."""
+        return self._value.__dlpack_device__()
+
+    @property
+    def __cuda_array_interface__(self):
+        """The CUDA array interface of a CuPy-backed tensor (for Numba, PyTorch, ...);
+        absent (hasattr is False) on a NumPy-backed one. Refused for a tensor that requires
+        grad: use t.detach()."""
+        if not hasattr(self._value, "__cuda_array_interface__"):
+            raise AttributeError(f"a tensor on {self.device} has no __cuda_array_interface__ "
+                                 "(only a CuPy-backed tensor on a GPU has one)")
+        return self._exported("__cuda_array_interface__").__cuda_array_interface__
+
+    # --- pickle and copy ----------------------------------------------------------------------
+    def __reduce__(self):
+        """pickle: the value (NumPy or CuPy data, its dtype and shape) and, for a leaf,
+        requires_grad. A tensor with history is pickled as its value, detached (the tape does
+        not cross processes, as torch's does not); .grad is not pickled."""
+        value = self._concrete("pickle")
+        return _unpickle, (value, bool(self.requires_grad and self._node is None))
+
+    def __copy__(self):
+        return self  # immutable: the same tensor, its history included
+
+    def __deepcopy__(self, memo):
+        """A leaf: a new leaf with copies of its data and .grad. A tensor with history (or a
+        traced one) is itself: its history must keep leading to the leaves it came from."""
+        if self._node is not None or self._trace is not None:
+            return self
+        out = Tensor(self._value.copy(), self.requires_grad)
+        if self._grad is not None:
+            out._grad = Tensor(self._grad._value.copy())
+        memo[id(self)] = out
+        return out
+
     def __bool__(self):
         value = self._concrete("Python control flow (bool())")
         if value.size != 1:
@@ -281,3 +351,7 @@ class Tensor:
         if self.requires_grad:
             extra.append("requires_grad=True")
         return f"tensor({body}, {', '.join(extra)})"
+
+
+def _unpickle(value, requires_grad):
+    return Tensor(value, requires_grad)

@@ -53,6 +53,12 @@ class ndarray(_np.ndarray):
     def get(self):
         return self.view(_np.ndarray).copy()
 
+    @property
+    def __cuda_array_interface__(self):  # CuPy's layout; the pointer is host memory here
+        face = self.view(_np.ndarray).__array_interface__
+        return {"shape": face["shape"], "typestr": face["typestr"], "descr": face["descr"],
+                "strides": face["strides"], "data": face["data"], "version": 3}
+
     def __array__(self, dtype=None, copy=None):
         raise TypeError("Implicit conversion to a NumPy array is not allowed (fake cupy)")
 
