@@ -91,14 +91,9 @@ def device_or_exit(name: str) -> str:
     """The device name for --device, or a one-line explanation and exit status 2."""
     if name == "cpu":
         return "cpu"
-    if not sl.cuda_available():
-        try:
-            import cupy  # noqa: F401
-        except ImportError:
-            why = "CuPy is not installed (pip install -e '.[cuda12]' or '.[cuda13]')"
-        else:
-            why = "CuPy is installed but sees no usable CUDA GPU"
-        print(f"error: --device {name} needs a CUDA GPU through CuPy, but {why}. "
-              "Run with --device cpu instead.", file=sys.stderr)
-        raise SystemExit(2)
+    try:
+        sl.zeros(1, device=name)
+    except (RuntimeError, ValueError) as e:  # which part is missing: CuPy, or a usable GPU
+        print(f"error: --device {name}: {e} Run with --device cpu instead.", file=sys.stderr)
+        raise SystemExit(2) from None
     return name
