@@ -12,6 +12,7 @@ from .remat import checkpoint, checkpoint_name, remat
 from .backends import cuda_available
 from .ops import *  # noqa: F403
 from .ops import __all__ as _ops_all
+from .autodiff import stop_gradient  # noqa: F401 - of a pytree (ops' takes one tensor)
 from .tape import Graph, Tensor, enable_grad, no_grad
 from .scan import NumbaFallbackWarning, ScanPlan, scan, scan_plan, set_loop_compiler
 from . import associative, control, transforms

@@ -1,4 +1,5 @@
-"""The functional, JAX-style API over the tape: grad, value_and_grad and vjp, on pytrees.
+"""The functional, JAX-style API over the tape: grad, value_and_grad, vjp and stop_gradient,
+on pytrees.
 
 Each call wraps its inputs as fresh tape leaves, runs f, and walks back to them. Inside an
 outer grad/vjp (or when the inputs themselves require grad) the walk is recorded, which is
@@ -14,7 +15,7 @@ import numpy as np
 
 from . import backends, pytree
 from .ops import elementwise as ew
-from .ops import zeros_like
+from .ops import as_tensor, zeros_like
 from .tape import (
     Tensor,
     backward_pass,
@@ -256,3 +257,27 @@ def grad(f, argnums=0, has_aux=False, holomorphic=False):
         return (g, value[1]) if has_aux else g
 
     return wrapped
+
+
+def stop_gradient(x):
+    """x's value, through which no gradient flows; of a pytree (dicts, lists, tuples, nested),
+    every leaf's, as jax.lax.stop_gradient. Tensor, array and number leaves come back as
+    Tensors; other leaves (strings, say) come back unchanged.
+
+    >>> import scanlib as sl
+    >>> sl.grad(lambda x: (x * sl.stop_gradient(x)).sum())(sl.tensor([3.0]))
+    tensor([3.], dtype=float64)
+    >>> sl.stop_gradient({"w": sl.tensor([1.0], requires_grad=True), "name": "layer1"})
+    {'w': tensor([1.], dtype=float64), 'name': 'layer1'}
+    """
+    if type(x) is Tensor:
+        return ew.stop_gradient(x)
+    return pytree.tree_map(_stop_leaf, x)
+
+
+def _stop_leaf(x):
+    if isinstance(x, Tensor):
+        return ew.stop_gradient(x)
+    if backends.is_array(x) or isinstance(x, (bool, int, float, complex)):
+        return ew.stop_gradient(as_tensor(x))
+    return x

@@ -2,14 +2,14 @@
 and composites (mean, softmax, logsumexp, softplus, ...) written with them, which need no VJP
 rule of their own.
 
-Imports backends, tape, pytree and the primitive modules of ops.
+Imports backends, tape and the primitive modules of ops.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .. import backends, pytree
+from .. import backends
 from ..tape import Tensor, is_differentiable_dtype
 from . import elementwise as ew
 from .linalg import einsum_p, matmul_p, parse_einsum, vdot_p
@@ -94,6 +94,21 @@ def as_tensor(x) -> Tensor:
     raise TypeError(f"expected a Tensor, array or number, got {type(x).__name__}")
 
 
+def from_dlpack(x, *, copy: bool = False) -> Tensor:
+    """A Tensor of the data of any object with `__dlpack__` (a NumPy, CuPy, torch or JAX
+    array): NumPy-backed for CPU memory, CuPy-backed for CUDA memory. Like as_tensor, it
+    shares the producer's memory (do not write into it while scanlib may read it); pass
+    copy=True for memory of its own. The producer refuses to export data that requires grad
+    (torch: use t.detach()); the result does not require grad.
+
+    >>> sl.from_dlpack(np.arange(3.0))
+    tensor([0., 1., 2.], dtype=float64)
+    """
+    return Tensor(backends.from_dlpack(x, copy=copy))
+real, imag, conj, angle = ew.real, ew.imag, ew.conj, ew.angle
+conjugate = conj
+
+
 def _make(fn_name, shape, dtype, device, *args):
     device = backends.parse_device(device)
     make = getattr(backends.namespace(device), fn_name)
@@ -139,44 +154,7 @@ def ones_like(x, dtype=None) -> Tensor:
 exp, log, log1p, sqrt = ew.exp, ew.log, ew.log1p, ew.sqrt
 sin, cos, tanh, sigmoid = ew.sin, ew.cos, ew.tanh, ew.sigmoid
 abs, sign, maximum, minimum = ew.absolute, ew.sign, ew.maximum, ew.minimum
-
-
-def stop_gradient(x):
-    """x's value, through which no gradient flows; of a pytree (dicts, lists, tuples, nested),
-    every leaf's, as jax.lax.stop_gradient. Tensor, array and number leaves come back as
-    Tensors; other leaves (strings, say) come back unchanged.
-
-    >>> sl.grad(lambda x: (x * sl.stop_gradient(x)).sum())(sl.tensor([3.0]))
-    tensor([3.], dtype=float64)
-    >>> sl.stop_gradient({"w": sl.tensor([1.0], requires_grad=True), "name": "layer1"})
-    {'w': tensor([1.], dtype=float64), 'name': 'layer1'}
-    """
-    if type(x) is Tensor:
-        return ew.stop_gradient(x)
-    return pytree.tree_map(_stop_leaf, x)
-
-
-def _stop_leaf(x):
-    if isinstance(x, Tensor):
-        return ew.stop_gradient(x)
-    if backends.is_array(x) or isinstance(x, (bool, int, float, complex)):
-        return ew.stop_gradient(as_tensor(x))
-    return x
-
-
-def from_dlpack(x, *, copy: bool = False) -> Tensor:
-    """A Tensor of the data of any object with `__dlpack__` (a NumPy, CuPy, torch or JAX
-    array): NumPy-backed for CPU memory, CuPy-backed for CUDA memory. Like as_tensor, it
-    shares the producer's memory (do not write into it while scanlib may read it); pass
-    copy=True for memory of its own. The producer refuses to export data that requires grad
-    (torch: use t.detach()); the result does not require grad.
-
-    >>> sl.from_dlpack(np.arange(3.0))
-    tensor([0., 1., 2.], dtype=float64)
-    """
-    return Tensor(backends.from_dlpack(x, copy=copy))
-real, imag, conj, angle = ew.real, ew.imag, ew.conj, ew.angle
-conjugate = conj
+stop_gradient = ew.stop_gradient  # of one tensor; scanlib.stop_gradient takes a pytree
 
 
 def where(condition, x, y):
