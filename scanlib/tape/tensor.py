@@ -296,8 +296,9 @@ class Tensor:
     # --- pickle and copy ----------------------------------------------------------------------
     def __reduce__(self):
         """pickle: the value (NumPy or CuPy data, its dtype and shape) and, for a leaf,
-        requires_grad. A tensor with history is pickled as its value, detached (the tape does
-        not cross processes, as torch's does not); .grad is not pickled."""
+        requires_grad. A tensor with history is pickled as its value, detached: the tape does
+        not cross processes (torch would load it as a new leaf that requires grad, which
+        reads as a parameter it is not). .grad is not pickled."""
         value = self._concrete("pickle")
         return _unpickle, (value, bool(self.requires_grad and self._node is None))
 
