@@ -26,6 +26,11 @@ def test_numpy_reads_a_tensor_through_dlpack_without_a_copy():
     assert t.__dlpack_device__() == (1, 0)
 
 
+def test_a_tensor_holding_a_numpy_scalar_exports():
+    t = sl.exp(0.0)  # its value is a NumPy scalar, which has no __dlpack__ of its own
+    assert t.__dlpack_device__() == (1, 0) and np.from_dlpack(t).tolist() == 1.0
+
+
 def test_a_consumer_before_dlpack_1_gets_a_copy():
     t = sl.tensor([1.0, 2.0])
     legacy = type("Legacy", (), {"__dlpack__": lambda self, **kw: t.__dlpack__(**kw),

@@ -264,6 +264,8 @@ class Tensor:
         that flag (DLPack 1.0) and as a copy to an older consumer. Refused for a tensor that
         requires grad: export t.detach()."""
         value = self._exported("DLPack export (__dlpack__)")
+        if isinstance(value, np.generic):  # a NumPy scalar (sl.exp(1.0) holds one)
+            value = np.asarray(value)
         options = {k: v for k, v in (("stream", stream), ("max_version", max_version),
                                      ("dl_device", dl_device), ("copy", copy)) if v is not None}
         if not isinstance(value, np.ndarray):
@@ -281,7 +283,8 @@ class Tensor:
 
     def __dlpack_device__(self):
         """(DLPack device type, device id) of the data: (1, 0) on the CPU, (2, N) on cuda:N."""
-        return self._value.__dlpack_device__()
+        value = self._value
+        return (np.asarray(value) if isinstance(value, np.generic) else value).__dlpack_device__()
 
     @property
     def __cuda_array_interface__(self):
