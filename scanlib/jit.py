@@ -55,7 +55,7 @@ class JitFallbackWarning(UserWarning):
 
 def jit(f=None, *, static_argnums=(), static_argnames=()):
     """f compiled once per signature, like `jax.jit`: the same results as f, faster to call
-    again.
+    again; `jitted.cache_info()` counts its traces, replays and eager calls.
 
     The first call with a new signature (the arguments' pytree structure, each array's
     shape, dtype and device, the values of static arguments and of Python-number leaves)
@@ -99,6 +99,9 @@ def jit(f=None, *, static_argnums=(), static_argnames=()):
     >>> value, g = f(sl.tensor([0.5, -1.0]))
     >>> round(value.item(), 6), f.trace(sl.tensor([0.5, -1.0])).name
     (0.793578, 'f')
+    >>> _ = f(sl.tensor([2.0, 3.0]))  # a new value of the same signature: replayed
+    >>> f.cache_info()
+    CacheInfo(hits=1, misses=1, eager=0, maxsize=256, currsize=1)
     """
     if f is None:  # @jit(static_argnums=...)
         return functools.partial(jit, static_argnums=static_argnums,

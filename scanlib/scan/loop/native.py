@@ -221,8 +221,8 @@ class NativeKernel:
             return self.dispatcher(*args)
 
     def _prove(self, sig):
-        _log.info("compiling %s for (%s) (on an empty cache, seconds to a minute)",
-                  self.what, ", ".join(map(str, sig)))
+        _log.info("compiling %s (seconds, unless numba's disk cache has it)", self.what)
+        _log.debug("numba types of its arguments: (%s)", ", ".join(map(str, sig)))
         start = time.perf_counter()
         self.dispatcher._can_compile = True
         try:
@@ -237,8 +237,11 @@ class NativeKernel:
         self.compile_seconds += seconds
         token = f"{self._digest} {sig}"
         typemap = getattr(self.dispatcher.overloads[sig].type_annotation, "typemap", None)
-        _log.info("%s %s in %.1f s; %s", "compiled" if isinstance(typemap, dict)
-                  else "loaded from the disk cache", self.what, seconds, self._cached_where())
+        if isinstance(typemap, dict):
+            _log.info("compiled %s in %.1f s; %s", self.what, seconds, self._cached_where())
+        else:
+            _log.info("loaded %s from numba's disk cache in %.2f s; %s", self.what, seconds,
+                      self._cached_where())
         if isinstance(typemap, dict):
             self._check(typemap)
             self._record(token)
