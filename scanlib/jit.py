@@ -30,6 +30,7 @@ from .tape.tensor import type_str
 from .tracing import closure_names, trace_function
 
 _MAX_TRACES = 256  # per jitted function; the least recently used trace goes first
+_RETRACES = 8  # traces that differ only in Python numbers' values: then a warning, once
 _PY_SCALARS = (bool, int, float, complex)
 _log = logs.get("jit")
 
@@ -44,8 +45,9 @@ currsize (the traces cached now)."""
 class JitFallbackWarning(UserWarning):
     """`jit` runs f itself, eagerly, instead of its trace (the same values, none of the
     speed): an argument or a tensor f reads requires grad, or the arguments are on different
-    devices. Warned once per jitted function and reason; `jitted.cache_info().eager` counts
-    such calls. Silence it with the warnings module:
+    devices; or it keeps tracing f again, for each new value of a Python-number argument
+    (static, as documented). Warned once per jitted function and reason;
+    `jitted.cache_info()` counts eager calls and traces. Silence it with the warnings module:
 
     >>> import scanlib as sl
     >>> sl.JitFallbackWarning.__mro__[1].__name__  # warnings.simplefilter("ignore", it)
@@ -70,9 +72,11 @@ def jit(f=None, *, static_argnums=(), static_argnames=()):
     0-d parameter holds) and Tensors are traced by shape and dtype, as JAX traces its arrays:
     f sees them as Tensors, and a new value runs the same trace. Python numbers among the
     arguments are static (a new value traces again), unlike JAX's weakly typed traced ones:
-    a traced 0-d array would not keep NumPy's weak promotion, and `x * c` with a float32 x
-    would then give float64 where f gives float32. Pass a value that changes from call to
-    call (a learning rate) as an array or NumPy scalar. `static_argnums` / `static_argnames`
+    a traced 0-d array would lose NumPy 2's weak promotion of Python numbers, and `x * c`
+    with a float32 x would then give float64 where f gives float32. Pass a value that
+    changes from call to call (a learning rate) as an array or NumPy scalar; the eighth trace
+    that differs only in Python numbers' values warns (JitFallbackWarning).
+    `static_argnums` / `static_argnames`
     name the arguments that are static (hashable; part of the signature by value), by
     position or by name, as in JAX: numbers, tuples, frozensets and frozen dataclasses are
     compared by their contents' exact values (1 is not 1.0, -0.0 is not 0.0); another object
@@ -133,7 +137,8 @@ class Jitted:
         self._snapshots = {}  # id(closed-over array) -> (weakref, copy): one per value
         self._lock = threading.Lock()
         self._hits = self._misses = self._eager = 0
-        self._warned = set()  # the reasons to run f eagerly already warned of
+        self._warned = set()  # the reasons already warned of (JitFallbackWarning)
+        self._by_numbers = collections.Counter()  # signature less numbers' values -> traces
         functools.update_wrapper(self, f, updated=())  # not f.__dict__: a Jitted f has ours
 
     def _static_positions(self, nargs):
@@ -204,6 +209,7 @@ class Jitted:
         """Drop every trace and zero the counts (the next call traces again)."""
         with self._lock:
             self._traces.clear()
+            self._by_numbers.clear()
             self._hits = self._misses = self._eager = 0
 
     def trace(self, *args, **kwargs):
@@ -225,6 +231,19 @@ class Jitted:
             if len(self._traces) > _MAX_TRACES:
                 self._traces.popitem(last=False)
             cached = len(self._traces)
+            numbers = sig.number_paths()
+            if numbers:
+                self._by_numbers[sig.key_without_numbers()] += 1
+                retraces = self._by_numbers[sig.key_without_numbers()]
+        if numbers and retraces == _RETRACES:
+            name = _name(self.fun)
+            logs.warn_once(
+                self._warned, "numbers", f"jit({name}): traced {name} {_RETRACES} times for "
+                f"new values of its Python-number arguments ({', '.join(numbers)}): a Python "
+                "number is static, part of the signature by its value. Pass a value that "
+                "changes from call to call as a NumPy scalar (np.float64(x)) or an array, "
+                "which is traced once for all its values.", JitFallbackWarning, _log,
+                stacklevel=3)
         if _log.isEnabledFor(logs.logging.INFO):
             _log.info("jit(%s): traced for %s in %.1f ms (trace %d; %d cached)%s",
                       _name(self.fun), sig.describe(), 1e3 * (time.perf_counter() - start),
@@ -317,6 +336,19 @@ class _Signature:
         static_keys = tuple((where, _static_key(v, where)) for where, v in static)
         self.key = (self.treedef, pytree.key_orders(dynamic, self.treedef), tuple(kwargs),
                     tuple(leaf_keys), static_keys, grad_enabled(), _DEFAULT_COMPILER[0])
+
+    def number_paths(self):
+        """Where the Python-number leaves are (static: each value its own trace)."""
+        if not any(_static_number(leaf) for leaf in self.leaves):
+            return []
+        paths, leaves, _ = pytree.flatten_with_paths(self._dynamic, "args")
+        return [_where(p) for p, leaf in zip(paths, leaves) if _static_number(leaf)]
+
+    def key_without_numbers(self):
+        """The key with each Python number's value left out (its type kept)."""
+        leaf_keys = tuple(("static", type(leaf)) if _static_number(leaf) else k
+                          for leaf, k in zip(self.leaves, self.key[3]))
+        return self.key[:3] + (leaf_keys,) + self.key[4:]
 
     def describe(self):
         """The signature as the log shows it: each leaf's path and type, or static value."""

@@ -161,6 +161,29 @@ def test_eager_calls_warn_once_per_reason_and_are_counted():
     assert jitted.cache_info() == (0, 0, 0, 256, 0)
 
 
+def test_tracing_again_for_each_new_python_number_warns_once():
+    import warnings
+
+    f, runs = counted(lambda x, lr: x - lr * x)
+    jitted = sl.jit(f)
+    x = np.ones(2, np.float32)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for i in range(12):
+            same(jitted(x, 0.1 * i), f(sl.tensor(x), 0.1 * i))  # float32, as f gives
+        for i in range(12):
+            jitted(x, 0.1 * i)  # cached now
+    messages = [str(w.message) for w in caught if w.category is sl.JitFallbackWarning]
+    assert len(messages) == 1, messages
+    assert messages[0].startswith("jit(g): traced g 8 times for new values of its "
+                                  "Python-number arguments (args[1])")
+    assert jitted.cache_info() == (12, 12, 0, 256, 12) and len(runs) == 12 + 12
+    lr = sl.jit(lambda x, lr: x - lr * x)  # a NumPy scalar: one trace for all its values
+    for i in range(12):
+        lr(x, np.float32(0.1 * i))
+    assert lr.cache_info().misses == 1
+
+
 def test_static_argnums_and_argnames():
     def f(x, n, *, mode="sum"):
         y = x
