@@ -277,9 +277,9 @@ through the `warnings` module as well):
   body takes seconds to compile (bench/NOTES.md has measured times).
 - `scanlib.jit`, INFO: each trace of a jitted function (its signature, how long, how many
   traces it holds).
-- WARNING, once per cause and also as a warning: a jitted function running f eagerly
-  (`JitFallbackWarning`), a scan asked for numba running the NumPy loop
-  (`NumbaFallbackWarning`).
+- WARNING, once per cause and also as a warning: a jitted function running f eagerly, or
+  tracing f again for each new value of a Python-number argument (`JitFallbackWarning`); a
+  scan asked for numba running the NumPy loop (`NumbaFallbackWarning`).
 
 ```python
 import logging
