@@ -51,8 +51,8 @@ def test_a_numba_compile_logs_its_start_and_its_time_and_cache(caplog, tmp_path,
 def test_a_numba_fallback_warns_once_and_is_logged_once(caplog):
     pytest.importorskip("numba")
 
-    def f(c, x):
-        return sl.erf(c + x), sl.sort(x)
+    def f(c, x):  # a body no other test uses (a body's compiled loop is shared by its
+        return sl.erf(c * 0.61 + x), sl.sort(x)  # equals, and warns once)
 
     with warnings.catch_warnings(record=True) as caught, caplog.at_level(logging.INFO):
         warnings.simplefilter("always")

@@ -238,10 +238,10 @@ class NativeKernel:
         token = f"{self._digest} {sig}"
         typemap = getattr(self.dispatcher.overloads[sig].type_annotation, "typemap", None)
         if isinstance(typemap, dict):
-            _log.info("compiled %s in %.1f s; %s", self.what, seconds, self._cached_where())
+            _log.info("compiled %s in %.1f s; %s", self.what, seconds, self._cached_where(sig))
         else:
             _log.info("loaded %s from numba's disk cache in %.2f s; %s", self.what, seconds,
-                      self._cached_where())
+                      self._cached_where(None))
         if isinstance(typemap, dict):
             self._check(typemap)
             self._record(token)
@@ -263,13 +263,23 @@ class NativeKernel:
                         f"numba types {name} as {typ}, the graph as {want[0]} with "
                         f"{want[1]} axes")
 
-    def _cached_where(self):
+    def _cached_where(self, sig):
+        """Where numba keeps the kernel of sig (None: loaded from there), for the log."""
         if self.proofs is None:
             return ("not cached (no writable cache directory: set SCANLIB_CACHE_DIR), so "
                     "each process compiles it again")
         import numba
 
-        return f"cached in {numba.config.CACHE_DIR or os.path.dirname(self.proofs)}"
+        where = numba.config.CACHE_DIR or os.path.dirname(self.proofs)
+        if sig is not None:
+            try:  # numba declines some kernels (with a NumbaWarning): see that it is there
+                saved = self.dispatcher._cache.load_overload(sig, self.dispatcher.targetctx)
+            except Exception:  # noqa: BLE001 - numba's cache internals: say where it would be
+                saved = True
+            if saved is None:
+                return ("not cached by numba (a NumbaWarning says why), so each process "
+                        "compiles it again")
+        return f"cached in {where}"
 
     def _recorded(self):
         try:
