@@ -267,6 +267,7 @@ def api_markdown() -> str:
     for title, text, example in GUIDES:
         lines += [f"## {title}", "", text, "", "```python", as_doctest(example, new_namespace()),
                   "```", ""]
+    lines += LOGGING.splitlines()
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
@@ -294,6 +295,38 @@ GUIDES = [
      "w = sl.tensor([1.0, 2.0], requires_grad=True)\n"
      "pickle.loads(pickle.dumps(w * 2)), pickle.loads(pickle.dumps(w))"),
 ]
+
+
+# Not a name in __all__: the standard logging module's logger, described here by hand.
+LOGGING = """## Logging: the `scanlib` logger
+
+scanlib reports slow or surprising work on the standard `logging` module's `scanlib` logger,
+which prints nothing unless the application configures logging (warnings aside, which go
+through the `warnings` module as well):
+
+- `scanlib.numba`, INFO: each numba compile when it starts (which scan body, or which jitted
+  function as one fused kernel, and its argument types) and when it ends (its seconds, and
+  the cache directory, or that it was loaded from numba's disk cache). On an empty cache a
+  body takes seconds to compile (bench/NOTES.md has measured times).
+- `scanlib.jit`, INFO: each trace of a jitted function (its signature, how long, how many
+  traces it holds).
+- WARNING, once per cause and also as a warning: a jitted function running f eagerly, or
+  tracing f again for each new value of a Python-number argument (`JitFallbackWarning`); a
+  scan asked for numba running the NumPy loop (`NumbaFallbackWarning`).
+
+```python
+import logging
+
+logging.basicConfig(level=logging.INFO)  # every logger, scanlib's included
+# or scanlib's alone, on a handler of your own:
+logging.getLogger("scanlib").setLevel(logging.INFO)
+logging.getLogger("scanlib").addHandler(logging.StreamHandler())
+```
+
+A jitted function counts its calls: `jitted.cache_info()` is `CacheInfo(hits, misses, eager,
+maxsize, currsize)`, as `functools.lru_cache`'s (misses: traces made; eager: calls that ran f
+itself), and `jitted.cache_clear()` drops its traces.
+"""
 
 
 # Public submodules: a section each, with a ### entry for every name in their __all__.

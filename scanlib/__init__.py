@@ -21,7 +21,7 @@ from .control import *  # noqa: F403
 from .transforms import *  # noqa: F403
 from .vmap import vmap
 from .tracing import make_graph
-from .jit import jit
+from .jit import JitFallbackWarning, jit
 
 __version__ = "0.1.0"
 
@@ -31,6 +31,6 @@ __all__ = [
     "make_graph", "checkpoint", "remat", "checkpoint_name", "checkpoint_policies", "testing",
     "linalg", "random", "optim",
     "cuda_available", "scan", "scan_plan", "ScanPlan", "set_loop_compiler",
-    "NumbaFallbackWarning", "jit",
+    "NumbaFallbackWarning", "JitFallbackWarning", "jit",
     *transforms.__all__, *associative.__all__, *control.__all__, "vmap",
 ]

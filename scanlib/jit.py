@@ -7,7 +7,7 @@ A call looks up its signature (the pytree structure of the arguments, each leaf'
 dtype and device, the static arguments' values, the scan compiler default and whether grad
 is on); a new one traces f on tracers, an old one runs the graph's primitives in order from
 generated straight-line Python, without a tape.
-Imports backends, tape, pytree, tracing and scan.
+Imports backends, tape, pytree, tracing, scan and the logger.
 """
 
 from __future__ import annotations
@@ -16,24 +16,48 @@ import collections
 import functools
 import inspect
 import threading
+import time
 import weakref
 
 import numpy as np
 
-from . import backends, pytree
+from . import backends, logs, pytree
 from .scan import fused
 from .scan.api import _DEFAULT_COMPILER
 from .tape import Tensor, current_builder, grad_enabled
 from .tape.graph import Eqn, Graph, Literal, Var, number_key, param_fingerprint, prune_outputs
+from .tape.tensor import type_str
 from .tracing import closure_names, trace_function
 
 _MAX_TRACES = 256  # per jitted function; the least recently used trace goes first
+_RETRACES = 8  # traces that differ only in Python numbers' values: then a warning, once
 _PY_SCALARS = (bool, int, float, complex)
+_log = logs.get("jit")
+
+CacheInfo = collections.namedtuple("CacheInfo", "hits misses eager maxsize currsize")
+CacheInfo.__doc__ = """A jitted function's counts (`jitted.cache_info()`), as functools.lru_cache's:
+hits (calls that ran a cached trace), misses (traces made: calls with a new signature, or
+`.trace` of one), eager (calls that ran f itself, with a JitFallbackWarning the first time
+for each reason), maxsize (the traces kept; the least recently used goes first) and
+currsize (the traces cached now)."""
+
+
+class JitFallbackWarning(UserWarning):
+    """`jit` runs f itself, eagerly, instead of its trace (the same values, none of the
+    speed): an argument or a tensor f reads requires grad, or the arguments are on different
+    devices; or it keeps tracing f again, for each new value of a Python-number argument
+    (static, as documented). Warned once per jitted function and reason;
+    `jitted.cache_info()` counts eager calls and traces. Silence it with the warnings module:
+
+    >>> import scanlib as sl
+    >>> sl.JitFallbackWarning.__mro__[1].__name__  # warnings.simplefilter("ignore", it)
+    'UserWarning'
+    """
 
 
 def jit(f=None, *, static_argnums=(), static_argnames=()):
     """f compiled once per signature, like `jax.jit`: the same results as f, faster to call
-    again.
+    again; `jitted.cache_info()` counts its traces, replays and eager calls.
 
     The first call with a new signature (the arguments' pytree structure, each array's
     shape, dtype and device, the values of static arguments and of Python-number leaves)
@@ -43,23 +67,31 @@ def jit(f=None, *, static_argnums=(), static_argnames=()):
 
     As in JAX, f must be a function of its arguments: what else it reads (globals, closed-over
     arrays, Python state) is read once, when it is traced (a writable closed-over NumPy array
-    is copied then), and Python control flow on
-    argument values raises (use `scanlib.where`, `fori_loop`, `while_loop`). Python numbers
-    among the arguments are static (a new value traces again, and the result has exactly
-    the dtype f would give), unlike JAX's weakly typed ones; pass arrays to trace them.
-    Arrays and NumPy scalars (np.float64(x)) are traced: f sees them as Tensors, as it does
-    Tensors. `static_argnums` / `static_argnames` name the arguments that are static
-    (hashable; part of the signature by value), by position or by name, as in JAX: numbers,
-    tuples, frozensets and frozen dataclasses are compared by their contents' exact values
-    (1 is not 1.0, -0.0 is not 0.0); another object by its `==`, which must then tell apart
-    values that make f compute differently. A jitted method takes `self` as args[0]
-    (static_argnums=0 for an object that is not a pytree of arrays). The order of a dict's
-    keys is part of the signature too (f may iterate over it).
+    is copied then), and Python control flow on argument values raises (use `scanlib.where`,
+    `fori_loop`, `while_loop`). Arrays, NumPy scalars (np.float64(x), what the gradient of a
+    0-d parameter holds) and Tensors are traced by shape and dtype, as JAX traces its arrays:
+    f sees them as Tensors, and a new value runs the same trace. Python numbers among the
+    arguments are static (a new value traces again), unlike JAX's weakly typed traced ones:
+    a traced 0-d array would lose NumPy 2's weak promotion of Python numbers, and `x * c`
+    with a float32 x would then give float64 where f gives float32. Pass a value that
+    changes from call to call (a learning rate) as an array or NumPy scalar; the eighth trace
+    that differs only in Python numbers' values warns (JitFallbackWarning).
+    `static_argnums` / `static_argnames`
+    name the arguments that are static (hashable; part of the signature by value), by
+    position or by name, as in JAX: numbers, tuples, frozensets and frozen dataclasses are
+    compared by their contents' exact values (1 is not 1.0, -0.0 is not 0.0); another object
+    by its `==`, which must then tell apart values that make f compute differently. A jitted
+    method takes `self` as args[0] (static_argnums=0 for an object that is not a pytree of
+    arrays). The order of a dict's keys is part of the signature too (f may iterate over it).
 
     The result holds no tape: f runs as itself, on the tape, when an argument requires grad
-    or f reads a tensor that does (so gradients through a jitted call are those of f), and
-    inside a scan body or another trace it is traced inline. `jitted.trace(*args)` returns
-    the graph a signature runs (print it).
+    or f reads a tensor that does (so gradients through a jitted call are those of f; jit
+    the gradient, `jit(value_and_grad(f))`, to run it compiled), and when the arguments are
+    on different devices; the first such call of each kind warns (JitFallbackWarning). Inside
+    a scan body or another trace it is traced inline. `jitted.trace(*args)` returns the graph
+    a signature runs (print it); `jitted.cache_info()` counts the traces made, the calls that
+    replayed one and those that ran f eagerly. Each trace is logged at INFO on the
+    `scanlib.jit` logger.
 
     The graph runs as the same NumPy calls f makes (the same bits), but where every scan in
     it asked for compiler="numba" and the scans are short and small (scan/fused.py): then
@@ -71,6 +103,9 @@ def jit(f=None, *, static_argnums=(), static_argnames=()):
     >>> value, g = f(sl.tensor([0.5, -1.0]))
     >>> round(value.item(), 6), f.trace(sl.tensor([0.5, -1.0])).name
     (0.793578, 'f')
+    >>> _ = f(sl.tensor([2.0, 3.0]))  # a new value of the same signature: replayed
+    >>> f.cache_info()
+    CacheInfo(hits=1, misses=1, eager=0, maxsize=256, currsize=1)
     """
     if f is None:  # @jit(static_argnums=...)
         return functools.partial(jit, static_argnums=static_argnums,
@@ -101,6 +136,9 @@ class Jitted:
         self._traces = collections.OrderedDict()
         self._snapshots = {}  # id(closed-over array) -> (weakref, copy): one per value
         self._lock = threading.Lock()
+        self._hits = self._misses = self._eager = 0
+        self._warned = set()  # the reasons already warned of (JitFallbackWarning)
+        self._by_numbers = collections.Counter()  # signature less numbers' values -> traces
         functools.update_wrapper(self, f, updated=())  # not f.__dict__: a Jitted f has ours
 
     def _static_positions(self, nargs):
@@ -118,29 +156,100 @@ class Jitted:
         if current_builder() is not None:  # inside a scan body or another trace: inline
             return self.fun(*args, **kwargs)
         sig = _Signature(self, args, kwargs)
-        if sig.eager:
+        if sig.eager is not None:
+            self._fall_back(*sig.eager)
             return self.fun(*args, **kwargs)
-        trace = self._trace_for(sig)
+        trace, hit = self._trace_for(sig)
         if trace.reads_grad_tensor():  # the tape must see f's ops on that tensor
+            names = closure_names(self.fun)
+            read = ", ".join(sorted({names.get(id(c), "a tensor") for c in trace._tensor_consts
+                                     if c.requires_grad}))
+            self._fall_back("closed-over grad", read)
             return self.fun(*args, **kwargs)
+        self._hits += hit
         return trace(sig.arrays, sig.callers)
+
+    def _fall_back(self, reason, where):
+        """Count a call that runs f eagerly, and say why the first time for each reason."""
+        self._eager += 1
+        name = _name(self.fun)
+        if reason == "tracer":  # an escaped tracer: f raises, saying so
+            return
+        if reason == "grad":
+            why = (f"{where} requires grad, so {name} runs eagerly, on the tape, at each such "
+                   f"call (a trace records no tape; the gradient is then {name}'s own). To run "
+                   f"the gradient compiled, jit the gradient: jit(value_and_grad({name})), "
+                   "called with arrays or detached tensors.")
+        elif reason == "closed-over grad":
+            why = (f"{name} reads {where}, which requires grad, from outside its arguments, so "
+                   "it runs eagerly on the tape at each such call. Pass it as an argument "
+                   "of jit(value_and_grad(f)) instead, or .detach() it.")
+        else:
+            why = (f"the arguments are on different devices ({where}), so {name} runs "
+                   "eagerly, where its operations say what that means. Move them to one "
+                   "device (tensor.to(...)).")
+        logs.warn_once(self._warned, reason, f"jit({name}): {why}", JitFallbackWarning, _log,
+                       stacklevel=3)
+
+    def cache_info(self) -> CacheInfo:
+        """The counts of this jitted function's calls and traces, as functools.lru_cache's
+        `cache_info()`: hits, misses (traces made), eager (calls that ran f itself), maxsize,
+        currsize.
+
+        >>> import numpy as np, scanlib as sl
+        >>> f = sl.jit(lambda x: sl.sum(x * x))
+        >>> for x in [np.ones(3), np.zeros(3), np.ones(4)]:
+        ...     _ = f(x)
+        >>> f.cache_info()
+        CacheInfo(hits=1, misses=2, eager=0, maxsize=256, currsize=2)
+        """
+        return CacheInfo(self._hits, self._misses, self._eager, _MAX_TRACES, len(self._traces))
+
+    def cache_clear(self):
+        """Drop every trace and zero the counts (the next call traces again)."""
+        with self._lock:
+            self._traces.clear()
+            self._by_numbers.clear()
+            self._hits = self._misses = self._eager = 0
 
     def trace(self, *args, **kwargs):
         """The Graph that calls with these arguments' signature run (traced now if new)."""
-        return self._trace_for(_Signature(self, args, kwargs)).graph
+        return self._trace_for(_Signature(self, args, kwargs))[0].graph
 
     def _trace_for(self, sig):
+        """(the Trace of sig's signature, whether it was cached)."""
         with self._lock:
             hit = self._traces.get(sig.key)
             if hit is not None:
                 self._traces.move_to_end(sig.key)
-                return hit
+                return hit, True
+        start = time.perf_counter()
         trace = Trace(self.fun, sig, self._snapshots)
         with self._lock:
+            self._misses += 1
             self._traces[sig.key] = trace
             if len(self._traces) > _MAX_TRACES:
                 self._traces.popitem(last=False)
-        return trace
+            cached = len(self._traces)
+            numbers = sig.number_paths()
+            if numbers:
+                self._by_numbers[sig.key_without_numbers()] += 1
+                retraces = self._by_numbers[sig.key_without_numbers()]
+        if numbers and retraces == _RETRACES:
+            name = _name(self.fun)
+            logs.warn_once(
+                self._warned, "numbers", f"jit({name}): traced {name} {_RETRACES} times for "
+                f"new values of its Python-number arguments ({', '.join(numbers)}): a Python "
+                "number is static, part of the signature by its value. Pass a value that "
+                "changes from call to call as a NumPy scalar (np.float64(x)) or an array, "
+                "which is traced once for all its values.", JitFallbackWarning, _log,
+                stacklevel=3)
+        if _log.isEnabledFor(logs.logging.INFO):
+            _log.info("jit(%s): traced for %s in %.1f ms (trace %d; %d cached)%s",
+                      _name(self.fun), sig.describe(), 1e3 * (time.perf_counter() - start),
+                      self._misses, cached,
+                      "; runs as one numba kernel" if trace.fused is not None else "")
+        return trace, False
 
     def __get__(self, obj, objtype=None):  # a method: jit of it, with obj as args[0]
         return self if obj is None else functools.partial(self, obj)
@@ -149,7 +258,7 @@ class Jitted:
         return (Jitted, (self.fun, self.static_argnums, self.static_argnames))
 
     def _cache_size(self):
-        """How many signatures have a trace (JAX's jitted functions have this too)."""
+        """How many signatures have a trace (JAX's private name; cache_info().currsize)."""
         return len(self._traces)
 
     def __repr__(self):
@@ -172,7 +281,9 @@ class _Signature:
         leaves, self.treedef = pytree.flatten(dynamic)
         self.args, self.kwargs, self.leaves = args, kwargs, leaves
         # arrays: the traced leaves' values; callers: those that are the caller's own arrays
-        self.arrays, self.callers, self.eager = [], [], False
+        # eager: None, or (reason, where) when f must run itself (Jitted._fall_back)
+        self.arrays, self.callers, self.eager = [], [], None
+        self._dynamic = dynamic
         leaf_keys, devices = [], set()
         for i, leaf in enumerate(leaves):
             if type(leaf) is np.ndarray:  # the common case first: this runs every call
@@ -181,9 +292,14 @@ class _Signature:
                 leaf_keys.append((leaf.shape, leaf.dtype))
                 continue
             if isinstance(leaf, Tensor):
-                if (leaf.requires_grad and grad_enabled()) or leaf._trace is not None:
-                    self.eager = True  # the caller's tape needs f's ops (or f raises)
+                if leaf._trace is not None:  # a tracer that escaped its trace: f raises
+                    self.eager = self.eager or ("tracer", None)
+                elif leaf.requires_grad and grad_enabled() and self.eager is None:
+                    path = pytree.flatten_with_paths(dynamic, "args")[0][i]
+                    self.eager = ("grad", _where(path))  # the caller's tape needs f's ops
                 value = leaf._value
+                if isinstance(value, np.generic):  # a 0-d result of NumPy: a 0-d array
+                    value = np.asarray(value)
             elif backends.is_array(leaf):
                 if isinstance(leaf, np.ma.MaskedArray):
                     path = pytree.flatten_with_paths(dynamic, "args")[0][i]
@@ -210,14 +326,42 @@ class _Signature:
                 leaf_keys.append((value.shape, value.dtype, device))
         if devices:  # any CuPy data (NumPy's is on the CPU)
             on_cpu = any(type(a) is np.ndarray for a in self.arrays)
-            if len(devices) + on_cpu > 1:
-                self.eager = True  # f itself says what mixing devices means (an error)
+            if len(devices) + on_cpu > 1:  # f itself says what mixing them means (an error)
+                names = sorted(devices | ({"cpu"} if on_cpu else set()), key=str)
+                self.eager = self.eager or ("devices", " and ".join(map(str, names)))
             self.device = "cpu" if on_cpu else next(iter(devices))
         else:
             self.device = "cpu"
+        self._static = static
         static_keys = tuple((where, _static_key(v, where)) for where, v in static)
         self.key = (self.treedef, pytree.key_orders(dynamic, self.treedef), tuple(kwargs),
                     tuple(leaf_keys), static_keys, grad_enabled(), _DEFAULT_COMPILER[0])
+
+    def number_paths(self):
+        """Where the Python-number leaves are (static: each value its own trace)."""
+        if not any(_static_number(leaf) for leaf in self.leaves):
+            return []
+        paths, leaves, _ = pytree.flatten_with_paths(self._dynamic, "args")
+        return [_where(p) for p, leaf in zip(paths, leaves) if _static_number(leaf)]
+
+    def key_without_numbers(self):
+        """The key with each Python number's value left out (its type kept)."""
+        leaf_keys = tuple(("static", type(leaf)) if _static_number(leaf) else k
+                          for leaf, k in zip(self.leaves, self.key[3]))
+        return self.key[:3] + (leaf_keys,) + self.key[4:]
+
+    def describe(self):
+        """The signature as the log shows it: each leaf's path and type, or static value."""
+        paths, leaves, _ = pytree.flatten_with_paths(self._dynamic, "args")
+        values, parts = iter(self.arrays), []
+        for path, leaf in zip(paths, leaves):
+            if _static_number(leaf):
+                parts.append(f"{_where(path)}={leaf!r}")
+            else:
+                v = next(values)
+                parts.append(f"{_where(path)}: {type_str(tuple(v.shape), v.dtype)}")
+        parts += [f"{where.rstrip('=')}={v!r} (static)" for where, v in self._static]
+        return "(" + ", ".join(parts) + ")"
 
     @property
     def avals(self):
@@ -232,6 +376,10 @@ class _Signature:
         # In the caller's order, static keywords among them (f may iterate over **kwargs).
         kwargs = {k: traced[k] if k in traced else v for k, v in self.kwargs.items()}
         return args, kwargs
+
+
+def _name(f):
+    return getattr(f, "__name__", type(f).__name__).replace("<lambda>", "f")
 
 
 def _static_number(leaf):
@@ -305,6 +453,8 @@ class Trace:
                 self.fused = fused.build(self.graph)
             except fused.Unsupported as e:
                 self.fused_note = str(e)
+                _log.info("jit(%s): not one fused numba kernel (%s): each scan runs on its "
+                          "own", name, e)
 
     def reads_grad_tensor(self):
         """f read a tensor that requires grad now: its result must be on the tape."""
@@ -468,4 +618,4 @@ def _straight_line(graph, consts):
     return run
 
 
-__all__ = ["jit"]
+__all__ = ["jit", "JitFallbackWarning"]

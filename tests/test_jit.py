@@ -97,6 +97,93 @@ def test_numpy_scalars_are_traced_beside_python_numbers():
     assert jitted._cache_size() == 2
 
 
+def linear_loss(params, x, y):
+    return sl.mean((x @ params["w"] + params["b"] - y) ** 2)
+
+
+def train_step(params, x, y):
+    g = sl.grad(linear_loss)(params, x, y)
+    return {k: params[k] - 0.1 * g[k] for k in params}
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_a_train_step_with_a_scalar_bias_traces_once(dtype):
+    # The gradient of a 0-d parameter, and the parameter after an update, hold a NumPy
+    # scalar (np.float64), not a 0-d array: traced by shape and dtype like the arrays beside
+    # it, so every call after the first replays the trace.
+    step, runs = counted(train_step)
+    jitted = sl.jit(step)
+    x, y = RNG.standard_normal((5, 3)).astype(dtype), RNG.standard_normal(5).astype(dtype)
+    params = {"w": np.ones(3, dtype), "b": np.dtype(dtype).type(0.5)}
+    eager = params
+    for _ in range(10):
+        params, eager = jitted(params, x, y), train_step(eager, x, y)
+        same(params, eager)
+        assert params["b"].dtype == dtype and params["b"].shape == ()
+    assert len(runs) == 1
+    assert jitted.cache_info() == (9, 1, 0, 256, 1)  # hits, misses, eager, maxsize, currsize
+
+
+def test_numpy_scalars_0d_arrays_and_tensors_of_them_share_a_trace():
+    f, runs = counted(lambda x: x * 2.0 + 1.0)
+    jitted = sl.jit(f)
+    for x in [np.float64(1.5), np.array(2.5), sl.tensor(3.5), sl.sum(sl.tensor([4.5])),
+              sl.tensor(np.float64(5.5))]:
+        same(jitted(x), f(sl.as_tensor(x)))
+    assert len(runs) == 5 + 1  # five eager calls, one trace
+    assert jitted.cache_info().misses == 1 and jitted.cache_info().hits == 4
+
+
+def test_eager_calls_warn_once_per_reason_and_are_counted():
+    import warnings
+
+    f, runs = counted(lambda w: sl.sum(sl.tanh(w) ** 2))
+    jitted = sl.jit(f)
+    W = sl.tensor(RNG.standard_normal(3))
+    g = sl.jit(lambda x: sl.sum(W * x))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(3):
+            jitted(sl.tensor(RNG.standard_normal(3), requires_grad=True))
+        g(np.ones(3))  # traced while W needs no gradient
+        W.requires_grad_()
+        for _ in range(2):
+            g(np.ones(3))
+    messages = [str(w.message) for w in caught if w.category is sl.JitFallbackWarning]
+    assert len(messages) == 2, messages
+    assert messages[0].startswith("jit(g): args[0] requires grad, so g runs eagerly")
+    assert "jit(value_and_grad(g))" in messages[0]  # g: the function counted() returns
+    assert messages[1].startswith("jit(f): f reads W, which requires grad")
+    assert jitted.cache_info() == (0, 0, 3, 256, 0) and len(runs) == 3
+    assert g.cache_info() == (0, 1, 2, 256, 1)
+    jitted(np.ones(3))
+    jitted.cache_clear()
+    assert jitted.cache_info() == (0, 0, 0, 256, 0)
+
+
+def test_tracing_again_for_each_new_python_number_warns_once():
+    import warnings
+
+    f, runs = counted(lambda x, lr: x - lr * x)
+    jitted = sl.jit(f)
+    x = np.ones(2, np.float32)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for i in range(12):
+            same(jitted(x, 0.1 * i), f(sl.tensor(x), 0.1 * i))  # float32, as f gives
+        for i in range(12):
+            jitted(x, 0.1 * i)  # cached now
+    messages = [str(w.message) for w in caught if w.category is sl.JitFallbackWarning]
+    assert len(messages) == 1, messages
+    assert messages[0].startswith("jit(g): traced g 8 times for new values of its "
+                                  "Python-number arguments (args[1])")
+    assert jitted.cache_info() == (12, 12, 0, 256, 12) and len(runs) == 12 + 12
+    lr = sl.jit(lambda x, lr: x - lr * x)  # a NumPy scalar: one trace for all its values
+    for i in range(12):
+        lr(x, np.float32(0.1 * i))
+    assert lr.cache_info().misses == 1
+
+
 def test_static_argnums_and_argnames():
     def f(x, n, *, mode="sum"):
         y = x
@@ -143,7 +230,8 @@ def test_an_argument_that_requires_grad_runs_f_on_the_tape():
     w = sl.tensor(RNG.standard_normal(3), requires_grad=True)
     f, runs = counted(lambda w: sl.sum(sl.tanh(w) ** 2))
     jitted = sl.jit(f)
-    out = jitted(w)
+    with pytest.warns(sl.JitFallbackWarning, match="requires grad"):
+        out = jitted(w)
     out.backward()
     want = sl.grad(lambda w: sl.sum(sl.tanh(w) ** 2))(w.detach())
     np.testing.assert_array_equal(w.grad.numpy(), want.numpy())
@@ -157,7 +245,8 @@ def test_a_closed_over_tensor_that_requires_grad_keeps_its_gradient():
     x = np.ones(3)
     jitted(x)  # traced while W needs no gradient
     W.requires_grad_()
-    jitted(x).backward()  # now it does: f runs on the tape
+    with pytest.warns(sl.JitFallbackWarning, match="reads W"):
+        jitted(x).backward()  # now it does: f runs on the tape
     np.testing.assert_array_equal(W.grad.numpy(), x)
     with sl.no_grad():
         assert jitted(x).requires_grad is False

@@ -69,7 +69,12 @@ def scan(f, init, xs=None, *, length=None, reverse=False, dim=0, interpret=None,
     exactly as NumPy does (a primitive without a numba form, a dtype numba would change)
     runs as the NumPy loop with a NumbaFallbackWarning. Values agree with the NumPy loop to
     rounding (numba's exp and log are not NumPy's). The first call of a new body compiles it
-    (about a second); kernels are cached on disk (SCANLIB_CACHE_DIR, ~/.cache/scanlib).
+    and its backward body: seconds, up to a minute for large bodies (measured on an empty
+    cache: about 3 s for the T=60 Holt-Winters likelihood's gradient, 6-10 s for a small
+    RNN's, 27-29 s for the HMM and Kalman benchmarks'; bench/NOTES.md); kernels are then
+    cached on disk (SCANLIB_CACHE_DIR,
+    ~/.cache/scanlib), so a new process loads them in milliseconds. Each compile is logged
+    at INFO on the `scanlib.numba` logger (`logging.basicConfig(level=logging.INFO)`).
 
     >>> import scanlib as sl
     >>> carry, ys = sl.scan(lambda c, x: (c + x, c * x), 0.0, sl.tensor([1.0, 2.0, 3.0]))

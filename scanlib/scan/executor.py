@@ -4,7 +4,7 @@ The passes of loop/ decide where each equation runs (once, per chunk of steps, o
 and loop/emit.py prints that as straight-line Python; this file allocates the output stacks
 and runs it. A y that is the carry shares one history buffer with the carry residuals, a y that
 is an x is the xs array itself, never a copy.
-Imports backends and the scan modules below it.
+Imports backends, the logger and the scan modules below it.
 """
 
 from __future__ import annotations
@@ -13,10 +13,11 @@ import warnings
 
 import numpy as np
 
-from .. import backends
+from .. import backends, logs
 from .loop.emit import generate
 from .loop import compile_program
 
+_log = logs.get("numba")
 CHUNK_BYTES = 1 << 19  # budget for the per-chunk temporaries of batched work
 MIN_CHUNK = 16
 
@@ -46,11 +47,13 @@ class CompiledBody:
             self._fall_back(f"it has {e}")
 
     def _fall_back(self, why):
+        """Once per body (this object is cached on its graph): a warning, and a record."""
         self.native, self.native_note = None, why
-        warnings.warn(
-            f"scan: compiler='numba' does not compile the body {self.program.graph.name!r}: "
-            f"{why}. It runs as the NumPy loop (the same values, slower); "
-            "scanlib.scan_plan(...) prints the body.", NumbaFallbackWarning, stacklevel=4)
+        message = (f"scan: compiler='numba' does not compile the body "
+                   f"{self.program.graph.name!r}: {why}. It runs as the NumPy loop (the same "
+                   "values, slower); scanlib.scan_plan(...) prints the body.")
+        _log.warning("%s", message)
+        warnings.warn(message, NumbaFallbackWarning, stacklevel=4)
 
     def _run_native(self, args):
         """The numba loop's results, or None when the NumPy loop must run instead: the

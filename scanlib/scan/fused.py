@@ -32,6 +32,7 @@ import math
 import numpy as np
 
 from ..tape import Literal
+from ..tape.tensor import type_str
 from .loop import native  # numba itself only when a kernel is built or run
 from .loop.native_rules import Arg, Unsupported, dtype_code, literal_code, statements
 from .primitive import scan_p
@@ -155,6 +156,8 @@ class FusedKernel:
             res = self.kernel(*values)
         except native.NotProved as e:
             self.kernel, self.note = None, str(e)
+            native._log.info("jit runs its straight-line code, each scan on its own, "
+                             "instead of one fused kernel: %s", e)
             return None
         except native.KERNEL_ERRORS:  # the straight-line code raises its own error
             return None
@@ -196,5 +199,7 @@ def build(graph):
         params, w.lines + [f"    return ({''.join(r + ', ' for r in returned)})"],
         "fused kernel")
     dispatcher, proofs = native._load(ksource)
-    kernel = native.NativeKernel(dispatcher, w.expected, graph.name, proofs)
+    ins = ", ".join(type_str(v.shape, v.dtype) for v in graph.invars)
+    kernel = native.NativeKernel(dispatcher, w.expected, graph.name, proofs,
+                                 f"jit({graph.name}) as one fused kernel ({ins})")
     return FusedKernel(ksource, kernel, plan)

@@ -12,7 +12,8 @@ NumPy loop, with a warning. Kernels are cached on disk by numba (keyed by their 
 SCANLIB_CACHE_DIR (default ~/.cache/scanlib), so a new process compiles nothing it compiled
 before.
 
-Imports numba (lazily: the tier is an extra), the loop IR, emit.py and native_rules.py.
+Imports numba (lazily: the tier is an extra), the loop IR, emit.py and native_rules.py, and
+the logger (logs.py).
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ import time
 
 import numpy as np
 
+from ... import logs
+from ...tape.tensor import type_str
 from .emit import _LoopWriter
 from .ir import STEP, is_var
 from .native_rules import Arg, Unsupported, literal_code, statements
@@ -47,6 +50,7 @@ class NotProved(Exception):
 
 
 STATS = collections.Counter()  # "kernel calls": how often a kernel ran (tests read it)
+_log = logs.get("numba")
 
 # What a kernel raises where NumPy's loop would raise (or not) its own way: the executor then
 # runs that loop. Anything else is a bug here, and surfaces.
@@ -189,9 +193,10 @@ class NativeKernel:
     kernel numba loads from its disk cache has no types to read: its proof was recorded
     beside it (`proofs`, one line per signature) when it was first compiled and checked."""
 
-    def __init__(self, dispatcher, expected, name, proofs=None):
+    def __init__(self, dispatcher, expected, name, proofs=None, what=None):
         self.dispatcher, self.expected, self.name, self.proofs = \
             dispatcher, expected, name, proofs
+        self.what = what or f"the kernel of {name!r}"  # how the log names it
         self.proved = set()
         self.compile_seconds = 0.0
         self._digest = hashlib.sha256(repr(sorted(
@@ -216,17 +221,27 @@ class NativeKernel:
             return self.dispatcher(*args)
 
     def _prove(self, sig):
+        _log.info("compiling %s (seconds, unless numba's disk cache has it)", self.what)
+        _log.debug("numba types of its arguments: (%s)", ", ".join(map(str, sig)))
         start = time.perf_counter()
         self.dispatcher._can_compile = True
         try:
             self.dispatcher.compile(sig)
         except Exception as e:  # noqa: BLE001 - numba's typing and lowering errors
+            _log.info("%s does not compile (%.1f s)", self.what,
+                      time.perf_counter() - start)
             raise NotProved(f"numba cannot compile it: {_numba_reason(e)}") from None
         finally:
             self.dispatcher._can_compile = False
-        self.compile_seconds += time.perf_counter() - start
+        seconds = time.perf_counter() - start
+        self.compile_seconds += seconds
         token = f"{self._digest} {sig}"
         typemap = getattr(self.dispatcher.overloads[sig].type_annotation, "typemap", None)
+        if isinstance(typemap, dict):
+            _log.info("compiled %s in %.1f s; %s", self.what, seconds, self._cached_where(sig))
+        else:
+            _log.info("loaded %s from numba's disk cache in %.2f s; %s", self.what, seconds,
+                      self._cached_where(None))
         if isinstance(typemap, dict):
             self._check(typemap)
             self._record(token)
@@ -247,6 +262,24 @@ class NativeKernel:
                     raise NotProved(
                         f"numba types {name} as {typ}, the graph as {want[0]} with "
                         f"{want[1]} axes")
+
+    def _cached_where(self, sig):
+        """Where numba keeps the kernel of sig (None: loaded from there), for the log."""
+        if self.proofs is None:
+            return ("not cached (no writable cache directory: set SCANLIB_CACHE_DIR), so "
+                    "each process compiles it again")
+        import numba
+
+        where = numba.config.CACHE_DIR or os.path.dirname(self.proofs)
+        if sig is not None:
+            try:  # numba declines some kernels (with a NumbaWarning): see that it is there
+                saved = self.dispatcher._cache.load_overload(sig, self.dispatcher.targetctx)
+            except Exception:  # noqa: BLE001 - numba's cache internals: say where it would be
+                saved = True
+            if saved is None:
+                return ("not cached by numba (a NumbaWarning says why), so each process "
+                        "compiles it again")
+        return f"cached in {where}"
 
     def _recorded(self):
         try:
@@ -302,10 +335,21 @@ def build(prog):
         return None  # no per-step work: the NumPy loop runs it in whole chunks already
     ksource = w.kernel_source()
     dispatcher, proofs = _load(ksource)
-    kernel = NativeKernel(dispatcher, w.expected, prog.graph.name, proofs)
+    kernel = NativeKernel(dispatcher, w.expected, prog.graph.name, proofs, describe(prog))
     w.env["_kernel"] = kernel
     exec(compile(source, f"<scan body {prog.graph.name} (numba)>", "exec"), w.env)
     return NativeLoop(source, w.env["run"], ksource, kernel)
+
+
+def describe(prog):
+    """The step loop of a body as the log names it: its name and its values' types."""
+    def types(vs):
+        return ", ".join(type_str(v.shape, v.dtype) for v in vs) or "none"
+
+    nc, nx = prog.num_carry, prog.num_xs
+    ins = prog.graph.invars
+    return (f"the step loop of scan body {prog.graph.name!r} (carry {types(ins[:nc])}; "
+            f"x {types(ins[nc:nc + nx])}{'; reverse' if prog.reverse else ''})")
 
 
 _loaded = {}
