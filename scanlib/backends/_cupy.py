@@ -39,7 +39,8 @@ def require(device: str):
     if cp is None:
         raise RuntimeError(
             f"device {device!r} needs CuPy and a CUDA GPU, and none is usable here. Install "
-            "scanlib with the extra for your CUDA version (pip install 'scanlib[cuda12]' or "
-            "'scanlib[cuda13]') on a machine with an NVIDIA GPU, or use device='cpu'."
+            "scanlib with the extra for your CUDA version (pip install "
+            "'scanlib-autodiff[cuda12]' or 'scanlib-autodiff[cuda13]') on a machine with an "
+            "NVIDIA GPU, or use device='cpu'."
         )
     return cp

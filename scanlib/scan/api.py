@@ -62,7 +62,7 @@ def scan(f, init, xs=None, *, length=None, reverse=False, dim=0, interpret=None,
     and changes nothing: the compiled loop is already straight-line Python per step, and
     writing 2-8 steps out in one block measured within noise (bench/NOTES.md, issue 14).
 
-    `compiler="numba"` (the optional extra, `pip install 'scanlib[jit]'`) runs the per-step
+    `compiler="numba"` (the optional extra, `pip install 'scanlib-autodiff[jit]'`) runs the per-step
     loop of this scan and of its backward scan as a compiled numba kernel, which is what
     small states (a few numbers per step, many steps) need; None takes the default
     (`set_loop_compiler`, "numpy" unless changed). A body numba cannot be proved to compute
@@ -211,7 +211,7 @@ COMPILERS = ("numpy", "numba")
 
 def set_loop_compiler(name):
     """Set the compiler of every scan that does not name one (`scan(..., compiler=None)`):
-    "numpy" (the default) or "numba" (needs `pip install 'scanlib[jit]'`). Returns the
+    "numpy" (the default) or "numba" (needs `pip install 'scanlib-autodiff[jit]'`). Returns the
     previous one, so that `old = set_loop_compiler("numba"); ...; set_loop_compiler(old)`
     restores it. Process-wide; the scans already traced keep theirs.
 

@@ -1,0 +1,82 @@
+"""The distribution's name and metadata: every instruction that installs from the package index
+names the distribution `scanlib-autodiff` (the name `scanlib` on the index is an unrelated
+project), and pyproject.toml declares that name, the license and the typing marker."""
+
+from __future__ import annotations
+
+import os
+import re
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+NAME = "scanlib-autodiff"
+
+# Text a user reads or runs: the README, the docs, the package's docstrings and messages, the
+# examples and the benchmark (tests are left out: they may quote the old name on purpose).
+SCANNED = ("README.md", "CHANGELOG.md", "docs", "scanlib", "examples", "bench", ".ci")
+SUFFIXES = (".md", ".py", ".pyi", ".sh", ".txt", ".toml", ".cfg", "run")
+
+# `pip install scanlib`, `pip install 'scanlib[jit]'`, `"scanlib[cuda12]"`, `scanlib[jit]`:
+# the taken name, with or without extras, not followed by more of a name (`scanlib-autodiff`).
+TAKEN = re.compile(r"""(?<![\w.-])scanlib\[|pip3?\s+install\s+(?:-\S+\s+)*['"]?scanlib(?![\w.-])""")
+
+
+def _files():
+    for entry in SCANNED:
+        path = os.path.join(ROOT, entry)
+        if os.path.isfile(path):
+            yield path
+        for folder, dirs, names in os.walk(path):
+            dirs[:] = [d for d in dirs if d not in ("__pycache__", "results", "out")]
+            for n in names:
+                if n.endswith(SUFFIXES):
+                    yield os.path.join(folder, n)
+
+
+def taken_name_instructions(text: str) -> list[tuple[int, str]]:
+    return [(i, line.strip()) for i, line in enumerate(text.splitlines(), 1)
+            if TAKEN.search(line)]
+
+
+def test_the_pattern_finds_the_taken_name_and_passes_the_new_one():
+    bad = ["pip install 'scanlib[jit]'", 'pip install "scanlib[cuda12]"',
+           "pip install scanlib", "pip install -U scanlib", "extras: scanlib[cuda13]"]
+    good = ["pip install 'scanlib-autodiff[jit]'", "pip install scanlib-autodiff",
+            "pip install -e '.[test]'", "import scanlib", "scanlib.scan(f, init, xs)",
+            "pip install -q -e '.[demo]'"]
+    assert all(taken_name_instructions(t) for t in bad)
+    assert not any(taken_name_instructions(t) for t in good)
+
+
+def test_no_text_tells_users_to_install_the_taken_name():
+    found = []
+    for path in _files():
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        found += [f"{os.path.relpath(path, ROOT)}:{i}: {line}"
+                  for i, line in taken_name_instructions(text)]
+    assert not found, (
+        f"these lines install the distribution `scanlib`, an unrelated project on the package "
+        f"index; write `{NAME}` (e.g. pip install '{NAME}[jit]'):\n" + "\n".join(found))
+
+
+def _project_table() -> str:
+    with open(os.path.join(ROOT, "pyproject.toml"), encoding="utf-8") as f:
+        text = f.read()
+    return text.split("[project]", 1)[1].split("\n[", 1)[0]
+
+
+def test_pyproject_names_the_distribution_and_its_license():
+    project = _project_table()
+    assert re.search(rf'^name = "{NAME}"$', project, re.M), "pyproject's name"
+    assert re.search(r'^license = "BSD-3-Clause"$', project, re.M), "an SPDX license string"
+    assert re.search(r'^license-files = \["LICENSE"\]$', project, re.M)
+    with open(os.path.join(ROOT, "LICENSE"), encoding="utf-8") as f:
+        license_text = f.read()
+    assert "Copyright (c) 2026, the scanlib developers" in license_text
+    assert "Redistribution and use in source and binary forms" in license_text
+
+
+def test_the_package_is_marked_typed():
+    assert os.path.isfile(os.path.join(ROOT, "scanlib", "py.typed"))
+    with open(os.path.join(ROOT, "pyproject.toml"), encoding="utf-8") as f:
+        assert "py.typed" in f.read(), "py.typed must be listed as package data so it ships"
