@@ -80,3 +80,58 @@ def test_the_package_is_marked_typed():
     assert os.path.isfile(os.path.join(ROOT, "scanlib", "py.typed"))
     with open(os.path.join(ROOT, "pyproject.toml"), encoding="utf-8") as f:
         assert "py.typed" in f.read(), "py.typed must be listed as package data so it ships"
+
+
+def _gen_api():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("gen_api", os.path.join(ROOT, "docs",
+                                                                          "gen_api.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_primitives_show_their_signature_at_run_time():
+    import inspect
+    import pydoc
+
+    import scanlib as sl
+
+    assert str(inspect.signature(sl.exp)) == "(x: 'ArrayLike', /) -> 'Tensor'"
+    assert str(inspect.signature(sl.maximum)) == "(x: 'ArrayLike', y: 'ArrayLike', /) -> 'Tensor'"
+    text = pydoc.render_doc(sl.tanh, renderer=pydoc.plaintext)
+    assert "tanh(x: 'ArrayLike', /) -> 'Tensor'" in text and "hyperbolic tangent" in text
+    # what help() shows does not change what a primitive is or does
+    assert isinstance(sl.exp, sl.ops.Primitive) and sl.exp.name == "exp"
+
+    class Holder:
+        f = sl.exp  # a primitive as a class attribute does not bind like a method
+
+    assert Holder().f is sl.exp and float(Holder().f(0.0)) == 1.0
+
+
+def test_public_functions_are_annotated():
+    import inspect
+
+    import scanlib as sl
+
+    sig = inspect.signature(sl.scan)
+    assert list(sig.parameters)[:3] == ["f", "init", "xs"]
+    assert sig.parameters["length"].kind is inspect.Parameter.KEYWORD_ONLY
+    for name in ("scan", "scan_plan", "while_loop", "fori_loop", "checkpoint", "vmap", "grad",
+                 "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "hessian",
+                 "associative_scan", "tensor", "zeros", "ones", "full", "arange"):
+        sig = inspect.signature(getattr(sl, name))
+        assert sig.return_annotation is not inspect.Signature.empty, name
+        assert all(p.annotation is not inspect.Parameter.empty
+                   for p in sig.parameters.values()), name
+
+
+def test_the_stub_matches_the_package_at_run_time():
+    with open(os.path.join(ROOT, "scanlib", "__init__.pyi"), encoding="utf-8") as f:
+        stub = f.read()
+    assert stub == _gen_api().stub_text(), ("scanlib/__init__.pyi is out of date; run "
+                                            "python docs/gen_api.py")
+    assert "def exp(x: ArrayLike, /) -> Tensor:" in stub
+    assert "from .scan.api import scan as scan" in stub
