@@ -67,7 +67,7 @@ def scan(f: Callable[..., tuple[PyTree, PyTree]], init: PyTree, xs: PyTree = Non
 
     `unroll` (an int >= 1 or a bool, as JAX's) is accepted so that JAX code runs unchanged,
     and changes nothing: the compiled loop is already straight-line Python per step, and
-    writing 2-8 steps out in one block measured within noise (bench/NOTES.md, issue 14).
+    writing 2-8 steps out in one block measured within noise (bench/NOTES.md).
 
     `compiler="numba"` (the optional extra, `pip install 'scanlib-autodiff[jit]'`) runs the per-step
     loop of this scan and of its backward scan as a compiled numba kernel, which is what
