@@ -135,3 +135,24 @@ def test_the_stub_matches_the_package_at_run_time():
                                             "python docs/gen_api.py")
     assert "def exp(x: ArrayLike, /) -> Tensor:" in stub
     assert "from .scan.api import scan as scan" in stub
+
+
+# A commit hash (7-40 hex digits with a letter and a digit), or a note on how the code was made.
+DEV_NOTE = re.compile(r"(?<![\w.])(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}(?!\w)"
+                      r"|\bsessions?\b|\bissue \d+|\badversarial\b")
+# bench/NOTES.md is the benchmark's log; ablation.py takes git revisions as its input.
+DEV_TEXT = ("bench/NOTES.md", "bench/ablation.py", "bench/_ablation_child.py")
+
+
+def test_user_facing_text_has_no_commit_hashes_or_development_notes():
+    found = []
+    for path in _files():
+        rel = os.path.relpath(path, ROOT).replace(os.sep, "/")
+        if rel in DEV_TEXT or rel.startswith(".ci/"):
+            continue
+        with open(path, encoding="utf-8") as f:
+            found += [f"{rel}:{i}: {line.strip()}" for i, line in enumerate(f, 1)
+                      if DEV_NOTE.search(line)]
+    assert not found, ("user-facing text should say what the code does, not when or how it was "
+                       "written (no commit hashes, sessions or issue numbers):\n"
+                       + "\n".join(found))
