@@ -325,8 +325,8 @@ TENSOR_MEMBERS = [
     ("numpy", None),
     ("tolist", None),
     ("to", None),
-    ("astype", ("A copy converted to dtype (as ndarray.astype); differentiable, the gradient "
-                "cast back to the input's dtype.")),
+    ("astype", ("x converted to dtype, as ndarray.astype; differentiable: the gradient is cast "
+                "back to x's dtype.")),
     ("at", None),
     ("T", "The transpose (axes reversed)."),
     ("real", None),
@@ -358,8 +358,8 @@ TENSOR_OPERATORS = (
     "NumPy's basic and advanced indexing (differentiable). Reductions and elementwise functions "
     "are also methods: `x.sum(axis)`, `.mean`, `.max`, `.min`, `.prod`, `.var`, `.std`, "
     "`.cumsum`, `.cumprod`, `.argmax`, `.argmin`, `.any`, `.all`, `.exp`, `.log`, `.sqrt`, "
-    "`.tanh`, `.conj`, `.squeeze`. A Tensor converts to NumPy (`np.asarray(x)`) and to Python "
-    "numbers (`float(x)`) only when no gradient is followed through it.")
+    "`.tanh`, `.conj`, `.squeeze`. `np.asarray(x)` of a tensor that requires grad raises rather "
+    "than drop its gradient (`x.detach()` first); `.item()` gives a Python number for logging.")
 
 
 def _member_doc(obj) -> str | None:
