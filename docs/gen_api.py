@@ -546,7 +546,7 @@ def stub_text() -> str:
             continue
         module, attr = _defined_in(name, obj)
         imports.setdefault(_relative(module), []).append(f"{attr} as {name}")
-    lines = [STUB_HEAD, "from ._types import ArrayLike"]
+    lines = [STUB_HEAD, "from .tape.types import ArrayLike"]
     for module in sorted(imports):
         lines.append(f"from {module} import " + ", ".join(sorted(imports[module])))
     lines += ["", f"__version__: str = {sl.__version__!r}", ""]

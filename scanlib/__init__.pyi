@@ -4,7 +4,7 @@
 # objects called as functions, are declared here with the signature they have at run time
 # (`inspect.signature(scanlib.exp)`).
 
-from ._types import ArrayLike
+from .tape.types import ArrayLike
 from . import (
     associative as associative, autodiff as autodiff, backends as backends,
     checkpoint_policies as checkpoint_policies, control as control, forward as forward,

@@ -29,7 +29,7 @@ from .tape import (
 from .tape import state as _state
 
 if TYPE_CHECKING:
-    from ._types import PyTree
+    from .tape.types import PyTree
 
 
 def _fresh_input(x, path, who):

@@ -25,7 +25,7 @@ from .tape.graph import used_vars
 from .tracing import closure_names, trace_function
 
 if TYPE_CHECKING:
-    from ._types import ArrayLike, PyTree
+    from .tape.types import ArrayLike, PyTree
 
 __all__ = ["fori_loop", "while_loop"]
 

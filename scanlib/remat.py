@@ -27,7 +27,7 @@ from .tape.tensor import is_differentiable_dtype
 from .tracing import abstract_leaf, closure_names, trace_function
 
 if TYPE_CHECKING:
-    from ._types import PyTree
+    from .tape.types import PyTree
 
 __all__ = ["checkpoint", "remat", "checkpoint_name"]
 

@@ -20,7 +20,7 @@ from .forward import forward_jvp, leaf_info
 from .tape import Tensor
 
 if TYPE_CHECKING:
-    from ._types import PyTree
+    from .tape.types import PyTree
 
 __all__ = ["jvp", "linearize", "jacfwd", "jacrev", "hessian"]
 

@@ -29,7 +29,7 @@ from .tape.graph import used_vars
 from .tracing import abstract_leaf, closure_names, trace_function
 
 if TYPE_CHECKING:
-    from ._types import PyTree
+    from .tape.types import PyTree
 
 __all__ = ["vmap"]
 

@@ -19,7 +19,7 @@ from .structural import (broadcast_to_p, concatenate_p, getitem, max_p, min_p, n
                          reshape_p, stack_p, sum_p, sum_to, transpose_p)
 
 if TYPE_CHECKING:
-    from .._types import ArrayLike, Device, DTypeLike
+    from ..tape.types import ArrayLike, Device, DTypeLike
 
 __all__ = [
     "tensor", "as_tensor", "zeros", "ones", "full", "arange", "zeros_like", "ones_like",

@@ -22,7 +22,7 @@ from .revolve import revolve_scan
 from . import schedule as _schedule
 
 if TYPE_CHECKING:
-    from .._types import PyTree
+    from ..tape.types import PyTree
 
 
 def scan(f: Callable[..., tuple[PyTree, PyTree]], init: PyTree, xs: PyTree = None, *,

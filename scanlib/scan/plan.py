@@ -18,7 +18,7 @@ from .loop import format_loop
 from .primitive import _needs_grad
 
 if TYPE_CHECKING:
-    from .._types import PyTree
+    from ..tape.types import PyTree
 
 
 class ScanPlan:

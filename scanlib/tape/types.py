@@ -1,6 +1,6 @@
 """Names used in annotations: PyTree, ArrayLike, DTypeLike, Device. The annotations that use
 them are strings (`from __future__ import annotations`), so modules import this one only for
-type checkers. Imports nothing of scanlib at run time.
+type checkers. Imports nothing of scanlib at run time (tape.tensor for type checkers).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Union
 import numpy as np
 
 if TYPE_CHECKING:
-    from .tape.tensor import Tensor
+    from .tensor import Tensor
 
 PyTree = Any
 """Nested tuples, lists, dicts and None, whose leaves are Tensors, arrays or numbers."""
