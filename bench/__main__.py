@@ -86,7 +86,7 @@ def main(argv=None) -> int:
     print("\n" + report.table(results))
     checks = report.targets(results)
     scope = "" if args.size == "full" else " (they are stated for the full sizes)"
-    print(f"\nissue 4 targets, this run{scope}:\n" + report.targets_text(checks))
+    print(f"\nscanlib-scan's performance targets, this run{scope}:\n" + report.targets_text(checks))
     machine["load_average_at_end"] = env.load_average()
     end = env.busy_warning(machine, machine["load_average_at_end"])
     warnings += [end] if end and not warnings else []

@@ -1,4 +1,4 @@
-"""associative_scan's two structures side by side (issue 12), interleaved in one process:
+"""associative_scan's two structures side by side, interleaved in one process:
 
     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python -m bench.assoc_structures [rounds]
 

@@ -1,6 +1,6 @@
-"""Checkpointed scan: peak memory and time of one gradient, side by side (issue 11).
+"""Checkpointed scan: peak memory and time of one gradient, side by side.
 
-The workload of the issue: an LSTM, B=32, H=128, T=1,000, float32, with a [B] readout per step
+The workload: an LSTM, B=32, H=128, T=1,000, float32, with a [B] readout per step
 as y (so the residuals, not ys, dominate). Contenders are scan's checkpoint options. Peak
 memory is tracemalloc's (NumPy reports its buffers to it) over one forward + backward after a
 warm-up; time is the median of interleaved rounds. Ratios are to checkpoint=None in the same

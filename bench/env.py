@@ -140,6 +140,5 @@ def describe(machine: dict, threads: dict) -> str:
             f"threads: {threads['requested']} requested via {threads['how']}; pools: {pool_s}"
             + (f"; torch {threads['torch_threads']}" if "torch_threads" in threads else "")
             + "\nversions: " + ", ".join(f"{k} {x}" for k, x in v.items() if x)
-            + (f"\ncode: commit {g['commit']}" + (f", modified: {' '.join(g['modified_files'])}"
-                                                 if g["modified_files"] else "")
-               if (g := machine.get("git")) else ""))
+            + (f"\nmodified files: {' '.join(g['modified_files'])}"
+               if (g := machine.get("git")) and g["modified_files"] else ""))

@@ -3,7 +3,7 @@
 Two per workload where they differ:
 - `manual`: what a careful person writes step by step (preallocated stacks, out= in the
   loops, no temporaries in the hot path). This is `numpy-manual`, the 1.0x of every ratio.
-- `hoisted`: the same plus the tricks the issue names (x_t @ U and the bias for all t in one
+- `hoisted`: the same plus the usual batching tricks (x_t @ U and the bias for all t in one
   product before the loop; dW, dU, db, dxs in one batched product after the backward loop).
   This is `numpy-hoisted`, the level scanlib-scan aims for.
 Each returns (loss, gradient tree shaped like inputs); the dtype follows the data. Imports

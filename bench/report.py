@@ -111,7 +111,7 @@ def _find(results, workload, contender):
 
 
 def targets(results) -> list:
-    """Issue 4's targets for scanlib-scan (and scanlib-loop), checked against this run.
+    """The performance targets for scanlib-scan (and scanlib-loop), checked against this run.
 
     Each entry: {"target", "value", "met"} (met is None where a number is missing).
     """
@@ -187,7 +187,7 @@ def markdown(payload) -> str:
             f"{_ms(r['first_call_s'])} | {_mb(r)} | {r.get('grad_max_rel', 0):.1e} |")
     if payload.get("targets"):
         mark = {True: "met", False: "MISS", None: "n/a"}
-        lines += ["", "Issue 4 targets in this run:", ""]
+        lines += ["", "Performance targets in this run:", ""]
         lines += [f"- {mark[c['met']]}: {c['target']}: {c['value'] or 'not measured'}"
                   for c in payload["targets"]]
     return "\n".join(lines) + "\n"

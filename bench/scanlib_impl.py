@@ -2,7 +2,7 @@
 recurrence as a Python loop on the tape, ys stacked with scanlib.stack), on the CPU and, as
 scanlib-scan-cuda and scanlib-loop-cuda, on a GPU through CuPy (the data moved there once,
 outside the timed call; each call ends by reading the loss back, which waits for the GPU).
-scanlib-assoc runs linrec and cumsum as scanlib.associative_scan (issue 12).
+scanlib-assoc runs linrec and cumsum as scanlib.associative_scan.
 
 Both differentiate with scanlib.value_and_grad and define the body afresh on every call, as
 inside a training step. scanlib-loop takes xs as a list of per-step arrays, as the other

@@ -1,4 +1,4 @@
-"""Small-state recurrences, scanlib against jax.jit(jax.value_and_grad(...)) (issue 14, part 2).
+"""Small-state recurrences, scanlib against jax.jit(jax.value_and_grad(...)).
 
 Four models whose steps are many tiny operations, each written once against an `ops` namespace
 (scanlib's or jax.numpy's), float64, forward + full backward of a scalar loss:

@@ -1,7 +1,7 @@
 """vmap of a bench workload's loss over S independent parameter sets against the same loss
 batched by hand (parameters stacked with a leading axis, the body's products written for
 it), forward and forward + backward, in process CPU time, median of 7 calls after 2 warm-ups
-(issue 12's goal: vmap at most 1.2x the hand-batched version):
+(the goal: vmap at most 1.2x the hand-batched version):
 
     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python -m bench.vmap_cost rnn full 16
 

@@ -1,4 +1,4 @@
-"""while_loop's cost per step against scan's, side by side in one run (issue 11):
+"""while_loop's cost per step against scan's, side by side in one run:
 
     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python -m bench.while_overhead [full|quick]
 

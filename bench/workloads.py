@@ -55,7 +55,7 @@ WORKLOADS = [
     Workload("linrec-long", "linrec", "float32",
              {"full": {"B": 4, "D": 64, "T": 10_000}, "quick": {"B": 4, "D": 64, "T": 333},
               "tiny": {"B": 2, "D": 3, "T": 7}},
-             "linrec with little work per step and many steps (issue 12: associative_scan)"),
+             "linrec with little work per step and many steps (associative_scan's case)"),
 ]
 BY_NAME = {w.name: w for w in WORKLOADS}
 

@@ -1,5 +1,6 @@
 """Generate docs/api.md from scanlib.__all__, and refresh the printed output in
-docs/tutorial.md and docs/internals.md, by running every example.
+docs/tutorial.md and docs/internals.md, by running every example; and write
+scanlib/__init__.pyi, the stub that editors and type checkers read for `import scanlib`.
 
     python docs/gen_api.py           # rewrite docs/api.md and the outputs in docs/tutorial.md
     python docs/gen_api.py --check   # exit 1 if a file is out of date (a test runs this)
@@ -22,6 +23,8 @@ import io
 import os
 import re
 import sys
+import textwrap
+import types
 
 import numpy as np
 
@@ -257,13 +260,18 @@ def api_markdown() -> str:
     ]
     links = anchors(sl.__all__)
     index = ", ".join(f"[`{n}`](#{links[n]})" for n in sl.__all__)
-    lines += [index, ""]
+    lines += [index, "", ("Further down: [Tensor's methods and properties]"
+                          "(#tensor-methods-and-properties) and the [pytree helpers](#pytree)."),
+              ""]
     for name in sl.__all__:
         obj = getattr(sl, name)
         if name in SUBMODULES:
             lines += submodule_markdown(name, obj)
             continue
         lines += entry_markdown(name, obj, "##")
+        if name in FULL_DOC:
+            lines += full_doc_markdown(name, obj)
+    lines += tensor_markdown() + pytree_markdown()
     for title, text, example in GUIDES:
         lines += [f"## {title}", "", text, "", "```python", as_doctest(example, new_namespace()),
                   "```", ""]
@@ -360,6 +368,136 @@ def entry_markdown(name, obj, level):
     return [f"{level} {name}", "", f"`{sig}`", "", desc, "", "```python", block, "```", ""]
 
 
+# --- Tensor's methods and properties, the pytree helpers ---------------------------------------
+# (member, description or None for the first paragraph of its own docstring).
+TENSOR_MEMBERS = [
+    ("shape", "The shape, a tuple of ints."),
+    ("dtype", "The NumPy dtype."),
+    ("device", "'cpu' or 'cuda:N': where the data lives."),
+    ("ndim", "The number of axes."),
+    ("size", "The number of elements."),
+    ("requires_grad", ("Whether backward() and the transformations follow gradients to this "
+                       "tensor (set at creation, or with requires_grad_).")),
+    ("requires_grad_", None),
+    ("is_leaf", "True for a tensor made by the user rather than computed on the tape."),
+    ("grad", None),
+    ("backward", ("Accumulate d(self)/d(leaf) into `.grad` of every leaf that requires grad. self "
+                  "must be a scalar unless `cotangent` (of self's shape) is given, as in PyTorch. "
+                  "The walk frees the graph as it goes: a second backward() over it raises "
+                  "unless the first had `retain_graph=True`. `create_graph=True` records the "
+                  "backward pass, so the gradients it leaves can be differentiated again.")),
+    ("detach", None),
+    ("item", None),
+    ("numpy", None),
+    ("tolist", None),
+    ("to", None),
+    ("astype", ("x converted to dtype, as ndarray.astype; differentiable: the gradient is cast "
+                "back to x's dtype.")),
+    ("at", None),
+    ("T", "The transpose (axes reversed)."),
+    ("real", None),
+    ("imag", None),
+    ("reshape", None),
+    ("transpose", None),
+    ("flatten", None),
+    ("ravel", None),
+]
+
+TENSOR_EXAMPLE = """\
+x = sl.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+x.shape, x.dtype, x.device, x.requires_grad
+loss = (x ** 2).sum()
+loss.backward(retain_graph=True)
+x.grad
+x.grad = None
+loss.item()
+x.detach().numpy()
+x.at[0, 1].set(10.0)
+x.astype('float32').dtype
+x.T @ x
+x.sum(axis=0), x.mean(), x.max(axis=1)"""
+
+TENSOR_OPERATORS = (
+    "Operators follow NumPy's broadcasting and types: `+ - * / // % **` (and their reflected "
+    "forms, so `2.0 * x` works), `@`, unary `-`, `abs(x)`, comparisons `< <= > >= == !=` "
+    "(boolean tensors, not differentiable), `~ & | ^` on booleans and integers, `x[index]` with "
+    "NumPy's basic and advanced indexing (differentiable). Reductions and elementwise functions "
+    "are also methods: `x.sum(axis)`, `.mean`, `.max`, `.min`, `.prod`, `.var`, `.std`, "
+    "`.cumsum`, `.cumprod`, `.argmax`, `.argmin`, `.any`, `.all`, `.exp`, `.log`, `.sqrt`, "
+    "`.tanh`, `.conj`, `.squeeze`. `np.asarray(x)` of a tensor that requires grad raises rather "
+    "than drop its gradient (`x.detach()` first); `.item()` gives a Python number for logging.")
+
+
+def _member_doc(obj) -> str | None:
+    doc = inspect.getdoc(obj)
+    return doc.split("\n\n")[0].replace("\n", " ") if doc else None
+
+
+def _member_signature(name, obj) -> str:
+    if isinstance(obj, property) or not callable(obj):
+        return f"Tensor.{name}"
+    try:
+        params = list(inspect.signature(obj).parameters.values())[1:]  # without self
+    except (TypeError, ValueError):
+        return f"Tensor.{name}(...)"
+    text = str(inspect.Signature(params))
+    return f"Tensor.{name}" + re.sub(r"'([\w.\[\], |]+)'", r"\1", text)
+
+
+def tensor_markdown() -> list[str]:
+    lines = ["## Tensor methods and properties", "",
+             ("What a `Tensor` carries and what can be done with it (see [`Tensor`](#tensor-1) "
+              "for the class). Run together:"), "",
+             "```python", as_doctest(TENSOR_EXAMPLE, new_namespace()), "```", "",
+             TENSOR_OPERATORS, ""]
+    for name, desc in TENSOR_MEMBERS:
+        obj = inspect.getattr_static(sl.Tensor, name)
+        desc = desc or _member_doc(obj)
+        if not desc:
+            raise SystemExit(f"gen_api: Tensor.{name} has no docstring and no description")
+        lines += [f"### Tensor.{name}", "", f"`{_member_signature(name, obj)}`", "", desc, ""]
+    return lines
+
+
+# (function, example) for scanlib.pytree's helpers.
+PYTREE = [
+    ("tree_map", "sl.pytree.tree_map(lambda a, b: a + b, {'h': 1.0, 'c': (2.0, None)}, "
+                 "{'h': 10.0, 'c': (20.0, None)})"),
+    ("flatten", "leaves, treedef = sl.pytree.flatten({'h': sl.zeros(2), 'c': [1.0, 2.0]})\n"
+                "leaves\ntreedef"),
+    ("unflatten", "leaves, treedef = sl.pytree.flatten({'h': 1.0, 'c': [2.0, 3.0]})\n"
+                  "sl.pytree.unflatten(treedef, [x * 10 for x in leaves])"),
+    ("flatten_with_paths", "paths, leaves, _ = sl.pytree.flatten_with_paths("
+                           "{'h': 1.0, 'c': [2.0, 3.0]}, 'init')\npaths"),
+    ("structure_str", "sl.pytree.structure_str(sl.pytree.flatten((1.0, {'h': 2.0}))[1])"),
+]
+
+
+def pytree_markdown() -> list[str]:
+    doc = own_doc(sl.pytree) or ""
+    lines = ["## pytree", "", doc.split("\n\n")[0].replace("\n", " "), ""]
+    for name, example in PYTREE:
+        fn = getattr(sl.pytree, name)
+        lines += [f"### pytree.{name}", "", f"`{signature('pytree.' + name, fn)}`", "",
+                  (own_doc(fn) or "").split("\n\n")[0].replace("\n", " "), "",
+                  "```python", as_doctest(example, new_namespace()), "```", ""]
+    return lines
+
+
+# The main entry points: their whole docstring (every option) is shown under the example.
+FULL_DOC = ("scan", "scan_plan", "while_loop", "fori_loop", "checkpoint", "vmap", "jit", "grad",
+            "value_and_grad", "vjp", "jvp", "linearize", "jacfwd", "jacrev", "hessian",
+            "associative_scan")
+
+
+def full_doc_markdown(name, obj) -> list[str]:
+    doc = own_doc(obj)
+    if not doc:
+        raise SystemExit(f"gen_api: scanlib.{name} has no docstring")
+    return ["<details><summary>Full docstring</summary>", "", "```text", doc, "```", "",
+            "</details>", ""]
+
+
 # --- refreshing the outputs in a markdown file of >>> blocks ----------------------------------
 _BLOCK = re.compile(r"```python\n(.*?)```", re.DOTALL)
 
@@ -425,6 +563,83 @@ def refresh_readme(text: str) -> str:
     return head + sep + before + PLAN_BEGIN + plan.getvalue() + PLAN_END + after
 
 
+# --- the package's stub ----------------------------------------------------------------------
+STUB_HEAD = """\
+# Generated by docs/gen_api.py from scanlib as imported (a test checks it is up to date); do not
+# edit. Editors and type checkers read this file for `import scanlib`: functions and classes are
+# re-exported from the modules that define them (their annotations are there), and primitives,
+# objects called as functions, are declared here with the signature they have at run time
+# (`inspect.signature(scanlib.exp)`).
+"""
+
+
+def _defined_in(name, obj):
+    """(module, attribute) under which obj is defined, for a `from module import attribute`."""
+    if isinstance(obj, types.ModuleType):
+        parent, _, leaf = obj.__name__.rpartition(".")
+        return parent, leaf
+    module = sys.modules[obj.__module__]
+    if getattr(module, getattr(obj, "__name__", ""), None) is obj:
+        return obj.__module__, obj.__name__
+    found = [k for k, v in vars(module).items() if v is obj]
+    if not found:
+        raise SystemExit(f"gen_api: cannot find where scanlib.{name} is defined")
+    return obj.__module__, name if name in found else found[0]
+
+
+def _relative(module: str) -> str:
+    return "." + module[len("scanlib."):] if module != "scanlib" else "."
+
+
+def _primitive_stub(name, prim) -> str:
+    sig = re.sub(r"'([\w.\[\], |]+)'", r"\1", str(inspect.signature(prim)))
+    doc = (prim.__doc__ or "").strip().replace('"""', "'''")
+    body = ("\n" + textwrap.fill(" ".join(doc.split()), 96, initial_indent='    """',
+                                 subsequent_indent="    ") + '"""') if doc else " ..."
+    return f"def {name}{sig}:{body}"
+
+
+def stub_text() -> str:
+    """scanlib/__init__.pyi: every public attribute of scanlib, as it is at run time."""
+    from scanlib.ops.primitive import Primitive
+
+    names = sorted(n for n in dir(sl) if not n.startswith("_"))
+    imports, defs = {}, []
+    for name in names:
+        obj = getattr(sl, name)
+        if isinstance(obj, Primitive):
+            defs.append(_primitive_stub(name, obj))
+            continue
+        module, attr = _defined_in(name, obj)
+        imports.setdefault(_relative(module), []).append(f"{attr} as {name}")
+    lines = [STUB_HEAD, "from .tape.types import ArrayLike"]
+    for module in sorted(imports):
+        lines.append(f"from {module} import " + ", ".join(sorted(imports[module])))
+    lines += ["", f"__version__: str = {sl.__version__!r}", ""]
+    lines += [d + "\n" for d in defs]
+    lines += ["__all__ = ["] + [f"    {n!r}," for n in sl.__all__] + ["]"]
+    return _wrap_imports("\n".join(lines)) + "\n"
+
+
+def _wrap_imports(text: str, width: int = 100) -> str:
+    """`from m import a as a, b as b, ...` lines longer than width, folded in parentheses."""
+    out = []
+    for line in text.splitlines():
+        if not line.startswith("from ") or len(line) <= width:
+            out.append(line)
+            continue
+        head, _, rest = line.partition(" import ")
+        out.append(f"{head} import (")
+        current = "   "
+        for item in rest.split(", "):
+            if len(current) + len(item) + 2 > width:
+                out.append(current)
+                current = "   "
+            current += f" {item},"
+        out += [current, ")"]
+    return "\n".join(out)
+
+
 def read(path: str) -> str:
     with open(path) as f:
         return f.read()
@@ -438,7 +653,8 @@ def main(argv=None) -> int:
                os.path.join(HERE, "internals.md"): refresh_markdown,
                os.path.join(HERE, "porting.md"): refresh_markdown,
                os.path.join(HERE, "random.md"): refresh_markdown,
-               os.path.join(ROOT, "README.md"): refresh_readme}
+               os.path.join(ROOT, "README.md"): refresh_readme,
+               os.path.join(ROOT, "scanlib", "__init__.pyi"): lambda _: stub_text()}
     stale = []
     for path, make in targets.items():
         old = read(path) if os.path.exists(path) else ""

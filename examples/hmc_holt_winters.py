@@ -16,8 +16,8 @@ the gradient's sums are taken in the loop's order).
     python examples/hmc_holt_winters.py --draws 20 --leapfrog 4 --length 24
 
 jit removes the fixed cost of each call (about a millisecond here); with the NumPy loop the
-scans' steps remain, and `--compiler numba` (`pip install 'scanlib[jit]'`) compiles the
-whole call, scans and all, into one kernel, which together make a call about 25 times faster
+scans' steps remain, and `--compiler numba` (`pip install 'scanlib-autodiff[jit]'`) compiles
+the whole call, scans and all, into one kernel, which together make a call about 25 times faster
 (its first call compiles: about 5 s on an empty cache; `logging.basicConfig(level=logging.INFO)`
 shows each compile).
 

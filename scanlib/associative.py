@@ -3,7 +3,7 @@
 grad of grad, come from their own rules). Two structures compute it: JAX's odd/even
 recursion, O(log T) vectorised levels, on a GPU; on NumPy, one sequential scan of fn, which
 measured faster on every workload tried (a level is a pass over memory there, a scan step a few
-microseconds; bench/NOTES.md, issue 12).
+microseconds; bench/NOTES.md).
 
 Linear recurrences as associative scans
 ---------------------------------------
@@ -159,8 +159,7 @@ def _combiner(fn, treedef, paths, axis):
 def _structure(leaves) -> str:
     """"odd-even" on a GPU, where each of its O(log T) levels is a few kernel launches;
     "sequential" on NumPy, where a level is a pass over memory and a sequential scan's step
-    costs a few microseconds (bench/NOTES.md, issue 12: measured on linrec-long, linrec,
-    cumsum)."""
+    costs a few microseconds (bench/NOTES.md: measured on linrec-long, linrec, cumsum)."""
     return "odd-even" if backends.xp_of(*(x._value for x in leaves)) is not np else "sequential"
 
 

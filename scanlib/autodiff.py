@@ -9,6 +9,8 @@ Imports backends, tape, ops and pytree.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
 import functools
 
 import numpy as np
@@ -27,6 +29,9 @@ from .tape import (
 )
 from .tape.backward import watching
 from .tape import state as _state
+
+if TYPE_CHECKING:
+    from .tape.types import PyTree
 
 
 def _fresh_input(x, path, who):
@@ -73,7 +78,7 @@ def _zeros_for(target):
     return zeros_like(target.detach())
 
 
-def vjp(f, *primals, has_aux=False):
+def vjp(f: Callable[..., Any], *primals: PyTree, has_aux: bool = False) -> tuple[Any, ...]:
     """(out, vjp_fn): vjp_fn(cotangent shaped like out) returns one cotangent per primal.
 
     out (and aux, with has_aux=True) stays on the tape only where something may
@@ -147,7 +152,8 @@ def _split_aux(out, who):
     return out
 
 
-def value_and_grad(f, argnums=0, has_aux=False, holomorphic=False):
+def value_and_grad(f: Callable[..., Any], argnums: int | Sequence[int] = 0,
+                   has_aux: bool = False, holomorphic: bool = False) -> Callable[..., Any]:
     """A function returning (f(*args), gradient of f with respect to args[argnums]).
 
     f must return a real scalar (or, with holomorphic=True, a complex one of complex inputs).
@@ -237,7 +243,8 @@ def _arg_path(path, nums):
     return path
 
 
-def grad(f, argnums=0, has_aux=False, holomorphic=False):
+def grad(f: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False,
+         holomorphic: bool = False) -> Callable[..., PyTree]:
     """The gradient of scalar-valued f with respect to args[argnums], as in JAX.
 
     As with torch.func, an argument that is a Tensor with requires_grad=True keeps its link

@@ -8,6 +8,8 @@ Imports backends, tape, ops, pytree, tracing and scan (the layers below scanlib/
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, Callable
+
 import numpy as np
 
 from . import backends, pytree
@@ -22,11 +24,15 @@ from .loops import as_arrays, counted_carries, runner, too_many_steps, while_p
 from .tape.graph import used_vars
 from .tracing import closure_names, trace_function
 
+if TYPE_CHECKING:
+    from .tape.types import ArrayLike, PyTree
+
 __all__ = ["fori_loop", "while_loop"]
 
 
 # --- fori_loop ------------------------------------------------------------------------------
-def fori_loop(lower, upper, body_fun, init_val):
+def fori_loop(lower: ArrayLike, upper: ArrayLike, body_fun: Callable[[Any, PyTree], PyTree],
+              init_val: PyTree) -> PyTree:
     """Loop `val = body_fun(i, val)` for i in range(lower, upper), like `jax.lax.fori_loop`.
 
     Its meaning is exactly this loop::
@@ -121,7 +127,8 @@ def _device_of(*trees):
 
 
 # --- while_loop -----------------------------------------------------------------------------
-def while_loop(cond_fun, body_fun, init_val, *, max_steps=None):
+def while_loop(cond_fun: Callable[[PyTree], Any], body_fun: Callable[[PyTree], PyTree],
+               init_val: PyTree, *, max_steps: int | None = None) -> PyTree:
     """Loop `val = body_fun(val)` while `cond_fun(val)` is True, like `jax.lax.while_loop`.
 
     Its meaning is exactly this loop::

@@ -65,10 +65,12 @@ def _has_other_nodes(treedef) -> bool:
 
 
 def keystr(root: str, path) -> str:
+    """A path as written in error messages: `keystr("init", ("h", 0))` is `init['h'][0]`."""
     return root + "".join(f"[{k!r}]" for k in path)
 
 
 def unflatten(treedef, leaves):
+    """The tree of treedef's structure with these leaves: the inverse of flatten."""
     return optree.tree_unflatten(treedef, list(leaves))
 
 

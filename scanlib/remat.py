@@ -9,6 +9,8 @@ Imports backends, tape, ops, pytree and tracing.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, Callable
+
 import functools
 
 import numpy as np
@@ -24,12 +26,17 @@ from .tape.graph import eval_graph, reached_inputs, stand_ins_for, used_vars
 from .tape.tensor import is_differentiable_dtype
 from .tracing import abstract_leaf, closure_names, trace_function
 
+if TYPE_CHECKING:
+    from .tape.types import PyTree
+
 __all__ = ["checkpoint", "remat", "checkpoint_name"]
 
 _PYTHON_NUMBER = (bool, int, float, complex)  # exact types: np.float64 is typed
 
 
-def checkpoint(f, *, prevent_cse=True, policy=None, static_argnums=()):
+def checkpoint(f: Callable[..., Any], *, prevent_cse: bool = True,
+               policy: Callable[..., bool] | None = None,
+               static_argnums: int | tuple[int, ...] = ()) -> Callable[..., Any]:
     """`checkpoint(f)(*args)` computes f(*args) but keeps none of f's intermediates for the
     backward pass: differentiating the result runs f again, like `jax.checkpoint`.
 
@@ -120,7 +127,7 @@ def checkpoint(f, *, prevent_cse=True, policy=None, static_argnums=()):
 remat = checkpoint
 
 
-def checkpoint_name(x, name: str):
+def checkpoint_name(x: PyTree, name: str) -> PyTree:
     """x itself, marked with `name` for a checkpoint's saving policy, as JAX's
     `jax.ad_checkpoint.checkpoint_name`: `checkpoint(f, policy=checkpoint_policies.
     save_only_these_names("h"))` keeps the values f marks "h" instead of recomputing them.

@@ -8,6 +8,8 @@ Imports forward and the layers below scanlib/__init__ (autodiff, pytree, ops, ta
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
 import functools
 
 import numpy as np
@@ -16,6 +18,9 @@ from . import autodiff, backends, pytree
 from .ops import reshape, stack, zeros
 from .forward import forward_jvp, leaf_info
 from .tape import Tensor
+
+if TYPE_CHECKING:
+    from .tape.types import PyTree
 
 __all__ = ["jvp", "linearize", "jacfwd", "jacrev", "hessian"]
 
@@ -111,7 +116,8 @@ def _linearized(f, primals, has_aux, who):
     return out, aux, push
 
 
-def jvp(f, primals, tangents, has_aux=False):
+def jvp(f: Callable[..., Any], primals: Sequence[PyTree], tangents: Sequence[PyTree],
+        has_aux: bool = False) -> tuple[Any, ...]:
     """(f(*primals), the JVP of f at primals applied to tangents), as jax.jvp.
 
     primals and tangents are tuples with one pytree per positional argument of f; each
@@ -149,7 +155,7 @@ def jvp(f, primals, tangents, has_aux=False):
     return (out, tangents_out, aux) if has_aux else (out, tangents_out)
 
 
-def linearize(f, *primals):
+def linearize(f: Callable[..., Any], *primals: PyTree) -> tuple[PyTree, Callable[..., PyTree]]:
     """(f(*primals), f_jvp), where f_jvp(*tangents) is the JVP at primals, as jax.linearize.
 
     f runs once (with its backward recorded); each f_jvp call then costs one walk over that
@@ -217,7 +223,8 @@ def _nest(out_tree, in_tree, blocks, multiple):
     return pytree.unflatten(out_tree, per_out)
 
 
-def jacfwd(f, argnums=0, has_aux=False):
+def jacfwd(f: Callable[..., Any], argnums: int | Sequence[int] = 0,
+           has_aux: bool = False) -> Callable[..., PyTree]:
     """The Jacobian of f with respect to args[argnums] by forward mode, as jax.jacfwd.
 
     One forward-mode JVP per input element (columns); where the Jacobian may be
@@ -316,7 +323,8 @@ def _images_of_units(linear, tree, infos):
     return images
 
 
-def jacrev(f, argnums=0, has_aux=False):
+def jacrev(f: Callable[..., Any], argnums: int | Sequence[int] = 0,
+           has_aux: bool = False) -> Callable[..., PyTree]:
     """The Jacobian of f with respect to args[argnums] by reverse mode, as jax.jacrev.
 
     One VJP per output element (rows), sharing one forward pass. Shapes and nesting as
@@ -346,7 +354,8 @@ def jacrev(f, argnums=0, has_aux=False):
     return wrapped
 
 
-def hessian(f, argnums=0, has_aux=False):
+def hessian(f: Callable[..., Any], argnums: int | Sequence[int] = 0,
+            has_aux: bool = False) -> Callable[..., PyTree]:
     """The Hessian of scalar f with respect to args[argnums]: jacfwd(jacrev(f)), as JAX.
 
     Each leaf has shape out.shape + in.shape + in.shape, nested output / argument / argument

@@ -8,6 +8,8 @@ Imports backends, tape, ops, pytree, tracing and scan.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, Callable
+
 import collections
 import functools
 import inspect
@@ -25,6 +27,9 @@ from .scan.primitive import apply_scan, scan_p
 from .tape import Literal, Tensor, Var
 from .tape.graph import used_vars
 from .tracing import abstract_leaf, closure_names, trace_function
+
+if TYPE_CHECKING:
+    from .tape.types import PyTree
 
 __all__ = ["vmap"]
 
@@ -54,7 +59,9 @@ class TensorOps(batching.ArrayOps):
 TENSORS = TensorOps()
 
 
-def vmap(f, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_name=None):
+def vmap(f: Callable[..., Any], in_axes: PyTree = 0, out_axes: PyTree = 0,
+         axis_name: str | None = None, axis_size: int | None = None,
+         spmd_axis_name: str | None = None) -> Callable[..., Any]:
     """Vectorise f over a batch axis, like `jax.vmap`: `vmap(f)(xs)` is `stack([f(x) for x in
     xs])`, computed as one batched program.
 

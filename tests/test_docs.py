@@ -33,7 +33,13 @@ def test_api_and_tutorial_are_up_to_date(capsys):
 def test_api_reference_covers_every_public_name():
     text = read("docs", "api.md")
     headings = re.findall(r"^## (\S+)$", text, re.MULTILINE)
-    assert headings == list(sl.__all__)
+    assert headings == [*sl.__all__, "pytree"]  # then the pytree helpers' section
+    members = re.findall(r"^### Tensor\.(\S+)$", text, re.MULTILINE)
+    for name in ("at", "detach", "to", "astype", "item", "numpy", "backward", "grad",
+                 "requires_grad", "shape", "dtype", "device"):
+        assert name in members, f"Tensor.{name} is not documented"
+    assert "retain_graph" in text.split("### Tensor.backward", 1)[1].split("###", 1)[0]
+    assert "<summary>Full docstring</summary>" in text.split("## scan\n", 1)[1].split("## ")[0]
     for module in ("linalg", "random", "optim"):  # a section each, an entry per name
         names = re.findall(rf"^### {module}\.(\S+)$", text, re.MULTILINE)
         assert names == list(getattr(sl, module).__all__)

@@ -75,7 +75,7 @@ def test_unknown_device(backend):
 def test_cuda_without_a_gpu_says_how_to_fix():
     if sl.cuda_available():
         pytest.skip("a GPU is present")
-    with pytest.raises(RuntimeError, match=r"scanlib\[cuda12\]"):
+    with pytest.raises(RuntimeError, match=r"scanlib-autodiff\[cuda12\]"):
         sl.tensor([1.0], device="cuda")
     with pytest.raises(RuntimeError, match="CuPy"):
         sl.tensor([1.0]).to("cuda")

@@ -8,8 +8,8 @@ from __future__ import annotations
 import sys
 
 # How to install CuPy with scanlib: the only place the instruction is written.
-INSTALL_HINT = ("pip install 'scanlib[cuda12]' or 'scanlib[cuda13]' (the extra for your CUDA "
-                "version)")
+INSTALL_HINT = ("pip install 'scanlib-autodiff[cuda12]' or 'scanlib-autodiff[cuda13]' "
+                "(the extra for your CUDA version)")
 
 # module: cupy once it imported and saw a GPU; reason: why not, in CuPy's own words.
 _state = {"module": None, "tried": False, "installed": None, "reason": None}

@@ -7,6 +7,8 @@ Imports backends, tape and the primitive modules of ops.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .. import backends
@@ -15,6 +17,9 @@ from . import elementwise as ew
 from .linalg import einsum_p, matmul_p, parse_einsum, vdot_p
 from .structural import (broadcast_to_p, concatenate_p, getitem, max_p, min_p, normalize_axis,
                          reshape_p, stack_p, sum_p, sum_to, transpose_p)
+
+if TYPE_CHECKING:
+    from ..tape.types import ArrayLike, Device, DTypeLike
 
 __all__ = [
     "tensor", "as_tensor", "from_dlpack", "zeros", "ones", "full", "arange", "zeros_like",
@@ -28,7 +33,8 @@ __all__ = [
 
 
 # --- creation -----------------------------------------------------------------------------
-def tensor(data, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+def tensor(data: ArrayLike, *, dtype: DTypeLike = None, device: Device | None = None,
+           requires_grad: bool = False) -> Tensor:
     """Make a Tensor from a list, scalar, NumPy/CuPy array or Tensor.
 
     >>> x = tensor([1.0, 2.0], requires_grad=True)
@@ -78,7 +84,7 @@ def _traced_tensor(x, dtype, device, requires_grad):
     return out
 
 
-def as_tensor(x) -> Tensor:
+def as_tensor(x: ArrayLike) -> Tensor:
     """x if it is a Tensor, else a Tensor (no grad) holding x's data on its own device (an
     array is shared, not copied: do not write into it while the tape may still read it)."""
     if type(x) is Tensor:
@@ -117,34 +123,38 @@ def _make(fn_name, shape, dtype, device, *args):
     return Tensor(value)
 
 
-def zeros(shape, dtype=np.float64, device=None) -> Tensor:
+def zeros(shape: int | tuple[int, ...], dtype: DTypeLike = np.float64,
+          device: Device | None = None) -> Tensor:
     """A Tensor of zeros (float64 unless dtype is given) on device ('cpu' by default)."""
     return _make("zeros", shape, dtype, device)
 
 
-def ones(shape, dtype=np.float64, device=None) -> Tensor:
+def ones(shape: int | tuple[int, ...], dtype: DTypeLike = np.float64,
+         device: Device | None = None) -> Tensor:
     """A Tensor of ones (float64 unless dtype is given)."""
     return _make("ones", shape, dtype, device)
 
 
-def full(shape, fill_value, dtype=None, device=None) -> Tensor:
+def full(shape: int | tuple[int, ...], fill_value: ArrayLike, dtype: DTypeLike = None,
+         device: Device | None = None) -> Tensor:
     """A Tensor filled with fill_value."""
     return _make("full", shape, dtype, device, fill_value)
 
 
-def arange(start, stop=None, step=1, dtype=None, device=None) -> Tensor:
+def arange(start: float, stop: float | None = None, step: float = 1, dtype: DTypeLike = None,
+           device: Device | None = None) -> Tensor:
     """Evenly spaced values in [start, stop), as numpy.arange."""
     args = (start,) if stop is None else (start, stop, step)
     return _make("arange", None, dtype, device, *args)
 
 
-def zeros_like(x, dtype=None) -> Tensor:
+def zeros_like(x: ArrayLike, dtype: DTypeLike = None) -> Tensor:
     """Zeros with x's shape, dtype (unless given) and device."""
     x = as_tensor(x)
     return zeros(x.shape, dtype or x.dtype, x.device)
 
 
-def ones_like(x, dtype=None) -> Tensor:
+def ones_like(x: ArrayLike, dtype: DTypeLike = None) -> Tensor:
     """Ones with x's shape, dtype (unless given) and device."""
     x = as_tensor(x)
     return ones(x.shape, dtype or x.dtype, x.device)

@@ -8,6 +8,8 @@ Imports backends and tape.
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 
 from .. import backends
@@ -38,14 +40,19 @@ class Primitive:
     loop or graph: which inputs a cotangent of the flagged outputs reaches (without it, all
     of them: a carry that never reaches the loss must not be given a zero cotangent, see
     graph.reached_inputs).
+
+    Called, a primitive reads as the function it is: `inspect.signature` and `help()` show its
+    inputs (positional-only, named after impl's) and that it returns a Tensor, and
+    scanlib/__init__.pyi gives editors the same.
     """
 
     def __init__(self, name, impl, vjp=None, multiple_results=False, sparse_index=None,
                  doc=None, *, elementwise=False, batch=None, ufunc=None, out_impl=None,
                  view=False, inline=None, prune=None, reach=None):
-        self.name = name
+        self.name = self.__name__ = self.__qualname__ = name
         if doc:
             self.__doc__ = doc
+        self.__signature__ = _call_signature(impl, multiple_results)
         self.impl = impl
         self.vjp = vjp
         self.multiple_results = multiple_results
@@ -58,6 +65,11 @@ class Primitive:
 
     def __call__(self, *args, **params):
         return bind(self, *args, **params)
+
+    def __get__(self, obj, objtype=None):
+        # Not a method: an instance of a class never binds to it. Having __get__ makes
+        # inspect.isroutine true, so help() documents a primitive as the function it is.
+        return self
 
     def inline_for(self, params):
         """The template the generated code writes for an equation with these params (its
@@ -76,6 +88,23 @@ class Primitive:
 
     def __repr__(self):
         return f"Primitive({self.name})"
+
+
+def _call_signature(impl, multiple_results):
+    """How a primitive is called: impl's array inputs, positional-only (bind records
+    positional inputs only), returning a Tensor; a primitive of several results (control
+    flow, called through its own function) keeps impl's signature."""
+    sig = inspect.signature(impl)
+    if multiple_results:
+        return sig
+    P = inspect.Parameter
+    inputs = [P(p.name, P.POSITIONAL_ONLY, annotation="ArrayLike")
+              for p in sig.parameters.values()
+              if p.kind in (P.POSITIONAL_ONLY, P.POSITIONAL_OR_KEYWORD) and p.default is P.empty]
+    params = [p.replace(kind=P.KEYWORD_ONLY) for p in sig.parameters.values()
+              if p.kind == P.KEYWORD_ONLY or (p.kind == P.POSITIONAL_OR_KEYWORD
+                                              and p.default is not P.empty)]
+    return inspect.Signature(inputs + params, return_annotation="Tensor")
 
 
 _SCALARS = (int, float, bool, complex)

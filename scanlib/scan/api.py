@@ -6,6 +6,8 @@ Imports backends, tape, ops, pytree, tracing and the scan modules below it.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Callable
+
 import numpy as np
 
 from .. import backends, pytree
@@ -19,9 +21,14 @@ from .primitive import _needs_grad, apply_scan
 from .revolve import revolve_scan
 from . import schedule as _schedule
 
+if TYPE_CHECKING:
+    from ..tape.types import PyTree
 
-def scan(f, init, xs=None, *, length=None, reverse=False, dim=0, interpret=None,
-         checkpoint=None, unroll=1, compiler=None):
+
+def scan(f: Callable[..., tuple[PyTree, PyTree]], init: PyTree, xs: PyTree = None, *,
+         length: int | None = None, reverse: bool = False, dim: int = 0,
+         interpret: bool | None = None, checkpoint: str | int | tuple[str, int] | None = None,
+         unroll: int | bool = 1, compiler: str | None = None) -> tuple[PyTree, PyTree]:
     """Loop f over xs carrying state, like `jax.lax.scan`, differentiably.
 
     `f(carry, x) -> (new_carry, y)`. Returns `(final_carry, ys)` where each leaf of ys stacks
@@ -60,9 +67,9 @@ def scan(f, init, xs=None, *, length=None, reverse=False, dim=0, interpret=None,
 
     `unroll` (an int >= 1 or a bool, as JAX's) is accepted so that JAX code runs unchanged,
     and changes nothing: the compiled loop is already straight-line Python per step, and
-    writing 2-8 steps out in one block measured within noise (bench/NOTES.md, issue 14).
+    writing 2-8 steps out in one block measured within noise (bench/NOTES.md).
 
-    `compiler="numba"` (the optional extra, `pip install 'scanlib[jit]'`) runs the per-step
+    `compiler="numba"` (the optional extra, `pip install 'scanlib-autodiff[jit]'`) runs the per-step
     loop of this scan and of its backward scan as a compiled numba kernel, which is what
     small states (a few numbers per step, many steps) need; None takes the default
     (`set_loop_compiler`, "numpy" unless changed). A body numba cannot be proved to compute
@@ -214,9 +221,9 @@ _DEFAULT_COMPILER = ["numpy"]
 COMPILERS = ("numpy", "numba")
 
 
-def set_loop_compiler(name):
+def set_loop_compiler(name: str) -> str:
     """Set the compiler of every scan that does not name one (`scan(..., compiler=None)`):
-    "numpy" (the default) or "numba" (needs `pip install 'scanlib[jit]'`). Returns the
+    "numpy" (the default) or "numba" (needs `pip install 'scanlib-autodiff[jit]'`). Returns the
     previous one, so that `old = set_loop_compiler("numba"); ...; set_loop_compiler(old)`
     restores it. Process-wide; the scans already traced keep theirs.
 

@@ -7,6 +7,8 @@ Imports tape, tracing and the scan modules below it.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Callable
+
 from ..tape import format_graph, type_str
 from .api import _prepare
 from .executor import compiled
@@ -14,6 +16,9 @@ from .linearize import CLONE, KEEP, linearize
 from . import schedule as _schedule
 from .loop import format_loop
 from .primitive import _needs_grad
+
+if TYPE_CHECKING:
+    from ..tape.types import PyTree
 
 
 class ScanPlan:
@@ -75,8 +80,9 @@ class _Shown:
     __repr__ = __str__
 
 
-def scan_plan(f, init, xs=None, *, length=None, reverse=False, dim=0,
-              checkpoint=None) -> ScanPlan:
+def scan_plan(f: Callable[..., tuple[PyTree, PyTree]], init: PyTree, xs: PyTree = None, *,
+              length: int | None = None, reverse: bool = False, dim: int = 0,
+              checkpoint: str | int | tuple[str, int] | None = None) -> ScanPlan:
     """What `scan(f, init, xs, ...)` traces, and what it saves when differentiated: the carry
     always carries a gradient; xs leaves and closed-over tensors do where they require grad
     (exactly as scan itself decides). With `checkpoint` (scan's option), the residual table

@@ -73,7 +73,7 @@ def missing():
         import numba  # noqa: F401
     except Exception as e:  # noqa: BLE001 - ImportError, or a broken install
         return (f"compiler='numba' needs numba ({type(e).__name__}: {e}); install it with "
-                "`pip install 'scanlib[jit]'` (numba and scipy), or use compiler='numpy'")
+                "`pip install 'scanlib-autodiff[jit]'` (numba and scipy), or use compiler='numpy'")
     return None
 
 

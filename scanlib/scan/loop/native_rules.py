@@ -124,7 +124,7 @@ _NAMED_UFUNCS = {ew.equal: "equal", ew.not_equal: "not_equal", ew.less: "less",
                  sp.ceil_p: "ceil", sp.trunc_p: "trunc"}
 
 
-# Where numba's ufunc differs from NumPy's (found by an adversarial test): integer fmod with
+# Where numba's ufunc differs from NumPy's: integer fmod with
 # a negative operand, floor_divide and remainder at inf and at the integer minimum over -1,
 # integers to negative powers (NumPy raises), sign of unsigned integers and of -0.0.
 _DIFFERENT = {"fmod", "floor_divide", "remainder", "sign"}
