@@ -42,7 +42,7 @@ def chain(*transforms: GradientTransformation) -> GradientTransformation:
 
     >>> opt = sl.optim.chain(sl.optim.clip_by_global_norm(1.0), sl.optim.sgd(0.1))
     >>> w = sl.tensor([0.0, 0.0])
-    >>> w, state = opt.update(sl.tensor([3.0, 4.0]), opt.init(w), w)
+    >>> w, state = opt.step(sl.tensor([3.0, 4.0]), opt.init(w), w)
     >>> w
     """
     for i, t in enumerate(transforms):
@@ -148,7 +148,7 @@ def scale_by_learning_rate(learning_rate, *, flip_sign: bool = True) -> Gradient
     count, 0 first), as optax.scale_by_learning_rate.
 
     >>> opt = sl.optim.scale_by_learning_rate(lambda step: 0.1 / (1 + step))
-    >>> updates, state = opt.transform(sl.tensor([1.0]), opt.init(sl.tensor([0.0])))
+    >>> updates, state = opt.update(sl.tensor([1.0]), opt.init(sl.tensor([0.0])))
     >>> updates
     """
     sign = -1.0 if flip_sign else 1.0
@@ -176,7 +176,7 @@ def trace(decay: float, nesterov: bool = False) -> GradientTransformation:
     optax.trace.
 
     >>> opt = sl.optim.trace(0.9)
-    >>> updates, state = opt.transform(sl.tensor([1.0]), opt.init(sl.tensor([0.0])))
+    >>> updates, state = opt.update(sl.tensor([1.0]), opt.init(sl.tensor([0.0])))
     >>> state.trace
     """
     decay = _number("trace", "decay", decay)
@@ -200,7 +200,7 @@ def scale_by_adam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
     bias correction; the learning rate is not applied (see adam).
 
     >>> opt = sl.optim.scale_by_adam()
-    >>> updates, state = opt.transform(sl.tensor([0.5, -2.0]), opt.init(sl.tensor([0.0, 0.0])))
+    >>> updates, state = opt.update(sl.tensor([0.5, -2.0]), opt.init(sl.tensor([0.0, 0.0])))
     >>> updates
     """
     who = "scale_by_adam"
@@ -250,7 +250,7 @@ def add_decayed_weights(weight_decay: float = 0.0) -> GradientTransformation:
 
     >>> opt = sl.optim.add_decayed_weights(0.1)
     >>> w = sl.tensor([1.0, 2.0])
-    >>> updates, state = opt.transform(sl.tensor([0.0, 0.0]), opt.init(w), w)
+    >>> updates, state = opt.update(sl.tensor([0.0, 0.0]), opt.init(w), w)
     >>> updates
     """
     if callable(weight_decay):
@@ -261,7 +261,7 @@ def add_decayed_weights(weight_decay: float = 0.0) -> GradientTransformation:
     def apply(leaves, state, params, ctx, where):
         if params is None:
             raise TypeError(f"{ctx.who}: add_decayed_weights needs params; pass them: "
-                            "opt.transform(grads, state, params).")
+                            "opt.update(grads, state, params).")
         if decay == 0.0:
             return leaves, state
         return [g + decay * p for g, p in zip(leaves, params.tensors)], state
@@ -278,7 +278,7 @@ def clip_by_global_norm(max_norm: float) -> GradientTransformation:
 
     >>> opt = sl.optim.clip_by_global_norm(1.0)
     >>> g = {"a": sl.tensor([3.0]), "b": sl.tensor([4.0])}
-    >>> updates, state = opt.transform(g, opt.init(g))
+    >>> updates, state = opt.update(g, opt.init(g))
     >>> updates
     """
     max_norm = _number("clip_by_global_norm", "max_norm", max_norm)
