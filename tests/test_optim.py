@@ -1,5 +1,5 @@
-"""scanlib.optim against hand-written NumPy updates (bit for bit), against optax when it is
-installed, on pytrees of mixed shapes and dtypes, inside a scan carry, and in the torch-style
+"""scanlib.optim against hand-written NumPy updates (bit for bit on NumPy), against optax when
+it is installed, on pytrees of mixed shapes and dtypes, inside a scan carry, and in the torch-style
 loop (requires_grad_, .grad, fresh leaves after an update); and the errors it raises.
 """
 
@@ -31,8 +31,11 @@ def ref_adam(p, grads, lr, b1=0.9, b2=0.999, eps=1e-8, eps_root=0.0, weight_deca
     for k, g in enumerate(grads, start=1):
         m = (1 - b1) * g + b1 * m
         v = (1 - b2) * (g * g) + b2 * v
-        # the bias correction in float32 (float64 for float64 p), then in p's dtype, as optax
-        count = np.asarray(k, dtype=np.promote_types(p.dtype, np.float32))
+        # the bias correction in float32 (float64 for float64 p), then in p's dtype, as optax.
+        # b ** count on a NumPy scalar, as scanlib's eager step holds its 0-d count: NumPy's
+        # scalar power calls the C library's pow, while its array loop (a 0-d array) may take
+        # a SIMD path that rounds differently (SVML's pow on AVX-512, 1 ulp apart).
+        count = np.dtype(np.promote_types(p.dtype, np.float32)).type(k)
         m_hat = m / (1 - b1**count).astype(p.dtype)
         v_hat = v / (1 - b2**count).astype(p.dtype)
         u = m_hat / (np.sqrt(v_hat + eps_root) + eps)
@@ -63,6 +66,22 @@ OPTIMISERS = {
 }
 
 
+def assert_matches_reference(backend, name, got, want):
+    """Bit for bit on NumPy, where scanlib and the reference run the same operations on the
+    same layouts. On CuPy adam's b ** count is another pow (CUDA's; the fake CuPy's 0-d
+    arrays take NumPy's array loop, SVML's pow on AVX-512), which may round 1 ulp apart; the
+    rest is correctly rounded on both. A 1-ulp change of b ** count is 1 / (1 - b) ulps of
+    1 - b ** count (b1 >= 0.8, b2 <= 0.999 here: 10 and 1000 ulps of the computing dtype),
+    half of that through the square root, on an update |u| <= 3.2 times lr <= 0.02; and p + u
+    may then round the other way (one spacing of p). Each step adds at most that."""
+    if backend.name == "numpy" or "adam" not in name:
+        np.testing.assert_array_equal(got, want)
+        return
+    compute_eps = np.finfo(np.promote_types(want.dtype, np.float32)).eps
+    per_step = 0.02 * 3.2 * 2 * compute_eps * (10 + 1000) + np.spacing(np.max(np.abs(want)))
+    np.testing.assert_allclose(got, want, rtol=0, atol=STEPS * per_step)
+
+
 def gradient_sequence(rng, shape, dtype, steps=STEPS):
     gs = [(3 * rng.standard_normal(shape)).astype(dtype) for _ in range(steps)]
     gs[1].flat[0] = 0.0  # a zero gradient: eps is what keeps adam finite there
@@ -71,7 +90,7 @@ def gradient_sequence(rng, shape, dtype, steps=STEPS):
 
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
 @pytest.mark.parametrize("name", list(OPTIMISERS))
-def test_matches_numpy_reference_bit_for_bit(backend, rng, name, dtype):
+def test_matches_numpy_reference(backend, rng, name, dtype):
     make, ref = OPTIMISERS[name]
     p0 = rng.standard_normal((3, 4)).astype(dtype)
     grads = gradient_sequence(rng, p0.shape, dtype)
@@ -82,7 +101,7 @@ def test_matches_numpy_reference_bit_for_bit(backend, rng, name, dtype):
         p, state = opt.step(backend.tensor(g), state, p)
     backend.check_device(p)
     assert p.dtype == dtype
-    np.testing.assert_array_equal(p.numpy(), ref(p0, grads))
+    assert_matches_reference(backend, name, p.numpy(), ref(p0, grads))
 
 
 def test_adam_matches_the_textbook_formula(rng):
@@ -115,7 +134,7 @@ def test_pytree_of_mixed_shapes_and_dtypes(backend, rng, name):
     assert new_def == treedef
     for leaf, a, gs in zip(leaves, flat0, grads):
         assert leaf.dtype == a.dtype and leaf.shape == a.shape
-        np.testing.assert_array_equal(leaf.numpy(), ref(a, gs))
+        assert_matches_reference(backend, name, leaf.numpy(), ref(a, gs))
     for leaf in sl.pytree.flatten(state)[0]:  # moments keep their parameter's dtype
         assert leaf.dtype in (np.float32, np.float64, np.int32)
 
