@@ -524,6 +524,30 @@ def test_update_returns_the_change_with_optax_sign():
     np.testing.assert_array_equal(updates.numpy(), [-1.0, 2.0])
 
 
+def test_optax_style_custom_stage_is_refused_with_the_way_out():
+    with pytest.raises(TypeError, match=r"GradientTransformation\(init_fn, update_fn\).*not "
+                       r"supported.*chain, scale"):
+        optim.GradientTransformation(lambda params: (), lambda u, s, p=None: (u, s))
+
+
+def test_scale_is_a_constant_factor():
+    g = sl.tensor(np.array([1.0, -2.0], np.float32))
+    updates, state = optim.scale(-0.5).update(g, ())
+    assert state == () and updates.dtype == np.float32
+    np.testing.assert_array_equal(updates.numpy(), [-0.5, 1.0])
+    w = sl.tensor(np.array([0.25, 4.0], np.float32))
+    by_scale = optim.chain(optim.trace(0.9), optim.scale(-0.1))
+    a, b = w, w
+    sa, sb = by_scale.init(w), optim.sgd(0.1, 0.9).init(w)
+    for _ in range(3):
+        a, sa = by_scale.step(g, sa, a)
+        b, sb = optim.sgd(0.1, 0.9).step(g, sb, b)
+    np.testing.assert_array_equal(a.numpy(), b.numpy())
+    with pytest.raises(TypeError, match=r"scale: step_size must be a number.*"
+                       r"scale_by_learning_rate\(schedule\)"):
+        optim.scale(lambda step: 0.1)
+
+
 # --- optax, when installed ------------------------------------------------------------------------
 def _optax_pairs(optax):
     """scanlib's optimiser and optax's, and whether the trajectories are equal bit for bit."""
@@ -539,6 +563,7 @@ def _optax_pairs(optax):
                                 True),
         "scale_by_learning_rate": (optim.scale_by_learning_rate(0.3),
                                    optax.scale_by_learning_rate(0.3), True),
+        "scale": (optim.scale(-0.3), optax.scale(-0.3), True),
         # adam's bias correction 1 - b ** count: pow is not correctly rounded, and the C
         # library's (scanlib, NumPy scalars) and XLA's may round b ** count 1 ulp apart.
         "adam": (optim.adam(1e-2), optax.adam(1e-2), False),
@@ -559,7 +584,7 @@ def _optax_pairs(optax):
 
 
 OPTAX_NAMES = ["sgd", "sgd_momentum", "sgd_nesterov", "sgd_schedule", "trace",
-               "add_decayed_weights", "scale_by_learning_rate", "adam", "adam_eps_root",
+               "add_decayed_weights", "scale_by_learning_rate", "scale", "adam", "adam_eps_root",
                "adamw", "adam_schedule", "scale_by_adam", "clip_adam", "clip_sgd_momentum"]
 OPTAX_STEPS = 40
 

@@ -48,11 +48,11 @@ adamw); it imports backends, tape, ops and pytree.
 from .core import GradientTransformation, apply_updates, grads_of
 from .optimisers import adam, adamw, momentum, sgd
 from .transforms import (ScaleByAdamState, ScaleByScheduleState, TraceState,  # noqa: F401
-                         add_decayed_weights, chain, clip_by_global_norm, scale_by_adam,
+                         add_decayed_weights, chain, clip_by_global_norm, scale, scale_by_adam,
                          scale_by_learning_rate, trace)
 
 __all__ = [
     "GradientTransformation", "sgd", "momentum", "adam", "adamw", "clip_by_global_norm",
-    "chain", "scale_by_adam", "scale_by_learning_rate", "add_decayed_weights", "trace",
+    "chain", "scale_by_adam", "scale_by_learning_rate", "scale", "add_decayed_weights", "trace",
     "apply_updates", "grads_of",
 ]

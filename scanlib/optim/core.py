@@ -151,10 +151,17 @@ class GradientTransformation:
 
     __slots__ = ("name", "_init", "_apply", "outline")
 
-    def __init__(self, name: str, init: Callable, apply: Callable, outline: str = "()"):
+    def __init__(self, name: str, init: Callable, apply: Callable | None = None,
+                 outline: str = "()"):
         # init(params: _Flat) -> state; apply(leaves, state, params: _Flat | None, ctx, where)
         # -> (leaves, state): the stages work on flat lists of Tensors, checked once. outline:
         # the state's structure for messages, "(ScaleByAdamState, ())" for adam.
+        if callable(name) or apply is None:
+            raise TypeError(
+                "GradientTransformation(init_fn, update_fn), optax's way to write a custom "
+                "stage, is not supported: scanlib's stages work on checked flat leaves. Build "
+                "the optimiser from sl.optim's stages (chain, scale, trace, scale_by_adam, "
+                "add_decayed_weights, clip_by_global_norm, ...).")
         self.name, self._init, self._apply, self.outline = name, init, apply, outline
 
     def __repr__(self):

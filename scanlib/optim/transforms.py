@@ -1,6 +1,6 @@
 """The stages of scanlib.optim, optax's building blocks: chain, scale_by_learning_rate (with
-schedules), trace, scale_by_adam, add_decayed_weights and clip_by_global_norm, with their state
-classes and the messages for a state that does not fit.
+schedules), scale, trace, scale_by_adam, add_decayed_weights and clip_by_global_norm, with
+their state classes and the messages for a state that does not fit.
 
 Imports tape, ops and optim.core.
 """
@@ -169,6 +169,23 @@ def scale_by_learning_rate(learning_rate, *, flip_sign: bool = True) -> Gradient
 
     return GradientTransformation("scale_by_learning_rate(schedule)", init, apply,
                                   "ScaleByScheduleState")
+
+
+def scale(step_size: float) -> GradientTransformation:
+    """Multiply the updates by step_size (a number), as optax.scale: `chain(..., scale(-lr))`
+    is gradient descent at rate lr.
+
+    >>> opt = sl.optim.scale(-0.5)
+    >>> updates, state = opt.update(sl.tensor([1.0, -2.0]), opt.init(sl.tensor([0.0, 0.0])))
+    >>> updates
+    """
+    if callable(step_size):
+        raise TypeError("scale: step_size must be a number; for a schedule use "
+                        "scale_by_learning_rate(schedule).")
+    factor = _number("scale", "step_size", step_size)
+    return GradientTransformation(
+        "scale", _empty_init,
+        lambda leaves, state, params, ctx, where: (_scaled(leaves, factor), state))
 
 
 def trace(decay: float, nesterov: bool = False) -> GradientTransformation:
