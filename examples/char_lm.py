@@ -277,7 +277,7 @@ def main(argv=None) -> int:
                        args.seq_len)
         loss, grads = value_and_grad(params, sl.tensor(x, device=device),
                                      sl.tensor(y, device=device))
-        params, opt_state = opt.update(grads, opt_state, params)
+        params, opt_state = opt.step(grads, opt_state, params)
         loss = float(loss)
         history.append(loss)
         running = loss if running is None else 0.95 * running + 0.05 * loss

@@ -120,7 +120,7 @@ def main(argv=None) -> int:
     for step in range(args.steps):
         loss, g = objective(logits)
         ll_init = -float(loss) if ll_init is None else ll_init
-        logits, opt_state = opt.update(g, opt_state, logits)
+        logits, opt_state = opt.step(g, opt_state, logits)
         if step % max(1, args.steps // 5) == 0:
             print(f"  step {step:>4}  log-likelihood per observation {-float(loss):.4f}")
     ll_fit = float(log_likelihood(logits, data)) / n_obs

@@ -118,7 +118,7 @@ def main(argv=None) -> int:
     ll_init = float(log_likelihood(theta, ys)) / n_obs
     for step in range(args.steps):
         loss, g = objective(theta)
-        theta, opt_state = opt.update(g, opt_state, theta)
+        theta, opt_state = opt.step(g, opt_state, theta)
         if step % max(1, args.steps // 5) == 0 or step == args.steps - 1:
             print(f"  step {step:>4}  log-likelihood per observation {-float(loss):.4f}")
     ll_fit = float(log_likelihood(theta, ys)) / n_obs

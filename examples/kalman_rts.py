@@ -247,7 +247,7 @@ def fit(ys, steps, lr, solver):
     objective = sl.value_and_grad(lambda th: -log_likelihood(th, ys, solver) / n_obs)
     for step in range(steps):
         loss, g = objective(theta)
-        theta, state = opt.update(g, state, theta)
+        theta, state = opt.step(g, state, theta)
         if step % max(1, steps // 5) == 0 or step == steps - 1:
             print(f"  step {step:>4}  log-likelihood per observation {-float(loss):.4f}")
     return theta

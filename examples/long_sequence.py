@@ -126,7 +126,7 @@ def train(params, signal, steps, lr):
         value, g = objective(params, signal, "sqrt")
         losses.append(float(value))
         print(f"  step {step:>3}  loss {losses[-1]:.5f}")
-        params, state = opt.update(g, state, params)
+        params, state = opt.step(g, state, params)
     losses.append(float(loss(params, signal, "sqrt")))
     print(f"  after {steps} steps  loss {losses[-1]:.5f}")
     return losses

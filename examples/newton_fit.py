@@ -165,7 +165,7 @@ def fit(times, data, steps, lr, tol):
             with sl.no_grad():
                 newton = int(predict(theta, times, tol)[1])
             print(f"  step {step:>4}  mse {float(loss):.6f}  ({newton} Newton steps)")
-        theta, state = opt.update(g, state, theta)
+        theta, state = opt.step(g, state, theta)
     return theta
 
 

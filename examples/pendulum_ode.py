@@ -98,7 +98,7 @@ def main(argv=None) -> int:
     for step in range(args.steps):
         loss, g = value_and_grad(params)
         first = float(loss) if first is None else first
-        params, opt_state = opt.update(g, opt_state, params)
+        params, opt_state = opt.step(g, opt_state, params)
         if step % max(1, args.steps // 5) == 0:
             print(f"  step {step:>4}  mean squared error {float(loss):.5f}")
     final = float(loss_fn(params))

@@ -133,24 +133,35 @@ class _Context(NamedTuple):
 
 
 class GradientTransformation:
-    """An optimiser or a stage of one: `init(params)` makes the state; `update(grads, state,
-    params)` returns `(new_params, new_state)`; `transform(grads, state, params)` returns
-    `(updates, new_state)` as optax's `update` does. Make one with the functions of this
-    module (sgd, adam, chain, ...); the constructor's `apply` works on checked flat leaves.
+    """An optimiser or a stage of one, as optax's: `init(params)` makes the state;
+    `update(grads, state, params=None)` returns `(updates, new_state)`, the updates to add
+    to the parameters with `apply_updates` (optax's `update`, the same meaning and sign);
+    `step(grads, state, params)` does both and returns `(new_params, new_state)`. Make one
+    with the functions of this module (sgd, adam, chain, ...); the constructor's `apply`
+    works on checked flat leaves.
 
     >>> opt = sl.optim.sgd(0.1)
     >>> w = sl.tensor([1.0, 2.0])
     >>> state = opt.init(w)
-    >>> w, state = opt.update(sl.tensor([0.5, -0.5]), state, w)
+    >>> updates, state = opt.update(sl.tensor([0.5, -0.5]), state, w)
+    >>> sl.optim.apply_updates(w, updates)
+    >>> w, state = opt.step(sl.tensor([0.5, -0.5]), state, w)  # the same, in one call
     >>> w
     """
 
     __slots__ = ("name", "_init", "_apply", "outline")
 
-    def __init__(self, name: str, init: Callable, apply: Callable, outline: str = "()"):
+    def __init__(self, name: str, init: Callable, apply: Callable | None = None,
+                 outline: str = "()"):
         # init(params: _Flat) -> state; apply(leaves, state, params: _Flat | None, ctx, where)
         # -> (leaves, state): the stages work on flat lists of Tensors, checked once. outline:
         # the state's structure for messages, "(ScaleByAdamState, ())" for adam.
+        if callable(name) or apply is None:
+            raise TypeError(
+                "GradientTransformation(init_fn, update_fn), optax's way to write a custom "
+                "stage, is not supported: scanlib's stages work on checked flat leaves. Build "
+                "the optimiser from sl.optim's stages (chain, scale, trace, scale_by_adam, "
+                "add_decayed_weights, clip_by_global_norm, ...).")
         self.name, self._init, self._apply, self.outline = name, init, apply, outline
 
     def __repr__(self):
@@ -161,22 +172,25 @@ class GradientTransformation:
         with no_grad():
             return self._init(_flatten(params, "params", f"{self.name}.init"))
 
-    def transform(self, grads, state, params=None):
-        """`(updates, new_state)` from gradients, as optax's `update`; add the updates to the
-        parameters with `apply_updates`."""
-        ctx, p = self._checked(grads, params, "transform")
+    def update(self, grads, state, params=None):
+        """`(updates, new_state)` from gradients, as optax's `update`: the updates are what
+        `apply_updates(params, updates)` adds to the parameters (-lr * g for sgd). params is
+        needed by the stages that read them (add_decayed_weights, so adamw). Inside
+        sl.grad/vjp the updates are differentiable (module docstring)."""
+        ctx, p = self._checked(grads, params, "update")
         with _recording(_differentiating()):
             leaves, state = self._apply(ctx.grads.tensors, state, p, ctx, "state")
         return _rebuild(ctx.grads, leaves), state
 
-    def update(self, grads, state, params):
-        """One step: `(new_params, new_state)`. New parameters have the old ones' dtype; in
-        the training loop also their kind (Tensor or array) and requires_grad, as fresh leaves
-        with `.grad` None. Inside sl.grad/vjp the step is differentiable (module docstring)."""
+    def step(self, grads, state, params):
+        """One step in one call: `(new_params, new_state)`, that is `update` then
+        `apply_updates`. New parameters have the old ones' dtype; in the training loop also
+        their kind (Tensor or array) and requires_grad, as fresh leaves with `.grad` None.
+        Inside sl.grad/vjp the step is differentiable (module docstring)."""
         if params is None:
-            raise TypeError(f"{self.name}.update needs params (it returns the updated ones); "
-                            "use transform(grads, state) for the updates alone.")
-        ctx, p = self._checked(grads, params, "update")
+            raise TypeError(f"{self.name}.step needs params (it returns the updated ones); "
+                            "use update(grads, state) for the updates alone.")
+        ctx, p = self._checked(grads, params, "step")
         differentiable = _differentiating()
         with _recording(differentiable):
             leaves, state = self._apply(ctx.grads.tensors, state, p, ctx, "state")
@@ -215,16 +229,16 @@ def _added(params: _Flat, updates, differentiable: bool) -> list:
 def apply_updates(params, updates):
     """`params + updates`, leaf by leaf, as optax.apply_updates: each result keeps its
     parameter's dtype, and (outside sl.grad/vjp) its kind (Tensor or array) and requires_grad;
-    inside them it is differentiable, as opt.update.
+    inside them it is differentiable, as opt.step.
 
     >>> opt = sl.optim.adam(0.1)
     >>> w = sl.tensor([1.0, 2.0])
-    >>> updates, state = opt.transform(sl.tensor([1.0, -1.0]), opt.init(w))
+    >>> updates, state = opt.update(sl.tensor([1.0, -1.0]), opt.init(w))
     >>> sl.optim.apply_updates(w, updates)
     """
     who = "apply_updates"
     p, u = _flatten(params, "params", who), _flatten(updates, "updates", who)
-    _check_like(who, u, p, "Pass the updates opt.transform returned for these params.")
+    _check_like(who, u, p, "Pass the updates opt.update returned for these params.")
     differentiable = _differentiating()
     with _recording(differentiable):
         return _rebuild(p, _added(p, u.tensors, differentiable))
@@ -233,7 +247,7 @@ def apply_updates(params, updates):
 # --- the torch-style loop -------------------------------------------------------------------------
 def grads_of(params):
     """The `.grad` of every parameter, as a tree shaped like params, for the torch-style loop
-    (`loss.backward()` then `opt.update(grads_of(params), state, params)`).
+    (`loss.backward()` then `opt.step(grads_of(params), state, params)`).
 
     >>> w = sl.tensor([1.0, 2.0], requires_grad=True)
     >>> (w * w).sum().backward()

@@ -19,7 +19,7 @@ def sgd(learning_rate, momentum: float | None = None,
     >>> w = sl.tensor([1.0, -1.0], requires_grad=True)
     >>> state = opt.init(w)
     >>> (w * w).sum().backward()
-    >>> w, state = opt.update(w.grad, state, w)
+    >>> w, state = opt.step(w.grad, state, w)
     >>> w
     """
     stages = [] if momentum is None else [trace(momentum, nesterov)]
@@ -33,7 +33,7 @@ def momentum(learning_rate, beta: float = 0.9) -> GradientTransformation:
 
     >>> opt = sl.optim.momentum(0.1, beta=0.5)
     >>> w = sl.tensor([1.0])
-    >>> w, state = opt.update(sl.tensor([1.0]), opt.init(w), w)
+    >>> w, state = opt.step(sl.tensor([1.0]), opt.init(w), w)
     >>> w
     """
     opt = sgd(learning_rate, momentum=beta)
@@ -50,7 +50,8 @@ def adam(learning_rate, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
     >>> w = sl.tensor([1.0, -1.0], dtype="float32")
     >>> state = opt.init(w)
     >>> for _ in range(3):
-    ...     w, state = opt.update(sl.grad(lambda w: (w * w).sum())(w), state, w)
+    ...     updates, state = opt.update(sl.grad(lambda w: (w * w).sum())(w), state, w)
+    ...     w = sl.optim.apply_updates(w, updates)
     >>> w
     """
     opt = chain(scale_by_adam(b1, b2, eps, eps_root), scale_by_learning_rate(learning_rate))
@@ -65,7 +66,7 @@ def adamw(learning_rate, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
 
     >>> opt = sl.optim.adamw(1e-2, weight_decay=0.1)
     >>> w = sl.tensor([1.0, -1.0])
-    >>> w, state = opt.update(sl.tensor([0.0, 0.0]), opt.init(w), w)
+    >>> w, state = opt.step(sl.tensor([0.0, 0.0]), opt.init(w), w)
     >>> w
     """
     opt = chain(scale_by_adam(b1, b2, eps, eps_root), add_decayed_weights(weight_decay),

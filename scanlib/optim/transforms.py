@@ -1,6 +1,6 @@
 """The stages of scanlib.optim, optax's building blocks: chain, scale_by_learning_rate (with
-schedules), trace, scale_by_adam, add_decayed_weights and clip_by_global_norm, with their state
-classes and the messages for a state that does not fit.
+schedules), scale, trace, scale_by_adam, add_decayed_weights and clip_by_global_norm, with
+their state classes and the messages for a state that does not fit.
 
 Imports tape, ops and optim.core.
 """
@@ -42,7 +42,7 @@ def chain(*transforms: GradientTransformation) -> GradientTransformation:
 
     >>> opt = sl.optim.chain(sl.optim.clip_by_global_norm(1.0), sl.optim.sgd(0.1))
     >>> w = sl.tensor([0.0, 0.0])
-    >>> w, state = opt.update(sl.tensor([3.0, 4.0]), opt.init(w), w)
+    >>> w, state = opt.step(sl.tensor([3.0, 4.0]), opt.init(w), w)
     >>> w
     """
     for i, t in enumerate(transforms):
@@ -148,7 +148,7 @@ def scale_by_learning_rate(learning_rate, *, flip_sign: bool = True) -> Gradient
     count, 0 first), as optax.scale_by_learning_rate.
 
     >>> opt = sl.optim.scale_by_learning_rate(lambda step: 0.1 / (1 + step))
-    >>> updates, state = opt.transform(sl.tensor([1.0]), opt.init(sl.tensor([0.0])))
+    >>> updates, state = opt.update(sl.tensor([1.0]), opt.init(sl.tensor([0.0])))
     >>> updates
     """
     sign = -1.0 if flip_sign else 1.0
@@ -171,12 +171,29 @@ def scale_by_learning_rate(learning_rate, *, flip_sign: bool = True) -> Gradient
                                   "ScaleByScheduleState")
 
 
+def scale(step_size: float) -> GradientTransformation:
+    """Multiply the updates by step_size (a number), as optax.scale: `chain(..., scale(-lr))`
+    is gradient descent at rate lr.
+
+    >>> opt = sl.optim.scale(-0.5)
+    >>> updates, state = opt.update(sl.tensor([1.0, -2.0]), opt.init(sl.tensor([0.0, 0.0])))
+    >>> updates
+    """
+    if callable(step_size):
+        raise TypeError("scale: step_size must be a number; for a schedule use "
+                        "scale_by_learning_rate(schedule).")
+    factor = _number("scale", "step_size", step_size)
+    return GradientTransformation(
+        "scale", _empty_init,
+        lambda leaves, state, params, ctx, where: (_scaled(leaves, factor), state))
+
+
 def trace(decay: float, nesterov: bool = False) -> GradientTransformation:
     """Momentum: t = g + decay * t, the update is t (g + decay * t with nesterov), as
     optax.trace.
 
     >>> opt = sl.optim.trace(0.9)
-    >>> updates, state = opt.transform(sl.tensor([1.0]), opt.init(sl.tensor([0.0])))
+    >>> updates, state = opt.update(sl.tensor([1.0]), opt.init(sl.tensor([0.0])))
     >>> state.trace
     """
     decay = _number("trace", "decay", decay)
@@ -200,7 +217,7 @@ def scale_by_adam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
     bias correction; the learning rate is not applied (see adam).
 
     >>> opt = sl.optim.scale_by_adam()
-    >>> updates, state = opt.transform(sl.tensor([0.5, -2.0]), opt.init(sl.tensor([0.0, 0.0])))
+    >>> updates, state = opt.update(sl.tensor([0.5, -2.0]), opt.init(sl.tensor([0.0, 0.0])))
     >>> updates
     """
     who = "scale_by_adam"
@@ -250,7 +267,7 @@ def add_decayed_weights(weight_decay: float = 0.0) -> GradientTransformation:
 
     >>> opt = sl.optim.add_decayed_weights(0.1)
     >>> w = sl.tensor([1.0, 2.0])
-    >>> updates, state = opt.transform(sl.tensor([0.0, 0.0]), opt.init(w), w)
+    >>> updates, state = opt.update(sl.tensor([0.0, 0.0]), opt.init(w), w)
     >>> updates
     """
     if callable(weight_decay):
@@ -261,7 +278,7 @@ def add_decayed_weights(weight_decay: float = 0.0) -> GradientTransformation:
     def apply(leaves, state, params, ctx, where):
         if params is None:
             raise TypeError(f"{ctx.who}: add_decayed_weights needs params; pass them: "
-                            "opt.transform(grads, state, params).")
+                            "opt.update(grads, state, params).")
         if decay == 0.0:
             return leaves, state
         return [g + decay * p for g, p in zip(leaves, params.tensors)], state
@@ -278,7 +295,7 @@ def clip_by_global_norm(max_norm: float) -> GradientTransformation:
 
     >>> opt = sl.optim.clip_by_global_norm(1.0)
     >>> g = {"a": sl.tensor([3.0]), "b": sl.tensor([4.0])}
-    >>> updates, state = opt.transform(g, opt.init(g))
+    >>> updates, state = opt.update(g, opt.init(g))
     >>> updates
     """
     max_norm = _number("clip_by_global_norm", "max_norm", max_norm)
