@@ -1,5 +1,6 @@
 """The minimum versions CI's second environment tests (.ci/min-versions.txt) are the floors
-pyproject.toml declares: Python's, and each of scanlib's dependencies'."""
+pyproject.toml declares: Python's, and each of scanlib's dependencies'; a NumPy below the floor
+is refused at import."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import re
 import sys
 from pathlib import Path
 
+import pytest
 from packaging.requirements import Requirement  # packaging: a dependency of pytest
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
@@ -60,3 +62,12 @@ def test_ci_min_versions_are_the_declared_floors():
         declared[req.name.lower()] = _floor(req.specifier, req.name)
     assert pins == declared, (
         f".ci/min-versions.txt pins {pins}, pyproject.toml's floors are {declared}")
+
+
+def test_an_older_numpy_is_refused_at_import_rather_than_giving_other_dtypes():
+    from scanlib import backends
+    for old in ("1.24.4", "1.26.4", "2.0.0rc1"):
+        with pytest.raises(ImportError, match=rf"NumPy 2\.0 or later, but NumPy {old} .*pip"):
+            backends.require_numpy_2(old)
+    for new in ("2.0.0", "2.4.6", "3.0.0.dev0"):
+        backends.require_numpy_2(new)
