@@ -2,8 +2,7 @@
 
 `xp_of(*arrays)` returns the array namespace; `device_of`, `to_device` and `asarray_on` move
 and name data; importing it refuses a NumPy older than 2.0. This is the only package that may
-import cupy (lazily, in `_cupy.py`); it
-imports nothing else from scanlib.
+import cupy (lazily, in `_cupy.py`); it imports nothing else from scanlib.
 """
 
 from __future__ import annotations
