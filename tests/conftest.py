@@ -113,3 +113,13 @@ def _jax_x64_is_not_left_on():
     after = _jax_x64()
     assert before is None or after == before, "this test left jax_enable_x64 switched"
     assert not (before is None and after), "this test switched jax_enable_x64 on globally"
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The versions tested, under the pass counts (CI runs the suite on the newest NumPy and on
+    the declared minimum versions)."""
+    import platform
+
+    import optree
+    terminalreporter.write_line(f"tested on Python {platform.python_version()}, NumPy "
+                                f"{np.__version__}, optree {optree.__version__}")

@@ -6,6 +6,8 @@ where that drops no gradient; on a tensor that requires grad, or a traced one, i
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 import pytest
 
@@ -94,7 +96,8 @@ W = np.arange(6.0).reshape(3, 2) / 5
     ("ravel", np.ravel),
     ("where", lambda a: np.where(a > 0.7, a, -a)),
     ("clip", lambda a: np.clip(a, -1.5, 2.5)),
-    ("clip min=", lambda a: np.clip(a, min=0.0)),
+    pytest.param("clip min=", lambda a: np.clip(a, min=0.0), marks=pytest.mark.skipif(
+        np.lib.NumpyVersion(np.__version__) < "2.1.0", reason="np.clip takes min= from 2.1")),
     ("dot", lambda a: np.dot(a, W)),
     ("dot 1-d", lambda a: np.dot(a[0], a[1])),
     ("matmul", lambda a: np.matmul(a, W)),
@@ -126,6 +129,51 @@ def test_dispatched_functions_return_tensors_for_plain_tensors_too():
     assert isinstance(out, sl.Tensor) and not out.requires_grad
     np.testing.assert_array_equal(out.numpy(), np.concatenate([X, X]))
     np.testing.assert_array_equal(np.where(sl.tensor(X) > 0)[1], np.where(X > 0)[1])
+
+
+_C_FUNCTIONS = [  # NumPy functions written in C, whose signature NumPy < 2.4 hides from inspect
+    (np.concatenate, lambda a: np.concatenate([a, a], axis=1, out=None, casting="same_kind")),
+    (np.where, lambda a: np.where(a > 0.7, a, -a)),
+    (np.dot, lambda a: np.dot(a, W, out=None)),
+    (np.vdot, lambda a: np.vdot(a, a)),
+]
+
+
+@pytest.fixture
+def signatures_hidden_as_before_numpy_2_4(monkeypatch):
+    """inspect.signature of NumPy's C functions raising as it does on NumPy 2.0 to 2.3."""
+    real = inspect.signature
+    hidden = {f for f, _ in _C_FUNCTIONS}
+
+    def signature(f, *args, **kwargs):
+        if f in hidden:
+            raise ValueError(f"no signature found for builtin {f!r}")
+        return real(f, *args, **kwargs)
+
+    monkeypatch.setattr(inspect, "signature", signature)
+    methods._signature.cache_clear()
+    yield
+    methods._signature.cache_clear()
+
+
+@pytest.mark.parametrize("func, fn", _C_FUNCTIONS, ids=lambda v: getattr(v, "__name__", ""))
+def test_numpy_functions_written_in_c_dispatch_without_a_readable_signature(
+        signatures_hidden_as_before_numpy_2_4, func, fn):
+    got = fn(leaf())
+    assert isinstance(got, sl.Tensor) and got.requires_grad
+    np.testing.assert_allclose(got.numpy(), fn(X), rtol=1e-12)
+    if "out" in inspect.signature(methods._C_SIGNATURES[func]).parameters:
+        with pytest.raises(TypeError, match="out=.*immutable"):  # still refused, by name
+            func(leaf(), leaf().T, out=np.empty((2, 2)))
+
+
+@pytest.mark.parametrize("func", [f for f, _ in _C_FUNCTIONS], ids=lambda f: f.__name__)
+def test_the_written_out_signatures_are_numpys_where_numpy_shows_them(func):
+    try:
+        numpys = inspect.signature(func)
+    except ValueError:
+        pytest.skip(f"NumPy {np.__version__} shows no signature for np.{func.__name__}")
+    assert inspect.signature(methods._C_SIGNATURES[func]) == numpys
 
 
 # --- everything else: NumPy's result only where nothing is dropped ----------------------------

@@ -1,8 +1,8 @@
 """Array backends: the data decides whether NumPy (CPU) or CuPy (GPU) runs an op.
 
 `xp_of(*arrays)` returns the array namespace; `device_of`, `to_device` and `asarray_on` move
-and name data. This is the only package that may import cupy (lazily, in `_cupy.py`); it
-imports nothing else from scanlib.
+and name data; importing it refuses a NumPy older than 2.0. This is the only package that may
+import cupy (lazily, in `_cupy.py`); it imports nothing else from scanlib.
 """
 
 from __future__ import annotations
@@ -12,6 +12,18 @@ import contextlib
 import numpy as np
 
 from . import _cupy
+
+
+def require_numpy_2(version: str) -> None:
+    """Raise ImportError for a NumPy older than 2.0 (pyproject.toml's floor, for installs that
+    skipped it): scanlib's dtype rules are NumPy 2's (NEP 50: a Python number does not widen a
+    float32 array), and NumPy 1.x would silently give float64 results where float32 is meant."""
+    if np.lib.NumpyVersion(version) < "2.0.0":
+        raise ImportError(f"scanlib needs NumPy 2.0 or later, but NumPy {version} is installed; "
+                          "upgrade it with pip install -U 'numpy>=2.0'")
+
+
+require_numpy_2(np.__version__)
 
 __all__ = [
     "xp_of", "device_of", "parse_device", "to_device", "asarray_on", "is_array",

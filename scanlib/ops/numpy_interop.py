@@ -164,9 +164,26 @@ _KEYWORD_FIXES = {
 }
 
 
+# NumPy's signatures of its functions written in C, which NumPy before 2.4 does not expose
+# to inspect.signature ("no signature found for builtin"); as NumPy 2.4 declares them.
+def _np_concatenate(arrays, /, axis=0, out=None, *, dtype=None, casting="same_kind"): ...
+def _np_where(condition, x=None, y=None, /): ...
+def _np_dot(a, b, out=None): ...
+def _np_vdot(a, b, /): ...
+
+
+_C_SIGNATURES = {np.concatenate: _np_concatenate, np.where: _np_where, np.dot: _np_dot,
+                 np.vdot: _np_vdot}
+
+
 @functools.cache
 def _signature(f):
-    return inspect.signature(f)
+    try:
+        return inspect.signature(f)
+    except ValueError:
+        if f not in _C_SIGNATURES:
+            raise
+        return inspect.signature(_C_SIGNATURES[f])
 
 
 def _keyword_error(f, key):

@@ -200,7 +200,7 @@ erfc = _public(erfc_p, """The complementary error function 1 - erf(x), accurate 
 
 
 # --- rounding: piecewise constant, so the cotangent is zero (of the input's dtype) -----------
-# NumPy 2.3+ keeps integer (and bool) dtypes through floor, ceil and trunc; older NumPy and
+# NumPy 2.1+ keeps integer (and bool) dtypes through floor, ceil and trunc; older NumPy and
 # CuPy give floats. The installed NumPy decides, and CuPy is made to agree with it.
 _ROUNDING_KEEPS_INTEGERS = np.floor(np.ones(1, np.int64)).dtype == np.int64
 
