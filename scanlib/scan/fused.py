@@ -180,6 +180,11 @@ def build(graph):
     why = native.missing()
     if why is not None:
         raise Unsupported(why)
+    # numba types only native byte order (older releases refuse the others at the call)
+    foreign = [v for v in (*graph.invars, *graph.constvars)
+               if getattr(v, "dtype", None) is not None and not np.dtype(v.dtype).isnative]
+    if foreign:
+        raise Unsupported(f"an input of non-native byte order ({np.dtype(foreign[0].dtype)})")
     w = _Writer()
     params = [f"a{i}" for i in range(len(graph.invars))]
     params += [f"k{i}" for i in range(len(graph.constvars))]
