@@ -13,6 +13,10 @@ from .. import backends
 from .state import STATE
 
 
+# NumPy 2.1's __dlpack__ takes DLPack 1.0's keywords and can flag memory read-only.
+_NUMPY_DLPACK_1 = np.lib.NumpyVersion(np.__version__) >= "2.1.0"
+
+
 def short_dtype(dtype) -> str:
     """float32 -> f32, int64 -> i64, bool -> bool: the names printed graphs use."""
     dtype = np.dtype(dtype)
@@ -270,14 +274,18 @@ class Tensor:
                                      ("dl_device", dl_device), ("copy", copy)) if v is not None}
         if not isinstance(value, np.ndarray):
             return value.__dlpack__(**options)
+        if not _NUMPY_DLPACK_1:  # NumPy 2.0 takes stream only and exports no read-only memory
+            options = {"stream": stream} if stream is not None else {}
+            why = "NumPy before 2.1 cannot export read-only memory; upgrade NumPy or"
+        else:
+            why = ("the consumer cannot be told that the tensor's memory is read-only (it "
+                   "asked for DLPack before 1.0);")
         try:
             return _read_only(value).__dlpack__(**options)
         except BufferError:  # a consumer that cannot be told the memory is read-only
             if copy is False:
-                raise BufferError("DLPack export with copy=False: the consumer cannot be told "
-                                  "that the tensor's memory is read-only (it asked for DLPack "
-                                  "before 1.0); allow a copy or ask for max_version=(1, 0)."
-                                  ) from None
+                raise BufferError(f"DLPack export with copy=False: {why} allow a copy or ask "
+                                  "for max_version=(1, 0).") from None
             options.pop("copy", None)
             return value.copy().__dlpack__(**options)
 
