@@ -74,8 +74,10 @@ def jit(f=None, *, static_argnums=(), static_argnames=()):
     arguments are static (a new value traces again), unlike JAX's weakly typed traced ones:
     a traced 0-d array would lose NumPy 2's weak promotion of Python numbers, and `x * c`
     with a float32 x would then give float64 where f gives float32. Pass a value that
-    changes from call to call (a learning rate) as an array or NumPy scalar; the eighth trace
-    that differs only in Python numbers' values warns (JitFallbackWarning).
+    changes from call to call (a learning rate) as a NumPy scalar or 0-d array of the dtype
+    it should compute in (np.float32(lr) beside float32 parameters: np.float64(lr) would make
+    them float64, as it does outside jit); the eighth trace that differs only in Python
+    numbers' values warns (JitFallbackWarning).
     `static_argnums` / `static_argnames`
     name the arguments that are static (hashable; part of the signature by value), by
     position or by name, as in JAX: numbers, tuples, frozensets and frozen dataclasses are
@@ -241,8 +243,10 @@ class Jitted:
                 self._warned, "numbers", f"jit({name}): traced {name} {_RETRACES} times for "
                 f"new values of its Python-number arguments ({', '.join(numbers)}): a Python "
                 "number is static, part of the signature by its value. Pass a value that "
-                "changes from call to call as a NumPy scalar (np.float64(x)) or an array, "
-                "which is traced once for all its values.", JitFallbackWarning, _log,
+                "changes from call to call as a NumPy scalar or 0-d array of the dtype it "
+                "should compute in (np.float32(x) beside float32 arrays: np.float64(x) would "
+                "make them float64), which is traced once for all its values.",
+                JitFallbackWarning, _log,
                 stacklevel=3)
         if _log.isEnabledFor(logs.logging.INFO):
             _log.info("jit(%s): traced for %s in %.1f ms (trace %d; %d cached)%s",

@@ -3,7 +3,9 @@
 it: the number would carry no gradient. Python control flow, detached values, values that do
 not depend on the inputs, and the torch-style loop's loss.item() keep working."""
 
+import copy
 import math
+import pickle
 
 import numpy as np
 import pytest
@@ -138,3 +140,34 @@ def test_traced_bodies_refuse_conversion_as_before():
         sl.vmap(sl.grad(lambda x: x * math.exp(x)))(sl.tensor([1.0, 2.0]))
     with pytest.raises(TypeError, match="needs a concrete value"):
         sl.jit(sl.grad(lambda x: math.exp(x[0])))(sl.tensor([1.0, 2.0]))
+
+
+# --- other ways off the tape: .numpy(), pickle, copy.deepcopy -------------------------------
+def test_numpy_and_pickle_of_a_differentiated_value_raise():
+    with pytest.raises(TypeError, match=r"^\.numpy\(\) of a tensor .* differentiated by grad"):
+        sl.grad(lambda x: (sl.tensor(x.numpy()) * x).sum())(sl.tensor([0.5]))
+    with pytest.raises(TypeError, match=r"^pickle of a tensor .* differentiated by vjp"):
+        sl.vjp(lambda x: pickle.loads(pickle.dumps(x * 2)) * x, sl.tensor([0.5]))
+    # a constant leaves the tape as before
+    g = sl.grad(lambda x: (sl.tensor(x.detach().numpy()) * x).sum())(sl.tensor([0.5]))
+    assert g.tolist() == [0.5]
+
+
+@pytest.mark.parametrize("transform", ["grad", "vjp", "jacrev", "jit of grad", "scan body"])
+def test_deepcopy_inside_a_transformation_is_differentiated_through(transform):
+    """JAX differentiates through a copy (the identity): d/dx x * copy(x) = 2x."""
+    f = lambda x: (x * copy.deepcopy(x)).sum()
+    x = sl.tensor([2.4])
+    if transform == "grad":
+        g = sl.grad(f)(x)
+    elif transform == "vjp":
+        g = sl.vjp(f, x)[1](sl.tensor(1.0))[0]
+    elif transform == "jacrev":
+        g = sl.jacrev(f)(x)
+    elif transform == "jit of grad":
+        g = sl.jit(sl.grad(f))(x)
+    else:
+        g = sl.grad(lambda w: sl.scan(lambda c, _: (c * copy.deepcopy(w), None),
+                                      sl.tensor([1.0]), None, length=2)[0].sum())(x)
+    assert not g.requires_grad
+    np.testing.assert_allclose(g.numpy(), [4.8])

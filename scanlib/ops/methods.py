@@ -55,7 +55,7 @@ def _format(self, spec):
 
 def _tolist(self):
     """The data as (nested) Python lists of numbers, as ndarray.tolist()."""
-    return backends.to_numpy(self._as_number(".tolist()")).tolist()
+    return backends.to_numpy(self._off_the_tape(".tolist()")).tolist()
 
 
 def _flatten(self, order="C"):

@@ -184,13 +184,16 @@ class Tensor:
         """The data as a NumPy array (copied from the GPU for CUDA tensors). On the CPU it is
         a read-only view of the tensor's own memory, not a copy: tensors are immutable, as
         JAX arrays are, and that memory may be shared with the tape, a scan's saved values or
-        another tensor. Copy it (`np.array(t)`) to write into it."""
-        return _read_only(backends.to_numpy(self._concrete(".numpy()")))
+        another tensor. Copy it (`np.array(t)`) to write into it. Inside grad, vjp, jvp or a
+        Jacobian, a value that depends on the inputs being differentiated refuses, as float()
+        does (its gradient would be lost): use t.detach().numpy() for a constant."""
+        return _read_only(backends.to_numpy(self._off_the_tape(".numpy()")))
 
-    def _as_number(self, what: str):
-        """The data for a conversion to Python numbers (`what`: "float()", ".item()", ...),
-        refused for a value that depends on an input being differentiated: the number would
-        carry no gradient, and the result would silently miss that part of it."""
+    def _off_the_tape(self, what: str):
+        """The data for a conversion that leaves the tape (`what`: "float()", ".item()",
+        ".numpy()", "pickle", ...), refused for a value that depends on an input being
+        differentiated: the result would carry no gradient, and what is computed from it
+        would silently miss that part of the gradient."""
         value = self._concrete(what)
         if self.requires_grad and STATE.watched:
             from .backward import differentiated_by  # backward imports this module
@@ -198,12 +201,13 @@ class Tensor:
             if who is not None:
                 raise TypeError(
                     f"{what} of a tensor ({type_str(self.shape, self.dtype)}) that depends on "
-                    f"an input being differentiated by {who}: the Python number would carry no "
-                    "gradient, and the result would silently miss that part of it (JAX raises "
-                    "here too). To compute with it, use scanlib's ops instead of Python's "
-                    "(scanlib.exp(t), not math.exp(t)); if the number is meant to be a "
-                    "constant, convert t.detach() (or scanlib.stop_gradient(t)). Python "
-                    "control flow such as `if t > 0:` works as it is.")
+                    f"an input being differentiated by {who}: the result leaves the tape, so "
+                    "it would carry no gradient, and what is computed from it would silently "
+                    "miss that part of the gradient (JAX raises here too). To compute with "
+                    "it, use scanlib's ops instead of Python's or NumPy's (scanlib.exp(t), not "
+                    "math.exp(t)); if it is meant to be a constant, convert t.detach() (or "
+                    "scanlib.stop_gradient(t)). Python control flow such as `if t > 0:` "
+                    "works as it is.")
         return value
 
     def item(self):
@@ -214,7 +218,7 @@ class Tensor:
         return self._scalar(".item()").item()
 
     def _scalar(self, what: str):
-        value = self._as_number(what)
+        value = self._off_the_tape(what)
         if value.size != 1:
             raise ValueError(f"{what} needs a tensor with one element, got shape {self.shape}")
         return value
@@ -236,7 +240,7 @@ class Tensor:
                 f"NumPy is reading a tensor that requires grad ({type_str(self.shape, self.dtype)})"
                 " as a plain array, which would drop its gradient without a word. Use scanlib's "
                 "functions (scanlib.sum(scanlib.stack([t, u])) for np.sum([t, u])), or leave "
-                "the tape on purpose with t.detach() or t.numpy().")
+                "the tape on purpose with t.detach().")
         if self.device != "cpu":
             raise TypeError(
                 f"this tensor lives on {self.device}; NumPy cannot read GPU memory. "
@@ -309,8 +313,10 @@ class Tensor:
         """pickle: the value (NumPy or CuPy data, its dtype and shape) and, for a leaf,
         requires_grad. A tensor with history is pickled as its value, detached: the tape does
         not cross processes (torch would load it as a new leaf that requires grad, which
-        reads as a parameter it is not). .grad is not pickled."""
-        value = self._concrete("pickle")
+        reads as a parameter it is not). .grad is not pickled. Inside grad, vjp, jvp or a
+        Jacobian, a value that depends on the inputs being differentiated refuses, as float()
+        does."""
+        value = self._off_the_tape("pickle")
         return _unpickle, (value, bool(self.requires_grad and self._node is None))
 
     def __copy__(self):
@@ -318,8 +324,11 @@ class Tensor:
 
     def __deepcopy__(self, memo):
         """A leaf: a new leaf with copies of its data and .grad. A tensor with history (or a
-        traced one) is itself: its history must keep leading to the leaves it came from."""
-        if self._node is not None or self._trace is not None:
+        traced one), and inside grad, vjp, jvp or a Jacobian any tensor that requires grad,
+        is itself: the gradient must keep reaching the leaves it came from (JAX's copy of a
+        traced value is differentiated through, as the identity)."""
+        if self._node is not None or self._trace is not None or (
+                self.requires_grad and STATE.watched):
             return self
         out = Tensor(self._value.copy(), self.requires_grad)
         if self._grad is not None:
