@@ -211,3 +211,25 @@ def test_no_grad_is_per_thread(backend, frequent_thread_switches):
         t.join()
     assert "error" not in out, out.get("error")
     np.testing.assert_allclose(out["grad"], [2.0, 4.0])
+
+
+def test_the_torch_style_in_place_update_says_what_happened():
+    """`w -= lr * w.grad` rebinds w to a tensor with history (tensors are immutable): its .grad
+    stays None, so reading it warns, as torch does, naming the update that works."""
+    w = sl.tensor([1.0, 2.0], requires_grad=True)
+    (w * w).sum().backward()
+    w -= 0.1 * w.grad
+    with pytest.warns(UserWarning, match=r"not a leaf.*requires_grad_\(\)"):
+        assert w.grad is None
+    w = sl.tensor([1.0, 2.0], requires_grad=True)
+    (w * w).sum().backward()
+    with sl.no_grad():
+        w -= 0.1 * w.grad
+    with pytest.raises(RuntimeError, match=r"w -= lr \* w\.grad.*requires_grad_\(\)"):
+        (w * w).sum().backward()
+    w = sl.tensor([1.0, 2.0], requires_grad=True)
+    (w * w).sum().backward()
+    with sl.no_grad():  # the update that works
+        w = (w - 0.1 * w.grad).requires_grad_()
+    (w * w).sum().backward()
+    np.testing.assert_allclose(w.grad.numpy(), [1.6, 3.2])

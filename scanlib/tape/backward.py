@@ -335,7 +335,10 @@ def tensor_backward(self, cotangent=None, *, retain_graph=False, create_graph=Fa
         raise RuntimeError(
             "backward() was called on a tensor that does not require grad: nothing it was "
             "computed from has requires_grad=True (or it was computed under no_grad()). Create "
-            "the parameters with scanlib.tensor(..., requires_grad=True)."
+            "the parameters with scanlib.tensor(..., requires_grad=True). Tensors are "
+            "immutable: an update such as `w -= lr * w.grad` under no_grad() makes a new "
+            "tensor that does not require grad; mark it, `w = (w - lr * w.grad)"
+            ".requires_grad_()`, or use scanlib.optim's opt.step(grads, state, params)."
         )
     if cotangent is None:
         if self.size != 1:

@@ -7,6 +7,8 @@ backends and tape.state.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from .. import backends
@@ -114,7 +116,16 @@ class Tensor:
     @property
     def grad(self):
         """The gradient backward() accumulated here, or None. Assign None to reset it; an
-        assigned Tensor must have this tensor's shape, dtype and device."""
+        assigned Tensor must have this tensor's shape, dtype and device. backward() fills the
+        .grad of leaves only; reading it on a tensor with history warns, as in torch."""
+        if self._grad is None and self._node is not None and self.requires_grad:
+            warnings.warn(
+                "the .grad of a tensor that is not a leaf is read: backward() fills leaves' "
+                ".grad only, so it is None. A parameter updated with `w -= lr * w.grad` (or "
+                "`w = w - lr * w.grad`) became such a tensor, computed from the old w: tensors "
+                "are immutable, so make the update under no_grad() and mark the result, "
+                "`w = (w - lr * w.grad).requires_grad_()`, or use scanlib.optim's "
+                "opt.step(grads, state, params).", UserWarning, stacklevel=2)
         return self._grad
 
     @grad.setter
