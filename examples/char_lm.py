@@ -207,7 +207,7 @@ def parse_args(argv):
     p.add_argument("--device", default="cpu", help="cpu or cuda (cuda:N)")
     p.add_argument("--sample-len", type=int, default=160, help="characters per sample")
     p.add_argument("--evals", type=int, default=10, help="validation evaluations during training")
-    p.add_argument("--out-dir", default=None, help="where the PNG goes (default examples/out)")
+    p.add_argument("--out-dir", default=None, help="where the PNG goes (None: examples/out)")
     args = p.parse_args(argv)
     for name in ("steps", "hidden", "seq_len", "batch", "sample_len", "evals"):
         if getattr(args, name) < 1:
