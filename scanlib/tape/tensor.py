@@ -251,7 +251,8 @@ class Tensor:
                 f"NumPy is reading a tensor that requires grad ({type_str(self.shape, self.dtype)})"
                 " as a plain array, which would drop its gradient without a word. Use scanlib's "
                 "functions (scanlib.sum(scanlib.stack([t, u])) for np.sum([t, u])), or leave "
-                "the tape on purpose with t.detach().")
+                "the tape on purpose with t.detach() (t.detach().numpy() copies a GPU tensor to "
+                "the host).")
         if self.device != "cpu":
             raise TypeError(
                 f"this tensor lives on {self.device}; NumPy cannot read GPU memory. "
