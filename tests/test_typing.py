@@ -9,7 +9,9 @@ import inspect
 import os
 import subprocess
 import sys
+import textwrap
 
+import pytest
 
 import scanlib as sl
 from scanlib.tape.declared import TensorMethods
@@ -77,3 +79,76 @@ def test_tensor_derives_from_the_declarations_only_for_type_checkers():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          cwd=ROOT, check=True)
     assert out.stdout.strip() == "False"
+
+
+ORDINARY = """
+    import numpy as np
+    import scanlib as sl
+
+    w = sl.tensor([1.0, 2.0], requires_grad=True)
+    a = w + w
+    b = w @ w
+    c = w ** 2
+    d = w[0]
+    e = -w
+    f = w.sum()
+    g = 0 < w
+    h = w.at[0].set(3.0)
+    i = 2.0 * w - np.ones(2) / w
+    j = w.mean(axis=0, keepdims=True).reshape(1, 1).T
+    k = sl.sum(w, axis=0) + sl.exp(w).max() + sl.square(w).std() + sl.argmax(w)
+    print(w.shape, w.astype("float32").to("cpu").detach().numpy(), float(w[0]), round(w, 2))
+
+
+    def step(h: sl.Tensor, x: sl.Tensor) -> tuple[sl.Tensor, sl.Tensor]:
+        h = sl.tanh(h * 0.5 + x)
+        return h, h
+
+
+    carry, ys = sl.scan(step, sl.zeros(2), sl.zeros((5, 2)))
+    params = {"w": w}
+    grads = sl.grad(lambda p: (p["w"] ** 2).sum())(params)
+    opt = sl.optim.adam(1e-3)
+    state = opt.init(params)
+    updates, state = opt.update(grads, state, params)
+    params = sl.optim.apply_updates(params, updates)
+    params, state = opt.step(grads, state, params)
+    opt2 = sl.optim.chain(sl.optim.clip_by_global_norm(1.0), sl.optim.sgd(0.1, momentum=0.9))
+    reveal_type(f)
+    reveal_type(sl.sum(w))
+"""
+
+MISTAKES = """
+    import scanlib as sl
+
+    x = sl.zeros(2)
+    sl.scan(1, 2)
+    sl.exp(x, x)
+    sl.optim.adam("fast")
+"""
+
+
+def _mypy(tmp_path, code: str) -> str:
+    pytest.importorskip("mypy")
+    path = tmp_path / "user_code.py"
+    path.write_text(textwrap.dedent(code))
+    # MYPYPATH: scanlib from this checkout, as an installed package would be found
+    env = dict(os.environ, MYPYPATH=ROOT)
+    out = subprocess.run([sys.executable, "-m", "mypy", "--no-incremental",
+                          "--follow-imports=silent", "--cache-dir=/dev/null", str(path)],
+                         capture_output=True, text=True, env=env, cwd=tmp_path)
+    return out.stdout + out.stderr
+
+
+def test_mypy_accepts_ordinary_code_and_sees_tensors(tmp_path):
+    out = _mypy(tmp_path, ORDINARY)
+    errors = [line for line in out.splitlines() if ": error:" in line]
+    assert not errors, out
+    assert out.count('Revealed type is "scanlib.tape.tensor.Tensor"') == 2, out
+
+
+def test_mypy_reports_obvious_mistakes(tmp_path):
+    out = _mypy(tmp_path, MISTAKES)
+    assert 'Argument 1 to "scan" has incompatible type "int"' in out, out
+    assert 'Too many arguments for "exp"' in out, out
+    assert 'Argument 1 to "adam" has incompatible type "str"' in out, out
