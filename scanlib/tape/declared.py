@@ -1,3 +1,4 @@
+# mypy: disable-error-code="empty-body"
 """Tensor's operators and methods as type checkers see them. scanlib.ops attaches them to the
 class at run time (ops/methods.py; `backward` in tape/backward.py), a layer above the tape, so
 static tools cannot follow; Tensor derives from TensorMethods only while type checking. Imported
