@@ -266,7 +266,7 @@ def grad(f: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool 
     return wrapped
 
 
-def stop_gradient(x):
+def stop_gradient(x: PyTree) -> PyTree:
     """x's value, through which no gradient flows; of a pytree (dicts, lists, tuples, nested),
     every leaf's, as jax.lax.stop_gradient. Tensor, array and number leaves come back as
     Tensors; other leaves (strings, say) come back unchanged.

@@ -12,6 +12,8 @@ Imports backends, tape, pytree, tracing, scan and the logger.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import collections
 import functools
 import inspect
@@ -28,6 +30,10 @@ from .tape import Tensor, current_builder, grad_enabled
 from .tape.graph import Eqn, Graph, Literal, Var, number_key, param_fingerprint, prune_outputs
 from .tape.tensor import type_str
 from .tracing import closure_names, trace_function
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import Any
 
 _MAX_TRACES = 256  # per jitted function; the least recently used trace goes first
 _RETRACES = 8  # traces that differ only in Python numbers' values: then a warning, once
@@ -55,7 +61,8 @@ class JitFallbackWarning(UserWarning):
     """
 
 
-def jit(f=None, *, static_argnums=(), static_argnames=()):
+def jit(f: Callable[..., Any] | None = None, *, static_argnums: int | Sequence[int] = (),
+        static_argnames: str | Sequence[str] = ()) -> Callable[..., Any]:
     """f compiled once per signature, like `jax.jit`: the same results as f, faster to call
     again; `jitted.cache_info()` counts its traces, replays and eager calls.
 

@@ -6,12 +6,19 @@ Imports backends, tape, ops and pytree.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import inspect
 
 import numpy as np
 
 from . import backends, pytree
 from .tape import GraphBuilder, Tensor, tracing
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+    from .tape.graph import Graph
 
 
 def abstract_leaf(x, path):
@@ -77,7 +84,7 @@ def trace_function(fn, in_avals, in_tree, *, device="cpu", hints=None, name="f",
     return graph, out_tree, out_leaves
 
 
-def make_graph(f, *, name=None):
+def make_graph(f: Callable[..., Any], *, name: str | None = None) -> Callable[..., Graph]:
     """`make_graph(f)(*args)` traces f on args' shapes and dtypes and returns its Graph.
 
     The Graph prints as straight-line code, one primitive per line:

@@ -8,6 +8,8 @@ Imports backends, tape and the primitive modules of ops (and functions' wrappers
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import builtins
 import operator
 
@@ -18,6 +20,11 @@ from ..tape import Tensor
 from . import elementwise as ew
 from .functions import _one_axis, as_tensor, concatenate, transpose
 from .structural import broadcast_to_p, getitem, normalize_axis, reshape_p, split_p
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+    from ..tape.types import ArrayLike, Axis, DTypeLike, Device
 
 __all__ = [
     "flip", "roll", "pad", "tile", "repeat", "linspace", "vstack", "hstack", "moveaxis", "split",
@@ -85,7 +92,7 @@ def _on_device_of(value, like):
 
 
 # --- reordering -----------------------------------------------------------------------------
-def flip(m, axis=None) -> Tensor:
+def flip(m: ArrayLike, axis: Axis = None) -> Tensor:
     """m with the order of elements reversed along axis (every axis when None).
 
     >>> sl.flip(sl.tensor([1.0, 2.0, 3.0]))
@@ -97,7 +104,7 @@ def flip(m, axis=None) -> Tensor:
                             for i in range(m.ndim)))
 
 
-def roll(a, shift, axis=None) -> Tensor:
+def roll(a: ArrayLike, shift: int | Sequence[int], axis: Axis = None) -> Tensor:
     """a with elements shifted along axis, those that fall off one end coming back at the
     other (of the flattened tensor when axis is None, reshaped back).
 
@@ -129,7 +136,7 @@ def roll(a, shift, axis=None) -> Tensor:
     return a
 
 
-def moveaxis(a, source, destination) -> Tensor:
+def moveaxis(a: ArrayLike, source: int | Sequence[int], destination: int | Sequence[int]) -> Tensor:
     """a with the axes `source` moved to positions `destination`, the others keeping order.
 
     >>> sl.moveaxis(sl.zeros((2, 3, 4)), 0, -1).shape
@@ -204,7 +211,8 @@ def _source_index(positions, n, mode):
 _PAD_MODES = ("constant", "edge", "reflect", "symmetric", "wrap")
 
 
-def pad(array, pad_width, mode="constant", constant_values=0) -> Tensor:
+def pad(array: ArrayLike, pad_width: int | Sequence[Any], mode: str = "constant",
+        constant_values: ArrayLike = 0) -> Tensor:
     """array padded on each axis by pad_width (an int, a (before, after) pair, or one pair per
     axis), as numpy.pad with mode 'constant', 'edge', 'reflect', 'symmetric' or 'wrap'.
 
@@ -244,7 +252,7 @@ def pad(array, pad_width, mode="constant", constant_values=0) -> Tensor:
     return x
 
 
-def tile(A, reps) -> Tensor:
+def tile(A: ArrayLike, reps: int | Sequence[int]) -> Tensor:
     """A repeated reps[i] times along each axis, as numpy.tile (reps an int or a tuple).
 
     >>> sl.tile(sl.tensor([1.0, 2.0]), 2)
@@ -263,7 +271,7 @@ def tile(A, reps) -> Tensor:
     return reshape_p(out, shape=tuple(r * s for r, s in zip(reps, shape)))
 
 
-def repeat(a, repeats, axis=None) -> Tensor:
+def repeat(a: ArrayLike, repeats: ArrayLike, axis: Axis = None) -> Tensor:
     """Each element of a repeated along axis (of the flattened a when None); repeats is an
     int or one int per element, known now (the result's shape depends on it).
 
@@ -290,7 +298,8 @@ def repeat(a, repeats, axis=None) -> Tensor:
 
 
 # --- creation -------------------------------------------------------------------------------
-def linspace(start, stop, num=50, endpoint=True, dtype=None, device=None) -> Tensor:
+def linspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = True,
+             dtype: DTypeLike = None, device: Device | None = None) -> Tensor:
     """num evenly spaced values from start to stop (stop included unless endpoint=False), as
     numpy.linspace: float64 unless dtype is given or start/stop are float32 tensors.
 
@@ -336,7 +345,7 @@ def _linspace_traced(start, stop, num, endpoint, dtype, device):
     return y if dtype is None or np.dtype(dtype) == dt else ew.astype(y, dtype=np.dtype(dtype))
 
 
-def meshgrid(*xi, indexing="xy") -> tuple:
+def meshgrid(*xi: ArrayLike, indexing: str = "xy") -> tuple:
     """Coordinate grids from 1-d coordinate vectors, as numpy.meshgrid ('xy': the first two
     axes swapped, as for plotting; 'ij': matrix indexing). Returns a tuple.
 
@@ -359,7 +368,7 @@ def meshgrid(*xi, indexing="xy") -> tuple:
 
 
 # --- joining, splitting and shapes ----------------------------------------------------------
-def ravel(a, order="C") -> Tensor:
+def ravel(a: ArrayLike, order: str = "C") -> Tensor:
     """a as a 1-d tensor, in row-major order ('C') or column-major order ('F'), as jnp.ravel.
 
     'A' and 'K' (NumPy's memory-layout orders) are refused, as in JAX: a tensor's layout is
@@ -382,7 +391,7 @@ def _atleast(ndim_of, arys):
     return out[0] if len(out) == 1 else out
 
 
-def atleast_1d(*arys):
+def atleast_1d(*arys: ArrayLike) -> Any:
     """Each input with at least one axis (a 0-d one becomes shape (1,)); one tensor for one
     input, else a tuple.
 
@@ -397,7 +406,7 @@ def _as_2d(a):
     return reshape_p(a, shape=(1, a.size if a.ndim else 1))
 
 
-def atleast_2d(*arys):
+def atleast_2d(*arys: ArrayLike) -> Any:
     """Each input with at least two axes (a 1-d one of length n becomes shape (1, n)); one
     tensor for one input, else a tuple.
 
@@ -406,7 +415,7 @@ def atleast_2d(*arys):
     return _atleast(_as_2d, arys)
 
 
-def vstack(tup) -> Tensor:
+def vstack(tup: Sequence[ArrayLike]) -> Tensor:
     """Stack tensors row-wise: 1-d ones become rows (1, n), then join along axis 0.
 
     >>> sl.vstack([sl.tensor([1.0, 2.0]), sl.tensor([3.0, 4.0])]).shape
@@ -414,7 +423,7 @@ def vstack(tup) -> Tensor:
     return concatenate([_as_2d(as_tensor(t)) for t in tup], 0)
 
 
-def hstack(tup) -> Tensor:
+def hstack(tup: Sequence[ArrayLike]) -> Tensor:
     """Stack tensors column-wise: join along axis 1, or along axis 0 for 1-d tensors.
 
     >>> sl.hstack([sl.tensor([1.0, 2.0]), sl.tensor([3.0])]).shape
@@ -425,7 +434,7 @@ def hstack(tup) -> Tensor:
     return concatenate(xs, 0 if xs[0].ndim == 1 else 1)
 
 
-def split(ary, indices_or_sections, axis=0) -> list:
+def split(ary: ArrayLike, indices_or_sections: int | Sequence[int], axis: Axis = 0) -> list:
     """ary split along axis into a list of tensors: N equal sections (N must divide the
     axis) or pieces between the given indices, as numpy.split.
 
@@ -454,7 +463,8 @@ def split(ary, indices_or_sections, axis=0) -> list:
     return [getitem(ary, _along(axis, s)) for s in pieces]
 
 
-def diff(a, n=1, axis=-1, prepend=None, append=None) -> Tensor:
+def diff(a: ArrayLike, n: int = 1, axis: Axis = -1, prepend: ArrayLike | None = None,
+         append: ArrayLike | None = None) -> Tensor:
     """The n-th discrete difference along axis, a[1:] - a[:-1] applied n times, as numpy.diff
     (bools give a[1:] != a[:-1]); prepend/append are joined on first.
 

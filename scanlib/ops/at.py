@@ -7,6 +7,8 @@ Imports backends, tape and ops.structural/elementwise.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from .. import backends
@@ -14,6 +16,9 @@ from ..tape import Tensor
 from . import elementwise as ew
 from .structural import (_fill, getitem_p, last_writers_p, may_repeat, scatter_add_p,
                          scatter_set_p, split_index)
+
+if TYPE_CHECKING:
+    from ..tape.types import ArrayLike
 
 
 class IndexUpdate:
@@ -24,7 +29,7 @@ class IndexUpdate:
     def __init__(self, x):
         self.x = x
 
-    def __getitem__(self, index):
+    def __getitem__(self, index: Any) -> IndexedUpdate:
         return IndexedUpdate(self.x, index)
 
     def __repr__(self):
@@ -110,20 +115,21 @@ class IndexedUpdate:
             v = ew.astype(v, dtype=self.x.dtype)
         return v
 
-    def get(self, *, mode=None, fill_value=None, **hints):
+    def get(self, *, mode: str | None = None, fill_value: Any = None,
+            **hints: Any) -> Tensor:
         """x[index]."""
         _check_options("get", mode, fill_value, hints)
         template, arrays = self._parts()
         return getitem_p(self.x, *arrays, index=template)
 
-    def set(self, v, *, mode=None, **hints):
+    def set(self, v: ArrayLike, *, mode: str | None = None, **hints: Any) -> Tensor:
         """x with x[index] replaced by v (broadcast to x[index]'s shape)."""
         _check_options("set", mode, None, hints)
         template, arrays = self._parts()
         v = self._fitted(v, template, arrays, "set")
         return scatter_set_p(self.x, v, *arrays, index=template, unique=False)
 
-    def add(self, v, *, mode=None, **hints):
+    def add(self, v: ArrayLike, *, mode: str | None = None, **hints: Any) -> Tensor:
         """x with v added at index; repeated indices add every value."""
         _check_options("add", mode, None, hints)
         template, arrays = self._parts()
@@ -132,12 +138,12 @@ class IndexedUpdate:
         update = scatter_add_p(v, *arrays, index=template, shape=self.x.shape)
         return ew.add(self.x, update)
 
-    def multiply(self, v, *, mode=None, **hints):
+    def multiply(self, v: ArrayLike, *, mode: str | None = None, **hints: Any) -> Tensor:
         """x with x[index] multiplied by v; an index named twice is a ValueError."""
         _check_options("multiply", mode, None, hints)
         return self._combine(v, ew.mul, "x.at[...].multiply")
 
-    def divide(self, v, *, mode=None, **hints):
+    def divide(self, v: ArrayLike, *, mode: str | None = None, **hints: Any) -> Tensor:
         """x with x[index] divided by v; an index named twice is a ValueError."""
         _check_options("divide", mode, None, hints)
         return self._combine(v, ew.div, "x.at[...].divide")

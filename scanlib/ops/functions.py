@@ -19,7 +19,10 @@ from .structural import (broadcast_to_p, concatenate_p, getitem, max_p, min_p, n
                          reshape_p, stack_p, sum_p, sum_to, transpose_p)
 
 if TYPE_CHECKING:
-    from ..tape.types import ArrayLike, Device, DTypeLike
+    from collections.abc import Sequence
+    from typing import Any
+
+    from ..tape.types import ArrayLike, Axis, Device, DTypeLike, Shape
 
 __all__ = [
     "tensor", "as_tensor", "from_dlpack", "zeros", "ones", "full", "arange", "zeros_like",
@@ -100,7 +103,7 @@ def as_tensor(x: ArrayLike) -> Tensor:
     raise TypeError(f"expected a Tensor, array or number, got {type(x).__name__}")
 
 
-def from_dlpack(x, *, copy: bool = False) -> Tensor:
+def from_dlpack(x: Any, *, copy: bool = False) -> Tensor:
     """A Tensor of the data of any object with `__dlpack__` (a NumPy, CuPy, torch or JAX
     array): NumPy-backed for CPU memory, CuPy-backed for CUDA memory. Like as_tensor, it
     shares the producer's memory (do not write into it while scanlib may read it); pass
@@ -167,17 +170,17 @@ abs, sign, maximum, minimum = ew.absolute, ew.sign, ew.maximum, ew.minimum
 stop_gradient = ew.stop_gradient  # of one tensor; scanlib.stop_gradient takes a pytree
 
 
-def where(condition, x, y):
+def where(condition: ArrayLike, x: ArrayLike, y: ArrayLike) -> Tensor:
     """Elementwise `x if condition else y`; the gradient flows only to the chosen side."""
     return ew.where(condition, x, y)
 
 
-def relu(x):
+def relu(x: ArrayLike) -> Tensor:
     """max(x, 0); its gradient at 0 is 0, as in JAX and PyTorch."""
     return ew.where(ew.greater(x, 0), x, 0.0)
 
 
-def softplus(x):
+def softplus(x: ArrayLike) -> Tensor:
     """log(1 + exp(x)), computed without overflow, as jax.nn.softplus.
 
     x + log1p(exp(-x)) for x > 0, else log1p(exp(x)): each piece is smooth at 0 (so the second
@@ -199,7 +202,7 @@ def softplus(x):
                     ew.log1p(ew.exp(below)))
 
 
-def clip(x, lo=None, hi=None):
+def clip(x: ArrayLike, lo: ArrayLike | None = None, hi: ArrayLike | None = None) -> Tensor:
     """Limit x to [lo, hi]; either bound may be None."""
     if lo is not None:
         x = ew.maximum(x, lo)
@@ -209,13 +212,13 @@ def clip(x, lo=None, hi=None):
 
 
 # --- reductions -----------------------------------------------------------------------------
-def sum(x, axis=None, keepdims=False):
+def sum(x: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Tensor:
     """Sum over axis (an int, a tuple, or None for all axes)."""
     x = as_tensor(x)
     return sum_p(x, axis=normalize_axis(axis, x.ndim), keepdims=bool(keepdims))
 
 
-def mean(x, axis=None, keepdims=False):
+def mean(x: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Tensor:
     """Mean over axis (an int, a tuple, or None for all axes)."""
     x = as_tensor(x)
     axes = normalize_axis(axis, x.ndim)
@@ -223,7 +226,7 @@ def mean(x, axis=None, keepdims=False):
     return ew.div(sum_p(x, axis=axes, keepdims=bool(keepdims)), float(count))
 
 
-def max(x, axis=None, keepdims=False):
+def max(x: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Tensor:
     """Maximum over axis; ties share the gradient evenly."""
     x = as_tensor(x)
     if x.size == 0:
@@ -231,7 +234,7 @@ def max(x, axis=None, keepdims=False):
     return max_p(x, axis=normalize_axis(axis, x.ndim), keepdims=bool(keepdims))
 
 
-def min(x, axis=None, keepdims=False):
+def min(x: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Tensor:
     """Minimum over axis; ties share the gradient evenly."""
     x = as_tensor(x)
     if x.size == 0:
@@ -239,7 +242,7 @@ def min(x, axis=None, keepdims=False):
     return min_p(x, axis=normalize_axis(axis, x.ndim), keepdims=bool(keepdims))
 
 
-def logsumexp(x, axis=None, keepdims=False):
+def logsumexp(x: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Tensor:
     """log(sum(exp(x))) along axis, stable for large values."""
     x = as_tensor(x)
     axes = normalize_axis(axis, x.ndim)
@@ -249,7 +252,7 @@ def logsumexp(x, axis=None, keepdims=False):
     return out if keepdims else reshape_p(out, shape=_drop(out.shape, axes))
 
 
-def softmax(x, axis=-1):
+def softmax(x: ArrayLike, axis: Axis = -1) -> Tensor:
     """exp(x) / sum(exp(x)) along axis."""
     return ew.exp(ew.sub(x, logsumexp(x, axis=axis, keepdims=True)))
 
@@ -259,7 +262,7 @@ def _drop(shape, axes):
 
 
 # --- shapes ---------------------------------------------------------------------------------
-def reshape(x, *shape):
+def reshape(x: ArrayLike, *shape: Shape) -> Tensor:
     """x with a new shape of the same size (one entry may be -1)."""
     x = as_tensor(x)
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
@@ -276,7 +279,7 @@ def reshape(x, *shape):
     return x if shape == x.shape else reshape_p(x, shape=shape)
 
 
-def transpose(x, *axes):
+def transpose(x: ArrayLike, *axes: Axis) -> Tensor:
     """x with its axes permuted (reversed when no axes are given)."""
     x = as_tensor(x)
     if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
@@ -287,7 +290,7 @@ def transpose(x, *axes):
     return x if axes == tuple(range(x.ndim)) else transpose_p(x, axes=axes)
 
 
-def swapaxes(x, axis1, axis2):
+def swapaxes(x: ArrayLike, axis1: int, axis2: int) -> Tensor:
     """x with two axes exchanged."""
     x = as_tensor(x)
     axis1, axis2 = (_one_axis(a, x.ndim, "swapaxes") for a in (axis1, axis2))
@@ -303,14 +306,14 @@ def _one_axis(axis, ndim, who):
     return normalize_axis(axis, ndim, f"{who}: axis")[0]
 
 
-def expand_dims(x, axis):
+def expand_dims(x: ArrayLike, axis: Axis) -> Tensor:
     """x with a new axis of length 1 at position axis."""
     x = as_tensor(x)
     axis = _one_axis(axis, x.ndim + 1, "expand_dims")
     return reshape_p(x, shape=x.shape[:axis] + (1,) + x.shape[axis:])
 
 
-def squeeze(x, axis=None):
+def squeeze(x: ArrayLike, axis: Axis = None) -> Tensor:
     """x without its length-1 axes (or only the given ones)."""
     x = as_tensor(x)
     axes = normalize_axis(axis, x.ndim) if axis is not None else tuple(
@@ -321,14 +324,14 @@ def squeeze(x, axis=None):
     return reshape_p(x, shape=tuple(s for i, s in enumerate(x.shape) if i not in axes))
 
 
-def broadcast_to(x, shape):
+def broadcast_to(x: ArrayLike, shape: Shape) -> Tensor:
     """x repeated (without copying) to shape, by NumPy's broadcasting rules."""
     x = as_tensor(x)
     shape = tuple(shape)
     return x if x.shape == shape else broadcast_to_p(x, shape=shape)
 
 
-def concatenate(xs, axis=0):
+def concatenate(xs: Sequence[ArrayLike], axis: Axis = 0) -> Tensor:
     """Join a sequence of tensors along an existing axis."""
     xs = [as_tensor(x) for x in xs]
     if not xs:
@@ -336,7 +339,7 @@ def concatenate(xs, axis=0):
     return concatenate_p(*xs, axis=_one_axis(axis, xs[0].ndim, "concatenate"))
 
 
-def stack(xs, axis=0):
+def stack(xs: Sequence[ArrayLike], axis: Axis = 0) -> Tensor:
     """Join same-shaped tensors along a new axis."""
     xs = [as_tensor(x) for x in xs]
     if not xs:
@@ -348,7 +351,7 @@ def stack(xs, axis=0):
 
 
 # --- linear algebra -------------------------------------------------------------------------
-def matmul(x, y):
+def matmul(x: ArrayLike, y: ArrayLike) -> Tensor:
     """x @ y with NumPy's rules (1-d operands are promoted and the added axis removed)."""
     x, y = as_tensor(x), as_tensor(y)
     if x.ndim == 0 or y.ndim == 0:
@@ -369,7 +372,7 @@ def matmul(x, y):
     return out
 
 
-def vdot(x, y):
+def vdot(x: ArrayLike, y: ArrayLike) -> Tensor:
     """sum(x * y) over every element, as a 0-d tensor, without forming x * y (NumPy's vdot
     for real data: operands of any shapes with one number of elements)."""
     x, y = as_tensor(x), as_tensor(y)
@@ -383,7 +386,7 @@ def vdot(x, y):
     return vdot_p(x, y)
 
 
-def einsum(subscripts, *operands):
+def einsum(subscripts: str, *operands: ArrayLike) -> Tensor:
     """Einstein summation (`einsum('bi,ij->bj', x, W)`), contracted two operands at a time."""
     xs = [as_tensor(o) for o in operands]
     subs, out_sub = parse_einsum(subscripts, len(xs))

@@ -7,6 +7,8 @@ Imports tape, the primitive modules of ops, functions' wrappers and ops.arrays' 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ..tape import Tensor
@@ -15,6 +17,9 @@ from .arrays import _along, _flat, _on_device_of, _xp, _zero_d_as_1d
 from .functions import _one_axis, as_tensor
 from .primitive import Primitive
 from .structural import getitem
+
+if TYPE_CHECKING:
+    from ..tape.types import ArrayLike, Axis
 
 __all__ = ["sort", "argsort", "take", "take_along_axis", "searchsorted"]
 
@@ -41,7 +46,7 @@ def _argsort_impl(x, axis):
 argsort_p = Primitive("argsort", _argsort_impl, batch=batching.axis_rule)  # indices: no gradient
 
 
-def argsort(a, axis=-1) -> Tensor:
+def argsort(a: ArrayLike, axis: Axis = -1) -> Tensor:
     """Indices (int64) that sort a along axis (of the flattened tensor when None); stable:
     equal values keep their order. Not differentiable.
 
@@ -53,7 +58,7 @@ def argsort(a, axis=-1) -> Tensor:
     return argsort_p(a, axis=_one_axis(axis, a.ndim, "argsort"))
 
 
-def sort(a, axis=-1) -> Tensor:
+def sort(a: ArrayLike, axis: Axis = -1) -> Tensor:
     """a sorted along axis (flattened when None); differentiable: the cotangent goes back
     through the sorting permutation (equal values by the stable order).
 
@@ -115,7 +120,7 @@ def _checked(idx, size, mode, who):
     return fixed_indices_p(idx, size=int(size), mode=mode) if idx.size else idx
 
 
-def take(a, indices, axis=None, mode=None) -> Tensor:
+def take(a: ArrayLike, indices: ArrayLike, axis: Axis = None, mode: str | None = None) -> Tensor:
     """Elements of a at indices along axis (of the flattened tensor when axis is None).
 
     mode None or 'raise': negative indices count from the end, out-of-range ones raise
@@ -132,7 +137,7 @@ def take(a, indices, axis=None, mode=None) -> Tensor:
     return getitem(a, _along(axis, idx))
 
 
-def take_along_axis(arr, indices, axis=-1) -> Tensor:
+def take_along_axis(arr: ArrayLike, indices: ArrayLike, axis: Axis = -1) -> Tensor:
     """arr's elements at indices along axis, matched element by element on the other axes
     (broadcast), as numpy.take_along_axis; axis=None takes from the flattened arr.
 
@@ -162,7 +167,7 @@ searchsorted_p = Primitive(
     batch=batching.first_free_rule)
 
 
-def searchsorted(a, v, side="left") -> Tensor:
+def searchsorted(a: ArrayLike, v: ArrayLike, side: str = "left") -> Tensor:
     """Indices (int64) where the elements of v would be inserted into the sorted 1-d a to
     keep it sorted ('left': before equal values, 'right': after). Not differentiable.
 

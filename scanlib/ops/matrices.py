@@ -7,6 +7,8 @@ Imports backends, tape and the ops below it.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import operator
 
 import numpy as np
@@ -15,6 +17,12 @@ from .. import backends
 from . import elementwise as ew
 from . import functions as F
 from .structural import getitem, scatter_add_p, split_index
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+    from ..tape import Tensor
+    from ..tape.types import ArrayLike, DTypeLike, Device
 
 __all__ = ["eye", "diag", "diagonal", "trace", "outer", "tril", "triu", "kron", "tensordot",
            "dot"]
@@ -41,7 +49,8 @@ def zero_like(dtype):
 
 
 # --- creation and diagonals -----------------------------------------------------------------
-def eye(N, M=None, k=0, dtype=np.float64, device=None):
+def eye(N: int, M: int | None = None, k: int = 0, dtype: DTypeLike = np.float64,
+        device: Device | None = None) -> Tensor:
     """A 2-d tensor with ones on the k-th diagonal and zeros elsewhere, as numpy.eye.
 
     >>> sl.eye(2, 3, k=1)
@@ -58,7 +67,7 @@ def _diagonal_indices(n_rows, n_cols, offset):
     return np.arange(length) + row0, np.arange(length) + col0
 
 
-def diagonal(a, offset=0, axis1=0, axis2=1):
+def diagonal(a: ArrayLike, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Tensor:
     """The offset-th diagonal of a over axis1 and axis2, as a last axis (numpy.diagonal).
 
     >>> sl.diagonal(sl.tensor([[1.0, 2.0], [3.0, 4.0]]))
@@ -77,7 +86,7 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
     return getitem(moved, (Ellipsis, rows, cols))
 
 
-def diag(v, k=0):
+def diag(v: ArrayLike, k: int = 0) -> Tensor:
     """A matrix with v on its k-th diagonal for 1-d v; the k-th diagonal for 2-d v (numpy.diag).
 
     >>> sl.diag(sl.tensor([1.0, 2.0]))
@@ -95,7 +104,7 @@ def diag(v, k=0):
     return scatter_add_p(v, *arrays, index=template, shape=(n, n))
 
 
-def trace(a, offset=0, axis1=0, axis2=1):
+def trace(a: ArrayLike, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Tensor:
     """Sum of the offset-th diagonal over axis1 and axis2, as numpy.trace.
 
     >>> sl.trace(sl.eye(3))
@@ -116,7 +125,7 @@ def _triangle(m, k, who, lower):
     return ew.where(mask, m, zero_like(m.dtype))
 
 
-def tril(m, k=0):
+def tril(m: ArrayLike, k: int = 0) -> Tensor:
     """m with the elements above its k-th diagonal zeroed (last two axes), as numpy.tril.
 
     >>> sl.tril(sl.ones((3, 3)))
@@ -124,7 +133,7 @@ def tril(m, k=0):
     return _triangle(m, k, "tril", lower=True)
 
 
-def triu(m, k=0):
+def triu(m: ArrayLike, k: int = 0) -> Tensor:
     """m with the elements below its k-th diagonal zeroed (last two axes), as numpy.triu.
 
     >>> sl.triu(sl.ones((3, 3)), k=1)
@@ -133,7 +142,7 @@ def triu(m, k=0):
 
 
 # --- products -------------------------------------------------------------------------------
-def outer(a, b):
+def outer(a: ArrayLike, b: ArrayLike) -> Tensor:
     """The outer product of a and b, flattened first, as numpy.outer.
 
     >>> sl.outer(sl.tensor([1.0, 2.0]), sl.tensor([1.0, 10.0, 100.0]))
@@ -142,7 +151,7 @@ def outer(a, b):
     return ew.mul(F.reshape(a, (a.shape[0], 1)), F.reshape(b, (1, b.shape[0])))
 
 
-def kron(a, b):
+def kron(a: ArrayLike, b: ArrayLike) -> Tensor:
     """The Kronecker product: blocks a[i, j] * b, for any number of axes, as numpy.kron.
 
     >>> sl.kron(sl.eye(2), sl.tensor([[1.0, 2.0], [3.0, 4.0]]))
@@ -195,7 +204,7 @@ def _tensordot_axes(a, b, axes):
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
-def tensordot(a, b, axes=2):
+def tensordot(a: ArrayLike, b: ArrayLike, axes: int | Sequence[Any] = 2) -> Tensor:
     """Sum of products over the given axes of a and b, as numpy.tensordot.
 
     axes is an int (the last `axes` axes of a with the first of b) or a pair of sequences.
@@ -221,7 +230,7 @@ def tensordot(a, b, axes=2):
     return F.einsum(f"{a_sub},{''.join(b_sub)}->{''.join(out)}", a, b)
 
 
-def dot(a, b):
+def dot(a: ArrayLike, b: ArrayLike) -> Tensor:
     """The dot product with NumPy's rule for any number of axes, as numpy.dot.
 
     A product for 0-d operands, matmul for 1-d and 2-d, else a sum over a's last axis and b's

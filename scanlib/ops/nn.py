@@ -7,6 +7,8 @@ Imports backends, tape and the ops below it (elementwise, functions, special).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import math
 import operator
 
@@ -16,6 +18,10 @@ from . import elementwise as ew
 from . import functions as F
 from .structural import max_p, normalize_axis, sum_p
 from .special import erfc, expm1
+
+if TYPE_CHECKING:
+    from ..tape import Tensor
+    from ..tape.types import ArrayLike, Axis, DTypeLike
 
 __all__ = [
     "gelu", "silu", "swish", "elu", "leaky_relu", "log_softmax", "one_hot", "log_sigmoid",
@@ -28,7 +34,7 @@ _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
 
 
-def gelu(x, approximate: bool = True):
+def gelu(x: ArrayLike, approximate: bool = True) -> Tensor:
     """Gaussian error linear unit x * Phi(x), as jax.nn.gelu: by default with the tanh
     approximation, and with approximate=False exactly, as x * erfc(-x / sqrt(2)) / 2 (as JAX:
     1 + erf(x / sqrt(2)) would cancel for negative x).
@@ -42,7 +48,7 @@ def gelu(x, approximate: bool = True):
     return ew.mul(x, ew.div(erfc(ew.mul(ew.neg(x), _SQRT_HALF)), 2.0))
 
 
-def silu(x):
+def silu(x: ArrayLike) -> Tensor:
     """x * sigmoid(x) (also called swish), as jax.nn.silu.
 
     >>> sl.silu(sl.tensor([-1.0, 0.0, 1.0]))
@@ -53,7 +59,7 @@ def silu(x):
 swish = silu
 
 
-def elu(x, alpha=1.0):
+def elu(x: ArrayLike, alpha: float = 1.0) -> Tensor:
     """x where x > 0, else alpha * (exp(x) - 1), as jax.nn.elu (gradient alpha at 0).
 
     >>> sl.elu(sl.tensor([-1.0, 0.0, 2.0]))
@@ -63,7 +69,7 @@ def elu(x, alpha=1.0):
     return ew.where(positive, x, ew.mul(expm1(safe), alpha))
 
 
-def leaky_relu(x, negative_slope=0.01):
+def leaky_relu(x: ArrayLike, negative_slope: float = 0.01) -> Tensor:
     """x where x >= 0, else negative_slope * x, as jax.nn.leaky_relu (gradient 1 at 0).
 
     >>> sl.leaky_relu(sl.tensor([-2.0, 0.0, 3.0]), 0.1)
@@ -71,7 +77,7 @@ def leaky_relu(x, negative_slope=0.01):
     return ew.where(ew.greater_equal(x, 0), x, ew.mul(x, negative_slope))
 
 
-def celu(x, alpha=1.0):
+def celu(x: ArrayLike, alpha: float = 1.0) -> Tensor:
     """max(x, 0) + alpha * expm1(min(x, 0) / alpha), as jax.nn.celu.
 
     >>> sl.celu(sl.tensor([-1.0, 0.0, 2.0]))
@@ -79,7 +85,7 @@ def celu(x, alpha=1.0):
     return ew.add(ew.maximum(x, 0.0), ew.mul(expm1(ew.div(ew.minimum(x, 0.0), alpha)), alpha))
 
 
-def selu(x):
+def selu(x: ArrayLike) -> Tensor:
     """Scaled ELU: scale * elu(x, alpha) with the constants of Klambauer et al., as jax.nn.selu.
 
     >>> sl.selu(sl.tensor([-1.0, 0.0, 2.0]))
@@ -87,7 +93,7 @@ def selu(x):
     return ew.mul(elu(x, _SELU_ALPHA), _SELU_SCALE)
 
 
-def log_sigmoid(x):
+def log_sigmoid(x: ArrayLike) -> Tensor:
     """log(sigmoid(x)) = -softplus(-x), stable for large |x|, as jax.nn.log_sigmoid.
 
     >>> sl.log_sigmoid(sl.tensor([-1000.0, 0.0, 1000.0]))
@@ -95,7 +101,7 @@ def log_sigmoid(x):
     return ew.neg(F.softplus(ew.neg(x)))
 
 
-def softsign(x):
+def softsign(x: ArrayLike) -> Tensor:
     """x / (|x| + 1), as jax.nn.soft_sign.
 
     >>> sl.softsign(sl.tensor([-3.0, 0.0, 1.0]))
@@ -103,7 +109,7 @@ def softsign(x):
     return ew.div(x, ew.add(ew.absolute(x), 1.0))
 
 
-def relu6(x):
+def relu6(x: ArrayLike) -> Tensor:
     """min(max(x, 0), 6), as jax.nn.relu6: the gradient is 1 strictly inside (0, 6) and 0 at
     both kinks; nan stays nan.
 
@@ -113,7 +119,7 @@ def relu6(x):
     return ew.where(ew.greater(x, 0), ew.where(ew.less(x, 6), x, 6.0), below)
 
 
-def hard_tanh(x):
+def hard_tanh(x: ArrayLike) -> Tensor:
     """x clipped to [-1, 1], as jax.nn.hard_tanh (gradient 1 at the kinks, as JAX gives);
     integer input keeps its dtype.
 
@@ -127,7 +133,7 @@ def hard_tanh(x):
     return ew.where(ew.greater(x, one), one, ew.where(ew.less(x, -one), -one, x))
 
 
-def log_softmax(x, axis=-1):
+def log_softmax(x: ArrayLike, axis: Axis = -1) -> Tensor:
     """x - logsumexp(x) along axis (an int, a tuple or None), stable, as jax.nn.log_softmax.
 
     Computed as JAX does, s - log(sum(exp(s))) with s = x - max(x) (the max without gradient):
@@ -141,7 +147,8 @@ def log_softmax(x, axis=-1):
     return ew.sub(shifted, ew.log(sum_p(ew.exp(shifted), axis=axes, keepdims=True)))
 
 
-def one_hot(x, num_classes, *, dtype=np.float64, axis=-1):
+def one_hot(x: ArrayLike, num_classes: int, *, dtype: DTypeLike = np.float64,
+            axis: Axis = -1) -> Tensor:
     """Integer labels as one-hot vectors along a new axis, as jax.nn.one_hot: labels outside
     [0, num_classes) (negative ones too) give rows of zeros. float64 unless dtype is given;
     not differentiable.

@@ -7,6 +7,8 @@ Imports tape, the primitive modules of ops, functions' wrappers and ops.arrays' 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ..tape import Tensor
@@ -16,6 +18,9 @@ from .arrays import _along, _constant, _flat, _is_one_int_axis_of_0d, _xp, _zero
 from .functions import _one_axis, as_tensor, concatenate, reshape, transpose
 from .primitive import Primitive
 from .structural import getitem, normalize_axis, reshape_p, sum_p
+
+if TYPE_CHECKING:
+    from ..tape.types import ArrayLike, Axis, DTypeLike
 
 __all__ = ["cumsum", "cumprod", "prod", "var", "std", "argmax", "argmin", "any", "all"]
 
@@ -53,7 +58,7 @@ def _scan_prep(a, axis, dtype, fn):
     return (ew.astype(a, dtype=want) if want != a.dtype else a), axis
 
 
-def cumsum(a, axis=None, dtype=None) -> Tensor:
+def cumsum(a: ArrayLike, axis: Axis = None, dtype: DTypeLike = None) -> Tensor:
     """Cumulative sum along axis (of the flattened tensor when axis is None), as numpy.cumsum.
 
     Small integers and bools accumulate in int64 as in NumPy, unless dtype is given: then the
@@ -73,7 +78,7 @@ def _shifted(x, d, axis, fill):
     return concatenate([head, getitem(x, _along(axis, slice(0, n - d)))], axis)
 
 
-def cumprod(a, axis=None, dtype=None) -> Tensor:
+def cumprod(a: ArrayLike, axis: Axis = None, dtype: DTypeLike = None) -> Tensor:
     """Cumulative product along axis (of the flattened tensor when axis is None).
 
     Built from log2(n) shifted products (a Hillis-Steele scan), so its gradient is exact with
@@ -99,7 +104,8 @@ def _to_last_axis(x, axes):
     return reshape(x, tuple(x.shape[: len(keep)]) + (n,))
 
 
-def prod(a, axis=None, keepdims=False, *, dtype=None) -> Tensor:
+def prod(a: ArrayLike, axis: Axis = None, keepdims: bool = False, *,
+         dtype: DTypeLike = None) -> Tensor:
     """Product over axis (an int, a tuple, or None for all axes), as numpy.prod.
 
     Multiplies halves pairwise (log2(n) products), so the gradient is exact with zeros in the
@@ -124,7 +130,7 @@ def prod(a, axis=None, keepdims=False, *, dtype=None) -> Tensor:
     return reshape_p(x, shape=out_shape)
 
 
-def var(a, axis=None, ddof=0, keepdims=False) -> Tensor:
+def var(a: ArrayLike, axis: Axis = None, ddof: int = 0, keepdims: bool = False) -> Tensor:
     """Variance over axis, sum((a - mean)**2) / (n - ddof), as numpy.var (integers give
     float64). With n - ddof <= 0 the result is inf or nan, as in NumPy.
 
@@ -145,7 +151,7 @@ def var(a, axis=None, ddof=0, keepdims=False) -> Tensor:
                       float(max(n - ddof, 0)))
 
 
-def std(a, axis=None, ddof=0, keepdims=False) -> Tensor:
+def std(a: ArrayLike, axis: Axis = None, ddof: int = 0, keepdims: bool = False) -> Tensor:
     """Standard deviation over axis: sqrt(var(a, axis, ddof, keepdims)), as numpy.std.
 
     Where the variance is 0 the gradient is nan, as in JAX: sqrt's rule at 0 gives inf, which
@@ -163,7 +169,7 @@ def _arg_reduction(name):
 
     prim = Primitive(name, impl, batch=batching.index_reduce_rule)  # indices: no gradient
 
-    def public(a, axis=None, keepdims=False) -> Tensor:
+    def public(a: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Tensor:
         a = as_tensor(a)
         if _is_one_int_axis_of_0d(a, axis):
             axis = None  # NumPy takes axis 0 of a 0-d array: its one element
@@ -197,7 +203,7 @@ def _logical_reduction(name):
 
     prim = Primitive(name, impl, batch=batching.reduce_rule)
 
-    def public(a, axis=None, keepdims=False) -> Tensor:
+    def public(a: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Tensor:
         a = as_tensor(a)
         axes = None if _is_one_int_axis_of_0d(a, axis) else normalize_axis(axis, a.ndim)
         return prim(a, axis=axes, keepdims=bool(keepdims))

@@ -7,6 +7,8 @@ Imports backends, tape and ops.primitive/elementwise/structural/functions/erf.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import math
 import operator
 
@@ -19,6 +21,9 @@ from .erf import _erf_impl, _erfc_impl
 from .functions import as_tensor
 from .primitive import Primitive
 from .structural import broadcast_to_p
+
+if TYPE_CHECKING:
+    from ..tape.types import ArrayLike
 
 __all__ = [
     "square", "expm1", "log2", "log10", "tan", "sinh", "cosh", "arcsin", "arccos", "arctan",
@@ -60,7 +65,7 @@ def _public(prim, doc, real=False):
     """The public function of a one-input primitive: checks its argument, then binds."""
     name = prim.name
 
-    def op(x):
+    def op(x: ArrayLike) -> Tensor:
         x = _prepared(x)
         if real:
             _require_real(name, x)
@@ -246,7 +251,7 @@ rint = _public(rint_p, """Elementwise nearest integer, halves to even (numpy.rin
     """)
 
 
-def round(x, decimals=0):
+def round(x: ArrayLike, decimals: int = 0) -> Tensor:
     """Round to the given number of decimals, halves to even, as jnp.round and numpy.round;
     its gradient is zero.
 
@@ -272,7 +277,7 @@ isinf = _public(isinf_p, """Elementwise test for +inf or -inf (bool, not differe
 # --- logical and bitwise: bool results or integer bits, not differentiable ----------------------
 def _two_input(prim, doc, bits=False):
     """The public function of a two-input test; `bits`: bool or integer inputs only."""
-    def op(x, y):
+    def op(x: ArrayLike, y: ArrayLike) -> Tensor:
         return prim(*(_bits(prim.name, x, y) if bits else (_prepared(x), _prepared(y))))
     op.__name__ = op.__qualname__ = prim.name
     op.__doc__ = doc
@@ -296,7 +301,7 @@ logical_xor = _two_input(logical_xor_p, """Elementwise x xor y, by truth value (
     """)
 
 
-def logical_not(x) -> Tensor:
+def logical_not(x: ArrayLike) -> Tensor:
     """Elementwise not x, by truth value (a bool tensor).
 
     >>> sl.logical_not(sl.tensor([True, False]))
@@ -341,7 +346,7 @@ bitwise_xor = _two_input(bitwise_xor_p, """Elementwise x ^ y: the bits of intege
     """, bits=True)
 
 
-def invert(x) -> Tensor:
+def invert(x: ArrayLike) -> Tensor:
     """Elementwise ~x: each integer's bits flipped (two's complement, ~5 == -6), not x for bools.
 
     >>> sl.invert(sl.tensor([True, False]))
@@ -372,7 +377,8 @@ def _real_number(name, value, optional=True):
     return float(value)
 
 
-def nan_to_num(x, nan=0.0, posinf=None, neginf=None):
+def nan_to_num(x: ArrayLike, nan: float = 0.0, posinf: float | None = None,
+               neginf: float | None = None) -> Tensor:
     """x with nan, +inf and -inf replaced (by 0 and the dtype's largest and smallest finite
     values unless given), as numpy.nan_to_num; the gradient passes where x was finite.
 
@@ -446,7 +452,7 @@ def _binary(prim, name, x, y):
     return prim(x, y)
 
 
-def arctan2(y, x):
+def arctan2(y: ArrayLike, x: ArrayLike) -> Tensor:
     """Elementwise angle of the point (x, y) in (-pi, pi], as numpy.arctan2(y, x).
 
     >>> sl.arctan2(sl.tensor([1.0, -1.0]), sl.tensor([-1.0, -1.0]))
@@ -454,7 +460,7 @@ def arctan2(y, x):
     return _binary(arctan2_p, "arctan2", y, x)
 
 
-def logaddexp(x, y):
+def logaddexp(x: ArrayLike, y: ArrayLike) -> Tensor:
     """Elementwise log(exp(x) + exp(y)) without overflow; its gradient is the softmax of
     (x, y).
 
@@ -463,7 +469,7 @@ def logaddexp(x, y):
     return _binary(logaddexp_p, "logaddexp", x, y)
 
 
-def floor_divide(x, y):
+def floor_divide(x: ArrayLike, y: ArrayLike) -> Tensor:
     """Elementwise floor(x / y), as Python's and NumPy's `//` (also for negative operands and
     integers); its gradient is zero.
 
@@ -472,7 +478,7 @@ def floor_divide(x, y):
     return _binary(floor_divide_p, "floor_divide", x, y)
 
 
-def remainder(x, y):
+def remainder(x: ArrayLike, y: ArrayLike) -> Tensor:
     """Elementwise x - y * floor(x / y), with the sign of y, as Python's and NumPy's `%`;
     gradients 1 for x and -floor(x / y) for y (as JAX).
 
@@ -481,7 +487,7 @@ def remainder(x, y):
     return _binary(remainder_p, "remainder", x, y)
 
 
-def mod(x, y):
+def mod(x: ArrayLike, y: ArrayLike) -> Tensor:
     """The same as remainder (x % y).
 
     >>> sl.mod(sl.tensor([-1.0, 5.0]), 3.0)
@@ -489,7 +495,7 @@ def mod(x, y):
     return _binary(remainder_p, "mod", x, y)
 
 
-def fmod(x, y):
+def fmod(x: ArrayLike, y: ArrayLike) -> Tensor:
     """Elementwise x - y * trunc(x / y), with the sign of x, as C's fmod and numpy.fmod;
     gradients 1 for x and -trunc(x / y) for y.
 

@@ -8,13 +8,18 @@ Imports backends, tape, ops and pytree.
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, NamedTuple, Union
 
 import numpy as np
 
 from .. import backends, ops, pytree
 from ..tape import Tensor, no_grad, type_str
 from ..tape.state import STATE
+from ..tape.types import PyTree
+
+ScalarOrSchedule = Union[float, np.integer, np.floating, Callable[[Any], Any]]
+"""A learning rate: a real number, or a schedule, a callable of the step count (0 first) that
+returns one."""
 
 
 # --- flat views of trees, checked ---------------------------------------------------------------
@@ -164,15 +169,16 @@ class GradientTransformation:
                 "add_decayed_weights, clip_by_global_norm, ...).")
         self.name, self._init, self._apply, self.outline = name, init, apply, outline
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"GradientTransformation({self.name})"
 
-    def init(self, params):
+    def init(self, params: PyTree) -> PyTree:
         """The optimiser state for `params` (a pytree of Tensors/arrays), a pytree of Tensors."""
         with no_grad():
             return self._init(_flatten(params, "params", f"{self.name}.init"))
 
-    def update(self, grads, state, params=None):
+    def update(self, grads: PyTree, state: PyTree,
+               params: PyTree | None = None) -> tuple[PyTree, PyTree]:
         """`(updates, new_state)` from gradients, as optax's `update`: the updates are what
         `apply_updates(params, updates)` adds to the parameters (-lr * g for sgd). params is
         needed by the stages that read them (add_decayed_weights, so adamw). Inside
@@ -182,7 +188,7 @@ class GradientTransformation:
             leaves, state = self._apply(ctx.grads.tensors, state, p, ctx, "state")
         return _rebuild(ctx.grads, leaves), state
 
-    def step(self, grads, state, params):
+    def step(self, grads: PyTree, state: PyTree, params: PyTree) -> tuple[PyTree, PyTree]:
         """One step in one call: `(new_params, new_state)`, that is `update` then
         `apply_updates`. New parameters have the old ones' dtype; in the training loop also
         their kind (Tensor or array) and requires_grad, as fresh leaves with `.grad` None.
@@ -226,7 +232,7 @@ def _added(params: _Flat, updates, differentiable: bool) -> list:
     return out
 
 
-def apply_updates(params, updates):
+def apply_updates(params: PyTree, updates: PyTree) -> PyTree:
     """`params + updates`, leaf by leaf, as optax.apply_updates: each result keeps its
     parameter's dtype, and (outside sl.grad/vjp) its kind (Tensor or array) and requires_grad;
     inside them it is differentiable, as opt.step.
@@ -245,7 +251,7 @@ def apply_updates(params, updates):
 
 
 # --- the torch-style loop -------------------------------------------------------------------------
-def grads_of(params):
+def grads_of(params: PyTree) -> PyTree:
     """The `.grad` of every parameter, as a tree shaped like params, for the torch-style loop
     (`loss.backward()` then `opt.step(grads_of(params), state, params)`).
 

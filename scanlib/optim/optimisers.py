@@ -6,11 +6,11 @@ Imports optim.core and optim.transforms.
 
 from __future__ import annotations
 
-from .core import GradientTransformation
+from .core import GradientTransformation, ScalarOrSchedule
 from .transforms import add_decayed_weights, chain, scale_by_adam, scale_by_learning_rate, trace
 
 
-def sgd(learning_rate, momentum: float | None = None,
+def sgd(learning_rate: ScalarOrSchedule, momentum: float | None = None,
         nesterov: bool = False) -> GradientTransformation:
     """Stochastic gradient descent, with optional (Nesterov) momentum, as optax.sgd:
     p -= lr * g, or with momentum t = g + momentum * t, p -= lr * t.
@@ -28,7 +28,8 @@ def sgd(learning_rate, momentum: float | None = None,
     return opt
 
 
-def momentum(learning_rate, beta: float = 0.9) -> GradientTransformation:
+def momentum(learning_rate: ScalarOrSchedule,
+             beta: float = 0.9) -> GradientTransformation:
     """Heavy-ball momentum: m = g + beta * m, p -= lr * m (sgd with momentum=beta).
 
     >>> opt = sl.optim.momentum(0.1, beta=0.5)
@@ -41,8 +42,8 @@ def momentum(learning_rate, beta: float = 0.9) -> GradientTransformation:
     return opt
 
 
-def adam(learning_rate, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
-         eps_root: float = 0.0) -> GradientTransformation:
+def adam(learning_rate: ScalarOrSchedule, b1: float = 0.9, b2: float = 0.999,
+         eps: float = 1e-8, eps_root: float = 0.0) -> GradientTransformation:
     """Adam (Kingma & Ba), operation for operation as optax.adam: its state is
     `(ScaleByAdamState(count, mu, nu), <the learning rate's state>)`.
 
@@ -59,8 +60,9 @@ def adam(learning_rate, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
     return opt
 
 
-def adamw(learning_rate, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
-          eps_root: float = 0.0, weight_decay: float = 1e-4) -> GradientTransformation:
+def adamw(learning_rate: ScalarOrSchedule, b1: float = 0.9, b2: float = 0.999,
+          eps: float = 1e-8, eps_root: float = 0.0,
+          weight_decay: float = 1e-4) -> GradientTransformation:
     """Adam with decoupled weight decay (Loshchilov & Hutter), as optax.adamw: the update is
     -lr * (adam's direction + weight_decay * p).
 

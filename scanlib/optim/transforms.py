@@ -13,8 +13,8 @@ import numpy as np
 
 from .. import ops
 from ..tape import Tensor
-from .core import (_FIX_STATE, GradientTransformation, _a, _count_zero, _moments, _number,
-                   _rebuild, _type)
+from .core import (_FIX_STATE, GradientTransformation, ScalarOrSchedule, _a, _count_zero,
+                   _moments, _number, _rebuild, _type)
 
 
 class ScaleByAdamState(NamedTuple):
@@ -143,7 +143,8 @@ def _scaled(leaves, step):
     return [step * g for g in leaves]  # a Python float is rounded to g's dtype
 
 
-def scale_by_learning_rate(learning_rate, *, flip_sign: bool = True) -> GradientTransformation:
+def scale_by_learning_rate(learning_rate: ScalarOrSchedule, *,
+                           flip_sign: bool = True) -> GradientTransformation:
     """Multiply the updates by -learning_rate (a number, or a schedule: a callable of the step
     count, 0 first), as optax.scale_by_learning_rate.
 

@@ -6,8 +6,13 @@ Imports nothing from scanlib.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import contextlib
 import threading
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 
 class _State(threading.local):
@@ -34,7 +39,7 @@ def current_builder():
 
 
 @contextlib.contextmanager
-def no_grad():
+def no_grad() -> Iterator[None]:
     """Context manager: ops inside record nothing for backward (like torch.no_grad)."""
     old = STATE.grad_enabled
     STATE.grad_enabled = False
@@ -45,7 +50,7 @@ def no_grad():
 
 
 @contextlib.contextmanager
-def enable_grad(enabled: bool = True):
+def enable_grad(enabled: bool = True) -> Iterator[None]:
     """Context manager: turn recording on (or off with enabled=False) inside a no_grad()."""
     old = STATE.grad_enabled
     STATE.grad_enabled = enabled

@@ -1,13 +1,14 @@
 """The Tensor: an immutable array plus what backward needs (requires_grad, the Node that made
 it) and, while a scan body or make_graph is being traced, the graph variable it stands for.
 
-Arithmetic methods are attached by scanlib.ops (the layer above); this file imports only
-backends and tape.state.
+Arithmetic methods are attached by scanlib.ops (the layer above); type checkers read them from
+tape/declared.py. This file imports only backends and tape.state.
 """
 
 from __future__ import annotations
 
 import warnings
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -63,7 +64,13 @@ def _read_only(array):
         return view
 
 
-class Tensor:
+if TYPE_CHECKING:
+    from .declared import TensorMethods
+else:
+    TensorMethods = object  # the methods are attached at run time by scanlib.ops
+
+
+class Tensor(TensorMethods):
     """An immutable n-d array that can record the operations applied to it.
 
     Make one with `scanlib.tensor(data, requires_grad=True)`; after `loss.backward()` the

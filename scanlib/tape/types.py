@@ -1,10 +1,12 @@
-"""Names used in annotations: PyTree, ArrayLike, DTypeLike, Device. The annotations that use
-them are strings (`from __future__ import annotations`), so modules import this one only for
-type checkers. Imports nothing of scanlib at run time (tape.tensor for type checkers).
+"""Names used in annotations: PyTree, ArrayLike, DTypeLike, Device, Axis, Shape. The
+annotations that use them are strings (`from __future__ import annotations`), so modules import
+this one only for type checkers. Imports nothing of scanlib at run time (tape.tensor for type
+checkers).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Union
 
 import numpy as np
@@ -23,3 +25,9 @@ DTypeLike = Any
 
 Device = str
 """'cpu' or 'cuda' (or 'cuda:N')."""
+
+Axis = Union[int, Sequence[int], None]
+"""An axis or several: an int, a tuple of ints, or None for all of them."""
+
+Shape = Union[int, Sequence[int]]
+"""A shape: a tuple of ints (an int for one axis)."""
