@@ -171,3 +171,13 @@ def test_deepcopy_inside_a_transformation_is_differentiated_through(transform):
                                       sl.tensor([1.0]), None, length=2)[0].sum())(x)
     assert not g.requires_grad
     np.testing.assert_allclose(g.numpy(), [4.8])
+
+
+def test_tensor_of_a_differentiated_value_raises_rather_than_copying_it_off_the_tape():
+    """A port of jnp.array(x) as sl.tensor(x) dropped x's part of the gradient (1, 2 instead of
+    2, 4); a value that does not depend on the inputs still copies."""
+    with pytest.raises(TypeError, match=r"^scanlib\.tensor\(\) of a tensor .*jnp\.array\(t\)"):
+        sl.grad(lambda x: (sl.tensor(x) * x).sum())(sl.tensor([1.0, 2.0]))
+    c = sl.tensor([3.0, 4.0])
+    g = sl.grad(lambda x: (sl.tensor(c) * x + sl.tensor(x.detach())).sum())(sl.tensor([1.0, 2.0]))
+    assert g.tolist() == [3.0, 4.0]
