@@ -312,7 +312,9 @@ def forward_jvp(f, primals, tangents, has_aux):
     device = next((leaf_info(x)[2] for x in p_leaves), "cpu")
     trace = _ForwardTrace(device)
     try:
-        with tracing(trace):
+        # differentiating: code that asks whether it runs under a derivative (optim's updates,
+        # which otherwise run off the tape as a training loop's) must see this one too
+        with tracing(trace), _state.differentiating():
             inputs = [trace.new_value(_value_of(x, t), t) for x, t in zip(p_leaves, t_leaves)]
             found = f(*pytree.unflatten(p_tree, inputs))
     except TypeError as e:

@@ -181,3 +181,15 @@ def test_tensor_of_a_differentiated_value_raises_rather_than_copying_it_off_the_
     c = sl.tensor([3.0, 4.0])
     g = sl.grad(lambda x: (sl.tensor(c) * x + sl.tensor(x.detach())).sum())(sl.tensor([1.0, 2.0]))
     assert g.tolist() == [3.0, 4.0]
+
+
+def test_a_backward_inside_grad_does_not_hide_the_dependence():
+    """backward() frees the nodes it walks; the conversion check cannot then see that y
+    depends on x, and must refuse rather than let float(y) drop the gradient (6, not 12)."""
+    def f(x):
+        y = x * 2
+        (y * 3).backward()
+        return x * float(y)
+
+    with pytest.raises(TypeError, match="differentiated by grad"):
+        sl.grad(f)(sl.tensor(3.0))

@@ -841,3 +841,19 @@ def test_a_state_of_another_optimiser_is_described():
         optim.adam(0.1).update(w, optim.sgd(0.1, 0.9).init(w)[0], w)
     with pytest.raises(TypeError, match=r"params is an int;"):
         optim.sgd(0.1).update(w, (), 3)
+
+
+@pytest.mark.parametrize("name", ["sgd", "adam"])
+def test_forward_mode_through_an_update_is_reverse_modes_transpose(name):
+    """jvp/jacfwd of a step (meta-learning by forward mode) carry the tangent through the
+    update, as grad does; the update ran off the tape there and the tangent was 0."""
+    opt = sl.optim.sgd(0.1) if name == "sgd" else sl.optim.adam(0.1)
+
+    def f(w):
+        params, _ = opt.step(w * w, opt.init(w), w)
+        return sl.optim.apply_updates(params, sl.tensor([1.0, 1.0])) * w
+
+    w = sl.tensor([2.0, 3.0])
+    np.testing.assert_allclose(sl.jacfwd(f)(w).numpy(), sl.jacrev(f)(w).numpy(), rtol=1e-12)
+    tangent = sl.jvp(f, (w,), (sl.tensor([1.0, 0.0]),))[1]
+    np.testing.assert_allclose(tangent.numpy(), sl.jacrev(f)(w).numpy()[:, 0], rtol=1e-12)

@@ -233,3 +233,10 @@ def test_the_torch_style_in_place_update_says_what_happened():
         w = (w - 0.1 * w.grad).requires_grad_()
     (w * w).sum().backward()
     np.testing.assert_allclose(w.grad.numpy(), [1.6, 3.2])
+
+
+def test_the_tensor_class_refuses_a_tensor_as_its_value():
+    """sl.Tensor(x) stored x as the array: a gradient silently dropped, a crash in repr."""
+    x = sl.tensor([3.0], requires_grad=True)
+    with pytest.raises(TypeError, match=r"scanlib\.tensor\(data\)"):
+        sl.Tensor(x)

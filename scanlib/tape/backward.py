@@ -216,7 +216,10 @@ def differentiated_by(x):
         t = stack.pop()
         found.update(i for i, w in enumerate(watched) if id(t) in w.ids)
         node = t._node
-        if node is None or node in seen or node.seq < first or node.inputs is None:
+        if node is None or node in seen or node.seq < first:
+            continue
+        if node.inputs is None:  # freed by a backward() inside f: it may depend, so refuse
+            found.add(len(watched) - 1)
             continue
         seen.add(node)
         stack.extend(i for i in node.inputs if type(i) is Tensor and i.requires_grad)

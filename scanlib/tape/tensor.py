@@ -86,6 +86,9 @@ class Tensor(TensorMethods):
 
     def __init__(self, value, requires_grad=False, *, _node=None, _index=0, _trace=None,
                  _var=None):
+        if type(value) is Tensor:  # the engine passes arrays; a user may pass a tensor
+            raise TypeError("Tensor(t) of a tensor: make tensors with scanlib.tensor(data) "
+                            "(a copy without history), or keep t itself to keep its gradient.")
         self._value = value
         self.requires_grad = requires_grad
         self._grad = None
