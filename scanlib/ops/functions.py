@@ -43,18 +43,17 @@ def tensor(data: ArrayLike, *, dtype: DTypeLike = None, device: Device | None = 
     >>> x = tensor([1.0, 2.0], requires_grad=True)
 
     Of a Tensor it makes a new one with no gradient history, also inside a traced scan body
-    (where it is a stop_gradient of the traced value, cast and moved as asked). Inside grad,
-    vjp, jvp or a Jacobian, a tensor that depends on the inputs being differentiated
-    refuses, as float() does: JAX's `jnp.array(x)` is differentiated through, and a copy
-    without history would silently drop that part of the gradient; keep `x` itself (or
-    `x.astype(dtype)`), or pass `x.detach()` for a constant. A NumPy or
+    (where it is a stop_gradient of the traced value, cast and moved as asked), as
+    torch.tensor(t) copies without history. JAX's `jnp.array(x)` is differentiated through
+    instead: in a port, keep `x` itself (or `x.astype(dtype)`) where x is being
+    differentiated. A NumPy or
     CuPy array is copied (as torch.tensor and jnp.array copy), so writing into it later cannot
     change what the tape saved; `as_tensor` shares it instead.
     """
     if isinstance(data, Tensor) and data._trace is not None:
         return _traced_tensor(data, dtype, device, requires_grad)
     if isinstance(data, Tensor):
-        data = data._off_the_tape("scanlib.tensor()")
+        data = data._value
     if device is None:
         device = backends.device_of(data) if backends.is_array(data) else "cpu"
     source = data

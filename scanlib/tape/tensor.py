@@ -226,8 +226,7 @@ class Tensor(TensorMethods):
                     "it would carry no gradient, and what is computed from it would silently "
                     "miss that part of the gradient (JAX raises here too). To compute with "
                     "it, use scanlib's ops instead of Python's or NumPy's (scanlib.exp(t), not "
-                    "math.exp(t); t itself, or t.astype(dtype), for jnp.array(t)); if it is "
-                    "meant to be a constant, convert t.detach() (or "
+                    "math.exp(t)); if it is meant to be a constant, convert t.detach() (or "
                     "scanlib.stop_gradient(t)). Python control flow such as `if t > 0:` "
                     "works as it is.")
         return value
