@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 import re
 
+from test_docs import load_gen_api  # docs/gen_api.py, loaded as a module
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NAME = "scanlib-autodiff"
 
@@ -82,16 +84,6 @@ def test_the_package_is_marked_typed():
         assert "py.typed" in f.read(), "py.typed must be listed as package data so it ships"
 
 
-def _gen_api():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("gen_api", os.path.join(ROOT, "docs",
-                                                                          "gen_api.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_primitives_show_their_signature_at_run_time():
     import inspect
     import pydoc
@@ -140,7 +132,7 @@ def test_public_functions_are_annotated():
 def test_the_stub_matches_the_package_at_run_time():
     with open(os.path.join(ROOT, "scanlib", "__init__.pyi"), encoding="utf-8") as f:
         stub = f.read()
-    assert stub == _gen_api().stub_text(), ("scanlib/__init__.pyi is out of date; run "
+    assert stub == load_gen_api().stub_text(), ("scanlib/__init__.pyi is out of date; run "
                                             "python docs/gen_api.py")
     assert "def exp(x: ArrayLike, /) -> Tensor:" in stub
     assert "from .scan.api import scan as scan" in stub
