@@ -23,7 +23,7 @@ import weakref
 
 import numpy as np
 
-from . import backends, logs, pytree
+from . import backends, generated, logs, pytree
 from .scan import fused
 from .scan.api import _DEFAULT_COMPILER
 from .tape import Tensor, current_builder, grad_enabled
@@ -623,7 +623,7 @@ def _straight_line(graph, consts):
     # Literal outputs are returned as they were (the caller reads them from the graph).
     lines.append(f"    return ({''.join(f'{ref(v)}, ' for v in graph.outvars)})")
     source = "\n".join(lines)
-    exec(compile(source, f"<jit {graph.name}>", "exec"), ns)  # noqa: S102 - our own code
+    generated.exec_source(source, f"jit replay {graph.name}", ns)
     run = ns["run"]
     run.source = source
     return run

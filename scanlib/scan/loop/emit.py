@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ... import backends
+from ... import backends, generated
 from . import inplace
 from .ir import CHUNK, CONST, POST, PRE, STEP, XS, RunningSum, SumAB, SumAtB, SumScatter, \
     SumStepsAxes, is_var
@@ -43,7 +43,7 @@ def generate(prog):
     """(source, run function) for a LoopProgram with its memory plan."""
     w = _LoopWriter(prog)
     source = w.source()
-    exec(compile(source, f"<scan body {prog.graph.name}>", "exec"), w.env)
+    generated.exec_source(source, f"scan loop over {prog.graph.name}", w.env)
     return source, w.env["run"]
 
 

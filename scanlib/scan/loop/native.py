@@ -30,7 +30,7 @@ import time
 
 import numpy as np
 
-from ... import logs
+from ... import generated, logs
 from ...tape.tensor import type_str
 from .emit import _LoopWriter
 from .ir import STEP, is_var
@@ -337,7 +337,7 @@ def build(prog):
     dispatcher, proofs = _load(ksource)
     kernel = NativeKernel(dispatcher, w.expected, prog.graph.name, proofs, describe(prog))
     w.env["_kernel"] = kernel
-    exec(compile(source, f"<scan body {prog.graph.name} (numba)>", "exec"), w.env)
+    generated.exec_source(source, f"scan loop over {prog.graph.name} (numba)", w.env)
     return NativeLoop(source, w.env["run"], ksource, kernel)
 
 
@@ -395,8 +395,8 @@ def _load(ksource):
             namespace = None
     if namespace is None:
         namespace = {}
-        exec(compile(ksource.replace("cache=CACHE", "cache=False"),
-                     f"<scan kernel {key}>", "exec"), namespace)
+        generated.exec_source(ksource.replace("cache=CACHE", "cache=False"),
+                              f"scan kernel {key}", namespace)
     _loaded[key] = namespace["kernel"], proofs
     return _loaded[key]
 
