@@ -123,6 +123,53 @@ def test_no_module_imports_a_higher_layer(name):
     assert not bad, f"{name} (rank {rank}) imports {sorted(bad)}"
 
 
+# Inside a folder, the same rule by folder-level rank. scan/: helpers, then the loop compiler,
+# then what runs and differentiates a body, then the primitive, then the API on top of it.
+# scan/loop/ (the loop compiler): the primitives' facts, then the form (ir), then the passes
+# over it, then its interpreter and printers.
+INNER_RANKS = {
+    "scanlib.scan": {"schedule": 0, "cache": 0, "interpret": 0, "loop": 1, "executor": 2,
+                     "linearize": 2, "primitive": 3, "revolve": 4, "fused": 4, "api": 5,
+                     "plan": 6, "": 7},
+    "scanlib.scan.loop": {"batch": 0, "inplace": 0, "native_kernels": 0, "native_rules": 0,
+                          "ir": 1, "alias": 1, "memory": 2, "passes": 2, "interp": 3,
+                          "emit": 3, "native": 4, "": 5},
+}
+# What a folder may import from scanlib outside it: layers up to this rank. The loop compiler
+# reads graphs and primitives (tape, ops); it knows nothing of tracing, remat or scan's API.
+OUTER_LIMIT = {"scanlib.scan.loop": 2}
+
+
+def _inner(module: str, folder: str) -> str | None:
+    """The part of `module` right below `folder` ("" for the folder's package itself); None
+    when the module is outside the folder."""
+    if module == folder:
+        return ""
+    if module.startswith(folder + "."):
+        return module[len(folder) + 1:].split(".")[0]
+    return None
+
+
+@pytest.mark.parametrize("folder,name", [(f, n) for f in INNER_RANKS for n, _, _ in MODULES
+                                         if _inner(n, f) is not None])
+def test_no_module_imports_a_higher_module_of_its_folder(folder, name):
+    ranks = INNER_RANKS[folder]
+    rank = ranks.get(_inner(name, folder))
+    assert rank is not None, f"{name}: a new module of {folder} needs a rank in INNER_RANKS"
+    inside = {m for m in _scanlib(IMPORTS[name]) if _inner(m, folder) is not None}
+    bad = {m for m in inside if ranks.get(_inner(m, folder), 99) > rank}
+    assert not bad, f"{name} (rank {rank} in {folder}) imports {sorted(bad)}"
+
+
+@pytest.mark.parametrize("folder,name", [(f, n) for f in OUTER_LIMIT for n, _, _ in MODULES
+                                         if _inner(n, f) is not None])
+def test_a_folder_imports_only_low_layers_from_outside(folder, name):
+    outside = {m for m in _scanlib(IMPORTS[name]) if _inner(m, folder) is None}
+    bad = {m for m in outside if RANKS.get(_layer(m), 99) > OUTER_LIMIT[folder]}
+    assert not bad, (f"{name} imports {sorted(bad)}; {folder} may import only layers of rank "
+                     f"{OUTER_LIMIT[folder]} or lower (see RANKS)")
+
+
 @pytest.mark.parametrize("name", [n for n, _, _ in MODULES if _layer(n) != "backends"])
 def test_only_backends_import_cupy(name):
     cupy = {m for m in IMPORTS[name] if m == "cupy" or m.startswith("cupy.")}

@@ -20,7 +20,6 @@ from ...ops import elementwise as ew
 from ...ops import linalg as la
 from ...ops import special as sp
 from ...ops import structural as st
-from ...remat import name_p
 from ...tape import Literal
 
 
@@ -154,7 +153,7 @@ def elementwise(eqn, args, outs):
     return [f"{outs[0]} = np.{name}({', '.join(code)})"]
 
 
-@rule(ew.stop_gradient, ew.copy, name_p)
+@rule(ew.stop_gradient, ew.copy, ew.checkpoint_name_p)
 def _identity(eqn, args, outs):
     return [f"{outs[0]} = {args[0].code}"]
 
