@@ -57,7 +57,7 @@ def _fresh_input(x, path, who):
     return Tensor(t._value, True, _trace=t._trace, _var=t._var)
 
 
-def _should_record(originals, cts=()):
+def should_record(originals, cts=()):
     """Record the backward walk when an enclosing differentiation could need it."""
     return grad_enabled() and (
         _state.STATE.diff_depth > 0
@@ -68,9 +68,9 @@ def _should_record(originals, cts=()):
 
 def _records(originals, inputs, outs, cts=()):
     """Record the walk (and keep the value on the tape) when an enclosing differentiation
-    could need it: the cases of _should_record, or f's result depends on a tensor that
+    could need it: the cases of should_record, or f's result depends on a tensor that
     requires grad other than through the inputs (a closed-over parameter)."""
-    return _should_record(originals, cts) or (
+    return should_record(originals, cts) or (
         grad_enabled() and reaches_other_leaves(outs, inputs))
 
 
@@ -126,7 +126,7 @@ def vjp_recording(f, primals, has_aux, record, who="vjp"):
                 roots.append(o)
                 cts.append(c)
         found = (backward_pass(roots, cts, targets=inputs, retain_graph=True,
-                               create_graph=record or _should_record(leaves, cts)) if roots
+                               create_graph=record or should_record(leaves, cts)) if roots
                  else [None] * len(inputs))
         grads = [g if g is not None else _zeros_for(x) for g, x in zip(found, inputs)]
         return pytree.unflatten(treedef, grads)

@@ -235,7 +235,7 @@ def _array_index(eqn, args, ndim):
     index, arrays = tuple(eqn.params["index"]), args[1:]
     if index[:1] == (Ellipsis,) and len(index) - 1 == ndim:
         index = index[1:]
-    slots = [type(i).__name__ == "_Slot" for i in index]
+    slots = [type(i).__name__ == "Slot" for i in index]
     if not (1 <= len(index) <= 2 and all(slots)
             and [i.i for i in index] == list(range(len(arrays)))
             and all(a.dtype.kind in "iu" and len(a.shape) == 1 for a in arrays)
