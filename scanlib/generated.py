@@ -34,11 +34,11 @@ def exec_source(source: str, what: str, namespace: dict) -> str:
     def forget():
         alive[0] -= 1
         if alive[0] == 0 and linecache.cache.get(filename) is entry:
-            del linecache.cache[filename]
+            linecache.cache.pop(filename, None)
 
     for c in inner:
-        weakref.finalize(c, forget)
+        weakref.finalize(c, forget).atexit = False
     exec(code, namespace)  # noqa: S102 - our own code
     if not inner:  # it defined no function: nothing of it runs again
-        del linecache.cache[filename]
+        linecache.cache.pop(filename, None)
     return filename
