@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import backends
+from . import backends, generated
 from .interpreters.batching import batched_graph, batched_outputs, broadcast_batch, evaluate
 from .ops import zeros
 from .ops.primitive import Primitive
@@ -101,7 +101,7 @@ def _generate(cond, body, carries, collect):
         lines.append(f"        {cs}= {', '.join(ref(v) for v in new)},")
     lines.append("        n += 1")
     source = "\n".join(lines)
-    exec(compile(source, "<while_loop>", "exec"), env)
+    generated.exec_source(source, f"while_loop {body.name}", env)
     run = env["run"]
 
     def run_loop(carry, q, k, max_steps):
