@@ -207,9 +207,9 @@ class Rules:
     out_tree: Any
     out_avals: tuple
 
-    def __repr__(self):
-        fns = [f for f in (self.fwd, self.bwd, self.jvp) if f is not None]
-        return "/".join(_name(f) for f in fns)
+    def __repr__(self):  # printed graphs: `rules={fwd: f_fwd, bwd: f_bwd}`
+        fns = [(k, getattr(self, k)) for k in ("fwd", "bwd", "jvp")]
+        return "{" + ", ".join(f"{k}: {_name(f)}" for k, f in fns if f is not None) + "}"
 
     def args(self, inputs):
         """fun's positional arguments from the equation's differentiable inputs."""
@@ -316,11 +316,16 @@ class _Call:
 
 
 def _resolve(who, fun, args, kwargs):
-    """The arguments as positional ones (JAX's resolve_kwargs)."""
-    if not kwargs:
+    """The arguments as positional ones, defaults filled in (JAX's resolve_kwargs)."""
+    try:
+        signature = inspect.signature(fun)
+    except (TypeError, ValueError):  # a builtin without one: positional arguments only
+        if kwargs:
+            raise TypeError(f"{who}: {_name(fun)} has no signature to place keyword "
+                            "arguments by; pass them positionally") from None
         return tuple(args)
     try:
-        bound = inspect.signature(fun).bind(*args, **kwargs)
+        bound = signature.bind(*args, **kwargs)
     except (TypeError, ValueError) as e:
         raise TypeError(f"{who}: the arguments of {_name(fun)} do not match its signature "
                         f"({e})") from None
@@ -469,7 +474,7 @@ def _flatten_bwd(rules, found, args):
     for k, (arg, g) in enumerate(zip(primal, found)):
         paths, leaves, tree = pytree.flatten_with_paths(arg, f"[{k}]")
         if g is None:
-            flat += [None] * len(leaves)
+            flat += [None for x in leaves if type(x) not in _NUMBERS]
             continue
         try:
             gs = tree.flatten_up_to(g)
