@@ -4,7 +4,8 @@ function (a Graph, run when no derivative is taken) and the user's rules; its VJ
 `bwd` on fwd's residuals, or transposes the user's JVP rule, so every transformation treats
 it as any other op.
 
-Imports backends, tape, ops, pytree and tracing.
+Imports backends, tape, ops, pytree, tracing, interpreters, remat (its replay of a graph)
+and vmap (a custom call is batched by vmapping its function and rules).
 """
 
 from __future__ import annotations
@@ -18,12 +19,15 @@ import inspect
 import numpy as np
 
 from . import backends, pytree
+from .interpreters.batching import broadcast_batch
 from .ops import as_tensor, zeros
 from .ops.primitive import Primitive, bind
+from .remat import replay
 from .tape import (Graph, Tensor, backward_pass, current_builder, enable_grad, grad_enabled,
                    is_differentiable_dtype, record)
 from .tape.graph import eval_graph, stand_ins_for
 from .tracing import closure_names, trace_function
+from .vmap import vmap
 
 __all__ = ["custom_vjp", "custom_jvp"]
 
@@ -269,31 +273,27 @@ class _Call:
         still requires grad read a tensor that requires grad from outside the arguments."""
         inputs = self.inputs
         recording = grad_enabled() and any(x.requires_grad for x in inputs)
-        plain = [Tensor(x._value) for x in inputs]
-        probe = Rules(_name(self.fun), None, None, None, self.nondiff, self.statics,
-                      self.in_tree, None, ())
-        if not recording or prim is custom_jvp_call_p:
-            out = self.fun(*probe.args(plain))
-            res = None
-        else:
-            out, res = _fwd_pair(given["fwd"], given["fwd"](*probe.args(plain)))
+        if recording and prim is custom_vjp_call_p:
+            rules = self.rules(given, None, ())
+            return pytree.unflatten(*_record_fwd(rules, None, list(inputs), len(inputs)))
+        probe = self.rules(given, None, ())
+        out = self.fun(*probe.args([Tensor(x._value) for x in inputs]))
         out_leaves, out_tree = pytree.flatten(out)
         if grad_enabled():
-            _refuse_closure(self.who, self.fun, out_leaves + pytree.flatten(res)[0])
+            _refuse_closure(self.who, self.fun, out_leaves)
         if not recording:
             return out
         values = [_output(self.who, o)._value for o in out_leaves]
         rules = self.rules(given, out_tree, [(np.shape(v), np.dtype(v.dtype)) for v in values])
         outs = record(prim, list(inputs), dict(fun=None, rules=rules, num_args=len(inputs)),
-                      values, None, None, saved=None if res is None else (res,))
+                      values, None, None)
         return pytree.unflatten(out_tree, outs)
 
     def _traced(self, prim, given):
         """Inside a trace (a scan body, checkpoint, jit, vmap, jvp): fun traced into a Graph
         and bound as one equation; the tensors fun closed over become its last inputs."""
         inputs, outs_tree = self.inputs, []
-        probe = Rules(_name(self.fun), None, None, None, self.nondiff, self.statics,
-                      self.in_tree, None, ())
+        probe = self.rules(given, None, ())
 
         def traced(*tracers):
             out = self.fun(*probe.args(list(tracers)))
@@ -365,15 +365,50 @@ def _fwd_pair(fwd, found):
     return found
 
 
+def _record_fwd(rules, fun, inputs, num_args):
+    """fwd run without recording on detached copies of the inputs, and one node for the call
+    on the tape, holding fwd's residuals: (out_tree, outputs). rules.out_tree None: not
+    known yet (taken from fwd's output), else fwd's output must have it."""
+    _refuse_const_grads(inputs, num_args, rules)
+    plain = [Tensor(x._value) for x in inputs[:num_args]]
+    with enable_grad():  # a result that requires grad then read one from outside
+        out, res = _fwd_pair(rules.fwd, rules.fwd(*rules.args(plain)))
+    out_leaves, out_tree = pytree.flatten(out)
+    _refuse_closure("custom_vjp", rules, out_leaves + pytree.flatten(res)[0])
+    if rules.out_tree is not None and out_tree != rules.out_tree:
+        raise TypeError(f"custom_vjp: the fwd rule {_name(rules.fwd)} must return (out, "
+                        f"residuals) with out as {rules.name} returns it, "
+                        f"{pytree.structure_str(rules.out_tree)}, got "
+                        f"{pytree.structure_str(out_tree)}")
+    values = [_output("custom_vjp", o)._value for o in out_leaves]
+    if rules.out_tree is None:
+        rules = dataclasses.replace(rules, out_tree=out_tree, out_avals=tuple(
+            (np.shape(v), np.dtype(v.dtype)) for v in values))
+    outs = record(custom_vjp_call_p, list(inputs),
+                  dict(fun=fun, rules=rules, num_args=num_args), values, None, None,
+                  saved=(res,))
+    return out_tree, outs
+
+
+def _custom_vjp_bind_recorded(*inputs, fun, rules, num_args):
+    """How a recorded graph's custom_vjp_call binds again on Tensors (checkpoint's replay,
+    vmap's unbatched equations): on the tape, fwd runs and its residuals are kept."""
+    if (current_builder() is None and grad_enabled()
+            and any(isinstance(x, Tensor) and x.requires_grad for x in inputs[:num_args])):
+        return _record_fwd(rules, fun, list(inputs), num_args)[1]
+    return bind(custom_vjp_call_p, *inputs, fun=fun, rules=rules, num_args=num_args)
+
+
 _CLOSURE = ("{who}: {name} read a tensor that is being differentiated ({what}) from outside "
             "its arguments, but its rule gives cotangents only for its arguments. Pass the "
             "tensor as an argument of {name} (and of its rule), or .detach() it.")
 
 
 def _refuse_closure(who, fun, leaves):
+    """fun is the user's function, or Rules (named after it)."""
     if any(isinstance(o, Tensor) and o.requires_grad for o in leaves):
-        raise TypeError(_CLOSURE.format(who=who, name=_name(fun),
-                                        what="one that requires grad"))
+        name = fun.name if isinstance(fun, Rules) else _name(fun)
+        raise TypeError(_CLOSURE.format(who=who, name=name, what="one that requires grad"))
 
 
 def _refuse_traced_closure(who, fun, consts, vjp):
@@ -588,7 +623,62 @@ def _custom_jvp_jvp(primals, tangents, *, fun, rules, num_args):
     return _jvp_call(rules, args, ts)
 
 
+def _custom_vmap(values, batched, B, *, fun, rules, num_args):
+    """One custom call over the batch: its function, and fwd and bwd (or the jvp rule),
+    vmapped, every differentiable input batched; the closed-over values stay unbatched (a
+    batched one, which the call refuses when differentiated, runs once per example)."""
+    if any(batched[num_args:]):
+        return None
+    _refuse_const_grads(values, num_args, rules)
+    args = [x if b else broadcast_batch(x, B) for x, b in zip(values[:num_args], batched)]
+    call = _batched_call(fun, rules, num_args, len(values) - num_args)
+    outs = call(*args, *values[num_args:])
+    return outs, [True] * len(outs)
+
+
+@functools.lru_cache(maxsize=256)
+def _batched_call(fun, rules, n, k):
+    """The custom function of an equation's flat inputs (n differentiable, then k closed-over
+    values) on a batch (axis 0 of the first n), with the equation's rules vmapped. Cached, so
+    that a scan body batched twice holds the same rules (its cache compares them)."""
+    in_axes = (0,) * n + (None,) * k
+
+    def fun_b(*xs):
+        return vmap(lambda *a: replay(fun, a[:n], a[n:]), in_axes=in_axes)(*xs)
+
+    fun_b.__name__ = f"{rules.name}_batched"
+    if rules.jvp is not None:
+        def jvp_b(primals, tangents):
+            return vmap(lambda p, t: _jvp_call(rules, list(p[:n]), list(t[:n])),
+                        in_axes=(in_axes, in_axes))(primals, tangents)
+
+        jvp_b.__name__ = f"{_name(rules.jvp)}_batched"
+        batched = custom_jvp(fun_b)
+        batched.defjvp(jvp_b)
+        return batched
+
+    def fwd_b(*xs):
+        def one(*a):
+            out, res = _fwd_pair(rules.fwd, rules.fwd(*rules.args(list(a[:n]))))
+            return pytree.flatten(out)[0], (res, list(a[:n]))
+        return vmap(one, in_axes=in_axes)(*xs)
+
+    def bwd_b(res, g):
+        def one(res, g):
+            res, args = res
+            found = rules.bwd(*rules.nondiff_values(), res, pytree.unflatten(rules.out_tree, g))
+            return _flatten_bwd(rules, found, args)
+        return tuple(vmap(one)(res, g)) + (None,) * k
+
+    fwd_b.__name__, bwd_b.__name__ = f"{_name(rules.fwd)}_batched", f"{_name(rules.bwd)}_batched"
+    batched = custom_vjp(fun_b)
+    batched.defvjp(fwd_b, bwd_b)
+    return batched
+
+
 custom_vjp_call_p = Primitive("custom_vjp_call", _call_impl, _custom_vjp_vjp,
-                              multiple_results=True, reach=_reach)
+                              multiple_results=True, reach=_reach, jvp=_custom_vjp_jvp,
+                              vmap=_custom_vmap, bind_recorded=_custom_vjp_bind_recorded)
 custom_jvp_call_p = Primitive("custom_jvp_call", _call_impl, _custom_jvp_vjp,
-                              multiple_results=True, reach=_reach)
+                              multiple_results=True, reach=_reach, jvp=_custom_jvp_jvp,
+                              vmap=_custom_vmap)

@@ -241,6 +241,24 @@ def test_custom_vjp_under_vmap_and_jit():
     close(sl.jit(sl.grad(lambda x: f(x, y).sum()))(sl.tensor(X)), np.cos(X) * Y)
 
 
+def test_vmap_batches_the_call_and_its_rules_once_not_per_example():
+    from scanlib.interpreters.batching import FALLBACKS
+
+    f, calls = make_sin_mul()
+    g = make_cubic_jvp()
+    B = np.stack([X, 2 * X, 3 * X])
+    xs, ys = sl.tensor(B), sl.tensor(np.stack([Y, -Y, Y]))
+    before = dict(FALLBACKS)
+    gx, gy = sl.grad(lambda xs, ys: sl.vmap(f)(xs, ys).sum(), argnums=(0, 1))(xs, ys)
+    close(gx, np.cos(B) * ys.numpy())
+    close(gy, np.sin(B))
+    assert calls == {"fwd": 1, "bwd": 1}  # traced once by vmap, run on the whole batch
+    t = sl.jvp(lambda xs: sl.vmap(lambda x: g(x, sl.tensor(Y)))(xs), (xs,), (sl.ones(B.shape),))[1]
+    close(t, 3 * B ** 2 * Y)
+    close(sl.grad(lambda xs: sl.vmap(g)(xs, ys).sum())(xs), 3 * B ** 2 * ys.numpy())
+    assert dict(FALLBACKS) == before
+
+
 def test_forward_mode_of_a_custom_vjp_raises_as_in_jax():
     f, _ = make_sin_mul()
     y = sl.tensor(Y)
