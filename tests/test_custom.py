@@ -170,6 +170,49 @@ def test_pytree_arguments_outputs_and_residuals():
     close(g["b"][1], 2.0 * np.ones(3))
 
 
+def test_an_output_nobody_reads_gets_zeros_and_integer_inputs_none():
+    @sl.custom_vjp
+    def two(x):
+        return sl.sin(x), sl.cos(x)
+
+    two.defvjp(lambda x: (two(x), x), lambda x, g: (g[0] * sl.cos(x) - g[1] * sl.sin(x),))
+    x = sl.tensor(X)
+    close(sl.grad(lambda x: two(x)[0].sum())(x), np.cos(X))
+    close(sl.grad(lambda x: sl.scan(lambda c, _: (two(c)[1], None), x, None,
+                                    length=1)[0].sum())(x), -np.sin(X))
+
+    @sl.custom_vjp
+    def take(x, i):
+        return x[i]
+
+    take.defvjp(lambda x, i: (x[i], (i, x.shape)),
+                lambda res, g: (sl.zeros(res[1]).at[res[0]].add(g), None))
+    close(sl.grad(lambda x: take(x, sl.tensor(1)) * 2.0)(x), [0.0, 2.0, 0.0])
+
+
+def test_second_order_through_a_scan_and_nested_custom_functions():
+    f, _ = make_sin_mul()
+    cubic = make_cubic_jvp()
+    y = sl.tensor(Y)
+
+    def run(x, fn):
+        return sl.scan(lambda c, _: (fn(c, y), None), x, None, length=2)[0].sum()
+
+    x = sl.tensor(X)
+    close(sl.grad(lambda x: sl.grad(lambda x: run(x, f))(x).sum())(x),
+          sl.grad(lambda x: sl.grad(lambda x: run(x, lambda a, b: sl.sin(a) * b))(x).sum())(x))
+    close(sl.hessian(lambda x: run(x, cubic))(x),
+          sl.hessian(lambda x: run(x, lambda a, b: a ** 3 * b))(x))
+
+    @sl.custom_jvp
+    def outer(x):
+        return cubic(x, y) * 2.0
+
+    outer.defjvps(lambda t, out, x: t * 100.0)  # the outer rule hides the inner one
+    close(sl.grad(lambda x: outer(x).sum())(x), 100.0 * np.ones(3))
+    close(sl.jvp(outer, (x,), (sl.ones(3),))[1], 100.0 * np.ones(3))
+
+
 def test_nondiff_argnums_pass_functions_and_keywords_resolve():
     @functools.partial(sl.custom_vjp, nondiff_argnums=(0,))
     def apply(fn, x, scale=2.0):
