@@ -4,8 +4,9 @@ function (a Graph, run when no derivative is taken) and the user's rules; its VJ
 `bwd` on fwd's residuals, or transposes the user's JVP rule, so every transformation treats
 it as any other op.
 
-Imports backends, tape, ops, pytree, tracing, interpreters, remat (its replay of a graph)
-and vmap (a custom call is batched by vmapping its function and rules).
+Imports backends, tape, ops, pytree, tracing, interpreters, remat (its replay of a graph),
+scan's numba rules (a custom call in a compiled loop is its function's statements) and vmap
+(a custom call is batched by vmapping its function and rules).
 """
 
 from __future__ import annotations
@@ -23,9 +24,11 @@ from .interpreters.batching import broadcast_batch
 from .ops import as_tensor, zeros
 from .ops.primitive import Primitive, bind
 from .remat import replay
+from .scan.loop import native_rules
+from .scan.loop.native import VIEWS
 from .tape import (Graph, Tensor, backward_pass, current_builder, enable_grad, grad_enabled,
                    is_differentiable_dtype, record)
-from .tape.graph import eval_graph, stand_ins_for
+from .tape.graph import Var, eval_graph, stand_ins_for
 from .tracing import closure_names, trace_function
 from .vmap import vmap
 
@@ -450,7 +453,41 @@ def _call_impl(*values, fun, rules, num_args):
         return stand_ins
     outs = eval_graph(fun, values[:num_args], values[num_args:])
     xp = backends.xp_of(*values) if values else np
-    return [xp.asarray(o, dtype=v.dtype) for o, v in zip(outs, fun.outvars)]
+    outs = [xp.asarray(o, dtype=v.dtype) for o, v in zip(outs, fun.outvars)]
+    # Fresh memory, as for any primitive not declared a view: the loop compiler may write
+    # into an output, which must then not be (a view of) an input (fun returning x or x.T).
+    roots = {id(_root(v)) for v in values if backends.is_array(v)}
+    return [o.copy() if id(_root(o)) in roots else o for o in outs]
+
+
+def _root(a):
+    while getattr(a, "base", None) is not None:
+        a = a.base
+    return a
+
+
+def _numba_statements(eqn, args, outs):
+    """A custom call in a numba kernel: its function's equations, inline (their own numba
+    rules; one without raises Unsupported and the loop runs as NumPy's). An output that is
+    an input, or a view of one, is copied, as the primitive's impl does."""
+    fun = eqn.params["fun"]
+    env = dict(zip(fun.invars + fun.constvars, args))
+    fresh = set()
+    lines = []
+    for n, inner in enumerate(fun.eqns):
+        ins = [env[v] if isinstance(v, Var) else native_rules.Arg(None, v) for v in inner.invars]
+        names = [f"{outs[0]}__c{n}_{j}" for j in range(len(inner.outvars))]
+        lines += native_rules.statements(inner, ins, names)
+        env.update((v, native_rules.Arg(name, v)) for v, name in zip(inner.outvars, names))
+        if inner.prim.name not in VIEWS:
+            fresh.update(inner.outvars)
+    for v, name in zip(fun.outvars, outs):
+        if not isinstance(v, Var):
+            lines.append(f"{name} = {native_rules.Arg(None, v).code}")
+            continue
+        copy = v.shape and v not in fresh
+        lines.append(f"{name} = {env[v].code}" + (".copy()" if copy else ""))
+    return lines
 
 
 def _reach(params, out_flags):
@@ -678,3 +715,4 @@ custom_vjp_call_p = Primitive("custom_vjp_call", _call_impl, _custom_vjp_vjp,
 custom_jvp_call_p = Primitive("custom_jvp_call", _call_impl, _custom_jvp_vjp,
                               multiple_results=True, reach=_reach, jvp=_custom_jvp_jvp,
                               vmap=_custom_vmap)
+native_rules.rule(custom_vjp_call_p, custom_jvp_call_p)(_numba_statements)

@@ -381,21 +381,39 @@ def test_graph_printing_shows_the_call_its_rules_and_its_function():
     assert "custom_jvp_call(" in text and "jvp: log1pexp_jvps" in text
 
 
-def test_numba_scan_with_a_custom_call_falls_back_with_the_same_values():
+@pytest.mark.parametrize("which", ["vjp", "jvp", "identity", "no numba rule"])
+def test_numba_compiles_a_custom_call_inline_or_falls_back_with_the_same_values(which):
     pytest.importorskip("numba")
+    from scanlib.scan.loop import native
+
     f, _ = make_sin_mul()
+    cubic = make_cubic_jvp()
+    ident = make_scaled_grad(2.0)
+    sort = sl.custom_jvp(lambda x: sl.sort(x))
+    sort.defjvps(lambda t, out, x: t)
     y = sl.tensor(Y)
+    fn = {"vjp": lambda c: f(c, y), "jvp": lambda c: cubic(c, y) * 0.5,
+          "identity": lambda c: ident(c) * 0.9, "no numba rule": sort}[which]
 
     def run(x, compiler):
-        return sl.scan(lambda c, _: (f(c, y), None), x, None, length=3, compiler=compiler)[0]
+        return sl.scan(lambda c, x: (fn(c) + x, c), x, sl.tensor(np.ones((3, 3))),
+                       compiler=compiler)
 
+    before = native.STATS["kernel calls"]
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
         out = run(sl.tensor(X), "numba")
-        g = sl.grad(lambda x: run(x, "numba").sum())(sl.tensor(X))
-    assert any(issubclass(x.category, sl.NumbaFallbackWarning) for x in w)
-    close(out, run(sl.tensor(X), "numpy"), 1e-12)
-    close(g, sl.grad(lambda x: run(x, "numpy").sum())(sl.tensor(X)), 1e-12)
+        g = sl.grad(lambda x: run(x, "numba")[0].sum())(sl.tensor(X))
+    fell_back = [x for x in w if issubclass(x.category, sl.NumbaFallbackWarning)]
+    if which == "no numba rule":
+        assert fell_back and "argsort (no numba rule)" in str(fell_back[0].message)
+    else:
+        assert not fell_back
+        assert native.STATS["kernel calls"] - before == 3  # forward, forward, backward
+    ref = run(sl.tensor(X), "numpy")
+    for a, b in zip(out, ref):
+        close(a, b, 1e-12)
+    close(g, sl.grad(lambda x: run(x, "numpy")[0].sum())(sl.tensor(X)), 1e-12)
 
 
 # --- custom_jvp -------------------------------------------------------------------------------
