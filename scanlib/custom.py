@@ -53,9 +53,9 @@ class custom_vjp:
     stays O(1) in memory). A derivative of the gradient (grad of grad, hessian by jacrev)
     differentiates fwd and bwd themselves, as JAX does. Forward mode (jvp, jacfwd, hessian)
     raises TypeError, as in JAX: define a custom_jvp instead. It works under vmap and jit and
-    inside scan, fori_loop, while_loop and checkpoint bodies. A tensor that fun, fwd or bwd
-    read from outside their arguments must not be differentiated (the rule gives it no
-    cotangent): pass it as an argument instead.
+    inside scan, fori_loop, while_loop and checkpoint bodies. A tensor that fun reads from
+    outside its arguments gets no cotangent from the rule, so one a derivative may reach
+    raises TypeError: pass it as an argument instead.
 
     >>> import scanlib as sl
     >>> clip_gradient = sl.custom_vjp(lambda x: x)
@@ -106,8 +106,8 @@ class custom_jvp:
     the function's gradient, of any order when the rule is differentiable. The arguments at
     `nondiff_argnums` get no tangent and come first: `jvp(*nondiff, primals, tangents)`. It
     works under vmap and jit and inside scan, fori_loop, while_loop and checkpoint bodies. A
-    tensor that fun or the rule read from outside their arguments must not be differentiated
-    (the rule gives it no tangent): pass it as an argument instead.
+    tensor that fun reads from outside its arguments gets no tangent from the rule, so one a
+    derivative may reach raises TypeError: pass it as an argument instead.
 
     >>> import scanlib as sl
     >>> log1pexp = sl.custom_jvp(lambda x: sl.logaddexp(x, 0.0))
@@ -398,9 +398,10 @@ def _custom_vjp_bind_recorded(*inputs, fun, rules, num_args):
     return bind(custom_vjp_call_p, *inputs, fun=fun, rules=rules, num_args=num_args)
 
 
-_CLOSURE = ("{who}: {name} read a tensor that is being differentiated ({what}) from outside "
-            "its arguments, but its rule gives cotangents only for its arguments. Pass the "
-            "tensor as an argument of {name} (and of its rule), or .detach() it.")
+_CLOSURE = ("{who}: {name} reads a tensor from outside its arguments that a derivative may "
+            "reach ({what}), but its rules give cotangents and tangents only for its "
+            "arguments. Pass the tensor as an argument of {name} (and of its rules), or "
+            ".detach() it.")
 
 
 def _refuse_closure(who, fun, leaves):
@@ -411,36 +412,42 @@ def _refuse_closure(who, fun, leaves):
 
 
 def _refuse_traced_closure(who, fun, consts, vjp):
-    """A tensor fun closed over inside a trace: refused if a derivative may reach it (it
-    requires grad, carries a tangent, or was computed in an enclosing trace, such as a scan
-    body's carry, which the scan's VJP differentiates)."""
+    """A tensor fun closed over inside a trace, refused when a derivative reaches it: it
+    requires grad (here or where it was lifted from) or carries a tangent (jvp's trace). A
+    value computed in the enclosing trace (a scan body's carry) is refused only when the
+    call is differentiated (_refuse_const_grads), since only then may it be reached."""
     for c in consts:
         what = _differentiated(c)
-        if what is not None:
-            if what == "a tangent" and vjp:
-                raise TypeError("can't apply forward-mode autodiff (jvp) to a custom_vjp "
-                                "function.")
+        if what == _TANGENT and vjp:
+            raise TypeError("can't apply forward-mode autodiff (jvp) to a custom_vjp function.")
+        if what in (_TANGENT, _GRAD):
             raise TypeError(_CLOSURE.format(who=who, name=_name(fun), what=what))
 
 
+_GRAD, _TANGENT = "one that requires grad", "a tangent"
+_COMPUTED = "a value computed inside an enclosing scan body, jit or vmap"
+
+
 def _differentiated(c):
-    seen = 0
-    while isinstance(c, Tensor) and seen < 1000:
-        seen += 1
+    """Why a derivative may reach the closed-over value c, following tracers lifted from an
+    enclosing trace to what they stand for: _GRAD, _TANGENT, _COMPUTED (a float value of an
+    enclosing trace's own), or None (a constant nothing differentiates)."""
+    for _ in range(1000):  # traces nest a few levels deep
+        if not isinstance(c, Tensor):
+            return None
         trace = c._trace
         if trace is None:
-            return "one that requires grad" if c.requires_grad and grad_enabled() else None
+            return _GRAD if c.requires_grad and grad_enabled() else None
         if c.requires_grad:
-            return "one that requires grad"
+            return _GRAD
         if not is_differentiable_dtype(c.dtype):
             return None
         if not trace.abstract:  # jvp's trace on real values
-            return "a tangent" if c._var in getattr(trace, "tangents", {}) else None
-        if c._var in trace.constvars:  # lifted from outside the enclosing trace
-            c = trace.consts[trace.constvars.index(c._var)]
-            continue
-        return "a value computed inside the enclosing scan body or trace"
-    return None
+            return _TANGENT if c._var in getattr(trace, "tangents", {}) else None
+        if c._var not in trace.constvars:
+            return _COMPUTED
+        c = trace.consts[trace.constvars.index(c._var)]  # lifted from outside that trace
+    raise AssertionError("custom function: traces nested over 1000 deep")
 
 
 # --- the primitives --------------------------------------------------------------------------
@@ -502,10 +509,12 @@ def _zero_cts(cts, rules, inputs):
 
 
 def _refuse_const_grads(inputs, num_args, rules):
-    if any(isinstance(c, Tensor) and c.requires_grad and c._trace is None
-           for c in inputs[num_args:]):
-        raise TypeError(_CLOSURE.format(who="custom function", name=rules.name,
-                                        what="one that requires grad"))
+    """The closed-over values (the inputs after num_args) of a call being differentiated get
+    no cotangent from the rule: refused where one may need one."""
+    for c in inputs[num_args:]:
+        what = _differentiated(c)
+        if what is not None:
+            raise TypeError(_CLOSURE.format(who="custom function", name=rules.name, what=what))
 
 
 def _custom_vjp_vjp(cts, outs, *inputs, _saved=None, fun, rules, num_args):
@@ -658,11 +667,11 @@ def _custom_jvp_jvp(primals, tangents, *, fun, rules, num_args):
 
 def _custom_vmap(values, batched, B, *, fun, rules, num_args):
     """One custom call over the batch: its function, and fwd and bwd (or the jvp rule),
-    vmapped, every differentiable input batched; the closed-over values stay unbatched (a
-    batched one, which the call refuses when differentiated, runs once per example)."""
-    if any(batched[num_args:]):
+    vmapped, every differentiable input batched; the closed-over values stay unbatched. A
+    call with a batched one, or one a derivative may reach, runs once per example instead,
+    where the call's own checks see it."""
+    if any(batched[num_args:]) or any(_differentiated(c) for c in values[num_args:]):
         return None
-    _refuse_const_grads(values, num_args, rules)
     args = [x if b else broadcast_batch(x, B) for x, b in zip(values[:num_args], batched)]
     call = _batched_call(fun, rules, num_args, len(values) - num_args)
     outs = call(*args, *values[num_args:])

@@ -332,15 +332,38 @@ def test_a_closed_over_tensor_that_requires_grad_is_refused():
         return x * W
 
     f.defvjp(lambda x: (x * W, None), lambda res, g: (g * W,))
-    with pytest.raises(TypeError, match="Pass the tensor as an argument"):
+    with pytest.raises(TypeError, match="Pass the tensor as an argument of"):
         f(sl.tensor(X))
-    with pytest.raises(TypeError, match="Pass the tensor as an argument"):
+    with pytest.raises(TypeError, match="Pass the tensor as an argument of"):
         sl.scan(lambda c, _: (f(c), None), sl.tensor(X), None, length=2)
-    with pytest.raises(TypeError, match="Pass the tensor as an argument"):
+    with pytest.raises(TypeError, match="Pass the tensor as an argument of"):
         sl.grad(lambda x: sl.scan(lambda c, _: (make_closure(c)(x), None), x, None,
                                   length=2)[0].sum())(sl.tensor(X))
     with sl.no_grad():  # nothing is differentiated: fine
         close(f(sl.tensor(X)), X * Y)
+
+
+def test_closing_over_a_traced_value_works_until_a_derivative_may_reach_it():
+    def run(x):
+        return sl.scan(lambda c, _: (make_closure(c)(c), None), x, None, length=2)[0]
+
+    close(run(sl.tensor(X)), X ** 4)
+    xs = sl.tensor(np.stack([X, Y]))
+    close(sl.vmap(lambda x: make_closure(x)(x))(xs), np.stack([X, Y]) ** 2)
+    close(sl.jit(lambda x: make_closure(x * 2.0)(x))(sl.tensor(X)), 2 * X ** 2)
+    with pytest.raises(TypeError, match="a value computed inside an enclosing scan body"):
+        sl.grad(lambda x: run(x).sum())(sl.tensor(X))
+    with pytest.raises(TypeError, match="forward-mode autodiff"):
+        sl.jvp(lambda x: make_closure(x)(sl.tensor(Y)), (sl.tensor(X),), (sl.tensor(Y),))
+
+    def scaled(c):
+        f = sl.custom_jvp(lambda x: x * c)
+        f.defjvps(lambda t, out, x: t * c)
+        return f
+
+    with pytest.raises(TypeError, match=r"\(a tangent\)"):
+        sl.jvp(lambda x: scaled(x)(sl.tensor(Y)), (sl.tensor(X),), (sl.tensor(Y),))
+    close(sl.jvp(lambda y: scaled(sl.tensor(X))(y), (sl.tensor(Y),), (sl.ones(3),))[1], X)
 
 
 def make_closure(c):
