@@ -187,6 +187,9 @@ def _argnums(who, nums):
                                and not isinstance(n, (bool, np.bool_)) for n in nums):
         raise TypeError(f"{who}: nondiff_argnums must be an int or a tuple of ints, got "
                         f"{nums!r}")
+    if any(n < 0 for n in nums):
+        raise ValueError(f"{who}: nondiff_argnums {nums} has a negative position; count "
+                         "positions from 0")
     return tuple(sorted({int(n) for n in nums}))
 
 

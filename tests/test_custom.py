@@ -380,6 +380,8 @@ def test_rule_errors_say_what_and_how_to_fix():
     def f(x, y):
         return x * y
 
+    with pytest.raises(ValueError, match="negative position"):
+        sl.custom_vjp(lambda x: x, nondiff_argnums=(-1,))
     with pytest.raises(AttributeError, match="No VJP defined for custom_vjp function f"):
         f(sl.tensor(X), sl.tensor(Y))
     f.defvjp(lambda x, y: (x * y, None), lambda res, g: g)
@@ -402,6 +404,10 @@ def test_graph_printing_shows_the_call_its_rules_and_its_function():
     log1pexp = make_log1pexp()
     text = str(sl.make_graph(log1pexp)(sl.tensor(X)))
     assert "custom_jvp_call(" in text and "jvp: log1pexp_jvps" in text
+    plan = str(sl.scan_plan(lambda c, x: (log1pexp(c) * x, c), sl.tensor(X),
+                            sl.tensor(np.ones((2, 3)))))
+    assert "custom_jvp_call(carry, rules={jvp: log1pexp_jvps}, num_args=1)" in plan
+    assert "def log1pexp(" in plan
 
 
 @pytest.mark.parametrize("which", ["vjp", "jvp", "identity", "no numba rule"])
