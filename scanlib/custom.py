@@ -431,16 +431,18 @@ _GRAD, _TANGENT = "one that requires grad", "a tangent"
 _COMPUTED = "a value computed inside an enclosing scan body, jit or vmap"
 
 
-def _differentiated(c):
+def _differentiated(c, walking=False):
     """Why a derivative may reach the closed-over value c, following tracers lifted from an
     enclosing trace to what they stand for: _GRAD, _TANGENT, _COMPUTED (a float value of an
-    enclosing trace's own), or None (a constant nothing differentiates)."""
+    enclosing trace's own), or None (a constant nothing differentiates). A tensor that
+    requires grad counts where grad is on, and always during a walk (`walking`: the
+    call's rule is running, whether or not the walk is recorded)."""
     for _ in range(1000):  # traces nest a few levels deep
         if not isinstance(c, Tensor):
             return None
         trace = c._trace
         if trace is None:
-            return _GRAD if c.requires_grad and grad_enabled() else None
+            return _GRAD if c.requires_grad and (walking or grad_enabled()) else None
         if c.requires_grad:
             return _GRAD
         if not is_differentiable_dtype(c.dtype):
@@ -515,7 +517,7 @@ def _refuse_const_grads(inputs, num_args, rules):
     """The closed-over values (the inputs after num_args) of a call being differentiated get
     no cotangent from the rule: refused where one may need one."""
     for c in inputs[num_args:]:
-        what = _differentiated(c)
+        what = _differentiated(c, walking=True)
         if what is not None:
             raise TypeError(_CLOSURE.format(who="custom function", name=rules.name, what=what))
 
