@@ -556,6 +556,31 @@ def test_custom_jvp_rule_errors():
         sl.jvp(f, (sl.tensor(X),), (sl.tensor(Y),))
 
 
+# --- devices ---------------------------------------------------------------------------------
+def test_custom_functions_on_the_device_of_their_data(backend):
+    f, _ = make_sin_mul()
+    cubic = make_cubic_jvp()
+    two = sl.custom_vjp(lambda x: (sl.sin(x), x * 2.0))
+    two.defvjp(lambda x: (two(x), x), lambda x, g: (g[0] * sl.cos(x) + 2.0 * g[1],))
+    x, y = backend.tensor(X), backend.tensor(Y)
+    results = {
+        "value": (f(x, y), np.sin(X) * Y),
+        "grad": (sl.grad(lambda x: f(x, y).sum())(x), np.cos(X) * Y),
+        "zero cotangent": (sl.grad(lambda x: two(x)[0].sum())(x), np.cos(X)),
+        "second order": (sl.grad(lambda x: sl.grad(lambda x: f(x, y).sum())(x).sum())(x),
+                         -np.sin(X) * Y),
+        "scan": (sl.grad(lambda x: sl.scan(lambda c, _: (cubic(c, y), None), x, None,
+                                           length=1)[0].sum())(x), 3 * X ** 2 * Y),
+        "jvp": (sl.jvp(lambda x: cubic(x, y), (x,), (backend.tensor(np.ones(3)),))[1],
+                3 * X ** 2 * Y),
+        "vmap": (sl.vmap(lambda x: f(x, y))(backend.tensor(np.stack([X, X]))),
+                 np.sin(np.stack([X, X])) * Y),
+    }
+    for name, (got, want) in results.items():
+        backend.check_device(got)
+        np.testing.assert_allclose(backend.numpy(got), want, rtol=1e-7, atol=1e-7, err_msg=name)
+
+
 # --- against JAX ------------------------------------------------------------------------------
 def test_against_jax():
     jax = pytest.importorskip("jax")
