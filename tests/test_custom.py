@@ -445,6 +445,27 @@ def test_numba_compiles_a_custom_call_inline_or_falls_back_with_the_same_values(
     close(g, sl.grad(lambda x: run(x, "numpy")[0].sum())(sl.tensor(X)), 1e-12)
 
 
+def test_jits_fused_numba_kernel_compiles_custom_calls_inline():
+    pytest.importorskip("numba")
+    f, _ = make_sin_mul()
+    cubic = make_cubic_jvp()
+    y = sl.tensor(Y)
+
+    def loss(x, xs):
+        _, ys = sl.scan(lambda h, x: (f(h, y) + cubic(x, y), h), x, xs, compiler="numba")
+        return (ys ** 2).sum()
+
+    xs = np.linspace(-1.0, 1.0, 12).reshape(4, 3)
+    jitted = sl.jit(sl.value_and_grad(loss))
+    for x in (X, 1.1 * X):
+        value, g = jitted(x, xs)
+        want_value, want_g = sl.value_and_grad(loss)(sl.tensor(x), xs)
+        close(value, want_value, 1e-12)
+        close(g, want_g, 1e-12)
+    assert jitted.cache_info().hits == 1
+    assert jitted._traces and all(t.fused is not None for t in jitted._traces.values())
+
+
 # --- custom_jvp -------------------------------------------------------------------------------
 def test_log1pexp_gradient_is_finite_where_the_naive_one_is_nan():
     log1pexp = make_log1pexp()
