@@ -623,11 +623,20 @@ def test_against_jax():
 
         def loss(x, y):
             return (h(f(x, y)) ** 2).sum()
-        return loss
+        return loss, h
 
-    ours, theirs = build(sl, sl), build(jax, jnp)
+    (ours, h), (theirs, hj) = build(sl, sl), build(jax, jnp)
     with jax.enable_x64(True):
         _compare_with_jax(jax, jnp, ours, theirs)
+        # custom_jvp under forward mode and second order, and vmap of a gradient
+        t = sl.jvp(h, (sl.tensor(X),), (sl.tensor(Y),))[1]
+        close(t, np.asarray(jax.jvp(hj, (jnp.asarray(X),), (jnp.asarray(Y),))[1]), 1e-12)
+        H = sl.hessian(lambda x: h(x).sum())(sl.tensor(X))
+        close(H, np.asarray(jax.hessian(lambda x: hj(x).sum())(jnp.asarray(X))), 1e-10)
+        B = np.stack([X, Y])
+        v = sl.vmap(sl.grad(ours), in_axes=(0, None))(sl.tensor(B), sl.tensor(Y))
+        vj = jax.vmap(jax.grad(theirs), in_axes=(0, None))(jnp.asarray(B), jnp.asarray(Y))
+        close(v, np.asarray(vj), 1e-12)
 
 
 def _compare_with_jax(jax, jnp, ours, theirs):
