@@ -11,13 +11,13 @@ from __future__ import annotations
 import numpy as np
 
 from . import backends, generated
-from .interpreters.batching import batched_graph, batched_outputs, broadcast_batch, evaluate
+from .interpreters.batching import batched_graph, batched_outputs, broadcast_batch
 from . import ops
 from .ops import zeros
 from .ops.primitive import Primitive
 from .scan.cache import canonical
 from .scan.primitive import apply_scan, carried_through, loop_reach
-from .remat import vjp_by_replay
+from .remat import replay, vjp_by_replay
 from .tape import (Literal, Tensor, Var, backward_pass, current_builder, enable_grad,
                    is_differentiable_dtype, no_grad)
 from .tape.graph import Graph, eval_graph, on_stand_ins, stand_ins_for, used_vars
@@ -443,17 +443,19 @@ def _lanes_vjp(cts, outs, *inputs, _saved, cond, body, num_carry, num_cond_const
 def replay_lanes(body, carry, consts, const_flags, counts):
     """The carries after each lane's own number of steps of body (`counts`, an array), bound
     on Tensors (recorded when they require grad): at step t, the lanes whose count is above
-    t, gathered, stepped and written back."""
+    t, gathered, stepped by the body batched for that many lanes (traced once per count,
+    _lanes_graph) and written back. No lane is padded here: a copy's zero cotangent would
+    meet the body's partials, which the loop never does."""
     carry, nc = list(carry), len(carry)
     xp = backends.xp_of(counts)
+    device = backends.device_of(counts)
     for t in range(int(counts.max()) if counts.size else 0):
         index = Tensor(xp.nonzero(counts > t)[0])
-        m = int(index.shape[0])
-        new, flags = evaluate(body, [c[index] for c in carry], [True] * nc,
-                              [x[index] if f else x for x, f in zip(consts, const_flags)],
-                              const_flags, m)
-        carry = [c.at[index].set(x if f else broadcast_batch(x, m))
-                 for c, x, f in zip(carry, new, flags)]
+        stepped, kept = _lanes_graph(body, nc, const_flags, int(index.shape[0]), device)
+        new = replay(stepped, [c[index] for c in carry]
+                     + [x[index] if f else x for x, f in zip(consts, const_flags)],
+                     [Tensor(v) for v in kept])
+        carry = [c.at[index].set(x) for c, x in zip(carry, new)]
     return carry
 
 
