@@ -255,12 +255,14 @@ def _prune_scan(params, used):
         return new, keep_in, keep_out + [False] * (len(used) - n_user)
     body, nc, nx = params["body"], params["num_carry"], params["num_xs"]
     need = {i for i, u in enumerate(used) if u}
-    while True:
+    for _ in range(nc + 1):  # each round adds a carry or ends
         eqns, live = used_vars(body.eqns, [body.outvars[i] for i in sorted(need)])
         more = need | {i for i in range(nc) if body.invars[i] in live}
         if more == need:
             break
         need = more
+    else:
+        raise AssertionError("scan's prune: the carries read, fixpoint not reached")
     keep_in = ([i in need for i in range(nc)] + [v in live for v in body.invars[nc:]]
                + [v in live for v in body.constvars])
     if len(need) == len(body.outvars) and all(keep_in):
