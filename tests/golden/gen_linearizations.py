@@ -130,9 +130,9 @@ def flags(bits):
 
 
 def source_text(r):
-    if r.source is None:
+    if r.index is None:
         return "recomputed once"
-    return f"{r.source[0]}[{r.source[1]}]"
+    return f"{r.kind.value}[{r.index}]"
 
 
 def render_lin(lin, names):
@@ -148,7 +148,7 @@ def render_lin(lin, names):
         "  forward saves: " + (", ".join(names.get(v, "?") for v in
                                          lin.aug_body.outvars[nc + lin.num_ys:]) or "nothing"),
         "  residuals:"]
-    rows = [(names.get(r.var, "?"), r.policy, source_text(r), type_str(r.var.shape, r.var.dtype))
+    rows = [(names.get(r.var, "?"), r.policy, source_text(r), type_str(r.shape, r.dtype))
             for r in lin.residuals]
     widths = [max((len(row[i]) for row in rows), default=0) for i in range(4)]
     lines += ["    " + "  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip()
