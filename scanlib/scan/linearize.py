@@ -12,6 +12,7 @@ Imports backends, tape, ops and tracing, and residuals.py.
 
 from __future__ import annotations
 
+from ..interpreters.reverse import walk_back
 from ..ops import as_tensor, zeros
 from ..ops.elementwise import add
 from ..ops.structural import (concatenate_p, scatter_add_p)
@@ -172,14 +173,7 @@ def _walk_back(body, fwd, active, seeds, builder):
 
     for v, g in seeds:
         accumulate(v, g)
-    for eqn in reversed(body.eqns):
-        if not any(v in ct for v in eqn.outvars):
-            continue
-        gs = [ct.pop(v, None) for v in eqn.outvars]
-        ins = [fwd[v] for v in eqn.invars]
-        in_cts = eqn.prim.cotangents(gs, [fwd[v] for v in eqn.outvars], ins, eqn.params)
-        for v, g in zip(eqn.invars, in_cts):
-            accumulate(v, g)
+    walk_back(body.eqns, fwd.__getitem__, ct, accumulate)
     return ct
 
 
