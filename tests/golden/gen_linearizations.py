@@ -23,8 +23,10 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))  # tests/, for the corpus
 sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))  # the repository, for scanlib
+sys.path.insert(0, HERE)  # golden_files
 
 import scanlib as sl  # noqa: E402
+from golden_files import write_or_check  # noqa: E402
 from test_loop_passes import CORPUS, H, U, W, X, body_of  # noqa: E402
 
 from scanlib.scan.linearize import carry_patterns, linearize  # noqa: E402
@@ -203,31 +205,8 @@ def render(name):
 
 
 def main(argv=None):
-    check = "--check" in (sys.argv[1:] if argv is None else argv)
-    os.makedirs(OUT, exist_ok=True)
-    names = sorted(CORPUS) + sorted(EXTRA)
-    # a file no body writes any more (a renamed or removed body) is stale too
-    stale = [os.path.join("linearizations", f) for f in sorted(os.listdir(OUT))
-             if f.endswith(".txt") and f[:-4] not in names]
-    if stale and not check:
-        for f in stale:
-            os.remove(os.path.join(HERE, f))
-        stale = []
-    for name in names:
-        path = os.path.join(OUT, f"{name}.txt")
-        new = render(name)
-        old = open(path).read() if os.path.exists(path) else None
-        if new != old:
-            stale.append(os.path.relpath(path, HERE))
-            if not check:
-                with open(path, "w") as fh:
-                    fh.write(new)
-    if check and stale:
-        print(f"out of date: {', '.join(stale)}. If the change is intended, run "
-              f"python tests/golden/gen_linearizations.py and review the diff of "
-              f"tests/golden/linearizations/ before committing it", file=sys.stderr)
-        return 1
-    return 0
+    return write_or_check(argv, OUT, sorted(CORPUS) + sorted(EXTRA), render,
+                          "gen_linearizations.py")
 
 
 if __name__ == "__main__":
