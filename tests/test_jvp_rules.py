@@ -319,3 +319,29 @@ def test_rnn_jacfwd_and_hessian_match_jacrev_and_finite_differences(rules_only):
     for i in range(4):
         e = T(np.eye(4)[i])
         np.testing.assert_allclose(H[:, i], _fd(g, p["b"], e), rtol=1e-5, atol=1e-7)
+
+
+def _many_rules(x):
+    """A scalar of x through most rules above (each twice differentiable at the point)."""
+    y = sl.sigmoid(x) * sl.tanh(x) / (1.5 + sl.cos(x)) + sl.sqrt(sl.exp(x) + 1.0)
+    z = sl.log1p(y ** 2) - sl.maximum(x, 0.3 * x[::-1]) + sl.where(x > 0, sl.sin(x), x ** 3)
+    m = sl.stack([z, y]).reshape(2, 2, 2).transpose(1, 0, 2)
+    return sl.sum(sl.cumsum(m, axis=2) * sl.max(m, axis=0)) + sl.sum(sl.abs(z[1:]) ** 1.5)
+
+
+def test_many_rules_jacfwd_and_hessian_match_reverse_mode_and_finite_differences(rules_only):
+    """jacfwd by the rules against finite differences; hessian (forward mode over the
+    recorded reverse pass) and jacfwd of jacfwd against jacrev of jacrev."""
+    x = T(np.array([0.3, -0.7, 1.1, 0.5]))
+    np.testing.assert_allclose(sl.jacfwd(_many_rules)(x).numpy(),
+                               _fd_grad(lambda a: float(_many_rules(T(a))), x.numpy()),
+                               rtol=1e-6)
+    H_rr = sl.jacrev(sl.jacrev(_many_rules))(x).numpy()
+    np.testing.assert_allclose(sl.hessian(_many_rules)(x).numpy(), H_rr, rtol=1e-10,
+                               atol=1e-12)
+    np.testing.assert_allclose(sl.jacfwd(sl.jacfwd(_many_rules))(x).numpy(), H_rr,
+                               rtol=1e-10, atol=1e-12)
+
+
+def _fd_grad(f, x, eps=1e-6):
+    return np.array([(f(x + eps * e) - f(x - eps * e)) / (2 * eps) for e in np.eye(len(x))])
