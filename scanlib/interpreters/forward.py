@@ -131,7 +131,8 @@ def jvp_of(prim, ins, tangents, params):
     if not any(is_differentiable_dtype(o.dtype) for o in listed):
         return outs, [None] * len(listed)  # an integer or bool result has no tangent
     if prim.tangent is not None:
-        found = [prim.tangent(list(tangents), outs, *ins, **params)]
+        found = prim.tangent(list(tangents), outs, *ins, **params)
+        found = found if prim.multiple_results else [found]
     elif prim.linear:
         found = linear_rule(prim, ins, tangents, params)
     elif prim.multilinear:

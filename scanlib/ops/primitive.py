@@ -48,9 +48,10 @@ class Primitive:
       tangents None for zero, outs as bind returns them, one tangent (or None) per output.
       Most primitives declare something smaller, and forward mode (interpreters/forward.py)
       builds the rule from it, in this order: `tangent(ts, out, *inputs, **params)`, the
-      output's tangent from the input tangents ts (None: zero) with the primal output at
-      hand, as vjp has it (JAX's defjvp2; written with scanlib's ops, beside the vjp, and
-      fitted to the output's shape and dtype by forward mode); `linear`, True where the
+      output's tangent (a list of them for several results; None: zero) from the input
+      tangents ts (None: zero) with the primal output at hand, as vjp has it (JAX's
+      defjvp2; written with scanlib's ops, beside the vjp, and fitted to the output's shape
+      and dtype by forward mode); `linear`, True where the
       primitive is linear in all its inputs jointly (reshape, concatenate), or the positions
       of the inputs it is linear in, the others held as they are (getitem's x, not its index
       arrays; where's two branches, not its mask): the tangent is the primitive applied to
