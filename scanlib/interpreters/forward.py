@@ -3,7 +3,8 @@ trace), and `eval_with_tangents` runs a graph's equations the same way. Each pri
 tangents come from its rule, `jvp_of`: the primitive's own `jvp` (scan's runs one scan over
 primal and tangent carries), else one built from what it declares (its `tangent` rule, the
 fact that it is `linear` or `multilinear`), else the transpose of its VJP, which is linear in
-its cotangent, so a primitive that declares nothing still has a tangent.
+its cotangent, so a primitive that declares nothing still has a tangent. The public jvp
+(transforms.py) uses forward_jvp where its result is not differentiated again.
 
 Imports backends, tape, ops, pytree and autodiff.
 """
