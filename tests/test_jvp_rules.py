@@ -378,3 +378,14 @@ def test_many_rules_jacfwd_and_hessian_match_reverse_mode_and_finite_differences
 
 def _fd_grad(f, x, eps=1e-6):
     return np.array([(f(x + eps * e) - f(x - eps * e)) / (2 * eps) for e in np.eye(len(x))])
+
+
+def test_a_named_value_has_an_unnamed_tangent():
+    """checkpoint_name marks the primal for a saving policy, not its tangent (as JAX)."""
+    x = T(np.array([0.5, 1.0]))
+    outs, (t,) = forward.jvp_of(ew.checkpoint_name_p, [x], [T(np.ones(2))], {"name": "h"})
+    graph = sl.make_graph(lambda x, t: forward.jvp_of(ew.checkpoint_name_p, [x], [t],
+                                                      {"name": "h"})[1][0])(x, x)
+    names = [e.prim.name for e in graph.eqns]
+    assert names.count("checkpoint_name") == 1, names  # the primal's alone
+    np.testing.assert_array_equal(t.numpy(), np.ones(2))

@@ -328,7 +328,7 @@ stop_gradient = Primitive(
     doc="stop_gradient(x): x's value, with no gradient flowing through it.")
 checkpoint_name_p = Primitive(  # scanlib.checkpoint_name (remat.py) binds it
     "checkpoint_name", lambda x, name: x, lambda g, out, x, name: (g,),
-    elementwise=True, view=True, linear=True,
+    elementwise=True, view=True, tangent=lambda ts, out, x, name: ts[0],  # unnamed, as JAX
     doc="checkpoint_name(x, name): x, marked for a saving policy.")
 astype = Primitive("astype", lambda x, dtype: x.astype(dtype, copy=False),
                    lambda g, out, x, dtype: (g,),  # the walk casts g back to x's dtype
