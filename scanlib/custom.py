@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import contextlib
 import dataclasses
 import functools
 import inspect
@@ -29,6 +30,7 @@ from .scan.loop.native import VIEWS
 from .tape import (Graph, Tensor, backward_pass, current_builder, enable_grad, grad_enabled,
                    is_differentiable_dtype, record)
 from .tape.graph import Var, eval_graph, stand_ins_for
+from .tape.state import STATE
 from .tracing import closure_names, trace_function
 from .vmap import vmap
 
@@ -279,7 +281,8 @@ class _Call:
             rules = self.rules(given, None, ())
             return pytree.unflatten(*_record_fwd(rules, None, list(inputs), len(inputs)))
         probe = self.rules(given, None, ())
-        out = self.fun(*probe.args([Tensor(x._value) for x in inputs]))
+        with _on_detached():
+            out = self.fun(*probe.args([Tensor(x._value) for x in inputs]))
         out_leaves, out_tree = pytree.flatten(out)
         if grad_enabled():
             _refuse_closure(self.who, self.fun, out_leaves)
@@ -373,7 +376,7 @@ def _record_fwd(rules, fun, inputs, num_args):
     known yet (taken from fwd's output), else fwd's output must have it."""
     _refuse_const_grads(inputs, num_args, rules)
     plain = [Tensor(x._value) for x in inputs[:num_args]]
-    with enable_grad():  # a result that requires grad then read one from outside
+    with enable_grad(), _on_detached():  # a result that requires grad read one from outside
         out, res = _fwd_pair(rules.fwd, rules.fwd(*rules.args(plain)))
     out_leaves, out_tree = pytree.flatten(out)
     _refuse_closure("custom_vjp", rules, out_leaves + pytree.flatten(res)[0])
@@ -399,6 +402,20 @@ def _custom_vjp_bind_recorded(*inputs, fun, rules, num_args):
             and any(isinstance(x, Tensor) and x.requires_grad for x in inputs[:num_args])):
         return _record_fwd(rules, fun, list(inputs), num_args)[1]
     return bind(custom_vjp_call_p, *inputs, fun=fun, rules=rules, num_args=num_args)
+
+
+@contextlib.contextmanager
+def _on_detached():
+    """fun or fwd running on detached copies of the inputs: nothing differentiates what they
+    compute (the rule gives the derivative), so a vjp or grad inside them records its walk only
+    where its own inputs or a closed-over tensor require grad, as it would alone. Otherwise
+    an enclosing grad's mark would make such a result require grad, and it would read as a
+    closed-over tensor."""
+    depth, STATE.diff_depth = STATE.diff_depth, 0
+    try:
+        yield
+    finally:
+        STATE.diff_depth = depth
 
 
 _CLOSURE = ("{who}: {name} reads a tensor from outside its arguments that a derivative may "
