@@ -219,19 +219,24 @@ class Rules:
         fns = [(k, getattr(self, k)) for k in ("fwd", "bwd", "jvp")]
         return "{" + ", ".join(f"{k}: {_name(f)}" for k, f in fns if f is not None) + "}"
 
-    def args(self, inputs):
-        """fun's positional arguments from the equation's differentiable inputs."""
+    def args(self, inputs, tangents=False):
+        """fun's positional arguments from the equation's differentiable inputs; with
+        `tangents`, the inputs are tangents and a Python number's tangent is a zero of its
+        type (the number is a constant)."""
         leaves, it, statics = [], iter(inputs), dict(self.statics)
         for i in range(self.in_tree.num_leaves):
-            leaves.append(statics[i] if i in statics else next(it))
+            if i in statics:
+                leaves.append(type(statics[i])(0) if tangents else statics[i])
+            else:
+                leaves.append(next(it))
         diff = iter(pytree.unflatten(self.in_tree, leaves))
         nondiff = dict(self.nondiff)
         return tuple(nondiff[i] if i in nondiff else next(diff)
                      for i in range(len(self.nondiff) + self.in_tree.num_children))
 
-    def diff_args(self, inputs):
+    def diff_args(self, inputs, tangents=False):
         nondiff = dict(self.nondiff)
-        return tuple(a for i, a in enumerate(self.args(inputs)) if i not in nondiff)
+        return tuple(a for i, a in enumerate(self.args(inputs, tangents)) if i not in nondiff)
 
     def nondiff_values(self):
         return tuple(v for _, v in self.nondiff)
@@ -651,7 +656,7 @@ def _zeros_like(x):
 
 def _jvp_call(rules, args, tangents):
     """(outs, tangents out) of the user's rule, flat, checked against fun's output."""
-    primals, ts = rules.diff_args(args), rules.diff_args(tangents)
+    primals, ts = rules.diff_args(args), rules.diff_args(tangents, tangents=True)
     found = rules.jvp(*rules.nondiff_values(), primals, ts)
     if not (isinstance(found, (tuple, list)) and len(found) == 2):
         raise TypeError(f"custom_jvp: the jvp rule {_name(rules.jvp)} must return a pair "

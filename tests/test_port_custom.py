@@ -86,3 +86,42 @@ def test_fixed_point_against_jax():
     ours = _fixed_point_program(sl, sl.custom_vjp, sl.vjp, sl.while_loop)
     close(sl.grad(ours)(2.0), want[0])
     close(sl.grad(sl.grad(ours))(2.0), want[1])
+
+
+# --- a Python number among a custom_jvp's arguments is a constant: its tangent is zero -------
+def _square_times(custom_jvp):
+    @custom_jvp
+    def f(x, y):
+        return x ** 2 * y
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        x, y = primals
+        x_dot, y_dot = tangents
+        return f(x, y), 2 * x * y * x_dot + x ** 2 * y_dot
+
+    g = custom_jvp(lambda x, y: x ** 2 * y)
+    g.defjvps(lambda t, out, x, y: 2 * x * y * t, lambda t, out, x, y: x ** 2 * t)
+    return f, g
+
+
+@pytest.mark.parametrize("y", [3.0, 3])
+def test_forward_mode_gives_a_python_number_argument_a_zero_tangent(y):
+    """The rule once got the number itself as its tangent: jvp and jacfwd were 24, not 12."""
+    for f in _square_times(sl.custom_jvp):
+        h = partial(lambda f, x: f(x, y), f)
+        _, t = sl.jvp(h, (sl.tensor(2.0),), (sl.tensor(1.0),))
+        close(t, 12.0)
+        close(sl.jacfwd(h)(sl.tensor(2.0)), 12.0)
+        close(sl.vmap(sl.jacfwd(h))(sl.tensor([1.0, 2.0])), [6.0, 12.0])
+        close(sl.jacfwd(sl.jacfwd(h))(sl.tensor(2.0)), 6.0)
+
+
+def test_python_number_argument_against_jax():
+    jax = pytest.importorskip("jax")
+    with jax.enable_x64(True):
+        want = [float(jax.jvp(partial(lambda f, x: f(x, 3.0), f), (2.0,), (1.0,))[1])
+                for f in _square_times(jax.custom_jvp)]
+    got = [sl.jvp(partial(lambda f, x: f(x, 3.0), f), (2.0,), (1.0,))[1]
+           for f in _square_times(sl.custom_jvp)]
+    close(got, want)
