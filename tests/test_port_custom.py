@@ -125,3 +125,54 @@ def test_python_number_argument_against_jax():
     got = [sl.jvp(partial(lambda f, x: f(x, 3.0), f), (2.0,), (1.0,))[1]
            for f in _square_times(sl.custom_jvp)]
     close(got, want)
+
+
+# --- under differentiation the primal output is the rule's, as in JAX ----------------------
+def _rules_with_their_own_primal():
+    """fun is the naive log(1 + e^x) (inf at 1000); the rules compute the primal output
+    stably. JAX returns the rule's output whenever the call is differentiated."""
+    naive = lambda x: sl.log(1.0 + sl.exp(x))  # noqa: E731
+    f = sl.custom_vjp(naive)
+    f.defvjp(lambda x: (sl.logaddexp(x, 0.0), x), lambda x, g: (g * sl.sigmoid(x),))
+    h = sl.custom_jvp(naive)
+    h.defjvp(lambda p, t: (sl.logaddexp(p[0], 0.0), t[0] * sl.sigmoid(p[0])))
+    return f, h
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered")
+def test_value_and_grad_of_a_custom_vjp_is_fwds_output_on_the_tape():
+    f, _ = _rules_with_their_own_primal()
+    value, g = sl.value_and_grad(f)(1000.0)
+    close(value, 1000.0)
+    close(g, 1.0)
+
+
+@pytest.mark.xfail(strict=True, reason="inside a trace (jit, vmap, a scan body) the call's "
+                   "primal output is fun's, not fwd's: jit(value_and_grad(f)) differs from "
+                   "value_and_grad(f) when fwd's output is not fun's")
+@pytest.mark.parametrize("how", ["jit", "vmap", "scan"])
+@pytest.mark.filterwarnings("ignore:overflow encountered")
+def test_value_and_grad_of_a_custom_vjp_is_fwds_output_in_a_trace(how):
+    f, _ = _rules_with_their_own_primal()
+    vg = sl.value_and_grad(f)
+    if how == "jit":
+        value, g = sl.jit(vg)(1000.0)
+    elif how == "vmap":
+        value, g = sl.vmap(vg)(sl.tensor([1000.0]))
+    else:
+        value, g = sl.value_and_grad(
+            lambda x: sl.scan(lambda c, _: (f(c), None), x, None, length=1)[0])(1000.0)
+    close(value, np.full(np.shape(value), 1000.0))
+    close(g, np.full(np.shape(g), 1.0))
+
+
+@pytest.mark.xfail(strict=True, reason="reverse mode of a custom_jvp computes the primal "
+                   "output with fun, where JAX (which linearizes the rule) returns the rule's "
+                   "primal_out")
+@pytest.mark.filterwarnings("ignore:overflow encountered")
+def test_value_and_grad_of_a_custom_jvp_is_the_rules_output():
+    _, h = _rules_with_their_own_primal()
+    close(sl.jvp(h, (1000.0,), (1.0,))[0], 1000.0)  # forward mode already does
+    value, g = sl.value_and_grad(h)(1000.0)
+    close(value, 1000.0)
+    close(g, 1.0)
