@@ -50,7 +50,8 @@ class custom_vjp:
     subtree of it). The arguments at `nondiff_argnums` (functions, sizes, flags) get no
     cotangent: they are passed to fwd as given and to bwd first, `bwd(*nondiff, res, g)`.
 
-    Under grad, vjp and value_and_grad the output is fwd's and the cotangents bwd's. Only the
+    Under grad, vjp and value_and_grad the output is fwd's (fun's in a scan body: keep the
+    two equal) and the cotangents bwd's. Only the
     residuals are kept between the two passes, not fwd's intermediates (an adjoint method
     stays O(1) in memory). A derivative of the gradient (grad of grad, hessian by jacrev)
     differentiates fwd and bwd themselves, as JAX does. Forward mode (jvp, jacfwd, hessian)
@@ -105,7 +106,9 @@ class custom_jvp:
     the primals' structure; zeros for arguments not differentiated), and returns
     `(primal_out, tangent_out)`; tangent_out must be linear in the tangents. Forward mode
     (jvp, jacfwd, hessian) calls it; reverse mode (grad, vjp) transposes it, so it is also
-    the function's gradient, of any order when the rule is differentiable. The arguments at
+    the function's gradient, of any order when the rule is differentiable. Where the call is
+    differentiated its output is the rule's primal_out (fun's in a scan body under grad),
+    as in JAX; elsewhere fun runs. The arguments at
     `nondiff_argnums` get no tangent and come first: `jvp(*nondiff, primals, tangents)`. It
     works under vmap and jit and inside scan, fori_loop, while_loop and checkpoint bodies. A
     tensor that fun reads from outside its arguments gets no tangent from the rule, so one a
@@ -286,8 +289,9 @@ class _Call:
             rules = self.rules(given, None, ())
             return pytree.unflatten(*_record_fwd(rules, None, list(inputs), len(inputs)))
         probe = self.rules(given, None, ())
+        primal = _differentiated_primal(prim, probe) if recording else self.fun
         with _on_detached():
-            out = self.fun(*probe.args([Tensor(x._value) for x in inputs]))
+            out = primal(*probe.args([Tensor(x._value) for x in inputs]))
         out_leaves, out_tree = pytree.flatten(out)
         if grad_enabled():
             _refuse_closure(self.who, self.fun, out_leaves)
@@ -304,9 +308,12 @@ class _Call:
         and bound as one equation; the tensors fun closed over become its last inputs."""
         inputs, outs_tree = self.inputs, []
         probe = self.rules(given, None, ())
+        primal = self.fun
+        if grad_enabled() and any(x.requires_grad for x in inputs):  # differentiated here
+            primal = _differentiated_primal(prim, probe)
 
         def traced(*tracers):
-            out = self.fun(*probe.args(list(tracers)))
+            out = primal(*probe.args(list(tracers)))
             leaves, tree = pytree.flatten(out)
             outs_tree.append(tree)
             return [_output(self.who, o) for o in leaves]
@@ -315,7 +322,7 @@ class _Call:
         graph, _, _ = trace_function(
             traced, [(x.shape, x.dtype) for x in inputs], pytree.flatten(tuple(inputs))[1],
             device=device, name=_name(self.fun), split_args=True,
-            const_names=closure_names(self.fun))
+            const_names=closure_names(getattr(primal, "rule", primal)))
         consts = graph.consts
         _refuse_traced_closure(self.who, self.fun, consts, prim is custom_vjp_call_p)
         graph = Graph(graph.invars, graph.constvars, [None] * len(consts), graph.eqns,
@@ -323,6 +330,36 @@ class _Call:
         rules = self.rules(given, outs_tree[0], [(v.shape, v.dtype) for v in graph.outvars])
         outs = bind(prim, *inputs, *consts, fun=graph, rules=rules, num_args=len(inputs))
         return pytree.unflatten(outs_tree[0], outs)
+
+
+def _differentiated_primal(prim, rules):
+    """What a call computes where it is differentiated, as JAX's: fwd's output (custom_vjp),
+    or the jvp rule's primal_out at zero tangents (custom_jvp). A rule may compute it
+    otherwise than fun (more stably, say); fun serves only calls nobody differentiates."""
+    if prim is custom_vjp_call_p:
+        def primal(*args):
+            return _fwd_pair(rules.fwd, rules.fwd(*args))[0]
+        primal.rule = rules.fwd
+        return primal
+
+    def primal(*args):
+        nondiff = dict(rules.nondiff)
+        primals = tuple(a for i, a in enumerate(args) if i not in nondiff)
+        found = rules.jvp(*rules.nondiff_values(), primals,
+                          pytree.tree_map(_zero_tangent, primals))
+        if not (isinstance(found, (tuple, list)) and len(found) == 2):
+            raise TypeError(f"custom_jvp: the jvp rule {_name(rules.jvp)} must return a pair "
+                            f"(primal_out, tangent_out), got {type(found).__name__}")
+        return found[0]
+    primal.rule = rules.jvp
+    return primal
+
+
+def _zero_tangent(x):
+    if type(x) in _NUMBERS:
+        return type(x)(0)
+    x = x if isinstance(x, Tensor) else as_tensor(x)
+    return _zeros_like(x)
 
 
 def _resolve(who, fun, args, kwargs):
