@@ -50,10 +50,10 @@ class custom_vjp:
     subtree of it). The arguments at `nondiff_argnums` (functions, sizes, flags) get no
     cotangent: they are passed to fwd as given and to bwd first, `bwd(*nondiff, res, g)`.
 
-    Under grad, vjp and value_and_grad the output is fwd's (fun's in a scan body: keep the
-    two equal) and the cotangents bwd's. Only the
-    residuals are kept between the two passes, not fwd's intermediates (an adjoint method
-    stays O(1) in memory). A derivative of the gradient (grad of grad, hessian by jacrev)
+    Under grad, vjp and value_and_grad the output is fwd's (fun's in a scan, loop or
+    checkpoint body: keep the two equal) and the cotangents bwd's. Only the residuals are
+    kept between the two passes, not fwd's intermediates (an adjoint method stays O(1) in
+    memory). A derivative of the gradient (grad of grad, hessian by jacrev)
     differentiates fwd and bwd themselves, as JAX does. Forward mode (jvp, jacfwd, hessian)
     raises TypeError, as in JAX: define a custom_jvp instead. It works under vmap and jit and
     inside scan, fori_loop, while_loop and checkpoint bodies. A tensor that fun reads from
@@ -107,8 +107,8 @@ class custom_jvp:
     `(primal_out, tangent_out)`; tangent_out must be linear in the tangents. Forward mode
     (jvp, jacfwd, hessian) calls it; reverse mode (grad, vjp) transposes it, so it is also
     the function's gradient, of any order when the rule is differentiable. Where the call is
-    differentiated its output is the rule's primal_out (fun's in a scan body under grad),
-    as in JAX; elsewhere fun runs. The arguments at
+    differentiated its output is the rule's primal_out, as in JAX (fun's in a scan, loop or
+    checkpoint body); elsewhere fun runs. The arguments at
     `nondiff_argnums` get no tangent and come first: `jvp(*nondiff, primals, tangents)`. It
     works under vmap and jit and inside scan, fori_loop, while_loop and checkpoint bodies. A
     tensor that fun reads from outside its arguments gets no tangent from the rule, so one a
