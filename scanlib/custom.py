@@ -321,7 +321,7 @@ class _Call:
         device = next((x.device for x in inputs), "cpu")
         graph, _, _ = trace_function(
             traced, [(x.shape, x.dtype) for x in inputs], pytree.flatten(tuple(inputs))[1],
-            device=device, name=_name(self.fun), split_args=True,
+            device=device, name=_name(getattr(primal, "rule", primal)), split_args=True,
             const_names=closure_names(getattr(primal, "rule", primal)))
         consts = graph.consts
         _refuse_traced_closure(self.who, self.fun, consts, prim is custom_vjp_call_p)
