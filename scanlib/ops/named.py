@@ -14,7 +14,7 @@ import numpy as np
 from ..tape import Tensor
 from . import elementwise as ew
 from . import reductions
-from .functions import as_tensor, reshape, stack, tensor, zeros_like
+from .functions import as_tensor, reshape, stack, tensor, zeros
 from .special import isnan
 
 if TYPE_CHECKING:
@@ -194,21 +194,22 @@ def asarray(a: ArrayLike, dtype: DTypeLike = None, order: str | None = None,
 # --- closeness and polynomials --------------------------------------------------------------
 def isclose(a: ArrayLike, b: ArrayLike, rtol: float = 1e-05, atol: float = 1e-08,
             equal_nan: bool = False) -> Tensor:
-    """Elementwise |a - b| <= atol + rtol * |b|, as jnp.isclose: infinities are close only
-    to themselves, nan to nothing (to nan with equal_nan=True); integers and bools compare
-    for equality, as in JAX. A bool tensor, not differentiable.
+    """Elementwise |a - b| <= atol + rtol * |b|, as jnp.isclose: an infinity is close only to
+    itself, nan to nothing (to nan with equal_nan=True); integers and bools compare as
+    floats. A bool tensor, not differentiable.
 
     >>> sl.isclose(sl.tensor([1.0, 1.1, np.inf, np.nan]), [1.0 + 1e-9, 1.0, np.inf, np.nan])
     """
     a, b = _operands(a, b)
     a, b = (ew.stop_gradient(t) if isinstance(t, Tensor) else t for t in (a, b))
-    kind = np.result_type(*[t.dtype if isinstance(t, Tensor) else t for t in (a, b)]).kind
-    if kind not in "fc":
-        return ew.equal(a, b)
-    a, b = as_tensor(a), as_tensor(b)
-    close = ew.less_equal(ew.absolute(ew.sub(a, b)), ew.add(atol, ew.mul(rtol, ew.absolute(b))))
-    finite = ew.logical_and(ew.isfinite(a), ew.isfinite(b))
-    out = ew.logical_or(ew.logical_and(finite, close), ew.equal(a, b))
+    dtype = np.result_type(*[t.dtype if isinstance(t, Tensor) else t for t in (a, b)])
+    if dtype.kind not in "fc":  # JAX's promote_args_inexact: integers compare as floats
+        dtype = np.result_type(dtype, 1.0)
+    a, b = (ew.astype(t, dtype=dtype) if isinstance(t, Tensor) and t.dtype != dtype
+            else t if isinstance(t, Tensor) else tensor(t, dtype=dtype) for t in (a, b))
+    in_range = ew.less_equal(ew.absolute(ew.sub(a, b)),
+                             ew.add(atol, ew.mul(rtol, ew.absolute(b))))
+    out = ew.logical_or(ew.equal(a, b), ew.logical_and(ew.isfinite(b), in_range))
     if equal_nan:
         out = ew.logical_or(out, ew.logical_and(isnan(a), isnan(b)))
     return out
@@ -230,12 +231,15 @@ def polyval(p: ArrayLike, x: ArrayLike) -> Tensor:
 
     >>> sl.polyval(sl.tensor([1.0, 0.0, -2.0]), sl.tensor([0.0, 2.0]))  # x**2 - 2
     """
-    p, x = as_tensor(p), as_tensor(x)
+    p = as_tensor(p)
     if p.ndim != 1:
         raise ValueError(f"polyval: p must be one-dimensional (the coefficients, highest power "
                          f"first), got shape {p.shape}")
-    dtype = np.result_type(p.dtype, x.dtype)
-    y = zeros_like(x, dtype=dtype)
+    if isinstance(x, _NUMBER):  # weak, as in JAX: polyval(p_f32, 3.0) is float32
+        y = zeros((), np.result_type(p.dtype, x), p.device)
+    else:
+        x = as_tensor(x)
+        y = zeros(x.shape, np.result_type(p.dtype, x.dtype), x.device)
     for k in range(p.shape[0]):
         y = ew.add(ew.mul(y, x), p[k])
     return y
