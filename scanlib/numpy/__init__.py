@@ -5,29 +5,29 @@ Every function here is scanlib's own object under jax.numpy's name (`jnp.tanh is
 differentiated through. The dtype names are NumPy's scalar types (`x.astype(jnp.float32)`,
 `jnp.zeros(3, jnp.float32)`), `jnp.ndarray` is `scanlib.Tensor`, and the default float is
 float64 (JAX with `jax_enable_x64`). jax.numpy's names that scanlib lacks are not here, so a
-port that needs one fails at its first use; docs/porting.md lists them. Imports the public
-scanlib package only.
+port that needs one fails at its first use; docs/porting.md lists them. Imports ops, linalg
+and tape.
 """
 
 import math as _math
 
 import numpy as _np
 
-from .. import (abs, add, all, allclose, angle, any, arange, arccos, arccosh, arcsin, arcsinh,
-                arctan, arctan2, arctanh, argmax, argmin, argsort, array, asarray, atleast_1d,
-                atleast_2d, bitwise_and, bitwise_not, bitwise_or, bitwise_xor, broadcast_to, cbrt,
-                ceil, clip, concatenate, conj, conjugate, cos, cosh, cumprod, cumsum, diag,
-                diagonal, diff, divide, dot, einsum, equal, exp, expand_dims, expm1, eye, flip,
-                floor, floor_divide, fmod, from_dlpack, full, greater, greater_equal, hstack,
-                imag, invert, isclose, isfinite, isinf, isnan, kron, less, less_equal, linspace,
-                log, log10, log1p, log2, logaddexp, logical_and, logical_not, logical_or,
-                logical_xor, matmul, max, maximum, mean, meshgrid, min, minimum, mod, moveaxis,
-                multiply, nan_to_num, negative, not_equal, ones, ones_like, outer, pad, polyval,
-                positive, power, prod, ravel, real, reciprocal, remainder, repeat, reshape, rint,
-                roll, round, searchsorted, sign, sin, sinh, sort, split, sqrt, square, squeeze,
-                stack, std, subtract, sum, swapaxes, take, take_along_axis, tan, tanh, tensordot,
-                tile, trace, transpose, tril, triu, trunc, var, vdot, vstack, where, zeros,
-                zeros_like)
+from ..ops import (abs, add, all, allclose, angle, any, arange, arccos, arccosh, arcsin, arcsinh,
+                   arctan, arctan2, arctanh, argmax, argmin, argsort, array, asarray, atleast_1d,
+                   atleast_2d, bitwise_and, bitwise_not, bitwise_or, bitwise_xor, broadcast_to,
+                   cbrt, ceil, clip, concatenate, conj, conjugate, cos, cosh, cumprod, cumsum, diag,
+                   diagonal, diff, divide, dot, einsum, equal, exp, expand_dims, expm1, eye, flip,
+                   floor, floor_divide, fmod, from_dlpack, full, greater, greater_equal, hstack,
+                   imag, invert, isclose, isfinite, isinf, isnan, kron, less, less_equal, linspace,
+                   log, log10, log1p, log2, logaddexp, logical_and, logical_not, logical_or,
+                   logical_xor, matmul, max, maximum, mean, meshgrid, min, minimum, mod, moveaxis,
+                   multiply, nan_to_num, negative, not_equal, ones, ones_like, outer, pad, polyval,
+                   positive, power, prod, ravel, real, reciprocal, remainder, repeat, reshape, rint,
+                   roll, round, searchsorted, sign, sin, sinh, sort, split, sqrt, square, squeeze,
+                   stack, std, subtract, sum, swapaxes, take, take_along_axis, tan, tanh, tensordot,
+                   tile, trace, transpose, tril, triu, trunc, var, vdot, vstack, where, zeros,
+                   zeros_like)
 from ..tape import Tensor as ndarray
 from . import linalg
 

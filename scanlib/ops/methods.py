@@ -80,6 +80,11 @@ def _clip(self, min=None, max=None):
     return F.clip(self, min, max)
 
 
+def _dot(self, other):
+    """t.dot(other): numpy.dot's product of t and other, as jax.Array.dot."""
+    return matrices.dot(self, other)
+
+
 def _reduction_method(name, call):
     """t.name(axis=None, **options). After axis NumPy's methods take dtype and out
     positionally (a.var(0, 1) is dtype=1), so here the other options are keyword-only, and a
@@ -142,7 +147,7 @@ def install():
     T.transpose = F.transpose
     T.T = property(lambda self: F.transpose(self))
     T.clip = _clip
-    T.dot = lambda self, other: matrices.dot(self, other)
+    T.dot = _dot
     T.astype = _astype
     T.to = _to
     T.exp, T.log, T.tanh, T.sqrt = (_method(f) for f in (ew.exp, ew.log, ew.tanh, ew.sqrt))
