@@ -59,6 +59,36 @@ CASES = [
          (lambda rng, s: rng.choice([-0.9, -0.2, 0.1, 0.8], s), (5,)),
          ref=lambda x: np.clip(x, None, 0.5)),
     case("tensor_dot", lambda x, y: x.dot(y), (N, (2, 3)), (N, (3, 4)), ref=np.dot),
+    case("full_like", lambda x, f: jnp.full_like(x, f) * x, (N, (2, 3)), (N, (3,)),
+         ref=lambda x, f: np.broadcast_to(f, x.shape) * x),
+    case("copy", lambda x: jnp.copy(x) * x, (N, (3,)), ref=lambda x: x * x),
+    case("astype", lambda x: jnp.astype(x, x.dtype) * 2.0, (N, (3,)), ref=lambda x: x * 2.0),
+    case("permute_dims", lambda x: jnp.permute_dims(x, (2, 0, 1)), (N, (2, 3, 4)),
+         ref=lambda x: np.transpose(x, (2, 0, 1))),
+    case("matrix_transpose", jnp.matrix_transpose, (N, (2, 3, 4)),
+         ref=lambda x: np.swapaxes(x, -1, -2)),
+    case("unstack", lambda x: jnp.unstack(x, axis=1)[2], (N, (2, 3)), ref=lambda x: x[:, 2]),
+    case("broadcast_arrays", lambda x, y: jnp.broadcast_arrays(x, y)[0] * 2.0,
+         (N, (2, 1)), (N, (3,)), ref=lambda x, y: np.broadcast_to(x, (2, 3)) * 2.0),
+    case("select", lambda x: jnp.select([x < -0.5, x < 0.5], [x * x, 3.0 * x], jnp.sin(x)),
+         (lambda rng, s: rng.choice([-1.0, 0.0, 1.0], s) + rng.uniform(-0.2, 0.2, s), (6,)),
+         ref=lambda x: np.select([x < -0.5, x < 0.5], [x * x, 3.0 * x], np.sin(x))),
+    case("exp2", jnp.exp2, (N, (4,)), ref=np.exp2),
+    case("deg2rad", jnp.deg2rad, (N, (4,)), ref=np.deg2rad),
+    case("radians", jnp.radians, (N, (4,)), ref=np.radians),
+    case("rad2deg", jnp.rad2deg, (N, (4,)), ref=np.rad2deg),
+    case("nansum", lambda x: jnp.nansum(x, axis=0), (N, (3, 2)), ref=lambda x: np.nansum(x, 0)),
+    case("nanmean", lambda x: jnp.nanmean(x, axis=1, keepdims=True), (N, (3, 2)),
+         ref=lambda x: np.nanmean(x, 1, keepdims=True)),
+    case("inner", jnp.inner, (N, (2, 3)), (N, (4, 3)), ref=np.inner),
+    case("linalg_diagonal", lambda x: jnp.linalg.diagonal(x, offset=1), (N, (2, 3, 4)),
+         ref=lambda x: np.diagonal(x, 1, -2, -1).copy()),
+    case("linalg_trace", jnp.linalg.trace, (N, (2, 3, 3)), ref=lambda x: np.trace(x, 0, -2, -1)),
+    case("linalg_outer", jnp.linalg.outer, (N, (3,)), (N, (2,)), ref=np.outer),
+    case("linalg_multi_dot", lambda a, b, c: jnp.linalg.multi_dot([a, b, c]), (N, (2,)),
+         (N, (2, 3)), (N, (3, 4)), ref=lambda a, b, c: np.linalg.multi_dot([a, b, c])),
+    case("linalg_eigvalsh", lambda x: jnp.linalg.eigvalsh(x @ x.T + 3.0 * jnp.eye(3)),
+         (N, (3, 3)), ref=lambda x: np.linalg.eigvalsh(x @ x.T + 3.0 * np.eye(3))),
 ]
 
 test_forward, test_vjp_dtypes, test_fd, test_in_scan = table_tests(CASES)
@@ -364,6 +394,60 @@ def test_einsum_in_a_numba_scan_agrees_with_numpys_loop():
     np.testing.assert_allclose(g_nb.numpy(), g_np.numpy(), rtol=1e-12, atol=1e-14)
 
 
+# --- the smaller names ----------------------------------------------------------------------
+def test_creation_and_shape_helpers():
+    x32 = sl.ones((2, 3), dtype="float32")
+    assert jnp.full_like(x32, 7).dtype == np.float32 and jnp.full_like(x32, 7).shape == (2, 3)
+    assert jnp.full_like(x32, 1.0, dtype=jnp.int32, shape=(4,)).dtype == np.int32
+    assert jnp.empty(3).numpy().tolist() == [0.0, 0.0, 0.0]  # JAX's empty is zeros too
+    assert jnp.empty_like(x32).dtype == np.float32 and jnp.empty((0, 2)).shape == (0, 2)
+    np.testing.assert_array_equal(jnp.identity(3, jnp.int32).numpy(), np.identity(3, np.int32))
+    assert jnp.shape([[1.0, 2.0]]) == (1, 2) and jnp.ndim(2.0) == 0 and jnp.size(x32) == 6
+    assert jnp.shape([sl.tensor([1.0, 2.0])]) == (1, 2) and jnp.size(sl.zeros((0, 3))) == 0
+    assert jnp.broadcast_shapes((2, 1), (3,)) == (2, 3)
+    assert jnp.unstack(sl.zeros((0, 2))) == ()
+    with pytest.raises(ValueError, match="at least 2 axes"):
+        jnp.matrix_transpose(sl.ones(3))
+
+
+def test_select_nan_inf_and_errors():
+    x = sl.tensor([-np.inf, -1.0, np.nan, 2.0, np.inf])
+    out = jnp.select([x < 0, jnp.isnan(x)], [-x, 0.0], x)
+    np.testing.assert_array_equal(out.numpy(), [np.inf, 1.0, 0.0, 2.0, np.inf])
+    assert jnp.select([], [], 3.0).item() == 3.0
+    with pytest.raises(ValueError, match="one choice per condition"):
+        jnp.select([x < 0], [x, x])
+    with pytest.raises(TypeError, match="bool"):
+        jnp.select([x], [x])
+    g = sl.grad(lambda x: jnp.sum(jnp.select([x < 0], [x * x], 0.0)))(sl.tensor([-2.0, 3.0]))
+    np.testing.assert_array_equal(g.numpy(), [-4.0, 0.0])
+
+
+def test_nan_and_inf_helpers():
+    x = sl.tensor([1.0, np.nan, -np.inf, np.inf])
+    assert jnp.isposinf(x).numpy().tolist() == [False, False, False, True]
+    assert jnp.isneginf(x).numpy().tolist() == [False, False, True, False]
+    assert jnp.nansum(sl.tensor([np.nan, np.nan])).item() == 0.0
+    with np.errstate(invalid="ignore"):
+        assert math.isnan(jnp.nanmean(sl.tensor([np.nan, np.nan])).item())
+    g = sl.grad(lambda x: jnp.nanmean(x))(sl.tensor([1.0, np.nan, 3.0]))
+    np.testing.assert_array_equal(g.numpy(), [0.5, 0.0, 0.5])
+    assert jnp.nansum(sl.tensor([1, 2])).dtype == np.int64
+    assert jnp.exp2(sl.tensor([3])).dtype == np.float64 and jnp.exp2(3.0).item() == 8.0
+    assert jnp.deg2rad(sl.tensor([180], dtype="int32")).item() == pytest.approx(np.pi)
+    assert jnp.inner(2.0, sl.tensor([1.0, 3.0])).numpy().tolist() == [2.0, 6.0]
+
+
+def test_linalg_views_and_their_errors():
+    with pytest.raises(ValueError, match="1-d"):
+        jnp.linalg.outer(sl.ones((2, 2)), sl.ones(2))
+    with pytest.raises(ValueError, match="at least 2"):
+        jnp.linalg.multi_dot([sl.ones(2)])
+    x = sl.tensor(np.arange(24.0).reshape(2, 3, 4))
+    # NumPy's diagonal takes the first two axes, the array API's the last two
+    assert sl.diagonal(x).shape == (4, 2) and jnp.linalg.diagonal(x).shape == (2, 3)
+
+
 # --- clip ----------------------------------------------------------------------------------------
 def test_clip_keywords():
     x = sl.tensor([-2.0, 0.5, 2.0])
@@ -400,6 +484,14 @@ JAX_CASES = [
     ("asarray", lambda m, x, y: m.asarray(x, dtype=m.float32) * y, [(3,), (3,)]),
     ("clip", lambda m, x, y: m.clip(x * y, min=-0.3, max=0.4), [(5,), (5,)]),
     ("divide", lambda m, x, y: m.divide(x, m.exp(y)), [(2, 3), (3,)]),
+    ("select", lambda m, x, y: m.select([x < 0, y < 0], [x * y, m.sin(y)], x), [(6,), (6,)]),
+    ("full_like", lambda m, x, y: m.full_like(x, y[0]) * x, [(2, 3), (1,)]),
+    ("nanmean", lambda m, x, y: m.nanmean(m.where(x < -1.0, m.nan, x * y), axis=0), [(4, 3),
+                                                                                   (4, 3)]),
+    ("inner", lambda m, x, y: m.inner(x, y), [(2, 3), (4, 3)]),
+    ("exp2_deg2rad", lambda m, x, y: m.exp2(x) + m.deg2rad(y), [(3,), (3,)]),
+    ("linalg", lambda m, x, y: m.linalg.trace(x) + m.linalg.multi_dot([y, x, y]), [(3, 3), (3,)]),
+    ("eigvalsh", lambda m, x, y: m.linalg.eigvalsh(x @ x.T + 3.0 * m.eye(3)) * y, [(3, 3), (3,)]),
 ]
 
 

@@ -14,20 +14,23 @@ import math as _math
 import numpy as _np
 
 from ..ops import (abs, add, all, allclose, angle, any, arange, arccos, arccosh, arcsin, arcsinh,
-                   arctan, arctan2, arctanh, argmax, argmin, argsort, array, asarray, atleast_1d,
-                   atleast_2d, bitwise_and, bitwise_not, bitwise_or, bitwise_xor, broadcast_to,
-                   cbrt, ceil, clip, concatenate, conj, conjugate, cos, cosh, cumprod, cumsum, diag,
-                   diagonal, diff, divide, dot, einsum, equal, exp, expand_dims, expm1, eye, flip,
-                   floor, floor_divide, fmod, from_dlpack, full, greater, greater_equal, hstack,
-                   imag, invert, isclose, isfinite, isinf, isnan, kron, less, less_equal, linspace,
-                   log, log10, log1p, log2, logaddexp, logical_and, logical_not, logical_or,
-                   logical_xor, matmul, max, maximum, mean, meshgrid, min, minimum, mod, moveaxis,
-                   multiply, nan_to_num, negative, not_equal, ones, ones_like, outer, pad, polyval,
-                   positive, power, prod, ravel, real, reciprocal, remainder, repeat, reshape, rint,
-                   roll, round, searchsorted, sign, sin, sinh, sort, split, sqrt, square, squeeze,
-                   stack, std, subtract, sum, swapaxes, take, take_along_axis, tan, tanh, tensordot,
-                   tile, trace, transpose, tril, triu, trunc, var, vdot, vstack, where, zeros,
-                   zeros_like)
+                   arctan, arctan2, arctanh, argmax, argmin, argsort, array, asarray, astype,
+                   atleast_1d, atleast_2d, bitwise_and, bitwise_not, bitwise_or, bitwise_xor,
+                   broadcast_arrays, broadcast_shapes, broadcast_to, cbrt, ceil, clip, concatenate,
+                   conj, conjugate, copy, cos, cosh, cumprod, cumsum, deg2rad, diag, diagonal, diff,
+                   divide, dot, einsum, empty, empty_like, equal, exp, exp2, expand_dims, expm1,
+                   eye, flip, floor, floor_divide, fmod, from_dlpack, full, full_like, greater,
+                   greater_equal, hstack, identity, imag, inner, invert, isclose, isfinite, isinf,
+                   isnan, isneginf, isposinf, kron, less, less_equal, linspace, log, log10, log1p,
+                   log2, logaddexp, logical_and, logical_not, logical_or, logical_xor, matmul,
+                   matrix_transpose, max, maximum, mean, meshgrid, min, minimum, mod, moveaxis,
+                   multiply, nan_to_num, nanmean, nansum, ndim, negative, not_equal, ones,
+                   ones_like, outer, pad, permute_dims, polyval, positive, power, prod, rad2deg,
+                   ravel, real, reciprocal, remainder, repeat, reshape, rint, roll, round,
+                   searchsorted, select, shape, sign, sin, sinh, size, sort, split, sqrt, square,
+                   squeeze, stack, std, subtract, sum, swapaxes, take, take_along_axis, tan, tanh,
+                   tensordot, tile, trace, transpose, tril, triu, trunc, unstack, var, vdot, vstack,
+                   where, zeros, zeros_like)
 from ..tape import Tensor as ndarray
 from . import linalg
 
@@ -37,6 +40,7 @@ acos, acosh, asin, asinh, atan, atanh, atan2 = (arccos, arccosh, arcsin, arcsinh
                                                 arctan2)
 amax, amin = max, min
 around = round
+radians, degrees = deg2rad, rad2deg
 concat = concatenate
 pow = power
 true_divide = divide
@@ -65,25 +69,29 @@ newaxis = None
 __all__ = [
     "abs", "absolute", "acos", "acosh", "add", "all", "allclose", "amax", "amin", "angle",
     "any", "arange", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctan2", "arctanh",
-    "argmax", "argmin", "argsort", "around", "array", "asarray", "asin", "asinh", "atan",
-    "atan2", "atanh", "atleast_1d", "atleast_2d", "bitwise_and", "bitwise_invert",
-    "bitwise_not", "bitwise_or", "bitwise_xor", "bool", "bool_", "broadcast_to", "cbrt",
-    "cdouble", "ceil", "clip", "complex128", "complex64", "complex_", "complexfloating",
-    "concat", "concatenate", "conj", "conjugate", "cos", "cosh", "csingle", "cumprod", "cumsum",
-    "diag", "diagonal", "diff", "divide", "dot", "double", "dtype", "e", "einsum", "equal",
-    "euler_gamma", "exp", "expand_dims", "expm1", "eye", "finfo", "flip", "float16", "float32",
-    "float64", "float_", "floating", "floor", "floor_divide", "fmod", "from_dlpack", "full",
-    "generic", "greater", "greater_equal", "hstack", "iinfo", "imag", "inexact", "inf", "int16",
-    "int32", "int64", "int8", "int_", "integer", "invert", "isclose", "isfinite", "isinf",
-    "isnan", "issubdtype", "kron", "less", "less_equal", "linalg", "linspace", "log", "log10",
-    "log1p", "log2", "logaddexp", "logical_and", "logical_not", "logical_or", "logical_xor",
-    "matmul", "max", "maximum", "mean", "meshgrid", "min", "minimum", "mod", "moveaxis",
-    "multiply", "nan", "nan_to_num", "ndarray", "negative", "newaxis", "not_equal", "number",
-    "ones", "ones_like", "outer", "pad", "pi", "polyval", "positive", "pow", "power", "prod",
-    "promote_types", "ravel", "real", "reciprocal", "remainder", "repeat", "reshape", "rint",
-    "roll", "round", "searchsorted", "sign", "signedinteger", "sin", "single", "sinh", "sort",
-    "split", "sqrt", "square", "squeeze", "stack", "std", "subtract", "sum", "swapaxes", "take",
-    "take_along_axis", "tan", "tanh", "tensordot", "tile", "trace", "transpose", "tril", "triu",
-    "true_divide", "trunc", "uint", "uint16", "uint32", "uint64", "uint8", "unsignedinteger",
-    "var", "vdot", "vstack", "where", "zeros", "zeros_like",
+    "argmax", "argmin", "argsort", "around", "array", "asarray", "asin", "asinh", "astype",
+    "atan", "atan2", "atanh", "atleast_1d", "atleast_2d", "bitwise_and", "bitwise_invert",
+    "bitwise_not", "bitwise_or", "bitwise_xor", "bool", "bool_", "broadcast_arrays",
+    "broadcast_shapes", "broadcast_to", "cbrt", "cdouble", "ceil", "clip", "complex128",
+    "complex64", "complex_", "complexfloating", "concat", "concatenate", "conj", "conjugate",
+    "copy", "cos", "cosh", "csingle", "cumprod", "cumsum", "deg2rad", "degrees", "diag",
+    "diagonal", "diff", "divide", "dot", "double", "dtype", "e", "einsum", "empty",
+    "empty_like", "equal", "euler_gamma", "exp", "exp2", "expand_dims", "expm1", "eye", "finfo",
+    "flip", "float16", "float32", "float64", "float_", "floating", "floor", "floor_divide",
+    "fmod", "from_dlpack", "full", "full_like", "generic", "greater", "greater_equal", "hstack",
+    "identity", "iinfo", "imag", "inexact", "inf", "inner", "int16", "int32", "int64", "int8",
+    "int_", "integer", "invert", "isclose", "isfinite", "isinf", "isnan", "isneginf",
+    "isposinf", "issubdtype", "kron", "less", "less_equal", "linalg", "linspace", "log",
+    "log10", "log1p", "log2", "logaddexp", "logical_and", "logical_not", "logical_or",
+    "logical_xor", "matmul", "matrix_transpose", "max", "maximum", "mean", "meshgrid", "min",
+    "minimum", "mod", "moveaxis", "multiply", "nan", "nan_to_num", "nanmean", "nansum",
+    "ndarray", "ndim", "negative", "newaxis", "not_equal", "number", "ones", "ones_like",
+    "outer", "pad", "permute_dims", "pi", "polyval", "positive", "pow", "power", "prod",
+    "promote_types", "rad2deg", "radians", "ravel", "real", "reciprocal", "remainder", "repeat",
+    "reshape", "rint", "roll", "round", "searchsorted", "select", "shape", "sign",
+    "signedinteger", "sin", "single", "sinh", "size", "sort", "split", "sqrt", "square",
+    "squeeze", "stack", "std", "subtract", "sum", "swapaxes", "take", "take_along_axis", "tan",
+    "tanh", "tensordot", "tile", "trace", "transpose", "tril", "triu", "true_divide", "trunc",
+    "uint", "uint16", "uint32", "uint64", "uint8", "unsignedinteger", "unstack", "var", "vdot",
+    "vstack", "where", "zeros", "zeros_like",
 ]

@@ -4,8 +4,10 @@ jax.scipy.linalg's solve_triangular and cho_solve are not jax.numpy.linalg's, so
 here. Imports ops and linalg.
 """
 
+from ..linalg import (cholesky, det, diagonal, eigh, eigvalsh, inv, matrix_power,
+                      matrix_transpose, multi_dot, norm, outer, qr, slogdet, solve, trace)
 from ..ops import matmul, tensordot
-from ..linalg import cholesky, det, eigh, inv, matrix_power, norm, qr, slogdet, solve
 
-__all__ = ["cholesky", "det", "eigh", "inv", "matmul", "matrix_power", "norm", "qr", "slogdet",
-           "solve", "tensordot"]
+__all__ = ["cholesky", "det", "diagonal", "eigh", "eigvalsh", "inv", "matmul", "matrix_power",
+           "matrix_transpose", "multi_dot", "norm", "outer", "qr", "slogdet", "solve", "tensordot",
+           "trace"]

@@ -1,8 +1,9 @@
 """jax.numpy's functions that had only an operator or no name here: the arithmetic and
 comparison operators by name (add, less, power, ...), array and asarray with JAX's meaning
-(differentiated through, stacking lists of tensors), isfinite, isclose, allclose, polyval.
+(differentiated through, stacking lists of tensors), isfinite, isclose, allclose, polyval,
+and small compositions of the other ops (full_like, select, nansum, exp2, shape, ...).
 
-Imports backends, tape and ops.elementwise/functions/structural/reductions.
+Imports tape and ops.elementwise/functions/arrays/matrices/reductions/special.
 """
 
 from __future__ import annotations
@@ -14,16 +15,25 @@ import numpy as np
 from ..tape import Tensor
 from . import elementwise as ew
 from . import reductions
-from .functions import as_tensor, reshape, stack, tensor, zeros
+from .arrays import moveaxis
+from .functions import (as_tensor, broadcast_to, reshape, stack, sum, swapaxes, tensor, transpose,
+                        zeros)
+from .matrices import eye, tensordot
 from .special import isnan
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
     from ..tape.types import ArrayLike, DTypeLike
 
 __all__ = [
     "array", "asarray", "add", "subtract", "multiply", "divide", "negative", "positive",
     "power", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
-    "isfinite", "isclose", "allclose", "polyval",
+    "isfinite", "isclose", "allclose", "polyval", "astype", "copy", "full_like", "empty",
+    "empty_like", "identity", "shape", "ndim", "size", "permute_dims", "matrix_transpose",
+    "unstack", "broadcast_shapes", "broadcast_arrays", "select", "isposinf", "isneginf", "exp2",
+    "deg2rad", "rad2deg", "nansum", "nanmean", "inner",
 ]
 
 _NUMBER = (bool, int, float, complex)
@@ -244,3 +254,230 @@ def polyval(p: ArrayLike, x: ArrayLike) -> Tensor:
     for k in range(p.shape[0]):
         y = ew.add(ew.mul(y, x), p[k])
     return y
+
+
+# --- more of jax.numpy's names, as compositions --------------------------------------------------
+def astype(x: ArrayLike, dtype: DTypeLike) -> Tensor:
+    """x converted to dtype, as jnp.astype and x.astype; differentiable (the gradient is cast
+    back to x's dtype).
+
+    >>> sl.astype(sl.tensor([1.5, 2.5]), "int32")
+    """
+    return as_tensor(x).astype(dtype)
+
+
+def copy(a: ArrayLike) -> Tensor:
+    """a as a tensor, as jnp.copy: of a tensor, the same value differentiated through (tensors
+    are immutable, so it is a copy in every sense that matters); NumPy data is copied.
+
+    >>> sl.copy(np.arange(3.0))
+    """
+    return array(a)
+
+
+def full_like(a: ArrayLike, fill_value: ArrayLike, dtype: DTypeLike = None,
+              shape: Any = None) -> Tensor:
+    """A tensor of a's shape and dtype (unless given) filled with fill_value, as jnp.full_like;
+    differentiable in fill_value (a tensor fill broadcasts, as in JAX).
+
+    >>> sl.full_like(sl.zeros((2, 2), dtype="float32"), 7.0)
+    """
+    a = as_tensor(a)
+    dtype = a.dtype if dtype is None else np.dtype(dtype)
+    fill = array(fill_value, dtype=dtype)
+    return broadcast_to(fill, a.shape if shape is None else shape)
+
+
+def empty(shape: Any, dtype: DTypeLike = np.float64, device: Any = None) -> Tensor:
+    """A tensor of zeros, as jnp.empty gives (no uninitialised memory).
+
+    >>> sl.empty(2)
+    """
+    return zeros(shape, dtype, device)
+
+
+def empty_like(a: ArrayLike, dtype: DTypeLike = None) -> Tensor:
+    """Zeros of a's shape and dtype (unless given), as jnp.empty_like gives.
+
+    >>> sl.empty_like(sl.ones(2, dtype="int32"))
+    """
+    a = as_tensor(a)
+    return zeros(a.shape, a.dtype if dtype is None else dtype, a.device)
+
+
+def identity(n: int, dtype: DTypeLike = np.float64) -> Tensor:
+    """The n x n identity matrix, as jnp.identity.
+
+    >>> sl.identity(2)
+    """
+    return eye(n, dtype=dtype)
+
+
+def shape(a: ArrayLike) -> tuple:
+    """a's shape, as jnp.shape (a list holding tensors is read as array would stack it).
+
+    >>> sl.shape([[1.0, 2.0]])
+    """
+    return tuple(a.shape) if isinstance(a, Tensor) else tuple(array(a).shape)
+
+
+def ndim(a: ArrayLike) -> int:
+    """a's number of axes, as jnp.ndim.
+
+    >>> sl.ndim(3.0)
+    """
+    return len(shape(a))
+
+
+def size(a: ArrayLike) -> int:
+    """a's number of elements, as jnp.size.
+
+    >>> sl.size(sl.zeros((2, 3)))
+    """
+    return int(np.prod(shape(a), dtype=np.int64))
+
+
+def permute_dims(a: ArrayLike, axes: Sequence[int]) -> Tensor:
+    """a with its axes in the order axes, as jnp.permute_dims (the array API's transpose).
+
+    >>> sl.permute_dims(sl.zeros((2, 3, 4)), (2, 0, 1)).shape
+    """
+    return transpose(a, tuple(axes))
+
+
+def matrix_transpose(x: ArrayLike) -> Tensor:
+    """x with its last two axes swapped, as jnp.matrix_transpose.
+
+    >>> sl.matrix_transpose(sl.zeros((5, 2, 3))).shape
+    """
+    x = as_tensor(x)
+    if x.ndim < 2:
+        raise ValueError(f"matrix_transpose: needs at least 2 axes, got shape {x.shape}")
+    return swapaxes(x, -1, -2)
+
+
+def unstack(x: ArrayLike, axis: int = 0) -> tuple:
+    """The slices of x along axis, as a tuple of tensors, as jnp.unstack (the inverse of stack).
+
+    >>> sl.unstack(sl.tensor([[1.0, 2.0], [3.0, 4.0]]), axis=1)
+    """
+    x = moveaxis(as_tensor(x), axis, 0)
+    return tuple(x[i] for i in range(x.shape[0]))
+
+
+def broadcast_shapes(*shapes: Any) -> tuple:
+    """The shape that shapes broadcast to, as jnp.broadcast_shapes (NumPy's rule).
+
+    >>> sl.broadcast_shapes((2, 1), (3,))
+    """
+    return tuple(np.broadcast_shapes(*shapes))
+
+
+def broadcast_arrays(*args: ArrayLike) -> list:
+    """The arguments broadcast to one shape (differentiable), as jnp.broadcast_arrays.
+
+    >>> [t.shape for t in sl.broadcast_arrays(sl.zeros((2, 1)), sl.zeros(3))]
+    """
+    ts = [as_tensor(a) for a in args]
+    common = np.broadcast_shapes(*[t.shape for t in ts])
+    return [t if t.shape == common else broadcast_to(t, common) for t in ts]
+
+
+def select(condlist: Sequence[ArrayLike], choicelist: Sequence[ArrayLike],
+           default: ArrayLike = 0) -> Tensor:
+    """Elementwise the choice of the first true condition (default where none is), as
+    jnp.select; the gradient flows only to the chosen values.
+
+    >>> x = sl.tensor([-2.0, 0.5, 3.0])
+    >>> sl.select([x < 0, x < 1], [-x, x * 10], x)
+    """
+    if len(condlist) != len(choicelist):
+        raise ValueError(f"select: condlist has {len(condlist)} conditions but choicelist has "
+                         f"{len(choicelist)} choices; give one choice per condition")
+    out = default
+    for cond, choice in zip(reversed(condlist), reversed(choicelist)):
+        cond = as_tensor(cond)
+        if cond.dtype != np.bool_:
+            raise TypeError(f"select: conditions must be bool tensors, got {cond.dtype}; compare "
+                            "(x > 0) to make one")
+        out = ew.where(cond, choice, out)
+    return out if isinstance(out, Tensor) else as_tensor(out)
+
+
+def isposinf(x: ArrayLike) -> Tensor:
+    """Elementwise x == +inf (bool, not differentiable), as jnp.isposinf.
+
+    >>> sl.isposinf(sl.tensor([1.0, np.inf, -np.inf]))
+    """
+    return ew.equal(as_tensor(x), np.inf)
+
+
+def isneginf(x: ArrayLike) -> Tensor:
+    """Elementwise x == -inf (bool, not differentiable), as jnp.isneginf.
+
+    >>> sl.isneginf(sl.tensor([1.0, np.inf, -np.inf]))
+    """
+    return ew.equal(as_tensor(x), -np.inf)
+
+
+def _floating(x):
+    x = as_tensor(x)
+    return ew.astype(x, dtype=np.dtype(np.float64)) if x.dtype.kind in "biu" else x
+
+
+def exp2(x: ArrayLike) -> Tensor:
+    """Elementwise 2 ** x, as jnp.exp2 (integers compute in float64).
+
+    >>> sl.exp2(sl.tensor([0.0, 3.0, -1.0]))
+    """
+    return ew.power(2.0, _floating(x))
+
+
+def deg2rad(x: ArrayLike) -> Tensor:
+    """Degrees to radians, x * pi / 180, as jnp.deg2rad and jnp.radians.
+
+    >>> sl.deg2rad(sl.tensor([180.0, 90.0]))
+    """
+    return ew.mul(_floating(x), np.pi / 180)
+
+
+def rad2deg(x: ArrayLike) -> Tensor:
+    """Radians to degrees, x * 180 / pi, as jnp.rad2deg and jnp.degrees.
+
+    >>> sl.rad2deg(sl.tensor([np.pi, np.pi / 2]))
+    """
+    return ew.mul(_floating(x), 180 / np.pi)
+
+
+def nansum(a: ArrayLike, axis: Any = None, keepdims: bool = False) -> Tensor:
+    """Sum over axis with nan read as 0, as jnp.nansum; a nan element gets no gradient.
+
+    >>> sl.nansum(sl.tensor([1.0, np.nan, 2.0]))
+    """
+    a = as_tensor(a)
+    if a.dtype.kind in "fc":
+        a = ew.where(isnan(a), 0, a)
+    return sum(a, axis, keepdims)
+
+
+def nanmean(a: ArrayLike, axis: Any = None, keepdims: bool = False) -> Tensor:
+    """Mean over axis of the elements that are not nan, as jnp.nanmean (nan where all are).
+
+    >>> sl.nanmean(sl.tensor([1.0, np.nan, 2.0]))
+    """
+    a = _floating(a)
+    count = sum(ew.logical_not(isnan(a)), axis, keepdims)
+    real = np.empty(0, a.dtype).real.dtype
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return ew.div(nansum(a, axis, keepdims), ew.astype(count, dtype=real))
+
+
+def inner(a: ArrayLike, b: ArrayLike) -> Tensor:
+    """The sum product over the last axes of a and b, as jnp.inner (a product for 0-d).
+
+    >>> sl.inner(sl.tensor([[1.0, 2.0], [3.0, 4.0]]), sl.tensor([1.0, 1.0]))
+    """
+    a, b = as_tensor(a), as_tensor(b)
+    if a.ndim == 0 or b.ndim == 0:
+        return ew.mul(a, b)
+    return tensordot(a, b, axes=([a.ndim - 1], [b.ndim - 1]))
