@@ -115,6 +115,22 @@ def test_names_are_jax_numpys():
     assert set(jnp.linalg.__all__) - set(dir(jax_numpy.linalg)) == set()
 
 
+def test_porting_lists_exactly_the_missing_names():
+    import re
+    from pathlib import Path
+
+    jax_numpy = pytest.importorskip("jax.numpy")
+    text = (Path(__file__).resolve().parents[1] / "docs" / "porting.md").read_text()
+    section = text.split("### Not yet in scanlib.numpy", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split(" | ")[0] for line in section.splitlines() if line.startswith("| `")]
+    listed = set(re.findall(r"`([\w.]+)`", " ".join(rows)))
+    missing = {n for n in dir(jax_numpy) if not n.startswith("_") and n not in jnp.__all__}
+    missing |= {f"linalg.{n}" for n in dir(jax_numpy.linalg)
+                if not n.startswith("_") and n not in jnp.linalg.__all__}
+    assert listed - missing == set(), "docs/porting.md lists names scanlib.numpy has"
+    assert missing - listed == set(), "docs/porting.md does not list these missing names"
+
+
 def test_import_block():
     import scanlib.numpy as np_like
     from scanlib.numpy import linalg
