@@ -556,3 +556,23 @@ def test_edges_agree_with_jax(jax_x64):
     for name in ("float32", "float64", "int32", "int64", "uint32", "bool_", "complex64",
                  "complex128"):
         assert np.dtype(getattr(jnp, name)) == np.dtype(getattr(J, name))
+
+
+def test_forward_mode_through_the_new_functions():
+    # jvp and hessian (forward over reverse) against the same derivatives by finite differences
+    def f(x):
+        m = jnp.array([[x[0], x[1]], [x[1] * x[2], 1.0]])
+        return (jnp.polyval(x, x[0]) + jnp.sum(jnp.einsum("ii->i", m) ** 2)
+                + jnp.nanmean(jnp.select([x > 0], [x * x], x)))
+
+    x = np.array([0.3, -0.7, 1.1])
+    v = np.array([0.2, 0.5, -0.4])
+    _, tangent = sl.jvp(f, (sl.tensor(x),), (sl.tensor(v),))
+    eps = 1e-6
+    numeric = (f(sl.tensor(x + eps * v)).item() - f(sl.tensor(x - eps * v)).item()) / (2 * eps)
+    assert tangent.item() == pytest.approx(numeric, rel=1e-6)
+    h = sl.hessian(f)(sl.tensor(x)).numpy()
+    g = sl.grad(f)
+    numeric_h = np.stack([(g(sl.tensor(x + eps * e)).numpy() - g(sl.tensor(x - eps * e)).numpy())
+                          / (2 * eps) for e in np.eye(3)])
+    np.testing.assert_allclose(h, numeric_h, rtol=1e-5, atol=1e-6)
