@@ -276,7 +276,7 @@ def api_markdown() -> str:
         lines += entry_markdown(name, obj, "##")
         if name in FULL_DOC:
             lines += full_doc_markdown(name, obj)
-    lines += tensor_markdown() + pytree_markdown()
+    lines += numpy_markdown() + tensor_markdown() + pytree_markdown()
     for title, text, example in GUIDES:
         lines += [f"## {title}", "", text, "", "```python", as_doctest(example, new_namespace()),
                   "```", ""]
@@ -399,6 +399,8 @@ TENSOR_MEMBERS = [
     ("astype", ("x converted to dtype, as ndarray.astype; differentiable: the gradient is cast "
                 "back to x's dtype.")),
     ("at", None),
+    ("clip", None),
+    ("dot", None),
     ("T", "The transpose (axes reversed)."),
     ("real", None),
     ("imag", None),
@@ -447,6 +449,39 @@ def _member_signature(name, obj) -> str:
         return f"Tensor.{name}(...)"
     text = str(inspect.Signature(params))
     return f"Tensor.{name}" + re.sub(r"'([\w.\[\], |]+)'", r"\1", text)
+
+
+def numpy_markdown() -> list[str]:
+    """scanlib.numpy (not in __all__, so that `from scanlib import *` leaves NumPy's name alone):
+    its docstring, then each of its names with the scanlib object it is."""
+    import scanlib.numpy as jnp
+
+    doc = own_doc(jnp).split("\n\n")
+    lines = ["## scanlib.numpy (import scanlib.numpy as jnp)", "",
+             " ".join(" ".join(part.split()) for part in doc[:2]).rpartition(" Imports")[0], ""]
+    links = anchors(sl.__all__)
+    for module, prefix in ((jnp, "jnp"), (jnp.linalg, "jnp.linalg")):
+        views, others = [], []
+        for name in module.__all__:
+            obj = getattr(module, name)
+            if name == "linalg":
+                continue
+            places = [("", sl)] if module is jnp else [("linalg.", sl.linalg), ("", sl)]
+            same = [(p, n) for p, where in places
+                    for n in sorted(where.__all__, key=lambda n: n != name)
+                    if getattr(where, n, None) is obj][:1]
+            if same:
+                (place, target), = same
+                anchor = (place + target).replace(".", "").lower() if place else links[target]
+                views.append(f"`{name}`" if place + target == prefix[4:] + name else
+                             f"`{name}` = [`sl.{place}{target}`](#{anchor})")
+            else:
+                others.append(f"`{name}`")
+        lines += [f"`{prefix}`'s functions, each scanlib's own object (the entries above): "
+                  + ", ".join(views) + ".", ""]
+        if others:
+            lines += [f"NumPy's dtypes and constants under JAX's names: {', '.join(others)}.", ""]
+    return lines
 
 
 def tensor_markdown() -> list[str]:

@@ -23,6 +23,7 @@ from .vmap import vmap
 from .custom import custom_jvp, custom_vjp
 from .tracing import make_graph
 from .jit import JitFallbackWarning, jit
+from . import numpy  # noqa: F401 - scanlib.numpy, jax.numpy's names (not in __all__)
 
 __version__ = "0.1.0"
 

@@ -9,8 +9,8 @@ from . import (
     associative as associative, autodiff as autodiff, backends as backends,
     checkpoint_policies as checkpoint_policies, control as control, custom as custom,
     generated as generated, interpreters as interpreters, linalg as linalg, logs as logs,
-    loops as loops, ops as ops, optim as optim, pytree as pytree, random as random, tape as tape,
-    testing as testing, tracing as tracing, transforms as transforms,
+    loops as loops, numpy as numpy, ops as ops, optim as optim, pytree as pytree, random as random,
+    tape as tape, testing as testing, tracing as tracing, transforms as transforms,
 )
 from .associative import associative_scan as associative_scan
 from .autodiff import (
@@ -42,6 +42,16 @@ from .ops.gathers import (
 from .ops.matrices import (
     diag as diag, diagonal as diagonal, dot as dot, eye as eye, kron as kron, outer as outer,
     tensordot as tensordot, trace as trace, tril as tril, triu as triu,
+)
+from .ops.named import (
+    allclose as allclose, array as array, asarray as asarray, astype as astype,
+    broadcast_arrays as broadcast_arrays, broadcast_shapes as broadcast_shapes, copy as copy,
+    deg2rad as deg2rad, empty as empty, empty_like as empty_like, exp2 as exp2,
+    full_like as full_like, identity as identity, inner as inner, isclose as isclose,
+    isfinite as isfinite, isneginf as isneginf, isposinf as isposinf,
+    matrix_transpose as matrix_transpose, nanmean as nanmean, nansum as nansum, ndim as ndim,
+    negative as negative, permute_dims as permute_dims, polyval as polyval, positive as positive,
+    rad2deg as rad2deg, select as select, shape as shape, size as size, unstack as unstack,
 )
 from .ops.nn import (
     celu as celu, elu as elu, gelu as gelu, hard_tanh as hard_tanh, leaky_relu as leaky_relu,
@@ -76,6 +86,9 @@ __version__: str = '0.1.0'
 def abs(x: ArrayLike, /) -> Tensor:
     """abs(x): elementwise |x|; VJP g * sign(x) for real x (0 at 0), g * conj(z) / |z| for
     complex z (JAX's convention)."""
+
+def add(x: ArrayLike, y: ArrayLike) -> Tensor:
+    """Elementwise x + y, as jnp.add (the `+` operator)."""
 
 def all(a: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Tensor:
     """True where every element along axis is true (nonzero); a bool tensor."""
@@ -139,6 +152,12 @@ def cos(x: ArrayLike, /) -> Tensor:
 def cosh(x: ArrayLike) -> Tensor:
     """Elementwise hyperbolic cosine."""
 
+def divide(x: ArrayLike, y: ArrayLike) -> Tensor:
+    """Elementwise x / y (true division: integers give float64), as jnp.divide."""
+
+def equal(x: ArrayLike, y: ArrayLike) -> Tensor:
+    """Elementwise x == y (a bool tensor)."""
+
 def erf(x: ArrayLike) -> Tensor:
     """The error function 2/sqrt(pi) * integral of exp(-t**2) from 0 to x, as
     jax.scipy.special.erf: below 1 ulp in float64, rounded once in float32."""
@@ -156,6 +175,12 @@ def expm1(x: ArrayLike) -> Tensor:
 def floor(x: ArrayLike) -> Tensor:
     """Elementwise largest integer <= x; its gradient is zero."""
 
+def greater(x: ArrayLike, y: ArrayLike) -> Tensor:
+    """Elementwise x > y (a bool tensor)."""
+
+def greater_equal(x: ArrayLike, y: ArrayLike) -> Tensor:
+    """Elementwise x >= y (a bool tensor)."""
+
 def imag(x: ArrayLike, /) -> Tensor:
     """imag(x): the imaginary part (zeros for real x)."""
 
@@ -164,6 +189,12 @@ def isinf(x: ArrayLike) -> Tensor:
 
 def isnan(x: ArrayLike) -> Tensor:
     """Elementwise test for nan (a bool tensor, not differentiable)."""
+
+def less(x: ArrayLike, y: ArrayLike) -> Tensor:
+    """Elementwise x < y (a bool tensor)."""
+
+def less_equal(x: ArrayLike, y: ArrayLike) -> Tensor:
+    """Elementwise x <= y (a bool tensor)."""
 
 def log(x: ArrayLike, /) -> Tensor:
     """log(x): elementwise natural logarithm; VJP g / x."""
@@ -191,6 +222,15 @@ def maximum(x: ArrayLike, y: ArrayLike, /) -> Tensor:
 
 def minimum(x: ArrayLike, y: ArrayLike, /) -> Tensor:
     """minimum(x, y): elementwise smaller value; ties split the gradient evenly."""
+
+def multiply(x: ArrayLike, y: ArrayLike) -> Tensor:
+    """Elementwise x * y, as jnp.multiply."""
+
+def not_equal(x: ArrayLike, y: ArrayLike) -> Tensor:
+    """Elementwise x != y (a bool tensor)."""
+
+def power(x: ArrayLike, y: ArrayLike) -> Tensor:
+    """Elementwise x ** y, as jnp.power, differentiable in both."""
 
 def real(x: ArrayLike, /) -> Tensor:
     """real(x): the real part (x itself for real x)."""
@@ -222,6 +262,9 @@ def sqrt(x: ArrayLike, /) -> Tensor:
 
 def square(x: ArrayLike) -> Tensor:
     """Elementwise x * x."""
+
+def subtract(x: ArrayLike, y: ArrayLike) -> Tensor:
+    """Elementwise x - y, as jnp.subtract."""
 
 def tan(x: ArrayLike) -> Tensor:
     """Elementwise tangent; its VJP reuses the output (g * (1 + out**2))."""
@@ -374,6 +417,48 @@ __all__ = [
     'kron',
     'tensordot',
     'dot',
+    'array',
+    'asarray',
+    'add',
+    'subtract',
+    'multiply',
+    'divide',
+    'negative',
+    'positive',
+    'power',
+    'equal',
+    'not_equal',
+    'less',
+    'less_equal',
+    'greater',
+    'greater_equal',
+    'isfinite',
+    'isclose',
+    'allclose',
+    'polyval',
+    'astype',
+    'copy',
+    'full_like',
+    'empty',
+    'empty_like',
+    'identity',
+    'shape',
+    'ndim',
+    'size',
+    'permute_dims',
+    'matrix_transpose',
+    'unstack',
+    'broadcast_shapes',
+    'broadcast_arrays',
+    'select',
+    'isposinf',
+    'isneginf',
+    'exp2',
+    'deg2rad',
+    'rad2deg',
+    'nansum',
+    'nanmean',
+    'inner',
     'Tensor',
     'Graph',
     'no_grad',

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import builtins
+
 import numpy as np
 
 from .. import backends
@@ -205,8 +207,19 @@ def softplus(x: ArrayLike) -> Tensor:
                     ew.log1p(ew.exp(below)))
 
 
-def clip(x: ArrayLike, lo: ArrayLike | None = None, hi: ArrayLike | None = None) -> Tensor:
-    """Limit x to [lo, hi]; either bound may be None."""
+def clip(x: ArrayLike, lo: ArrayLike | None = None, hi: ArrayLike | None = None, *,
+         min: ArrayLike | None = None, max: ArrayLike | None = None) -> Tensor:
+    """Limit x to [lo, hi]; either bound may be None. The bounds may also be given as JAX
+    names them, `clip(x, min=lo, max=hi)`.
+
+    >>> sl.clip(sl.tensor([-2.0, 0.5, 2.0]), min=-1.0)
+    """
+    for kw, name, value in (("min", "lo", min), ("max", "hi", max)):
+        if value is not None and (lo if kw == "min" else hi) is not None:
+            raise TypeError(f"clip: the {'lower' if kw == 'min' else 'upper'} bound was given "
+                            f"twice, as {name} (positionally) and as {kw}=; give it once")
+    lo = min if lo is None else lo
+    hi = max if hi is None else hi
     if lo is not None:
         x = ew.maximum(x, lo)
     if hi is not None:
@@ -390,8 +403,18 @@ def vdot(x: ArrayLike, y: ArrayLike) -> Tensor:
 
 
 def einsum(subscripts: str, *operands: ArrayLike) -> Tensor:
-    """Einstein summation (`einsum('bi,ij->bj', x, W)`), contracted two operands at a time."""
+    """Einstein summation (`einsum('bi,ij->bj', x, W)`), contracted two operands at a time.
+
+    As in NumPy and JAX, `...` stands for the leading axes (broadcast between operands), and a
+    letter repeated within one operand takes its diagonal ('ii->i', 'ii->' the trace).
+
+    >>> sl.einsum('...ij,...j->...i', sl.ones((4, 2, 3)), sl.ones(3)).shape
+    >>> sl.einsum('ii->i', sl.tensor([[1.0, 2.0], [3.0, 4.0]]))
+    """
     xs = [as_tensor(o) for o in operands]
+    if isinstance(subscripts, str):
+        subscripts, xs = _expand_ellipsis(subscripts.replace(" ", ""), xs)
+        subscripts, xs = _take_diagonals(subscripts, xs)
     subs, out_sub = parse_einsum(subscripts, len(xs))
     for sub, x in zip(subs, xs):
         if len(sub) != x.ndim:
@@ -407,3 +430,85 @@ def einsum(subscripts: str, *operands: ArrayLike) -> Tensor:
         acc_sub = new_sub
     return acc if acc_sub == out_sub else einsum_p(acc, spec=f"{acc_sub}->{out_sub}")
 
+
+
+def _implicit_output(ins):
+    """NumPy's output for subscripts without '->': the letters named once, sorted."""
+    letters = ins.replace(",", "")
+    return "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
+
+
+def _expand_ellipsis(spec, xs):
+    """Name the axes each '...' stands for with unused letters (the same letters for the
+    same trailing axes of every operand, which are broadcast to one shape), so that the
+    contraction below sees explicit subscripts only."""
+    if "..." not in spec:
+        return spec, xs
+    ins, arrow, out = spec.partition("->")
+    subs = ins.split(",")
+    if len(subs) != len(xs):
+        return spec, xs  # parse_einsum reports the count
+    spare = [c for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz" if c not in spec]
+    dims = []
+    for sub, x in zip(subs, xs):
+        named = len(sub.replace("...", ""))
+        if sub.count("...") > 1 or (("..." not in sub) and "." in sub):
+            raise ValueError(f"einsum: '{sub}' in '{spec}' is not a valid operand subscript "
+                             "(at most one '...', and no other dots)")
+        if "..." in sub and x.ndim < named:
+            raise ValueError(f"einsum: '{sub}' names {named} axes besides '...' but the "
+                             f"operand has shape {x.shape}")
+        dims.append(x.ndim - named if "..." in sub else 0)
+    n = builtins.max(dims)
+    ell = "".join(spare[:n])
+    shapes = [x.shape[sub.index("..."):sub.index("...") + k]
+              for sub, x, k in zip(subs, xs, dims) if "..." in sub]
+    try:
+        common = np.broadcast_shapes(*shapes)
+    except ValueError:
+        raise ValueError(f"einsum: the axes that '...' stands for, of shapes "
+                         f"{', '.join(map(str, shapes))}, do not broadcast together") from None
+    new_xs, new_subs = [], []
+    for sub, x, k in zip(subs, xs, dims):
+        if "..." in sub:
+            at = sub.index("...")
+            target = x.shape[:at] + common[n - k:] + x.shape[at + k:]
+            if target != x.shape:
+                x = broadcast_to(x, target)
+            sub = sub.replace("...", ell[n - k:])
+        new_xs.append(x)
+        new_subs.append(sub)
+    ins = ",".join(new_subs)
+    out = (out.replace("...", ell) if arrow
+           else ell + _implicit_output("".join(c for c in ins if c not in ell)))
+    return ins + "->" + out, new_xs
+
+
+def _take_diagonals(spec, xs):
+    """A letter repeated within one operand ('ii') is that operand's diagonal: take it (a
+    gather, differentiable) so that each operand names each letter once."""
+    ins, arrow, out = spec.partition("->")
+    subs = ins.split(",")
+    if len(subs) != len(xs) or all(len(set(sub)) == len(sub) for sub in subs):
+        return spec, xs
+    if not arrow:
+        out = _implicit_output(ins)
+    new_xs = []
+    for k, (sub, x) in enumerate(zip(subs, xs)):
+        if len(sub) != x.ndim:
+            return spec, xs  # einsum reports the mismatch
+        while len(set(sub)) != len(sub):
+            c = next(c for c in sub if sub.count(c) > 1)
+            p, q = sub.index(c), sub.index(c, sub.index(c) + 1)
+            if x.shape[p] != x.shape[q]:
+                raise ValueError(f"einsum: '{sub}' repeats '{c}' over axes of sizes "
+                                 f"{x.shape[p]} and {x.shape[q]}; a repeated index takes a "
+                                 "diagonal, which needs equal sizes")
+            rest = [i for i in range(x.ndim) if i not in (p, q)]
+            x = transpose_p(x, axes=(*rest, p, q)) if (p, q) != (x.ndim - 2, x.ndim - 1) else x
+            i = np.arange(x.shape[-1])
+            x = getitem(x, (Ellipsis, i, i))
+            sub = "".join(sub[j] for j in rest) + c
+        new_xs.append(x)
+        subs[k] = sub
+    return ",".join(subs) + "->" + out, new_xs

@@ -13,7 +13,7 @@ from .. import backends
 from ..tape import Tensor
 from . import elementwise as ew
 from . import functions as F
-from . import reductions, special
+from . import matrices, reductions, special
 from .at import IndexUpdate
 from .numpy_interop import array_function, array_ufunc
 
@@ -73,6 +73,16 @@ def _round(self, ndigits=None):
 def _divmod(x, y):
     """divmod(x, y): (x // y, x % y) elementwise, as for NumPy arrays."""
     return special.floor_divide(x, y), special.remainder(x, y)
+
+
+def _clip(self, min=None, max=None):
+    """t.clip(min, max): t limited to [min, max], either bound None, as jax.Array.clip."""
+    return F.clip(self, min, max)
+
+
+def _dot(self, other):
+    """t.dot(other): numpy.dot's product of t and other, as jax.Array.dot."""
+    return matrices.dot(self, other)
 
 
 def _reduction_method(name, call):
@@ -136,6 +146,8 @@ def install():
     T.tolist = _tolist
     T.transpose = F.transpose
     T.T = property(lambda self: F.transpose(self))
+    T.clip = _clip
+    T.dot = _dot
     T.astype = _astype
     T.to = _to
     T.exp, T.log, T.tanh, T.sqrt = (_method(f) for f in (ew.exp, ew.log, ew.tanh, ew.sqrt))
