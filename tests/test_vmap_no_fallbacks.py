@@ -137,6 +137,86 @@ def test_bad_weights_in_a_batch_are_named():
         sl.jit(sl.vmap(lambda p: R.choice(R.PRNGKey(0), 2, (1,), p=p)))(p)
 
 
+# --- indexing: reads and writes with x, the index arrays and the values batched in any mix ------
+_rng = np.random.default_rng(0)
+X = sl.tensor(_rng.standard_normal((4, 5, 6)))
+X4 = sl.tensor(_rng.standard_normal((4, 3, 5, 6)))
+I = sl.tensor(np.array([[0, 2], [1, 1], [4, 3], [2, 0]]))  # repeats: the last writer wins
+J = sl.tensor(np.array([[5, 0], [1, 2], [3, 3], [0, 4]]))
+V = sl.tensor(_rng.standard_normal((4, 2, 6)))
+VC = sl.tensor(_rng.standard_normal((4, 5, 2)))
+DISTINCT = sl.tensor(np.array([[0, 2], [1, 3], [4, 3], [2, 0]]))
+
+INDEXING = {
+    "get_x_i": (lambda x, i: x[i], (X, I), (0, 0)),
+    "get_shared_x_i": (lambda x, i: x[i], (X[0], I), (None, 0)),
+    "get_x_shared_i": (lambda x, i: x[i], (X, I[0]), (0, None)),
+    "get_x_slice_i": (lambda x, i: x[:, i], (X, J), (0, 0)),
+    "get_shared_x_slice_i": (lambda x, i: x[:, i], (X[0], J), (None, 0)),
+    "get_x_i_j": (lambda x, i, j: x[i, j], (X, I, J), (0, 0, 0)),
+    "get_x_i_shared_j": (lambda x, i, j: x[i, j], (X, I, J), (0, 0, None)),
+    "get_x_none_slice_i": (lambda x, i: x[None, :, i], (X, J), (0, 0)),
+    "get_x_ellipsis_i": (lambda x, i: x[..., i], (X, J), (0, 0)),
+    "get_x_int_i": (lambda x, i: x[1, i], (X, J), (0, 0)),
+    "get_x_i_slice_int": (lambda x, i: x[i % 3, :, 0], (X4, I), (0, 0)),
+    "get_x_slice_slice_i": (lambda x, i: x[:, 1:3, i], (X4, J), (0, 0)),
+    "get_x_slice_i_int": (lambda x, i: x[:, i, 0], (X4, I), (0, 0)),
+    "get_x_in_axes_1": (lambda x, i: x[:, i], (sl.transpose(X, (1, 0, 2)), J), (1, 0)),
+    "set_x_i_v": (lambda x, i, v: x.at[i].set(v), (X, I, V), (0, 0, 0)),
+    "set_x_i_scalar": (lambda x, i: x.at[i].set(5.0), (X, I), (0, 0)),
+    "set_shared_x_i": (lambda x, i: x.at[i].set(5.0), (X[0], I), (None, 0)),
+    "set_shared_x_v": (lambda x, v: x.at[I[0]].set(v), (X[0], V), (None, 0)),
+    "set_x_int_v": (lambda x, v: x.at[1].set(v[0]), (X, V), (0, 0)),
+    "set_v_only": (lambda v: X[0].at[:, 1].set(v[:, 0]), (VC,), (0,)),
+    "set_x_slice_i_v": (lambda x, i, v: x.at[:, i].set(v), (X, J, VC), (0, 0, 0)),
+    "set_x_slice_i_shared_v": (lambda x, i, v: x.at[:, i].set(v), (X, J, VC[0]), (0, 0, None)),
+    "set_v_only_slice_shared_i": (lambda v: X[0].at[:, J[0]].set(v), (VC,), (0,)),
+    "set_x_slice_i_int": (lambda x, i: x.at[:, i, 0].set(sl.arange(6.0).reshape(3, 2)),
+                          (X4, I), (0, 0)),
+    "set_x_int_slice_i_v": (lambda x, i, v: x.at[0, :, i].set(v[:, 0] * 2.0), (X4, J, VC),
+                            (0, 0, 0)),
+    "add_x_i_v": (lambda x, i, v: x.at[i].add(v), (X, I, V), (0, 0, 0)),
+    "add_shared_x_slice_i_v": (lambda x, i, v: x.at[:, i].add(v), (X[0], J, VC), (None, 0, 0)),
+    "multiply_x_i_v": (lambda x, i, v: x.at[i].multiply(v), (X, DISTINCT, V), (0, 0, 0)),
+    "take_clip": (lambda x, i: sl.take(x, i * 2 - 3, axis=1, mode="clip"), (X, J), (0, 0)),
+    "take_wrap_shared_x": (lambda x, i: sl.take(x, i + 7, axis=0, mode="wrap"), (X[0], I),
+                           (None, 0)),
+    "take_along_axis": (lambda x, i: sl.take_along_axis(x, i[:, None] % 5, axis=0),
+                        (X, I), (0, 0)),
+}
+
+
+@pytest.mark.parametrize("name", INDEXING)
+def test_indexing_is_the_stack_of_examples(name):
+    f, args, in_axes = INDEXING[name]
+    _check(f, args, in_axes)
+
+
+@pytest.mark.parametrize("name", [k for k in INDEXING if "int_slice" not in k])
+def test_indexing_gradients_vmap_of_grad_and_grad_of_vmap(name):
+    f, args, in_axes = INDEXING[name]
+
+    def loss(*a):
+        return sl.sum(sl.sin(f(*a)) * 1.3)
+
+    argnums = tuple(n for n, a in enumerate(args) if a.dtype.kind == "f")
+    grad = sl.grad(loss, argnums=argnums)
+    per = [_np(g) for g in _per_example(grad, args, in_axes)]
+    _check(grad, args, in_axes, exact=False)
+    scan_cache.clear()
+    before = dict(FALLBACKS)
+    got = sl.grad(lambda *a: sl.sum(sl.vmap(loss, in_axes=in_axes)(*a)), argnums=argnums)(*args)
+    assert dict(FALLBACKS) == before
+    for g, p, n in zip(got, per, argnums):
+        want = p.sum(axis=0) if in_axes[n] is None else np.moveaxis(p, 0, in_axes[n])
+        np.testing.assert_allclose(_np(g), want, rtol=1e-12, atol=1e-12)
+
+
+def test_a_repeated_index_in_one_example_is_still_an_error():
+    with pytest.raises(ValueError, match="more than once"):
+        sl.vmap(lambda x, i, v: x.at[i].multiply(v))(X, I, V)
+
+
 # --- every primitive scanlib defines has a batching rule ----------------------------------------
 # {name: why vmap never needs to batch it}; each reason is checked by a test of its own.
 NO_RULE_NEEDED: dict = {}

@@ -37,6 +37,12 @@ class ArrayOps:
     def broadcast_to(x, shape):
         return backends.xp_of(x).broadcast_to(x, shape)
 
+    @staticmethod
+    def arange(n, like):
+        """0, 1, ..., n - 1 (int64) on like's device."""
+        with backends.on_device(backends.device_of(like)):
+            return backends.xp_of(like).arange(n, dtype=np.int64)
+
 
 ARRAYS = ArrayOps()
 
