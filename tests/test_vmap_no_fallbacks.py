@@ -217,6 +217,78 @@ def test_a_repeated_index_in_one_example_is_still_an_error():
         sl.vmap(lambda x, i, v: x.at[i].multiply(v))(X, I, V)
 
 
+# --- vmap of vmap of a while_loop whose lanes stop apart: one loop over every pair --------------
+def newton(a):
+    """Cube root by Newton's method: the number of steps depends on a."""
+    def cond(c):
+        x, a, n = c
+        return (sl.abs(x * x * x - a) > 1e-12 * a) & (n < 100)
+
+    def body(c):
+        x, a, n = c
+        return x - (x * x * x - a) / (3.0 * x * x), a, n + 1
+
+    x, _, n = sl.while_loop(cond, body, (1.0 + a / 3.0, a, sl.tensor(0)))
+    return x, n
+
+
+def grow(x, s):
+    """Lanes stop apart; s is read by cond and body."""
+    return sl.while_loop(lambda c: c < s * 10.0, lambda c: c * 1.5 + s, x)
+
+
+XS = sl.tensor(np.array([[0.1, 0.5, 2.0], [1.0, 3.0, 0.01]]))
+SS = sl.tensor([0.3, 2.0])
+
+
+def _nested(f, a, s, s_outer):
+    """vmap over the rows of a (and of s where s_outer) of vmap over a row's entries."""
+    return sl.vmap(lambda x, s: sl.vmap(f, in_axes=(0, None))(x, s),
+                   in_axes=(0, 0 if s_outer else None))(a, s)
+
+
+def _nested_loop(f, a, s, s_outer):
+    rows = [[f(a[i, j], s[i] if s_outer else s) for j in range(a.shape[1])]
+            for i in range(a.shape[0])]
+    return [np.array([[_np(sl.pytree.flatten(e)[0][k]) for e in row] for row in rows])
+            for k in range(len(sl.pytree.flatten(rows[0][0])[0]))]
+
+
+def test_vmap_of_vmap_of_a_while_loop_is_one_loop():
+    a = sl.tensor(np.logspace(-2, 3, 6).reshape(2, 3))
+    _check(lambda r: sl.vmap(newton)(r), (a,))
+    counts = _batched(lambda r: sl.vmap(newton)(r), (a,))[1]
+    assert len(set(counts.ravel().tolist())) > 1  # the lanes did stop apart
+
+
+@pytest.mark.parametrize("s_outer", [True, False])
+def test_vmap_of_vmap_of_while_with_a_value_the_lanes_share(s_outer):
+    s = SS if s_outer else SS[0]
+    scan_cache.clear()
+    before = dict(FALLBACKS)
+    got = _nested(grow, XS, s, s_outer)
+    assert dict(FALLBACKS) == before
+    (want,) = _nested_loop(grow, XS, s, s_outer)
+    assert np.array_equal(_np(got), want)
+
+
+@pytest.mark.parametrize("s_outer", [True, False])
+def test_vmap_of_vmap_of_while_gradients(s_outer):
+    s = SS if s_outer else SS[0]
+    grad = sl.grad(grow, argnums=(0, 1))
+    want_x, want_s = _nested_loop(grad, XS, s, s_outer)
+    scan_cache.clear()
+    before = dict(FALLBACKS)
+    got = _nested(grad, XS, s, s_outer)  # vmap of vmap of grad
+    np.testing.assert_allclose(_np(got[0]), want_x, rtol=1e-13)
+    np.testing.assert_allclose(_np(got[1]), want_s, rtol=1e-13)
+    gx, gs = sl.grad(lambda x, s: sl.sum(_nested(grow, x, s, s_outer)), argnums=(0, 1))(XS, s)
+    assert dict(FALLBACKS) == before
+    np.testing.assert_allclose(_np(gx), want_x, rtol=1e-13)
+    np.testing.assert_allclose(_np(gs), want_s.sum(axis=1) if s_outer else want_s.sum(),
+                               rtol=1e-13)
+
+
 # --- every primitive scanlib defines has a batching rule ----------------------------------------
 # {name: why vmap never needs to batch it}; each reason is checked by a test of its own.
 NO_RULE_NEEDED: dict = {}
