@@ -291,12 +291,17 @@ def test_vmap_of_vmap_of_while_gradients(s_outer):
 
 # --- every primitive scanlib defines has a batching rule ----------------------------------------
 # {name: why vmap never needs to batch it}; each reason is checked by a test of its own.
-NO_RULE_NEEDED: dict = {}
+TAPE_ONLY = "bound only on the tape (no trace open), so never an equation vmap interprets"
+NO_RULE_NEEDED: dict = {
+    "reused": f"checkpoint's replay of a value a saving policy kept: {TAPE_ONLY}",
+    "revolve_scan": f"scan(checkpoint=('revolve', s)) outside a trace: {TAPE_ONLY}",
+}
 
 
 def _primitives():
     """Every Primitive instance reachable from scanlib's modules (module attributes, and any
-    other instance alive once they are imported, such as ones made inside functions)."""
+    other instance alive once they are imported whose impl scanlib defines, such as ones
+    made inside functions; not a test's own)."""
     for info in pkgutil.walk_packages(sl.__path__, "scanlib."):
         importlib.import_module(info.name)
     found = {}
@@ -307,7 +312,8 @@ def _primitives():
                     found[id(value)] = value
     for obj in gc.get_objects():
         try:
-            if isinstance(obj, Primitive):
+            if isinstance(obj, Primitive) and getattr(obj.impl, "__module__", "").startswith(
+                    "scanlib"):
                 found[id(obj)] = obj
         except ReferenceError:
             continue
@@ -323,3 +329,55 @@ def test_every_primitive_has_a_batching_rule():
     assert not missing, f"no batching rule (vmap runs these once per example): {missing}"
     stale = set(NO_RULE_NEEDED) - {p.name for p in prims if p.batch is None and p.vmap is None}
     assert not stale, f"these have a rule now; take them off NO_RULE_NEEDED: {stale}"
+
+
+def _names(graph, found):
+    """The primitive names of graph's equations and of every graph nested in their params."""
+    for eqn in graph.eqns:
+        found.add(eqn.prim.name)
+        for value in eqn.params.values():
+            for inner in value if isinstance(value, (tuple, list)) else (value,):
+                if hasattr(inner, "eqns"):
+                    _names(inner, found)
+    return found
+
+
+W3 = sl.tensor(np.random.default_rng(2).standard_normal((3, 3)))
+H = sl.tensor(np.random.default_rng(1).standard_normal((4, 3)))
+
+
+def _kept_by_policy(h):
+    return sl.sum(sl.checkpoint(lambda h: sl.tanh(h @ W3) * h,
+                                policy=sl.checkpoint_policies.everything_saveable)(h))
+
+
+def _revolved(h):
+    c, ys = sl.scan(lambda c, x: (sl.tanh(c @ W3) + x, c), h, sl.tensor(np.ones((6, 3))),
+                    checkpoint=("revolve", 2))
+    return sl.sum(c) + sl.sum(ys)
+
+
+@pytest.mark.parametrize("name, f", [("reused", _kept_by_policy), ("revolve_scan", _revolved)])
+def test_tape_only_primitives_never_reach_a_graph(name, f, monkeypatch):
+    prim = next(p for p in _primitives() if p.name == name)
+    calls = []
+    impl = prim.impl
+    monkeypatch.setattr(prim, "impl", lambda *a, **k: calls.append(1) or impl(*a, **k))
+    sl.grad(f)(H[0])
+    assert calls, f"{name} was not bound on the tape: the check below would prove nothing"
+    _, vjp_fn = sl.vjp(f, H[0])  # recorded on the tape, its walk traced by vmap below
+    traced = {
+        "grad": (sl.grad(f), H[0]),
+        "jit of grad": (sl.jit(sl.grad(f)), H[0]),
+        "vmap of grad": (sl.vmap(sl.grad(f)), H),
+        "grad of vmap": (sl.grad(lambda x: sl.sum(sl.vmap(f)(x))), H),
+        "vmap of a vjp function": (sl.vmap(vjp_fn), sl.tensor([1.0, 2.0, -0.5])),
+    }
+    for what, (g, x) in traced.items():
+        assert name not in _names(sl.make_graph(g)(x), set()), what
+    scan_cache.clear()
+    before = dict(FALLBACKS)
+    got = sl.vmap(sl.grad(f))(H)
+    assert dict(FALLBACKS) == before
+    np.testing.assert_allclose(_np(got), np.stack([_np(sl.grad(f)(h)) for h in H]),
+                               rtol=1e-13, atol=1e-13)
