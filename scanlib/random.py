@@ -44,7 +44,8 @@ def _check_key(key, who) -> Tensor:
             "Make one with scanlib.random.key(seed) (or PRNGKey(seed)); keys come from "
             "key, split and fold_in, never from other integers.")
     if key.shape != (2,):
-        hint = (" For a batch of keys use one at a time (keys[i]), or scan over them."
+        hint = (" For a batch of keys, vmap over them (sl.vmap(f)(keys), one call with "
+                "each key's own numbers), use one at a time (keys[i]), or scan over them."
                 if key.shape[-1:] == (2,) else "")
         raise TypeError(f"{who}: expects one key, a uint32[2] array, got "
                         f"{type_str(key.shape, key.dtype)}.{hint}")
