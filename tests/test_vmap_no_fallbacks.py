@@ -212,6 +212,24 @@ def test_indexing_gradients_vmap_of_grad_and_grad_of_vmap(name):
         np.testing.assert_allclose(_np(g), want, rtol=1e-12, atol=1e-12)
 
 
+def test_indexing_forward_mode_jvp_of_vmap_and_vmap_of_jvp():
+    def f(x, v, i):
+        return sl.sin(x.at[:, i].set(v * x[:, i]))
+
+    t = sl.tensor(_rng.standard_normal((4, 5, 6)))
+    tv = sl.tensor(_rng.standard_normal((4, 5, 2)))
+    want = np.stack([_np(sl.jvp(lambda x, v, b=b: f(x, v, J[b]), (X[b], VC[b]), (t[b], tv[b]))[1])
+                     for b in range(4)])
+    scan_cache.clear()
+    before = dict(FALLBACKS)
+    _, got = sl.jvp(lambda x, v: sl.vmap(f)(x, v, J), (X, VC), (t, tv))
+    np.testing.assert_allclose(_np(got), want, rtol=1e-13, atol=1e-13)
+    got = sl.vmap(lambda x, v, i, t, tv: sl.jvp(lambda x, v: f(x, v, i), (x, v), (t, tv))[1])(
+        X, VC, J, t, tv)
+    np.testing.assert_allclose(_np(got), want, rtol=1e-13, atol=1e-13)
+    assert dict(FALLBACKS) == before
+
+
 def test_a_repeated_index_in_one_example_is_still_an_error():
     with pytest.raises(ValueError, match="more than once"):
         sl.vmap(lambda x, i, v: x.at[i].multiply(v))(X, I, V)
