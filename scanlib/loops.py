@@ -460,13 +460,49 @@ def replay_lanes(body, carry, consts, const_flags, counts):
     return carry
 
 
+# --- a second vmap over lanes: the two batch axes merged into one --------------------------
+def _merge_lanes(x, outer, inner, B, size):
+    """x (per outer example: [size, ...] where inner, else shared by the lanes), with the
+    outer batch axis first where outer, as [B * size, ...]: one lane per pair of examples."""
+    lane = tuple(x.shape[1:] if outer else x.shape)[1 if inner else 0:]
+    if inner:
+        x = x if outer else broadcast_batch(x, B)
+    else:  # outer: each outer example's value, the same for its lanes
+        x = ops.broadcast_to(ops.reshape(x, (B, 1) + lane), (B, size) + lane)
+    return ops.reshape(x, (B * size,) + lane)
+
+
+def _split_lanes(x, B, size):
+    return ops.reshape(x, (B, size) + tuple(x.shape[1:]))
+
+
+def _lanes_vmap(values, outer, B, **params):
+    """vmap of vmap of a while_loop whose lanes stop apart: the lanes of every outer example
+    are lanes of one loop (each still runs its own loop, so the result is the per-example
+    one), its inputs [B, size, ...] merged into [B * size, ...] and its outputs split back."""
+    nc, size = params["num_carry"], params["size"]
+    inner = [True] * nc + list(params["batched"])
+    lanes = [o or i for o, i in zip(outer, inner)]
+    merged = [_merge_lanes(x, o, i, B, size) if f else x
+              for x, o, i, f in zip(values, outer, inner, lanes)]
+    outs = while_lanes_p(*merged, **{**params, "batched": tuple(lanes[nc:]), "size": B * size})
+    if outs[nc]._node is not None:  # the VJP reads the trip counts; the user drops them
+        outs[nc]._node.saved = [outs[nc]]
+    return [_split_lanes(x, B, size) for x in outs], [True] * len(outs)
+
+
 def _grad_vmap(values, batched, B, *, body, num_carry, num_cts, given, lanes=False):
     """vmap of a while_loop's derivative: each example's own, every input given the batch
     axis (a gradient per example, also of what the examples share) and n each lane's trip
-    count, computed by replaying the lanes (replay_lanes). Batched twice (vmap of vmap), it
-    declines (once per outer example)."""
+    count, computed by replaying the lanes (replay_lanes). Batched twice (vmap of vmap), the
+    two batch axes are merged into one (every input of the lanes' derivative has its lanes'
+    axis first)."""
     if lanes:
-        return None
+        size = next(x.shape[1] if b else x.shape[0] for x, b in zip(values, batched))
+        merged = [_merge_lanes(x, b, True, B, size) for x, b in zip(values, batched)]
+        outs = while_grad_p(*merged, body=body, num_carry=num_carry, num_cts=num_cts,
+                            given=given, lanes=True)
+        return [_split_lanes(x, B, size) for x in outs], [True] * len(outs)
     values = [x if b else broadcast_batch(x, B) for x, b in zip(values, batched)]
     outs = while_grad_p(*values, body=body, num_carry=num_carry, num_cts=num_cts, given=given,
                         lanes=True)
@@ -478,7 +514,7 @@ while_p = Primitive("while_loop", _while_impl, _while_vjp, multiple_results=True
 # vmap's while_loop whose examples stop at different steps (_while_vmap): carries, cond's
 # constants, body's constants, those flagged in `batched` with the batch axis first.
 while_lanes_p = Primitive("while_loop_lanes", _lanes_impl, _lanes_vjp, multiple_results=True,
-                          reach=_reach_while)
+                          reach=_reach_while, vmap=_lanes_vmap)
 while_grad_p = Primitive("while_loop_vjp", _grad_impl, _grad_vjp, multiple_results=True,
                          reach=_reach_grad, vmap=_grad_vmap)
 

@@ -16,9 +16,10 @@ import numpy as np
 
 from . import backends
 from .ops import Primitive, as_tensor, getitem, log, log1p, maximum, stop_gradient, where
+from .ops import batching
 from .ops.functions import one_axis
 from .ops.prng import (U32, flat_bits, flat_uniform, flat_unit_floats, raw_bits, raw_split,
-                       bits_p, fold_in_p, normal_p, seed_p, split_p, uniform_p)
+                       bits_p, fold_in_p, keys_rule, normal_p, seed_p, split_p, uniform_p)
 from .ops.prng import threefry2x32  # noqa: F401 (scanlib.random.threefry2x32, as before)
 from .tape import Tensor, type_str
 from .tape.graph import on_stand_ins
@@ -43,7 +44,8 @@ def _check_key(key, who) -> Tensor:
             "Make one with scanlib.random.key(seed) (or PRNGKey(seed)); keys come from "
             "key, split and fold_in, never from other integers.")
     if key.shape != (2,):
-        hint = (" For a batch of keys use one at a time (keys[i]), or scan over them."
+        hint = (" For a batch of keys, vmap over them (sl.vmap(f)(keys), one call with "
+                "each key's own numbers), use one at a time (keys[i]), or scan over them."
                 if key.shape[-1:] == (2,) else "")
         raise TypeError(f"{who}: expects one key, a uint32[2] array, got "
                         f"{type_str(key.shape, key.dtype)}.{hint}")
@@ -258,7 +260,8 @@ def bernoulli(key, p=0.5, shape=None) -> Tensor:
 
 argmax_p = Primitive("argmax", lambda x, axis: backends.xp_of(x).asarray(
                          backends.xp_of(x).argmax(x, axis=axis)),
-                     doc="argmax(x, axis): index of the first maximum (or NaN) along axis.")
+                     doc="argmax(x, axis): index of the first maximum (or NaN) along axis.",
+                     batch=batching.axis_rule)
 
 
 def categorical(key, logits, axis=-1, shape=None) -> Tensor:
@@ -293,11 +296,14 @@ def categorical(key, logits, axis=-1, shape=None) -> Tensor:
 
 def _randint_impl(key, minval, maxval, shape, dtype):
     """JAX's randint: two words of random bits reduced modulo the span (so the bias is tiny);
-    8- and 16-bit integers are drawn as int32 within their range, then cast (as JAX >= 0.8)."""
+    8- and 16-bit integers are drawn as int32 within their range, then cast (as JAX >= 0.8).
+    A batch of keys [..., 2] draws for each (bounds broadcast against its axes then shape)."""
     xp, size = backends.xp_of(key), math.prod(shape)
+    lead = key.shape[:-1]
     with backends.on_device(backends.device_of(key)):
-        minval, maxval = (xp.broadcast_to(xp.asarray(v), shape).reshape(size)
-                          for v in (minval, maxval))
+        minval, maxval = (xp.broadcast_to(xp.asarray(v), lead + tuple(shape)).reshape(
+                              lead + (size,)) for v in (minval, maxval))
+    shape = lead + tuple(shape)
     if dtype.itemsize < 4:
         info = np.iinfo(dtype)
         minval = _clip_integer(minval, np.int32, info.min, info.max)
@@ -313,7 +319,8 @@ def _randint_flat(xp, key, minval, maxval, dtype):
     lo, hi = _clip_integer(minval, dtype), _clip_integer(maxval, dtype)
     hi_too_big = _exceeds(maxval, dtype)
     keys = raw_split(key, (2,))
-    high, low = (flat_bits(k, lo.size, nbits).astype(uint) for k in (keys[0], keys[1]))
+    high, low = (flat_bits(k, lo.shape[-1], nbits).astype(uint)
+                 for k in (keys[..., 0, :], keys[..., 1, :]))
     span = (hi - lo).astype(uint)
     span = xp.where(hi <= lo, uint.type(1), span)
     span = xp.where(hi_too_big & (hi > lo), span + uint.type(1), span)
@@ -346,8 +353,24 @@ def _exceeds(v, dtype):
     return v > v.dtype.type(np.iinfo(dtype).max)
 
 
+def _randint_batch(prim, params, batched, shapes, out_shape, ops=batching.ARRAYS):
+    """A batch of keys and of bounds: the keys broadcast to the batch, a batched bound given
+    1s after its batch axis so that it broadcasts against shape example by example."""
+    rank = len(params["shape"])
+
+    def run(key, minval, maxval):
+        B = next(a.shape[0] for a, b in zip((key, minval, maxval), batched) if b)
+        key = key if batched[0] else ops.broadcast_to(key, (B, 2))
+        minval, maxval = (ops.reshape(v, (B,) + (1,) * (rank - len(s)) + tuple(s)) if b else v
+                          for v, b, s in zip((minval, maxval), batched[1:], shapes[1:]))
+        return ops.bind(prim, key, minval, maxval, **params)
+
+    return run
+
+
 randint_p = Primitive("random_randint", _randint_impl,
-                      doc="random_randint(key, minval, maxval, shape, dtype): integers.")
+                      doc="random_randint(key, minval, maxval, shape, dtype): integers.",
+                      batch=_randint_batch)
 
 
 def randint(key, shape, minval, maxval, dtype=np.int64) -> Tensor:
@@ -383,23 +406,27 @@ def _integer_bound(v, who):
 # --- permutations and choice ---------------------------------------------------------------
 def _raw_shuffle(key, shape, axis):
     """Indices permuting each slice along axis: JAX's _shuffle, rounds of stable sorts by
-    random 32-bit keys (ceil(3 ln(size) / ln(2**32 - 1)) rounds, so ties barely matter)."""
+    random 32-bit keys (ceil(3 ln(size) / ln(2**32 - 1)) rounds, so ties barely matter).
+    A batch of keys [..., 2] gives one permutation each (its axes first)."""
     xp, size = backends.xp_of(key), math.prod(shape)
     rounds = int(np.ceil(3 * np.log(max(1, size)) / np.log(np.iinfo(np.uint32).max)))
+    lead = key.shape[:-1]
     with backends.on_device(backends.device_of(key)):
         along = xp.arange(shape[axis], dtype=np.int64).reshape(
             (-1,) + (1,) * (len(shape) - axis - 1))
-        index = xp.broadcast_to(along, shape).copy()
+        index = xp.broadcast_to(along, lead + tuple(shape)).copy()
+    axis += len(lead)
     for _ in range(rounds):
         keys = raw_split(key, (2,))
-        key, sort_keys = keys[0], raw_bits(keys[1], shape, 32)
+        key, sort_keys = keys[..., 0, :], raw_bits(keys[..., 1, :], shape, 32)
         index = xp.take_along_axis(index, xp.argsort(sort_keys, axis=axis, kind="stable"),
                                    axis=axis)
     return index
 
 
 shuffle_p = Primitive("random_shuffle", _raw_shuffle,
-                      doc="random_shuffle(key, shape, axis): permutation indices along axis.")
+                      doc="random_shuffle(key, shape, axis): permutation indices along axis.",
+                      batch=keys_rule)
 
 
 def _take(x, index, axis):
@@ -454,23 +481,39 @@ def _choice_with_p_impl(key, p, shape, replace):
     """Indices drawn with probabilities p: the inverse CDF with replacement, Gumbel top-k
     without (JAX's algorithms). Weights that are not probabilities give the index n, out of
     range, instead of a plausible one; no error here, as a trace's stand-in weights are such
-    (the weights that run are checked before: `_weights`, checked_weights)."""
-    xp, n_draws = backends.xp_of(key, p), math.prod(shape)
+    (the weights that run are checked before: `_weights`, checked_weights). A batch of keys
+    [B, 2] (p shared, or a batch [B, n]) draws for each."""
+    xp, n_draws, n = backends.xp_of(key, p), math.prod(shape), p.shape[-1]
+    lead = key.shape[:-1]
     if replace:
-        cum = xp.cumsum(p)
-        r = cum[-1:] * (p.dtype.type(1) - flat_unit_floats(key, n_draws, p.dtype))
-        index = xp.searchsorted(cum, r).astype(np.int64)
+        cum = xp.cumsum(p, axis=-1)
+        r = cum[..., -1:] * (p.dtype.type(1) - flat_unit_floats(key, n_draws, p.dtype))
+        if lead:  # searchsorted(cum, r) row by row: how many entries of cum are below r
+            index = (cum[..., None, :] < r[..., :, None]).sum(axis=-1, dtype=np.int64)
+        else:
+            index = xp.searchsorted(cum, r).astype(np.int64)
     else:
         tiny = np.finfo(p.dtype).tiny
         with np.errstate(divide="ignore", invalid="ignore"):  # log(0) = -inf: never drawn
-            g = -xp.log(-xp.log(flat_uniform(key, p.size, p.dtype, tiny, 1.0))) + xp.log(p)
-        index = xp.argsort(-g, kind="stable")[:n_draws].astype(np.int64)
-    bad = ~(xp.all(xp.isfinite(p)) & xp.all(p >= 0) & (xp.sum(p) > 0))
-    return xp.where(bad, np.int64(p.size), index).reshape(shape)
+            g = -xp.log(-xp.log(flat_uniform(key, n, p.dtype, tiny, 1.0))) + xp.log(p)
+        index = xp.argsort(-g, axis=-1, kind="stable")[..., :n_draws].astype(np.int64)
+    bad = ~(xp.all(xp.isfinite(p), axis=-1) & xp.all(p >= 0, axis=-1)
+            & (xp.sum(p, axis=-1) > 0))
+    return xp.where(bad[..., None], np.int64(n), index).reshape(lead + tuple(shape))
+
+
+def _choice_batch(prim, params, batched, shapes, out_shape, ops=batching.ARRAYS):
+    """A batch of keys and of weights: the keys broadcast to the batch."""
+    def run(key, p):
+        key = key if batched[0] else ops.broadcast_to(key, (p.shape[0], 2))  # p is batched
+        return ops.bind(prim, key, p, **params)
+
+    return run
 
 
 choice_p = Primitive("random_choice", _choice_with_p_impl,
-                     doc="random_choice(key, p, shape, replace): indices drawn with weights p.")
+                     doc="random_choice(key, p, shape, replace): indices drawn with weights p.",
+                     batch=_choice_batch)
 
 
 def choice(key, a, shape=(), replace=True, p=None, axis=0) -> Tensor:
@@ -534,6 +577,10 @@ def _weights(p, n, n_draws, replace):
 
 
 def _check_weights(values, n_draws, replace):
+    if values.ndim > 1:  # a batch of weights (vmap's): each row
+        for row in values.reshape(-1, values.shape[-1]):
+            _check_weights(row, n_draws, replace)
+        return
     if not (np.all(np.isfinite(values)) and np.all(values >= 0) and values.sum() > 0):
         raise ValueError(f"choice: p must be finite, non-negative and not all 0, got {values}")
     if not replace and np.count_nonzero(values) < n_draws:
@@ -548,4 +595,5 @@ def _checked_weights_impl(p, n_draws, replace):
 
 
 checked_weights_p = Primitive("checked_weights", _checked_weights_impl,
-                              doc="checked_weights(p): p, or choice's ValueError for bad weights")
+                              doc="checked_weights(p): p, or choice's ValueError for bad weights",
+                              batch=keys_rule)

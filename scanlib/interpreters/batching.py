@@ -47,6 +47,15 @@ class TensorOps(batching.ArrayOps):
     def broadcast_to(x, shape):
         return x if tuple(x.shape) == tuple(shape) else broadcast_to_p(x, shape=tuple(shape))
 
+    @staticmethod
+    def transpose(x, axes):
+        return transpose_p(x, axes=tuple(axes))
+
+    @staticmethod
+    def arange(n, like):
+        return Tensor(batching.ArrayOps.arange(n, like._value if isinstance(like, Tensor)
+                                               else like))
+
 
 TENSORS = TensorOps()
 

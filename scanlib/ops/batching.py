@@ -37,6 +37,16 @@ class ArrayOps:
     def broadcast_to(x, shape):
         return backends.xp_of(x).broadcast_to(x, shape)
 
+    @staticmethod
+    def transpose(x, axes):
+        return x.transpose(axes)
+
+    @staticmethod
+    def arange(n, like):
+        """0, 1, ..., n - 1 (int64) on like's device."""
+        with backends.on_device(backends.device_of(like)):
+            return backends.xp_of(like).arange(n, dtype=np.int64)
+
 
 ARRAYS = ArrayOps()
 
@@ -177,11 +187,11 @@ def first_free_rule(prim, params, batched, shapes, out_shape, ops=ARRAYS):
 # --- indexing: templates as ops/structural.py writes them ----------------------------------------
 # A template item is basic (a slice, None, Ellipsis, an int or bool) or stands for an index
 # array, an input of the equation after the indexed one.
-def _is_slice_like(item):
+def is_slice_like(item):
     return item is None or item is Ellipsis or isinstance(item, slice)
 
 
-def _prefix_keeps_layout(index, n_arrays):
+def prefix_keeps_layout(index, n_arrays):
     """Whether x[(slice(None),) + index] has x[index]'s layout after a new leading axis.
 
     Advanced indices (arrays, and ints or bools beside them) that stand next to each other
@@ -191,7 +201,7 @@ def _prefix_keeps_layout(index, n_arrays):
         return True
     if any(isinstance(t, (bool, np.bool_)) for t in index):  # a 0-d mask among arrays
         return False
-    where = [i for i, t in enumerate(index) if not _is_slice_like(t)]
+    where = [i for i, t in enumerate(index) if not is_slice_like(t)]
     return where == list(range(where[0], where[-1] + 1))
 
 
@@ -200,7 +210,7 @@ def getitem_rule(prim, params, batched, shapes, out_shape, ops=ARRAYS):
     shared x gathered at each example's indices (an embedding lookup). The loop batches basic
     indexing only."""
     index, n_arrays = tuple(params["index"]), len(batched) - 1
-    if n_arrays and ops.loop or not _prefix_keeps_layout(index, n_arrays):
+    if n_arrays and ops.loop or not prefix_keeps_layout(index, n_arrays):
         return None
     if any(batched[1:]):
         return None if batched[0] else _gather_rule(prim, index, batched, shapes, ops)
@@ -212,7 +222,7 @@ def _gather_rule(prim, index, batched, shapes, ops):
     """x[arrays...] with x shared and index arrays batched: where the advanced indices lead
     the index, their broadcast shape leads the result, so a batch axis in front of every
     batched array (ranks aligned) is the batch axis of the result."""
-    if _is_slice_like(index[0]):
+    if is_slice_like(index[0]):
         return None
     fix = aligned(batched[1:], shapes[1:], max(len(s) for s in shapes[1:]), ops)
     if fix is None:
@@ -224,7 +234,7 @@ def scatter_add_rule(prim, params, batched, shapes, out_shape, ops=ARRAYS):
     """getitem's VJP (g added into zeros at index) for every example, with the same index.
     The loop keeps it per step (batched there, it changes the LSTM's backward loop)."""
     index, n_arrays = tuple(params["index"]), len(batched) - 1
-    if ops.loop or any(batched[1:]) or not _prefix_keeps_layout(index, n_arrays):
+    if ops.loop or any(batched[1:]) or not prefix_keeps_layout(index, n_arrays):
         return None
     index = (slice(None),) + index
     return lambda g, *arrays: ops.bind(prim, g, *arrays, index=index,

@@ -92,7 +92,14 @@ def _out_of_range_message(value, size):
             "(JAX fills or clips silently under jit; scanlib raises instead).")
 
 
-fixed_indices_p = Primitive("fixed_indices", _fixed_indices_impl)  # integers: no gradient
+def _fixed_indices_batch(prim, params, batched, shapes, out_shape, ops=batching.ARRAYS):
+    """Element by element: a batch of indices is one call (a scan's loop checks per step, so
+    that an error names the step)."""
+    return None if ops.loop else (lambda idx: ops.bind(prim, idx, **params))
+
+
+fixed_indices_p = Primitive("fixed_indices", _fixed_indices_impl,  # integers: no gradient
+                            batch=_fixed_indices_batch)
 
 
 def _index_tensor(indices, like, who):

@@ -2,7 +2,8 @@
 layout, raw bits, unit floats and uniforms, erfinv and normals, and the key-derivation (seed,
 split, fold_in) and draw (bits, uniform, normal) primitives. The public API is scanlib.random.
 
-Imports backends and ops.primitive; the primitives here have no VJP (keys have no gradient).
+Imports backends, ops.batching and ops.primitive; the primitives here have no VJP (keys have
+no gradient).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import math
 import numpy as np
 
 from .. import backends
+from . import batching
 from .primitive import Primitive
 
 U32 = np.dtype(np.uint32)
@@ -28,8 +30,9 @@ def _rotate_left(x, r):
 
 def threefry2x32(key, x0, x1):
     """The Threefry-2x32 block cipher (20 rounds) of counters (x0, x1) under key, as raw
-    uint32 arrays on the key's backend; the function jax.random is built on."""
-    k0, k1 = key[0:1], key[1:2]  # (1,)-arrays: array arithmetic wraps without warnings
+    uint32 arrays on the key's backend; the function jax.random is built on. A batch of keys
+    [..., 2] (vmap's) broadcasts against the counters: one row of results per key."""
+    k0, k1 = key[..., 0:1], key[..., 1:2]  # (1,)-arrays: array arithmetic wraps without warnings
     ks = (k0, k1, k0 ^ k1 ^ np.uint32(0x1BD11BDA))
     x0, x1 = x0 + ks[0], x1 + ks[1]
     for i in range(5):
@@ -61,14 +64,16 @@ def flat_bits(key, size, width):
 
 
 def raw_bits(key, shape, width):
-    """flat_bits in the given shape."""
-    return flat_bits(key, math.prod(shape), width).reshape(shape)
+    """flat_bits in the given shape (after a batch of keys' own axes)."""
+    return flat_bits(key, math.prod(shape), width).reshape(key.shape[:-1] + tuple(shape))
 
 
 def raw_split(key, shape):
-    """`shape` new keys (uint32 pairs, the last axis) derived from key."""
+    """`shape` new keys (uint32 pairs, the last axis) derived from key (from each of a
+    batch of keys: its axes first)."""
     b0, b1 = threefry2x32(key, *_counters(key, math.prod(shape)))
-    return backends.xp_of(key).stack([b0, b1], axis=-1).reshape(shape + (2,))
+    return backends.xp_of(key).stack([b0, b1], axis=-1).reshape(
+        key.shape[:-1] + tuple(shape) + (2,))
 
 
 def flat_unit_floats(key, size, dtype):
@@ -81,7 +86,7 @@ def flat_unit_floats(key, size, dtype):
 
 
 def _unit_floats(key, shape, dtype):
-    return flat_unit_floats(key, math.prod(shape), dtype).reshape(shape)
+    return flat_unit_floats(key, math.prod(shape), dtype).reshape(key.shape[:-1] + tuple(shape))
 
 
 def flat_uniform(key, size, dtype, lo, hi):
@@ -157,32 +162,48 @@ def _raw_normal(key, shape, dtype):
     lo = np.nextafter(np.array(-1.0, dtype), np.array(0.0, dtype))
     u = flat_uniform(key, math.prod(shape), dtype, lo, 1.0)
     z = _erfinv64(xp, u) if dtype == np.float64 else _erfinv32(xp, u.astype(np.float32))
-    return (z.astype(dtype) * dtype.type(np.sqrt(2))).reshape(shape)
+    return (z.astype(dtype) * dtype.type(np.sqrt(2))).reshape(key.shape[:-1] + tuple(shape))
 
 
 # --- primitives: one equation per draw, computed on the key's backend ----------------------
 def _seed_impl(seed):
     """JAX's threefry_seed: the high word of a 64-bit seed (0 for narrower ones), then the low
-    word (astype keeps it, in two's complement for a negative seed)."""
-    xp, seed = backends.xp_of(seed), seed.reshape(1)
+    word (astype keeps it, in two's complement for a negative seed). A batch of seeds gives
+    a batch of keys [..., 2]."""
+    xp, seed = backends.xp_of(seed), seed.reshape(seed.shape + (1,))
     high = (seed.astype(_U64) >> np.uint64(32)).astype(U32) if seed.dtype.itemsize == 8 else (
         xp.zeros_like(seed, dtype=U32))
-    return xp.concatenate([high, seed.astype(U32)])
+    return xp.concatenate([high, seed.astype(U32)], axis=-1)
 
 
 def _fold_in_impl(key, data):
     xp = backends.xp_of(key)
     with backends.on_device(backends.device_of(key)):
-        data = xp.asarray(data).astype(U32).reshape(1)
-    return xp.concatenate(threefry2x32(key, xp.zeros_like(data), data))
+        data = xp.asarray(data).astype(U32)
+    data = data.reshape(data.shape + (1,))  # a batch of data: one key each
+    return xp.concatenate(threefry2x32(key, xp.zeros_like(data), data), axis=-1)
 
 
-seed_p = Primitive("random_seed", _seed_impl, doc="random_seed(seed): the key of an int seed.")
-split_p = Primitive("random_split", raw_split, doc="random_split(key, shape): new keys.")
-fold_in_p = Primitive("random_fold_in", _fold_in_impl, doc="random_fold_in(key, data).")
+def keys_rule(prim, params, batched, shapes, out_shape, ops=batching.ARRAYS):
+    """The batching rule of every primitive here (and of scanlib.random's): its impl takes a
+    batch of keys [B, 2] (a batch of seeds, of fold_in's data) and gives each key's results
+    with the batch axis first, computed as one key's are, element by element (so equal to
+    the per-key calls bit for bit, as jax.vmap's are)."""
+    return lambda *args: ops.bind(prim, *args, **params)
+
+
+seed_p = Primitive("random_seed", _seed_impl, doc="random_seed(seed): the key of an int seed.",
+                   batch=keys_rule)
+split_p = Primitive("random_split", raw_split, doc="random_split(key, shape): new keys.",
+                    batch=keys_rule)
+fold_in_p = Primitive("random_fold_in", _fold_in_impl, doc="random_fold_in(key, data).",
+                      batch=keys_rule)
 bits_p = Primitive("random_bits", lambda key, shape, width: raw_bits(key, shape, width),
-                   doc="random_bits(key, shape, width): uniform unsigned integers.")
+                   doc="random_bits(key, shape, width): uniform unsigned integers.",
+                   batch=keys_rule)
 uniform_p = Primitive("random_uniform", lambda key, shape, dtype: _unit_floats(key, shape, dtype),
-                      doc="random_uniform(key, shape, dtype): uniform floats in [0, 1).")
+                      doc="random_uniform(key, shape, dtype): uniform floats in [0, 1).",
+                      batch=keys_rule)
 normal_p = Primitive("random_normal", _raw_normal,
-                     doc="random_normal(key, shape, dtype): standard normal floats.")
+                     doc="random_normal(key, shape, dtype): standard normal floats.",
+                     batch=keys_rule)

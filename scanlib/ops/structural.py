@@ -12,7 +12,7 @@ import numpy as np
 from .. import backends
 from ..tape import Tensor
 from ..tape.graph import on_stand_ins
-from . import batching
+from . import batching, indexing
 from .elementwise import astype, div, equal, where
 from .primitive import Primitive
 
@@ -61,27 +61,7 @@ broadcast_to_p = Primitive(
 
 
 # --- indexing -------------------------------------------------------------------------------
-class Slot:
-    """Stands in an index template for the i-th array index (an input of the equation)."""
-
-    __slots__ = ("i",)
-
-    def __init__(self, i):
-        self.i = i
-
-    def __repr__(self):
-        return f"<index {self.i}>"
-
-    # By position, so that two traces of `E[i]` have equal params and share a cache entry.
-    def __eq__(self, other):
-        return type(other) is Slot and other.i == self.i
-
-    def __hash__(self):
-        return hash(("Slot", self.i))
-
-
-def fill_index(template, arrays):
-    return tuple(arrays[t.i] if type(t) is Slot else t for t in template)
+Slot, fill_index = indexing.Slot, indexing.fill_index  # the templates (ops/indexing.py)
 
 
 def scatter_add_impl(g, *arrays, index, shape):
@@ -99,7 +79,8 @@ def _getitem_batch_rule(prim, params, batched, shapes, out_shape, ops=batching.A
     at per-step index arrays (`X[t]` on a closed-over X) when the index starts with one, so
     that NumPy puts the steps' axis first (see _gather_steps)."""
     if not ops.loop:  # vmap: see batching.getitem_rule
-        return batching.getitem_rule(prim, params, batched, shapes, out_shape, ops)
+        return (batching.getitem_rule(prim, params, batched, shapes, out_shape, ops)
+                or indexing.getitem_rule(prim, params, batched, shapes, out_shape, ops))
     index = params["index"]
     if len(batched) == 1 and not any(type(i) is Slot for i in index):
         index = (slice(None),) + tuple(index)
@@ -183,7 +164,7 @@ scatter_add_p = Primitive(
     "scatter_add", scatter_add_impl,
     lambda g, out, upd, *arrays, index, shape: (
         getitem_p(g, *arrays, index=index), *[None] * len(arrays)),
-    batch=batching.scatter_add_rule, linear=(0,))
+    batch=indexing.scatter_add_rule, linear=(0,))
 
 
 # --- functional indexed updates: x.at[index].set(v) and .add(v) --------------------------------
@@ -197,7 +178,7 @@ def _last_writers_impl(*arrays, index, shape, out_shape):
     return buf[fill_index(index, arrays)] == ids
 
 
-last_writers_p = Primitive("last_writers", _last_writers_impl)
+last_writers_p = Primitive("last_writers", _last_writers_impl, batch=indexing.last_writers_rule)
 
 
 def may_repeat(arrays):
@@ -235,7 +216,8 @@ def _scatter_set_vjp(g, out, x, v, *arrays, index, unique):
 
 
 # unique: False, or the name of the caller that needs each position written once (checked).
-scatter_set_p = Primitive("scatter_set", _scatter_set_impl, _scatter_set_vjp, linear=(0, 1))
+scatter_set_p = Primitive("scatter_set", _scatter_set_impl, _scatter_set_vjp, linear=(0, 1),
+                          batch=indexing.scatter_set_rule)
 
 
 def split_index(index):
