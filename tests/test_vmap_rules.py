@@ -196,6 +196,19 @@ def nested_while(x):
     return sl.while_loop(lambda c: (c[0] < 10.0) & (c[1] < 20), body, (x, sl.tensor(0)))
 
 
+TABLE = sl.tensor([0.5, -1.0, 2.0, 0.25, 3.0])
+
+
+def to_the_end(n, x):
+    """Reads TABLE[i] for i < n: a lane with n = len(TABLE) must not be stepped once more (its
+    index would be past the end) while the others run."""
+    def body(c):
+        i, acc = c
+        return i + 1, acc * x + TABLE[i]
+
+    return sl.while_loop(lambda c: c[0] < n, body, (sl.tensor(0), x))[1]
+
+
 def in_checkpoint(x):
     return sl.checkpoint(lambda v: sl.while_loop(lambda c: c > 2.0, sl.sqrt, v) * v)(x)
 
@@ -209,7 +222,7 @@ def weak_init(x):
 A = sl.tensor(np.logspace(-2, 4, 7))
 LOGS = sl.tensor([1.5, 3.0, 10.0, 1e3, 1e10, 2.5, 1e30])
 ZEROS = sl.tensor([0.01, 1.2, 2.0, 0.3, 5.0])
-LIMS = sl.tensor([0.1, 0.5, 1.0, 7.0, 100.0, 1e4])
+LIMS = sl.tensor([0.1, 0.6, 1.2, 7.0, 100.0, 1e4])
 X2 = sl.tensor(np.array([[1.0, 0.5], [0.2, 0.1], [2.0, -1.0], [0.05, 0.02], [3.0, 3.0]]))
 S = sl.tensor([0.5, 0.01, 0.1, 1e-4, 2.0])
 
@@ -230,6 +243,10 @@ WHILE_CASES = {
     "in_checkpoint": (in_checkpoint, (sl.tensor([1.0, 5.0, 100.0, 1e6]),), 0, 0),
     "weak_init": (weak_init, (sl.tensor([0.2, 1.0, 3.3]),), 0, 0),
 }
+N_LANES = sl.tensor(np.array([5, 0, 2, 5, 3], np.int64))
+X5 = sl.tensor([0.5, 1.5, -0.7, 1.1, 0.3])
+# args[0] is an int here, so the float argument moves first
+WHILE_CASES["to_the_end"] = (lambda x, n: to_the_end(n, x), (X5, N_LANES), 0, 0)
 INT_CASES = {"collatz": (collatz, (sl.tensor(np.array([1, 2, 6, 7, 27, 97], np.int64)),), 0, 0)}
 
 
@@ -314,7 +331,7 @@ FLOAT_CASES = {**{f"while-{k}": v for k, v in WHILE_CASES.items()},
 ALL_CASES = {**FLOAT_CASES, **{f"while-{k}": v for k, v in INT_CASES.items()}}
 # cases whose every output depends on args[0], so out_axes None is not involved
 GRAD_CASES = {k: v for k, v in FLOAT_CASES.items()
-              if k not in ("while-cond_only_batched", "checkpoint-closed_unmapped_x")}
+              if k != "checkpoint-closed_unmapped_x"}
 
 
 # --- vmap against the per-example loop ------------------------------------------------------------
@@ -472,6 +489,63 @@ def test_a_counter_no_mapped_value_reaches_stays_unmapped():
     i, y = sl.vmap(counter_unbatched, out_axes=(None, 0))(ZEROS)
     assert i.shape == () and int(i) == 4
     _assert_same(y, sl.stack([counter_unbatched(x)[1] for x in ZEROS]))
+
+
+# --- gradients with respect to unmapped values, higher orders, jit --------------------------------
+def _while_param(w, x):
+    """w unmapped: the per-example gradients with respect to it, and their sum."""
+    return sl.while_loop(lambda c: c[1] < 20.0, lambda c: (c[0] + 1, c[1] * w + x),
+                         (sl.tensor(0), x))[1]
+
+
+def _ck_param(w, x):
+    def step(h, t):
+        h = sl.tanh(h * w + t * x)
+        return h, h
+
+    return sl.sum(sl.sin(sl.scan(sl.checkpoint(step), x, sl.tensor([0.2, -0.4, 0.9]))[1]))
+
+
+PARAM_CASES = {"while": (_while_param, sl.tensor(1.3), sl.tensor([0.5, 2.0, 7.0, 19.0, 30.0])),
+               "checkpoint": (_ck_param, sl.tensor(0.8), X5)}
+
+
+@pytest.mark.parametrize("name", list(PARAM_CASES))
+def test_gradients_with_respect_to_an_unmapped_argument(name):
+    f, w, xs = PARAM_CASES[name]
+    per = sl.stack([sl.grad(f)(w, x) for x in xs])
+    _assert_same(sl.vmap(sl.grad(f), in_axes=(None, 0))(w, xs), per, tol=1e-11)
+    _assert_same(sl.grad(lambda w: sl.sum(sl.vmap(f, in_axes=(None, 0))(w, xs)))(w),
+                 sl.sum(per), tol=1e-11)
+    fd = [(float(f(w + 1e-6, x)) - float(f(w - 1e-6, x))) / 2e-6 for x in xs]
+    np.testing.assert_allclose(_np(per), fd, rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.xfail(strict=True, reason="while_loop and checkpoint have no batching rule yet")
+@pytest.mark.parametrize("name", list(PARAM_CASES))
+def test_gradients_with_respect_to_an_unmapped_argument_run_batched(name):
+    f, w, xs = PARAM_CASES[name]
+    _no_fallback(lambda: sl.vmap(sl.grad(f), in_axes=(None, 0))(w, xs))
+    _no_fallback(lambda: sl.grad(lambda w: sl.sum(sl.vmap(f, in_axes=(None, 0))(w, xs)))(w))
+
+
+def test_second_derivatives_through_lanes_that_stop_apart():
+    def root(a):
+        return newton(a)[0]
+
+    got = sl.vmap(sl.grad(sl.grad(root)))(A)
+    _assert_same(got, sl.stack([sl.grad(sl.grad(root))(a) for a in A]), tol=1e-10)
+    np.testing.assert_allclose(_np(got), -2.0 / 9.0 * _np(A) ** (-5.0 / 3.0), rtol=1e-8)
+    H = sl.hessian(lambda a: sl.sum(sl.vmap(root)(a)))(A)
+    np.testing.assert_allclose(_np(H), np.diag(_np(got)), rtol=1e-10, atol=1e-14)
+
+
+@pytest.mark.parametrize("name", ["while-newton", "while-log_down", "while-cond_only_batched",
+                                  "while-pytree_closed", "checkpoint-closed", "checkpoint-scan"])
+def test_jit_of_vmap(name):
+    f, args, in_axes, out_axes = FLOAT_CASES[name]
+    got = sl.jit(sl.vmap(f, in_axes=in_axes, out_axes=out_axes))(*args)
+    _assert_same(got, _per_example(f, args, in_axes, out_axes), what=name)
 
 
 # --- forward mode through while_loop, checkpoint and scan -----------------------------------------
