@@ -433,6 +433,31 @@ def test_a_float32_carry_stays_float32():
     assert f.dtype == np.float32 and v.dtype == np.float64 and n.dtype == np.int64
 
 
+def bool_carry(x, lim):
+    """A bool carry that says when to stop."""
+    return sl.while_loop(lambda c: ~c[1], lambda c: (c[0] * 2.0, c[0] * 2.0 > lim),
+                         (x, x > lim))
+
+
+def test_a_bool_carry():
+    xs, lims = sl.tensor([0.1, 1.0, 3.0]), sl.tensor([1.0, 0.5, 20.0])
+    _assert_same(sl.vmap(bool_carry)(xs, lims), _per_example(bool_carry, (xs, lims)))
+
+    def first(x, lim):
+        return bool_carry(x, lim)[0]
+
+    per = _per_example(sl.grad(first), (xs, lims))
+    _assert_same(sl.vmap(sl.grad(first))(xs, lims), per)
+    _assert_same(sl.grad(lambda x: sl.sum(sl.vmap(first)(x, lims)))(xs), per)
+
+
+def test_nothing_mapped_with_axis_size():
+    def f():
+        return sl.while_loop(lambda c: c < 5.0, lambda c: c + 1.0, sl.tensor(0.0))
+
+    _assert_same(sl.vmap(f, axis_size=3)(), sl.tensor([5.0, 5.0, 5.0]))
+
+
 def test_zero_lanes():
     empty = sl.zeros((0,))
     x, n = sl.vmap(newton)(empty)
@@ -546,6 +571,29 @@ def test_jit_of_vmap(name):
     f, args, in_axes, out_axes = FLOAT_CASES[name]
     got = sl.jit(sl.vmap(f, in_axes=in_axes, out_axes=out_axes))(*args)
     _assert_same(got, _per_example(f, args, in_axes, out_axes), what=name)
+
+
+def _while_in_scan_body(xs):
+    def step(c, t):
+        return c, sl.vmap(lambda x: sl.while_loop(lambda u: u < t, lambda u: u * 2.0, x))(c)
+
+    return sl.scan(step, xs, sl.tensor([1.0, 4.0]))[1]
+
+
+def test_vmap_in_a_scan_body():
+    xs = sl.tensor([0.1, 1.0, 3.0])
+    _assert_same(_while_in_scan_body(xs), sl.tensor([[1.6, 1.0, 3.0], [6.4, 4.0, 6.0]]))
+
+
+@pytest.mark.xfail(strict=True, reason="a while_loop whose examples stop apart, vmapped inside "
+                   "a trace (jit, a scan body), runs once per example")
+@pytest.mark.parametrize("where", ["jit", "scan body"])
+def test_vmap_inside_a_trace_runs_one_batched_program(where):
+    xs = sl.tensor([0.1, 1.0, 3.0])
+    if where == "jit":
+        _no_fallback(lambda: sl.jit(sl.vmap(log_down))(LOGS))
+    else:
+        _no_fallback(lambda: _while_in_scan_body(xs))
 
 
 # --- forward mode through while_loop, checkpoint and scan -----------------------------------------
