@@ -11,13 +11,15 @@ from __future__ import annotations
 import numpy as np
 
 from . import backends
+from .interpreters.batching import batched_graph, batched_outputs, broadcast_batch, evaluate
 from .ops import zeros
 from .ops.primitive import Primitive
+from .scan.cache import canonical
 from .scan.primitive import apply_scan, carried_through, loop_reach
 from .remat import vjp_by_replay
-from .tape import (Literal, Tensor, backward_pass, current_builder, enable_grad,
+from .tape import (Literal, Tensor, Var, backward_pass, current_builder, enable_grad,
                    is_differentiable_dtype, no_grad)
-from .tape.graph import on_stand_ins, used_vars
+from .tape.graph import on_stand_ins, stand_ins_for, used_vars
 
 
 # --- the loop on arrays ---------------------------------------------------------------------
@@ -292,8 +294,135 @@ def _reach_while(params, out_flags):
     return ins[:nc] + [False] * params["num_cond_consts"] + ins[nc:]
 
 
+# --- vmap of a while_loop ------------------------------------------------------------------
+# With a stopping decision shared by every example (cond reads no batched value), one loop
+# over the batched carries. With one decision per example, lanes stop at different steps:
+# each step runs cond and then the body on the lanes still running only (gathered, then
+# written back), so the body never sees a state its example's loop would not reach (an index
+# past the end, a log of zero: errors and NaNs the loop does not have), and the work shrinks
+# as lanes finish. Its gradient replays that loop on the tape with the known trip counts.
+
+def _batched_carries(params, in_flags):
+    """(carry flags, whether the stopping decision is batched): a carry is batched when its
+    init is or when the body makes it so (to a fixpoint); with a batched decision all are."""
+    nc, nq = params["num_carry"], params["num_cond_consts"]
+    carry, q, k = list(in_flags[:nc]), list(in_flags[nc:nc + nq]), list(in_flags[nc + nq:])
+    for _ in range(nc + 1):
+        grown = [c or o for c, o in zip(carry, batched_outputs(params["body"], carry, k))]
+        if grown == carry:
+            break
+        carry = grown
+    else:
+        raise AssertionError("vmap of while_loop: batched carries, fixpoint not reached")
+    pred = batched_outputs(params["cond"], carry, q)[0]
+    return ([True] * nc if pred else carry), pred
+
+
+def _while_vmap_flags(params, in_flags):
+    carry, pred = _batched_carries(params, in_flags)
+    return carry + [pred]
+
+
+def _while_vmap(values, batched, B, *, cond, body, num_carry, num_cond_consts, max_steps):
+    nc, nq = num_carry, num_cond_consts
+    params = dict(cond=cond, body=body, num_carry=nc, num_cond_consts=nq)
+    carry_b, pred_b = _batched_carries(params, batched)
+    if pred_b and current_builder() is not None:
+        return None  # inside a trace the lanes' loop cannot run yet: once per example
+    init = [broadcast_batch(x, B) if c and not b else x
+            for x, c, b in zip(values[:nc], carry_b, batched[:nc])]
+    q, k = values[nc:nc + nq], values[nc + nq:]
+    q_b, k_b = batched[nc:nc + nq], batched[nc + nq:]
+    if pred_b:
+        outs = while_lanes_p(*init, *q, *k, cond=cond, body=body, num_carry=nc,
+                             num_cond_consts=nq, max_steps=max_steps, batched=tuple(q_b + k_b),
+                             size=B)
+    else:
+        device = next(x.device for x in values if hasattr(x, "device"))
+        c_graph = batched_graph(cond, carry_b, q, q_b, B, device)[0]
+        b_graph = batched_graph(body, carry_b, k, k_b, B, device, out_flags=carry_b)[0]
+        outs = while_p(*init, *c_graph.consts, *b_graph.consts, cond=canonical(c_graph),
+                       body=canonical(b_graph), num_carry=nc,
+                       num_cond_consts=len(c_graph.consts), max_steps=max_steps)
+    if outs[nc]._node is not None:  # the VJP reads the trip counts; the user drops them
+        outs[nc]._node.saved = [outs[nc]]
+    return outs, carry_b + [pred_b]
+
+
+def _lanes(values, flags, index):
+    return [Tensor(v[index]) if f else Tensor(v) for v, f in zip(values, flags)]
+
+
+def _lanes_impl(*values, cond, body, num_carry, num_cond_consts, max_steps, batched, size):
+    """The carries (batch axis first) and each lane's trip count, lanes running until their
+    own cond is False."""
+    nc, nq = num_carry, num_cond_consts
+    zeros_ = stand_ins_for(body.outvars[:nc] + [_COUNT], [(size,)] * (nc + 1))
+    if zeros_ is not None:
+        return zeros_
+    xp = backends.xp_of(*values)
+    carry = [xp.array(v, copy=True) for v in values[:nc]]  # written into, lane by lane
+    counts = xp.zeros(size, np.int64)
+    active = xp.arange(size)
+    q, k = values[nc:nc + nq], values[nc + nq:]
+    q_b, k_b = batched[:nq], batched[nq:]
+    with no_grad():
+        while active.size:
+            (pred,), _ = evaluate(cond, _lanes(carry, [True] * nc, active), [True] * nc,
+                                  _lanes(q, q_b, active), q_b, int(active.size))
+            active = active[xp.broadcast_to(pred._value, active.shape)]
+            if not active.size:
+                break
+            if max_steps is not None and int(counts[active].max()) >= max_steps:
+                raise too_many_steps(max_steps)
+            new, _ = evaluate(body, _lanes(carry, [True] * nc, active), [True] * nc,
+                              _lanes(k, k_b, active), k_b, int(active.size))
+            for c, n in zip(carry, new):
+                c[active] = n._value
+            counts[active] += 1
+    return carry + [counts]
+
+
+_COUNT = Var((), np.int64)
+
+
+def _lanes_vjp(cts, outs, *inputs, _saved, cond, body, num_carry, num_cond_consts, max_steps,
+               batched, size):
+    """The loop again on the tape, each step on the lanes its trip count says were running
+    (cond is not differentiated), walked back: exact at any order, as the lanes' own loops."""
+    nc, nq = num_carry, num_cond_consts
+    if all(c is None for c in cts[:nc]):
+        return [None] * len(inputs)
+    counts = outs[nc] if outs[nc] is not None else _saved[0] if _saved else None
+    if counts is None or current_builder() is not None:
+        raise NotImplementedError(
+            "vmap of while_loop: the gradient of lanes that stop at different steps is taken "
+            "on the tape, where the loop has run; this one was bound inside a traced body "
+            "without its trip counts (please report how you reached it).")
+    xp = backends.xp_of(counts._value)
+    n = counts._value
+    k_b = batched[nq:]
+
+    def run(starts):
+        carry, k = list(starts[:nc]), starts[nc + nq:]
+        for t in range(int(n.max()) if size else 0):
+            index = Tensor(xp.nonzero(n > t)[0])
+            new, flags = evaluate(body, [c[index] for c in carry], [True] * nc,
+                                  [x[index] if f else x for x, f in zip(k, k_b)], k_b,
+                                  int(index.shape[0]))
+            m = int(index.shape[0])
+            carry = [c.at[index].set(x if f else broadcast_batch(x, m))
+                     for c, x, f in zip(carry, new, flags)]
+        return carry
+
+    return vjp_by_replay(run, inputs, cts[:nc], skip=range(nc, nc + nq))
+
+
 while_p = Primitive("while_loop", _while_impl, _while_vjp, multiple_results=True,
-                    reach=_reach_while)
+                    reach=_reach_while, vmap=_while_vmap, vmap_flags=_while_vmap_flags)
+# vmap's while_loop whose examples stop at different steps (_while_vmap): carries, cond's
+# constants, body's constants, those flagged in `batched` with the batch axis first.
+while_lanes_p = Primitive("while_loop_lanes", _lanes_impl, _lanes_vjp, multiple_results=True)
 while_grad_p = Primitive("while_loop_vjp", _grad_impl, _grad_vjp, multiple_results=True,
                          reach=_reach_grad)
 

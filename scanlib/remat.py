@@ -4,7 +4,7 @@ one `checkpoint` primitive stands for it on the tape (and in traced scan bodies)
 evaluates the graph on arrays, recording nothing; its VJP replays the graph on the tape and
 walks back over that replay, so only the inputs are kept between the two passes.
 
-Imports backends, tape, ops, pytree and tracing.
+Imports backends, tape, ops, pytree, tracing and vmap's interpreter.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import functools
 import numpy as np
 
 from . import backends, pytree
+from .interpreters.batching import batched_graph
 from .ops import as_tensor
 from .ops import elementwise as ew
 from .ops.primitive import Primitive, bind
@@ -342,8 +343,9 @@ def replay(graph, args, consts, reuse=None):
     """Run graph's equations on Tensors with `bind` (so the tape records them), from args for
     its invars and consts for its constvars; returns its outputs. A primitive that keeps
     extra values for its VJP when it is recorded (scan's residuals) says how to bind it so
-    through `bind_recorded`. `reuse` maps variables to values kept from the forward pass:
-    their equations are recorded with that value (reused_p) instead of computed."""
+    through its `bind_recorded` rule (`Primitive.rebind`). `reuse` maps variables to values
+    kept from the forward pass: their equations are recorded with that value (reused_p)
+    instead of computed."""
     env = dict(zip(graph.invars, args))
     env.update(zip(graph.constvars, consts))
 
@@ -356,9 +358,7 @@ def replay(graph, args, consts, reuse=None):
             env[eqn.outvars[0]] = bind(reused_p, reuse[eqn.outvars[0]], *ins, of=eqn.prim,
                                        params=eqn.params)
             continue
-        how = getattr(eqn.prim, "bind_recorded", None)
-        out = how(*ins, **eqn.params) if how is not None else bind(eqn.prim, *ins,
-                                                                   **eqn.params)
+        out = eqn.prim.rebind(*ins, **eqn.params)
         env.update(zip(eqn.outvars, out if eqn.prim.multiple_results else (out,)))
     return [read(v) for v in graph.outvars]
 
@@ -398,6 +398,21 @@ def _reused_vjp(g, out, kept, *ins, of, params):
 reused_p = Primitive("reused", lambda kept, *ins, of, params: kept, _reused_vjp)
 
 
+def _checkpoint_vmap(values, batched, B, *, graph, num_args, num_saved=0):
+    """One checkpoint over the batch: its graph run by vmap's interpreter, traced once (the
+    recomputation in its VJP is then batched too)."""
+    consts = values[num_args:]
+    device = next(x.device for x in values if isinstance(x, Tensor))
+    traced, out_flags = batched_graph(graph, batched[:num_args], consts, batched[num_args:], B,
+                                      device)
+    results = _bind_recorded(*values[:num_args], *traced.consts,
+                             graph=Graph(traced.invars, traced.constvars,
+                                         [None] * len(traced.consts), traced.eqns,
+                                         traced.outvars, graph.name, device),
+                             num_args=num_args, num_saved=num_saved)
+    return results, out_flags
+
+
 checkpoint_p = Primitive("checkpoint", _checkpoint_impl, _checkpoint_vjp, reach=_reach_checkpoint,
-                         multiple_results=True)
-checkpoint_p.bind_recorded = _bind_recorded
+                         multiple_results=True, bind_recorded=_bind_recorded,
+                         vmap=_checkpoint_vmap)

@@ -1,9 +1,10 @@
 """Forward mode and Jacobians, with JAX's signatures: jvp, linearize, jacfwd, jacrev, hessian.
 
-jvp runs f once with a tangent beside every value (forward mode, forward.py), and jacfwd
-once per column. Where the result may itself be differentiated, and for linearize (one
-linearization, many tangents), it is the transpose of f's whole VJP ("double VJP").
-Imports forward and the layers below scanlib/__init__ (autodiff, pytree, ops, tape, backends).
+jvp runs f once with a tangent beside every value (forward mode, interpreters/forward.py),
+and jacfwd once per column. Where the result may itself be differentiated, and for linearize
+(one linearization, many tangents), it is the transpose of f's whole VJP ("double VJP").
+Imports the interpreters and the layers below scanlib/__init__ (autodiff, pytree, ops, tape,
+backends).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import numpy as np
 
 from . import autodiff, backends, pytree
 from .ops import reshape, stack, zeros
-from .forward import forward_jvp, leaf_info
+from .interpreters.forward import forward_jvp, leaf_info
 from .tape import Tensor
 
 if TYPE_CHECKING:
@@ -124,11 +125,12 @@ def jvp(f: Callable[..., Any], primals: Sequence[PyTree], tangents: Sequence[PyT
     tangent leaf has its primal's shape and dtype. Inputs must be float (or complex):
     integer or bool primals raise TypeError (JAX would take float0 tangents). With
     has_aux=True, f returns (output, aux) and jvp returns (out, tangent_out, aux).
-    Computed by forward mode (scanlib/forward.py): f runs once with a tangent beside every
-    value, each primitive's tangent the transpose of its VJP, and a scan's JVP one scan over
-    primal and tangent carries (about 3x a forward through the rnn bench). Where the result
-    may be differentiated again (inside grad, a closed-over tensor that requires grad), it is
-    the transpose of f's VJP instead (a forward, a recorded backward and a walk back).
+    Computed by forward mode (scanlib/interpreters/forward.py): f runs once with a tangent
+    beside every value, each primitive's tangent by its JVP rule (the transpose of its VJP
+    where it has none), and a scan's JVP one scan over primal and tangent carries (about 3x
+    a forward through the rnn bench). Where the result may be differentiated again (inside
+    grad, a closed-over tensor that requires grad), it is the transpose of f's VJP instead (a
+    forward, a recorded backward and a walk back).
 
     >>> import scanlib as sl
     >>> x = sl.tensor([1.0, 2.0])

@@ -1,63 +1,33 @@
 """`vmap(f, in_axes, out_axes)`: JAX's vectorising map. f is traced once on one example's
-shapes; each equation then runs on the whole batch through its primitive's batching rule
-(ops/batching.py, the rules the loop compiler uses), bound on Tensors so that the result is
-differentiable, traceable and vmappable again. A scan becomes one scan over batched carries.
+shapes; its graph then runs on the whole batch by vmap's interpreter
+(interpreters/batching.py), each equation through its primitive's batching rule, so that the
+result is differentiable, traceable and vmappable again. This module is the API: axes,
+their checks, and placing the outputs.
 
-Imports backends, tape, ops, pytree, tracing and scan.
+Imports backends, tape, ops, pytree, tracing and the interpreters.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable
 
-import collections
 import functools
-import inspect
 
 import numpy as np
 import optree
 
 from . import backends, pytree
-from .ops import batching
+from .interpreters.batching import FALLBACKS, evaluate, move_axis  # noqa: F401 (FALLBACKS:
+# {primitive name: equations run once per example}, read by tests as scanlib.vmap.FALLBACKS)
 from .ops.functions import as_tensor
-from .ops.primitive import bind
-from .ops.structural import broadcast_to_p, getitem_p, reshape_p, stack_p, transpose_p
-from .scan.cache import canonical
-from .scan.primitive import apply_scan, scan_p
-from .tape import Literal, Tensor, Var
-from .tape.graph import used_vars
+from .ops.structural import broadcast_to_p
+from .tape import Tensor
 from .tracing import abstract_leaf, closure_names, trace_function
 
 if TYPE_CHECKING:
     from .tape.types import PyTree
 
 __all__ = ["vmap"]
-
-# {primitive name: equations run as a loop over the batch}: a primitive without a batching
-# rule (or a case its rule declines) is still exact, only slower; tests read this.
-FALLBACKS: collections.Counter = collections.Counter()
-
-
-class TensorOps(batching.ArrayOps):
-    """What batching rules compute with under vmap: primitives bound on Tensors."""
-
-    loop = False
-
-    @staticmethod
-    def bind(prim, *args, **params):
-        return bind(prim, *args, **params)
-
-    @staticmethod
-    def reshape(x, shape):
-        return x if tuple(x.shape) == tuple(shape) else reshape_p(x, shape=tuple(shape))
-
-    @staticmethod
-    def broadcast_to(x, shape):
-        return x if tuple(x.shape) == tuple(shape) else broadcast_to_p(x, shape=tuple(shape))
-
-
-TENSORS = TensorOps()
-
 
 def vmap(f: Callable[..., Any], in_axes: PyTree = 0, out_axes: PyTree = 0,
          axis_name: str | None = None, axis_size: int | None = None,
@@ -152,14 +122,6 @@ def _batch_size(paths, leaves, axes, axis_size):
     return B
 
 
-def _move_axis(x, source, dest):
-    if source == dest:
-        return x
-    order = [i for i in range(x.ndim) if i != source]
-    order.insert(dest, source)
-    return transpose_p(x, axes=tuple(order))
-
-
 # --- the call ----------------------------------------------------------------------------------
 def _call(f, in_axes, out_axes, axis_size, args, kwargs):
     if isinstance(in_axes, tuple) and len(in_axes) != len(args):
@@ -194,7 +156,7 @@ def _call(f, in_axes, out_axes, axis_size, args, kwargs):
         device=devices.pop() if len(devices) == 1 else "cpu",
         name=getattr(f, "__name__", "f").replace("<lambda>", "f"),
         const_names=closure_names(f))
-    inputs = [_move_axis(as_tensor(leaves[i]), leaf_axes[i], 0) for i in mapped]
+    inputs = [move_axis(as_tensor(leaves[i]), leaf_axes[i], 0) for i in mapped]
     outs, flags = evaluate(graph, inputs, [True] * len(mapped), graph.consts,
                            [False] * len(graph.consts), B)
     return _place_outputs(outs, flags, graph.outvars, out_tree, out_axes, B)
@@ -226,157 +188,5 @@ def _place_outputs(outs, flags, outvars, out_tree, out_axes, B):
         x = as_tensor(x)
         if not batched:
             x = broadcast_to_p(x, shape=(B,) + tuple(x.shape))
-        placed[i] = _move_axis(x, 0, _normalized_axis(axis, x.ndim, path, "out_axes"))
+        placed[i] = move_axis(x, 0, _normalized_axis(axis, x.ndim, path, "out_axes"))
     return pytree.unflatten(out_tree, placed)
-
-
-# --- the batched interpreter ---------------------------------------------------------------------
-def evaluate(graph, args, flags, consts, const_flags, B):
-    """(values, batched flags) of graph's outputs from Tensors args and consts, each batched
-    one with the batch axis first: every equation bound on the batch by its primitive's
-    batching rule, an equation with no batched input bound as it is."""
-    env = dict(zip(graph.invars, zip(args, flags)))
-    env.update(zip(graph.constvars, zip(consts, const_flags)))
-
-    def read(v):
-        return (v.value, False) if isinstance(v, Literal) else env[v]
-
-    eqns, _ = used_vars(graph.eqns, graph.outvars)
-    for eqn in eqns:
-        values, batched = zip(*[read(v) for v in eqn.invars]) if eqn.invars else ((), ())
-        if eqn.prim is scan_p:
-            outs, out_flags = _scan(eqn, list(values), list(batched), B)
-        elif not any(batched):
-            outs = bind(eqn.prim, *values, **eqn.params)
-            outs, out_flags = (outs if eqn.prim.multiple_results else [outs]), None
-        else:
-            outs = _batched_eqn(eqn, values, batched, B)
-            out_flags = None
-        if out_flags is None:
-            out_flags = [any(batched)] * len(eqn.outvars)
-        env.update(zip(eqn.outvars, zip(outs, out_flags)))
-    pairs = [read(v) for v in graph.outvars]
-    return [p[0] for p in pairs], [p[1] for p in pairs]
-
-
-_TAKES_OPS: dict = {}
-
-
-def _rule(prim):
-    """prim's batching rule if it can run on Tensors (takes `ops`), else None."""
-    rule = prim.batch
-    if rule is None:
-        return None
-    if rule not in _TAKES_OPS:
-        _TAKES_OPS[rule] = "ops" in inspect.signature(rule).parameters
-    return rule if _TAKES_OPS[rule] else None
-
-
-def _shapes(eqn):
-    return [v.shape if isinstance(v, Var) else np.shape(v.value) for v in eqn.invars]
-
-
-def _batched_eqn(eqn, values, batched, B):
-    prim, shapes = eqn.prim, _shapes(eqn)
-    out_shapes = [v.shape for v in eqn.outvars]
-    rule = _rule(prim)
-    fn = None
-    if rule is not None:
-        fn = rule(prim, eqn.params, list(batched), shapes,
-                  out_shapes if prim.multiple_results else out_shapes[0], TENSORS)
-    if fn is None:
-        return _loop(eqn, values, batched, B)
-    outs = fn(*values)
-    outs = list(outs) if prim.multiple_results else [outs]
-    for out, v in zip(outs, eqn.outvars):
-        if tuple(out.shape) != (B,) + v.shape or out.dtype != v.dtype:
-            raise AssertionError(
-                f"vmap: the batching rule of {prim.name} gave {out.dtype}{list(out.shape)} "
-                f"for a batch of {B} examples of {v.dtype}{list(v.shape)} (a bug in the rule; "
-                "please report it)")
-    return outs
-
-
-def _loop(eqn, values, batched, B):
-    """The equation once per example, stacked: exact for any primitive, and B calls."""
-    FALLBACKS[eqn.prim.name] += 1
-    prim = eqn.prim
-    if B == 0:
-        like = next(a for a, b in zip(values, batched) if b)
-        xp = backends.xp_of(like._value)
-        return [Tensor(xp.zeros((0,) + v.shape, v.dtype)) for v in eqn.outvars]
-    per_example = []
-    for i in range(B):
-        args = [getitem_p(a, index=(i,)) if b else a for a, b in zip(values, batched)]
-        out = bind(prim, *args, **eqn.params)
-        per_example.append(out if prim.multiple_results else [out])
-    return [stack_p(*column, axis=0) for column in zip(*per_example)]
-
-
-# --- scan: one scan over batched carries --------------------------------------------------------
-def batched_outputs(graph, flags, const_flags):
-    """Which of graph's outputs depend on a batched input (the flags `evaluate` returns)."""
-    batched = {v for v, f in zip(graph.invars, flags) if f}
-    batched |= {v for v, f in zip(graph.constvars, const_flags) if f}
-    for eqn in graph.eqns:
-        ins = [v in batched for v in eqn.invars]
-        if not any(ins):
-            continue
-        outs = _scan_flags(eqn.params, ins) if eqn.prim is scan_p else [True] * len(eqn.outvars)
-        batched.update(v for v, f in zip(eqn.outvars, outs) if f)
-    return [v in batched for v in graph.outvars]
-
-
-def _scan_flags(params, flags):
-    """Batched flags of a scan's carries and ys: a carry is batched when its init is, or when
-    the body makes it so from batched inputs (repeated until nothing changes, as in JAX)."""
-    nc, nx, body = params["num_carry"], params["num_xs"], params["body"]
-    carry, xs, consts = flags[:nc], flags[nc:nc + nx], flags[nc + nx:]
-    while True:
-        out = batched_outputs(body, carry + xs, consts)
-        grown = [c or o for c, o in zip(carry, out[:nc])]
-        if grown == carry:
-            return carry + out[nc:]
-        carry = grown
-
-
-def _scan(eqn, values, batched, B):
-    p = eqn.params
-    body, nc, nx = p["body"], p["num_carry"], p["num_xs"]
-    mode = {"interpret": p.get("interpret", False), "sum_carries": p.get("sum_carries", ()),
-            "compiler": p.get("compiler", "numpy")}
-    if not any(batched):
-        outs = apply_scan(body, values[:nc], values[nc:nc + nx], values[nc + nx:],
-                          p["length"], p["reverse"], **mode)
-        return outs, [False] * len(outs)
-    flags = _scan_flags(p, batched)
-    carry_b, xs_b, k_b, y_b = flags[:nc], batched[nc:nc + nx], batched[nc + nx:], flags[nc:]
-    init = [_broadcast(x, B) if c and not b else x
-            for x, c, b in zip(values[:nc], carry_b, batched[:nc])]
-    xs = [_move_axis(x, 0, 1) if b else x for x, b in zip(values[nc:nc + nx], xs_b)]
-    consts = values[nc + nx:]
-
-    def step(inputs):
-        outs, out_b = evaluate(body, inputs, carry_b + xs_b, consts, k_b, B)
-        assert out_b[nc:] == y_b and all(c or not o for c, o in zip(carry_b, out_b[:nc]))
-        return [_broadcast(o, B, v.dtype) if c and not b else o
-                for o, b, c, v in zip(outs[:nc], out_b, carry_b, body.invars)] + outs[nc:]
-
-    avals = [((B,) + v.shape if b else v.shape, v.dtype)
-             for v, b in zip(body.invars, carry_b + xs_b)]
-    # The device of the data, not body.device: a cached body serves every device.
-    device = next(x.device for x in values if isinstance(x, Tensor))
-    graph, _, _ = trace_function(step, avals, pytree.flatten([0] * len(avals))[1],
-                                 device=device, hints=[v.hint for v in body.invars],
-                                 name=body.name, interpret=mode["interpret"])
-    outs = apply_scan(canonical(graph), init, xs, graph.consts, p["length"], p["reverse"],
-                      **mode)
-    ys = [_move_axis(y, 1, 0) if b else y for y, b in zip(outs[nc:], y_b)]
-    return outs[:nc] + ys, carry_b + y_b
-
-
-def _broadcast(x, B, dtype=None):
-    """x (unbatched: the same for every example) with a batch axis in front."""
-    if not isinstance(x, Tensor):
-        x = Tensor(np.asarray(x, dtype))
-    return broadcast_to_p(x, shape=(B,) + tuple(x.shape))

@@ -15,8 +15,8 @@ ROOT = Path(__file__).resolve().parents[1] / "scanlib"
 # A module may import scanlib modules of its own rank or lower.
 RANKS = {"backends": 0, "logs": 0, "tape": 1, "ops": 2, "pytree": 2, "autodiff": 3, "tracing": 3,
          "testing": 3, "linalg": 3, "random": 3, "optim": 3, "remat": 3,
-         "checkpoint_policies": 3, "scan": 4,
-         "forward": 5, "transforms": 5, "associative": 5, "control": 5, "loops": 5, "vmap": 5,
+         "checkpoint_policies": 3, "interpreters": 3, "scan": 4,
+         "transforms": 5, "associative": 5, "control": 5, "loops": 5, "vmap": 5,
          "jit": 5,
          "": 6}
 

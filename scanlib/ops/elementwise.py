@@ -26,8 +26,8 @@ def _is_tensor(x):
 # --- arithmetic ---------------------------------------------------------------------------
 # Every primitive in this file is elementwise; `ufunc` names the NumPy/CuPy function that
 # computes it into `out=`, `inline` the operator the generated loop writes for it.
-def _arith(name, impl, vjp, ufunc, op):
-    return Primitive(name, impl, vjp, elementwise=True, ufunc=ufunc, inline=op)
+def _arith(name, impl, vjp, ufunc, op, **facts):
+    return Primitive(name, impl, vjp, elementwise=True, ufunc=ufunc, inline=op, **facts)
 
 
 add = _arith("add", lambda x, y: x + y, lambda g, out, x, y: (g, g), "add", "({0} + {1})")
@@ -56,7 +56,8 @@ def scale_cotangent(g, y, shape=None):
 
 mul = _arith("mul", lambda x, y: x * y, lambda g, out, x, y: (
     scale_cotangent(g, y) if _is_tensor(x) else None,
-    scale_cotangent(g, x) if _is_tensor(y) else None), "multiply", "({0} * {1})")
+    scale_cotangent(g, x) if _is_tensor(y) else None), "multiply", "({0} * {1})",
+    multilinear=True)
 div = _arith("div", lambda x, y: x / y, lambda g, out, x, y: (
     div(g, y) if _is_tensor(x) else None,
     neg(div(mul(g, out), y)) if _is_tensor(y) else None), "true_divide", "({0} / {1})")

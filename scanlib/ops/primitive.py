@@ -41,6 +41,23 @@ class Primitive:
     of them: a carry that never reaches the loss must not be given a zero cotangent, see
     graph.reached_inputs).
 
+    How each transformation interprets it is a rule declared here too, so that no
+    transformation tests which primitive it holds (JAX registers the same rules beside each
+    primitive):
+    - `jvp(primals, tangents, **params) -> (outs, tangents_out)`: forward mode's rule;
+      tangents None for zero, outs as bind returns them, one tangent (or None) per output.
+      Without one, forward mode uses the product rule where `multilinear` (linear in each
+      input separately: mul, matmul), else the transpose of the VJP
+      (interpreters/forward.py).
+    - `vmap(values, batched, B, **params) -> (outs, out_flags)`: vmap's rule for a
+      primitive that runs a graph (scan, while_loop, checkpoint), on Tensors with the batch
+      axis first where batched; `vmap_flags(params, in_flags) -> out_flags` says which
+      outputs it batches (without it: all, when any input is). Other primitives batch
+      through `batch`.
+    - `bind_recorded(*inputs, **params)`: how an equation of a graph binds when it is run
+      again on Tensors (checkpoint's replay, vmap's unbatched equations): scan's keeps its
+      residuals for its VJP. `rebind` calls it, or bind.
+
     Called, a primitive reads as the function it is: `inspect.signature` and `help()` show its
     inputs (positional-only, named after impl's) and that it returns a Tensor, and
     scanlib/__init__.pyi gives editors the same.
@@ -48,7 +65,8 @@ class Primitive:
 
     def __init__(self, name, impl, vjp=None, multiple_results=False, sparse_index=None,
                  doc=None, *, elementwise=False, batch=None, ufunc=None, out_impl=None,
-                 view=False, inline=None, prune=None, reach=None):
+                 view=False, inline=None, prune=None, reach=None, multilinear=False,
+                 jvp=None, vmap=None, vmap_flags=None, bind_recorded=None):
         self.name = self.__name__ = self.__qualname__ = name
         if doc:
             self.__doc__ = doc
@@ -62,6 +80,9 @@ class Primitive:
         self.elementwise, self.ufunc, self.out_impl = elementwise, ufunc, out_impl
         self.view, self.inline, self.prune, self.reach = view, inline, prune, reach
         self.batch = batching.elementwise_rule if elementwise and batch is None else batch
+        self.multilinear, self.jvp = multilinear, jvp
+        self.vmap, self.vmap_flags = vmap, vmap_flags
+        self.bind_recorded = bind_recorded
 
     def __call__(self, *args, **params):
         return bind(self, *args, **params)
@@ -70,6 +91,13 @@ class Primitive:
         # Not a method: an instance of a class never binds to it. Having __get__ makes
         # inspect.isroutine true, so help() documents a primitive as the function it is.
         return self
+
+    def rebind(self, *args, **params):
+        """Bind an equation of a recorded graph again, on Tensors: as `bind_recorded` says
+        where the primitive declares it (a scan keeps its residuals), else as bind."""
+        if self.bind_recorded is not None:
+            return self.bind_recorded(*args, **params)
+        return bind(self, *args, **params)
 
     def inline_for(self, params):
         """The template the generated code writes for an equation with these params (its
@@ -205,11 +233,14 @@ def bind(prim, *args, **params):
             args = _lists_as_tensors(args)
         inputs = [builder.lift(a) if isinstance(a, Tensor) or backends.is_array(a) else a
                   for a in args]
-        values = [a._value if type(a) is Tensor else a for a in inputs]
-        _check_devices(prim, inputs, values)
-        with np.errstate(all="ignore"):  # stand-in zeros may divide by zero; values unused
-            out = _run_impl(prim, inputs, values, params)
-        tracers = builder.add_eqn(prim, inputs, params, out)
+        if builder.process_primitive is not None:  # a trace that applies rules (jvp's)
+            out, tracers = builder.process_primitive(prim, inputs, params)
+        else:
+            values = [a._value if type(a) is Tensor else a for a in inputs]
+            _check_devices(prim, inputs, values)
+            with np.errstate(all="ignore"):  # stand-in zeros may divide by zero; values unused
+                out = _run_impl(prim, inputs, values, params)
+            tracers = builder.add_eqn(prim, inputs, params, out)
         if builder.grad_at_start and not _STATE.grad_enabled and prim.vjp is not None:
             # no_grad() inside a traced body: the loop records no node here, so the graph
             # must cut the gradient too.

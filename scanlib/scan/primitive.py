@@ -16,6 +16,7 @@ from ..remat import replay
 from ..tape import Tensor, current_builder, grad_enabled, record
 from ..tape.graph import Graph, reached_inputs, stand_ins_for, used_vars
 from ..tape.tensor import is_differentiable_dtype
+from . import batching, jvp
 from .cache import canonical
 from .executor import compiled
 from .interpret import run_interpreted
@@ -302,10 +303,6 @@ def _reach_scan(params, out_flags):
     return loop_reach(body, nc, out_flags)
 
 
-scan_p = Primitive("scan", _scan_impl, _scan_vjp, multiple_results=True, prune=_prune_scan,
-                   reach=_reach_scan)
-
-
 def _bind_recorded(*inputs, body, length, reverse, num_carry, num_xs, interpret=False,
                    sum_carries=(), compiler="numpy", _lin=None):
     """How a replayed scan equation (scanlib.remat) binds: through apply_scan, so that when
@@ -320,7 +317,9 @@ def _bind_recorded(*inputs, body, length, reverse, num_carry, num_xs, interpret=
                       reverse, interpret, sum_carries, compiler)
 
 
-scan_p.bind_recorded = _bind_recorded
+scan_p = Primitive("scan", _scan_impl, _scan_vjp, multiple_results=True, prune=_prune_scan,
+                   reach=_reach_scan, jvp=jvp.scan_jvp, vmap=batching.scan_vmap,
+                   vmap_flags=batching.scan_vmap_flags, bind_recorded=_bind_recorded)
 
 
 def _mode(interpret, sum_carries=(), compiler="numpy"):
@@ -345,12 +344,6 @@ def apply_scan(body, init, xs, consts, length, reverse, interpret=False, sum_car
     recording = grad_enabled() and any(
         isinstance(a, Tensor) and a.requires_grad and a._trace is builder for a in inputs)
     if not recording:
-        # A forward-mode trace (scanlib.transforms.jvp) runs a scan with tangents as one
-        # scan over primal and tangent carries, instead of this forward and then that one.
-        bind_scan = getattr(builder, "bind_scan", None)
-        if bind_scan is not None:
-            return bind_scan(body, init, xs, consts, length, reverse, interpret, sum_carries,
-                             compiler)
         return bind(scan_p, *inputs, body=body, length=length, reverse=reverse,
                     num_carry=nc, num_xs=nx, **_mode(interpret, sum_carries, compiler))
     lin = linearize(body, nc, [_needs_grad(x) for x in xs], [_needs_grad(k) for k in consts])

@@ -83,6 +83,9 @@ class GraphBuilder:
     # Its values are stand-ins (zeros of the right shapes), so an impl that would run a loop
     # on them must not (while_loop's). A trace on real values (jvp's) says False.
     abstract = True
+    # A trace that runs each primitive itself, by a rule, instead of recording an equation
+    # (jvp's forward trace): process_primitive(prim, inputs, params) -> (values, tracers).
+    process_primitive = None
 
     def __init__(self, device="cpu"):
         self.device = device

@@ -1,0 +1,210 @@
+"""Forward mode: `forward_jvp` runs f once with a tangent beside every value (JAX's JVP
+trace), and `eval_with_tangents` runs a graph's equations the same way. Each primitive's
+tangents come from its rule, `jvp_of`: the primitive's own `jvp` (scan's runs one scan over
+primal and tangent carries), the product rule where it is `multilinear`, else the transpose of
+its VJP, which is linear in its cotangent, so no rule per primitive is needed. The public jvp
+(transforms.py) uses forward_jvp where its result is not differentiated again.
+
+Imports backends, tape, ops, pytree and autodiff.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+
+from .. import autodiff, backends, pytree
+from ..ops import elementwise as ew
+from ..ops import zeros
+from ..ops.primitive import bind
+from ..tape import (GraphBuilder, Literal, Tensor, Var, backward_pass, current_builder,
+                    enable_grad, is_differentiable_dtype, tracing)
+from ..tape import state as _state
+from ..tape.backward import fit_cotangent
+
+
+def leaf_info(x):
+    """(shape, dtype, device) of a pytree leaf, or None when it is not array-like."""
+    if isinstance(x, Tensor):
+        return tuple(x.shape), np.dtype(x.dtype), x.device
+    if backends.is_array(x):
+        return tuple(x.shape), np.dtype(x.dtype), backends.device_of(x)
+    if isinstance(x, (bool, int, float, complex)):
+        return (), np.asarray(x).dtype, "cpu"
+    return None
+
+
+def _dummy_cotangent(o):
+    """A zero cotangent for o that requires grad: recording a VJP at it records the VJP as a
+    linear function of it. Inside a trace it is a value of that graph (dead once the
+    transposed walk has run, so the loop never computes it)."""
+    z = zeros(tuple(o.shape), o.dtype, o.device)
+    builder = current_builder()
+    if builder is not None:
+        z = builder.lift(z)
+    return Tensor(z._value, True, _trace=z._trace, _var=z._var)
+
+
+def transposed_vjp(prim, ins, outs, tangents, params):
+    """The tangents of prim's outputs `outs` at inputs `ins` for input tangents (None: zero),
+    one per output (None: zero): the transpose of prim's VJP, which is linear in its
+    cotangent, walked back from the input cotangents with the tangents as theirs."""
+    outs = list(outs) if prim.multiple_results else [outs]
+    gs = [_dummy_cotangent(o) if is_differentiable_dtype(o.dtype) else None for o in outs]
+    with enable_grad():
+        in_cts = prim.cotangents(gs, outs, ins, params)
+    roots, cts = [], []
+    for x, c, t in zip(ins, in_cts, tangents):
+        if t is not None and isinstance(c, Tensor) and c.requires_grad:
+            roots.append(fit_cotangent(c, x))
+            cts.append(t)
+    targets = [g for g in gs if g is not None]
+    if not roots or not targets:
+        return [None] * len(outs)
+    found = iter(backward_pass(roots, cts, targets=targets,
+                               create_graph=current_builder() is not None))
+    return [next(found) if g is not None else None for g in gs]
+
+
+def product_rule(prim, ins, tangents, params):
+    """The tangent of a primitive linear in each input separately (mul, matmul, vdot: over the
+    reals, vdot conjugates its first): the sum of prim with one tangent in place of its
+    input, at the cost of the op itself (transposing the VJP would also compute full-size
+    products at the dummy cotangent)."""
+    total = None
+    for i, t in enumerate(tangents):
+        if t is not None:
+            term = bind(prim, *ins[:i], t, *ins[i + 1:], **params)
+            total = term if total is None else ew.add(total, term)
+    return total
+
+def jvp_of(prim, ins, tangents, params):
+    """(prim's outputs at ins as bind returns them, one tangent per output (None: zero)) for
+    input tangents (None: zero), by prim's rule."""
+    if (prim.vjp is None and prim.jvp is None) or all(t is None for t in tangents):
+        return bind(prim, *ins, **params), ()
+    if prim.jvp is not None:
+        return prim.jvp(list(ins), list(tangents), **params)
+    outs = bind(prim, *ins, **params)
+    if prim.multilinear:
+        return outs, [product_rule(prim, ins, tangents, params)]
+    return outs, transposed_vjp(prim, ins, outs, tangents, params)
+
+
+# --- forward mode: a graph's equations ---------------------------------------------------------
+def _read(env, v):
+    return v.value if isinstance(v, Literal) else env[v]
+
+
+def eval_with_tangents(eqns, env, tan):
+    """Run eqns on the values in env (Var -> Tensor), and their tangents beside them in tan
+    (Var -> Tensor; a Var without one has tangent zero)."""
+    for eqn in eqns:
+        ins = [_read(env, v) for v in eqn.invars]
+        t_in = [tan.get(v) if isinstance(v, Var) else None for v in eqn.invars]
+        outs, t_out = jvp_of(eqn.prim, ins, t_in, eqn.params)
+        env.update(zip(eqn.outvars, outs if eqn.prim.multiple_results else [outs]))
+        tan.update((v, t) for v, t in zip(eqn.outvars, t_out) if t is not None)
+
+
+# --- forward mode: f on values that carry tangents ----------------------------------------------
+class _ForwardTrace(GraphBuilder):
+    """Runs f eagerly, on real values, with each value's tangent kept beside it: every
+    equation f executes is differentiated as it runs (JAX's JVP trace). Its tracers hold real
+    values; their tangents are plain Tensors, computed with the trace paused. Builds no graph.
+    Used only where jvp's result is not differentiated again (it records no graph)."""
+
+    abstract = False  # its tracers hold real values
+
+    def __init__(self, device):
+        super().__init__(device)
+        self.tangents = {}  # Var -> tangent (a plain Tensor)
+
+    def new_value(self, value, tangent):
+        var = Var(np.shape(value), value.dtype)
+        self.invars.append(var)
+        self.tangents[var] = tangent
+        return self._tracer(var, value)
+
+    def _wrap(self, values, tangents):
+        tracers = []
+        for v, t in zip(values, tangents):
+            tracer = self._tracer(Var(np.shape(v), v.dtype), v)
+            if t is not None:
+                self.tangents[tracer._var] = t
+            tracers.append(tracer)
+        return tracers
+
+    @contextlib.contextmanager
+    def _paused(self):
+        stack = _state.STATE.builders
+        stack.pop()
+        try:
+            yield
+        finally:
+            stack.append(self)
+
+    def _plain(self, args):
+        values = [Tensor(a._value) if isinstance(a, Tensor) else a for a in args]
+        tangents = [self.tangents.get(a._var) if isinstance(a, Tensor) else None for a in args]
+        return values, tangents
+
+    def process_primitive(self, prim, args, params):
+        """bind's hook: prim's outputs and their tangents by its rule, computed with the
+        trace paused (a scan with tangents runs as its JVP scan alone)."""
+        ins, t_in = self._plain(args)
+        with self._paused():
+            outs, t_out = jvp_of(prim, ins, t_in, params)
+        values = [o._value for o in (outs if prim.multiple_results else [outs])]
+        tracers = self._wrap(values, list(t_out) or [None] * len(values))
+        return (values, tracers) if prim.multiple_results else (values[0], tracers[0])
+
+
+def forward_jvp(f, primals, tangents, has_aux):
+    """(out, tangents_out, aux) by forward mode, or None where that would be wrong: f read a
+    closed-over tensor that requires grad (the result must then be recorded), or read a
+    value as a Python number, which a traced value refuses."""
+    p_leaves, p_tree = pytree.flatten(primals)
+    t_leaves = pytree.flatten(tangents)[0]
+    device = next((leaf_info(x)[2] for x in p_leaves), "cpu")
+    trace = _ForwardTrace(device)
+    try:
+        # differentiating: code that asks whether it runs under a derivative (optim's updates,
+        # which otherwise run off the tape as a training loop's) must see this one too
+        with tracing(trace), _state.differentiating():
+            inputs = [trace.new_value(_value_of(x, t), t) for x, t in zip(p_leaves, t_leaves)]
+            found = f(*pytree.unflatten(p_tree, inputs))
+    except TypeError as e:
+        if "needs a concrete value" in str(e):
+            return None
+        raise
+    if any(isinstance(c, Tensor) and c.requires_grad for c in trace.consts):
+        return None
+    out, aux = autodiff._split_aux(found, "jvp") if has_aux else (found, None)
+    out_leaves, out_tree = pytree.flatten(out)
+    values = [_concrete(o, trace) for o in out_leaves]
+    tans = [_tangent_out(o, v, trace) for o, v in zip(out_leaves, values)]
+    aux_leaves, aux_tree = pytree.flatten(aux)
+    aux = pytree.unflatten(aux_tree, [_concrete(a, trace) for a in aux_leaves])
+    return pytree.unflatten(out_tree, values), pytree.unflatten(out_tree, tans), aux
+
+
+def _value_of(x, t):
+    if isinstance(x, Tensor):
+        return x._value
+    return backends.asarray_on(x, t.device, dtype=t.dtype) if not backends.is_array(x) else x
+
+
+def _concrete(o, trace):
+    """An output leaf as the caller sees it: a traced value becomes a plain Tensor."""
+    if isinstance(o, Tensor) and o._trace is trace:
+        return Tensor(o._value)
+    return o
+
+
+def _tangent_out(o, value, trace):
+    t = trace.tangents.get(o._var) if isinstance(o, Tensor) and o._trace is trace else None
+    if t is not None:
+        return t
+    return zeros(*leaf_info(value))
