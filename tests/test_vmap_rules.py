@@ -671,6 +671,18 @@ def test_vmap_of_jvp_and_jvp_of_vmap(name):
     _assert_same((out, tan), _per_example(jvp1, (xs, vs)), tol=1e-11)
 
 
+@pytest.mark.parametrize("name", _cases(FWD_CASES, {k: IN_A_TRACE + " (jvp traces f); and " +
+                                                    WHILE_VJP for k in FWD_CASES
+                                                    if k.startswith("while-")}))
+def test_forward_mode_of_vmap_runs_one_batched_program(name):
+    f, x = FWD_CASES[name], _point(name)
+    xs = sl.stack([x, x * 1.1, x * 0.9])
+    vs = sl.tensor(np.random.default_rng(3).standard_normal((3, 3)))
+    _no_fallback(lambda: sl.jvp(sl.vmap(f), (xs,), (vs,)))
+    _no_fallback(lambda: sl.vmap(lambda x, v: sl.jvp(f, (x,), (v,)))(xs, vs))
+    _no_fallback(lambda: sl.vmap(sl.jacfwd(f))(xs))
+
+
 # --- against JAX ----------------------------------------------------------------------------------
 def test_while_loops_match_jax():
     jax = _jax()
