@@ -683,6 +683,68 @@ def test_forward_mode_of_vmap_runs_one_batched_program(name):
     _no_fallback(lambda: sl.vmap(sl.jacfwd(f))(xs))
 
 
+_T3 = sl.tensor([0.3, -0.7, 1.1])
+SCAN_JVP_CASES = {
+    "reverse": lambda x: sl.scan(lambda c, t: (sl.sin(c) * t + c, c * c), x, _T3,
+                                 reverse=True)[1],
+    "no_xs": lambda x: sl.scan(lambda c, _: (sl.sin(c) + c * 0.5, c), x, None, length=4)[1],
+    "ys_none": lambda x: sl.scan(lambda c, t: (sl.sin(c) * t + c, None), x, _T3)[0],
+    "int_and_float_carry": lambda x: sl.scan(
+        lambda c, t: ((c[0] + 1, c[1] * sl.cos(c[1] + c[0])), c[1] * c[0]),
+        (sl.tensor(0), x), None, length=3)[1],
+    "closed_over_x": lambda x: sl.scan(lambda c, i: (c + x[i] * c, c), sl.ones(3),
+                                       sl.arange(3))[1],
+    "buffer_update": lambda x: sl.scan(
+        lambda c, i: ((c[0].at[i].set(sl.sin(c[1][i])), c[1] * 1.5), c[0]),
+        (sl.zeros(3), x), sl.arange(3))[1],
+    "nested": lambda x: sl.scan(
+        lambda c, t: (sl.scan(lambda d, u: (d * u + sl.sin(d), d), c,
+                              sl.tensor([0.5, 1.5]))[0] * t, c), x, _T3)[1],
+    "checkpoint_segments": lambda x: sl.scan(lambda c, t: (sl.sin(c) * t + c, c * c), x,
+                                             sl.tensor([0.3, -0.7, 1.1, 0.2, 0.9]),
+                                             checkpoint=2)[1],
+    "unroll": lambda x: sl.scan(lambda c, t: (sl.sin(c) * t + c, c * c), x,
+                                sl.tensor([0.3, -0.7, 1.1, 0.2, 0.9]), unroll=2)[1],
+    "where_sqrt": lambda x: sl.scan(lambda c, t: (sl.where(c > 0, sl.sqrt(sl.abs(c)), c), c),
+                                    x, sl.tensor([0.3, -0.7]))[1],
+    "while_in_body": lambda x: sl.scan(
+        lambda c, t: (sl.while_loop(lambda u: sl.sum(u * u) < 4.0, lambda u: u * 1.3 + t, c),
+                      c), x, sl.tensor([0.3, 0.7]))[1],
+    "checkpoint_in_body": lambda x: sl.scan(
+        lambda c, t: (sl.checkpoint(lambda u: sl.sin(u) * t)(c) + c, c), x,
+        sl.tensor([0.3, 0.7]))[1],
+}
+
+
+@pytest.mark.parametrize("name", list(SCAN_JVP_CASES))
+def test_jvp_through_scan_variants(name):
+    # scan's JVP rule against central differences and against the reverse-mode Jacobian
+    f, x = SCAN_JVP_CASES[name], sl.tensor([0.3, -0.5, 0.8])
+    v = sl.tensor([0.7, -1.3, 0.4])
+    out, tan = sl.jvp(f, (x,), (v,))
+    _assert_same(out, f(x))
+    assert tan.dtype == out.dtype and tan.shape == out.shape
+    up, down = (f(sl.tensor(_np(x) + e * _np(v))) for e in (1e-6, -1e-6))
+    fd = (_np(up) - _np(down)) / 2e-6
+    np.testing.assert_allclose(_np(tan), fd, rtol=1e-6, atol=1e-8)
+    J = _np(sl.jacrev(f)(x))
+    np.testing.assert_allclose(_np(tan), J @ _np(v), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(_np(sl.jacfwd(f)(x)), J, rtol=1e-10, atol=1e-12)
+
+
+def test_jvp_through_a_float32_scan_stays_float32():
+    t32 = sl.tensor(np.float32([0.5, -1.0]))
+
+    def f(x):
+        return sl.scan(lambda c, t: ((sl.ones_like(c[0]), sl.tanh(c[1] * t + 1.0)), c[0] + c[1]),
+                       (x, x), t32)[1]
+
+    x = sl.tensor(np.float32([0.1, 0.2]))
+    out, tan = sl.jvp(f, (x,), (sl.ones_like(x),))
+    assert out.dtype == tan.dtype == np.float32
+    np.testing.assert_allclose(_np(tan), _np(sl.jacrev(f)(x)).sum(-1), rtol=1e-6)
+
+
 # --- against JAX ----------------------------------------------------------------------------------
 def test_while_loops_match_jax():
     jax = _jax()
