@@ -465,6 +465,35 @@ def test_a_bool_carry():
     _assert_same(sl.grad(lambda x: sl.sum(sl.vmap(first)(x, lims)))(xs), per)
 
 
+def _draw_until(key):
+    """A PRNG key in the carry: draw until a uniform exceeds 0.8 (lanes stop apart)."""
+    def body(c):
+        k, u, n = c
+        k, sub = sl.random.split(k)
+        return k, sl.random.uniform(sub, ()), n + 1
+
+    return sl.while_loop(lambda c: c[1] < 0.8, body, (key, sl.tensor(0.0), sl.tensor(0)))
+
+
+def test_a_prng_key_in_the_carry():
+    keys = sl.random.split(sl.random.PRNGKey(0), 6)
+    got = sl.vmap(_draw_until)(keys)
+    _assert_same(got, _per_example(_draw_until, (keys,)), tol=0)
+    assert len(set(_np(got[2]).tolist())) > 1  # the lanes did stop apart
+
+
+# Other primitives scanlib defines that vmap still runs once per example
+@pytest.mark.xfail(strict=True, reason="random_split and random_uniform, and scatter_set (x.at[i]"
+                   ".set), have no batching rule")
+@pytest.mark.parametrize("what", ["prng", "scatter_set"])
+def test_other_primitives_run_batched(what):
+    if what == "prng":
+        _no_fallback(lambda: sl.vmap(_draw_until)(sl.random.split(sl.random.PRNGKey(0), 6)))
+    else:
+        _no_fallback(lambda: sl.vmap(lambda x, i: x.at[i].set(5.0))(
+            X3, sl.tensor(np.array([0, 2, 1, 1]))))
+
+
 def test_nothing_mapped_with_axis_size():
     def f():
         return sl.while_loop(lambda c: c < 5.0, lambda c: c + 1.0, sl.tensor(0.0))
