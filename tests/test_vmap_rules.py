@@ -199,6 +199,16 @@ def in_scan(x):
     return sl.scan(step, x, sl.tensor([0.1, 0.2, 0.3, 0.4]))
 
 
+def in_scan_shared(x):
+    """A while_loop in a scan body whose stopping decision no mapped value reaches."""
+    def step(h, t):
+        _, h = sl.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, sl.sin(c[1]) * t + c[1]),
+                             (sl.tensor(0), h))
+        return h, h * t
+
+    return sl.scan(step, x, sl.tensor([0.1, 0.2, 0.3, 0.4]))
+
+
 def nested_while(x):
     """A while_loop whose body runs another while_loop; both trip counts per lane."""
     def body(c):
@@ -252,6 +262,7 @@ WHILE_CASES = {
                                (1, 0, 0)),
     "counter_unbatched": (counter_unbatched, (ZEROS,), 0, 0),
     "in_scan": (in_scan, (ZEROS,), 0, 0),
+    "in_scan_shared": (in_scan_shared, (ZEROS,), 0, 0),
     "nested_while": (nested_while, (sl.tensor([0.1, 3.3, 9.0, 30.0, 100.0]),), 0, 0),
     "in_checkpoint": (in_checkpoint, (sl.tensor([1.0, 5.0, 100.0, 1e6]),), 0, 0),
     "weak_init": (weak_init, (sl.tensor([0.2, 1.0, 3.3]),), 0, 0),
