@@ -9,6 +9,8 @@ and of a plain scan, against one lane, side by side in one run:
     (the lane with the most steps, which a batched loop must run) called plainly and through
     vmap with B=1; the 64 lanes batched by hand in NumPy (one loop, finished lanes frozen
     with `np.where`, as JAX's batched while_loop runs); and `sl.vmap` of grad of the root.
+(a2) newton-fixed: the same body for 25 steps in every lane (cond reads only the counter: one
+    stopping decision for the batch), 64 lanes against one, forward and grad.
 (b) ckpt-grad: per-example gradients of a small RNN's loss, `sl.scan` over a step wrapped in
     `sl.checkpoint`: `sl.vmap(sl.grad(loss), in_axes=(None, 0))(params, xs)` over 64 input
     sequences, against grad on one sequence (plainly, and through vmap with B=1), and the same
@@ -77,6 +79,7 @@ def newton_cases():
     x_ref, n_ref = newton_numpy(a_np)
     lane = int(np.argmax(n_ref))
     one, one_b = sl.tensor(a_np[lane]), sl.tensor(a_np[lane:lane + 1])
+
     def check():
         x, n = sl.vmap(newton)(a)
         np.testing.assert_allclose(x.numpy(), x_ref, rtol=1e-12)
@@ -97,6 +100,34 @@ def newton_cases():
         f"vmap grad B={LANES}": lambda: sl.vmap(sl.grad(newton_root))(a),
     }
     return note, cases, {k: ("grad 1 lane" if "grad" in k else "1 lane") for k in cases}, check
+
+
+def newton_fixed(a):
+    """newton's body for a fixed 25 steps: the stopping decision is the same for every lane."""
+    x, _, n = sl.while_loop(lambda c: c[2] < 25, newton_body, (1.0 + a / 3.0, a, sl.tensor(0)))
+    return x
+
+
+def newton_fixed_cases():
+    a_np = np.logspace(-3, 6, LANES)
+    a = sl.tensor(a_np)
+
+    def check():
+        x = sl.vmap(newton_fixed)(a)
+        np.testing.assert_allclose(x.numpy(), [float(newton_fixed(sl.tensor(v))) for v in a_np],
+                                   rtol=1e-14)
+        g = sl.vmap(sl.grad(newton_fixed))(a).numpy()
+        np.testing.assert_allclose(g, [float(sl.grad(newton_fixed)(sl.tensor(v))) for v in a_np],
+                                   rtol=1e-12)
+
+    one = sl.tensor(a_np[-1])
+    cases = {
+        "1 lane": lambda: newton_fixed(one),
+        f"vmap B={LANES}": lambda: sl.vmap(newton_fixed)(a),
+        "grad 1 lane": lambda: sl.grad(newton_fixed)(one),
+        f"vmap grad B={LANES}": lambda: sl.vmap(sl.grad(newton_fixed))(a),
+    }
+    return cases, {k: ("grad 1 lane" if "grad" in k else "1 lane") for k in cases}, check
 
 
 # --- (b), (c) per-example gradients through a scanned RNN step -----------------------------------
@@ -217,6 +248,9 @@ def main(argv):
           f"vmap fallbacks before: {dict(FALLBACKS)}")
     note, cases, bases, check = newton_cases()
     run(f"(a) newton while_loop, {note}", cases, bases, check, reps)
+    cases, bases, check = newton_fixed_cases()
+    run("(a2) newton-fixed: the same body, 25 steps in every lane (a shared stopping decision)",
+        cases, bases, check, reps)
     for title, checkpointed in (("(b) ckpt-grad: vmap of grad through a checkpointed scan step",
                                  True), ("(c) scan-grad: the same without the checkpoint", False)):
         cases, check = rnn_cases(size, checkpointed)
