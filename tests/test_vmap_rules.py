@@ -232,6 +232,27 @@ def to_the_end(n, x):
     return sl.while_loop(lambda c: c[0] < n, body, (sl.tensor(0), x))[1]
 
 
+def scan_in_body(x):
+    """The lanes' body runs a scan (its own batching rule at each step)."""
+    t = sl.tensor([0.2, 0.5, 0.9])
+    return sl.while_loop(lambda c: c < 10.0,
+                         lambda c: sl.scan(lambda d, u: (d * (1.0 + u) + 0.1, None), c, t)[0], x)
+
+
+def checkpoint_in_body(x):
+    return sl.while_loop(lambda c: c < 10.0,
+                         lambda c: sl.checkpoint(lambda u: u * 1.7 + sl.sin(u) ** 2)(c), x)
+
+
+def shared_in_body(x):
+    """Lanes stopping apart around an inner loop whose decision they share."""
+    def body(c):
+        return sl.while_loop(lambda d: d[0] < 2, lambda d: (d[0] + 1, d[1] * 1.3 + 0.05),
+                             (sl.tensor(0), c))[1]
+
+    return sl.while_loop(lambda c: c < 10.0, body, x)
+
+
 def in_checkpoint(x):
     return sl.checkpoint(lambda v: sl.while_loop(lambda c: c > 2.0, sl.sqrt, v) * v)(x)
 
@@ -264,6 +285,9 @@ WHILE_CASES = {
     "in_scan": (in_scan, (ZEROS,), 0, 0),
     "in_scan_shared": (in_scan_shared, (ZEROS,), 0, 0),
     "nested_while": (nested_while, (sl.tensor([0.1, 3.3, 9.0, 30.0, 100.0]),), 0, 0),
+    "scan_in_body": (scan_in_body, (sl.tensor([0.1, 0.5, 2.0, 7.0]),), 0, 0),
+    "checkpoint_in_body": (checkpoint_in_body, (sl.tensor([0.1, 0.5, 2.0, 7.0]),), 0, 0),
+    "shared_in_body": (shared_in_body, (sl.tensor([0.1, 0.5, 2.0, 7.0]),), 0, 0),
     "in_checkpoint": (in_checkpoint, (sl.tensor([1.0, 5.0, 100.0, 1e6]),), 0, 0),
     "weak_init": (weak_init, (sl.tensor([0.2, 1.0, 3.3]),), 0, 0),
 }
@@ -503,6 +527,26 @@ def test_other_primitives_run_batched(what):
     else:
         _no_fallback(lambda: sl.vmap(lambda x, i: x.at[i].set(5.0))(
             X3, sl.tensor(np.array([0, 2, 1, 1]))))
+
+
+@pytest.mark.parametrize("kind", ["shared", "lanes", "checkpoint"])
+def test_a_second_call_sees_new_closed_over_values(kind):
+    # the batched graphs are traced per call: a closed-over value changed between two calls
+    # of the same function (same shapes) must be the one used
+    xs = sl.tensor([0.1, 0.5, 2.0, 7.0])
+    for w in (1.5, 2.5):
+        W = sl.tensor(w)
+
+        def f(x, W=W):
+            if kind == "shared":
+                return sl.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] * W + 0.1),
+                                     (sl.tensor(0), x))[1]
+            if kind == "lanes":
+                return sl.while_loop(lambda c: c < 10.0, lambda c: c * W + 0.1, x)
+            return sl.checkpoint(lambda u: sl.sin(u * W) + u)(x)
+
+        _assert_same(sl.vmap(f)(xs), _per_example(f, (xs,)))
+        _assert_same(sl.vmap(sl.grad(f))(xs), _per_example(sl.grad(f), (xs,)), tol=1e-11)
 
 
 def test_nothing_mapped_with_axis_size():
