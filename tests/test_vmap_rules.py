@@ -702,6 +702,7 @@ FWD_CASES = {
     "while-zero_trips": _each(zero_trips),
     "while-nested": _each(lambda x: nested_while(x)[0]),
     "while-in_scan": _each(lambda x: in_scan(x)[1]),
+    "while-shared": lambda x: counter_unbatched(x)[1],
     "while-vector": lambda x: sl.while_loop(lambda c: sl.sum(c * c) < 50.0,
                                             lambda c: c * 1.3 + sl.sin(c), x),
     "checkpoint-plain": lambda x: ck_plain(x),
