@@ -914,6 +914,37 @@ def _checkpointed_scan_per_example_grads_match_jax(jax):
                                atol=1e-13)
 
 
+def test_jvp_through_scan_and_a_vmapped_checkpoint_match_jax():
+    jax = _jax()
+    with jax.enable_x64(True):
+        jnp = jax.numpy
+        t = np.array([0.3, -0.7, 1.1])
+
+        def jf(x):
+            return jax.lax.scan(lambda c, u: (jnp.sin(c) * u + c, c * c), x, t, reverse=True)[1]
+
+        x, v = np.array([0.3, -0.5, 0.8]), np.array([0.7, -1.3, 0.4])
+        want = jax.jvp(jf, (x,), (v,))
+        got = sl.jvp(SCAN_JVP_CASES["reverse"], (sl.tensor(x),), (sl.tensor(v),))
+        for a, b in zip(got, want):
+            np.testing.assert_allclose(_np(a), np.asarray(b), rtol=1e-12, atol=1e-14)
+        Mj = jnp.asarray(_np(M))
+
+        def jck(h):
+            def g(h):
+                h1 = jnp.tanh(h @ Mj + 0.2)
+                return jnp.sin(h1 @ Mj) * h
+
+            return jax.checkpoint(g, policy=jax.checkpoint_policies.dots_saveable)(h)
+
+        f = CHECKPOINT_CASES["ck_policy_dots_saveable"][0]
+        X = _np(X3)
+        np.testing.assert_allclose(_np(sl.vmap(sl.jacfwd(f))(X3)),
+                                   np.asarray(jax.vmap(jax.jacfwd(jck))(X)), rtol=1e-12)
+        np.testing.assert_allclose(_np(sl.vmap(sl.jacrev(f))(X3)),
+                                   np.asarray(jax.vmap(jax.jacrev(jck))(X)), rtol=1e-12)
+
+
 # --- hypothesis: lanes that stop anywhere ---------------------------------------------------------
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.floats(1e-3, 1e8), min_size=0, max_size=6), st.booleans())
