@@ -200,15 +200,16 @@ def _ct_or_zeros(ct, like, inputs):
     return ct if ct is not None else zeros(like.shape, like.dtype, device)
 
 
-def _scan_grads(ct, primals, body, nc, num_cts, given):
+def _scan_grads(ct, primals, body, nc, num_cts, given, lanes=False):
     """Bind the derivative primitive on (ct, primals); one cotangent per primal (None for an
-    integer one). given[k][i]: whether the i-th cotangent of level k is present."""
+    integer one). given[k][i]: whether the i-th cotangent of level k is present. `lanes`:
+    every input has a batch axis first and n holds each lane's trip count (vmap's)."""
     found = iter(while_grad_p(*ct, *primals, body=body, num_carry=nc, num_cts=num_cts,
-                              given=given))
+                              given=given, **({"lanes": True} if lanes else {})))
     return [next(found) if is_differentiable_dtype(x.dtype) else None for x in primals]
 
 
-def _grad_impl(*values, body, num_carry, num_cts, given):
+def _grad_impl(*values, body, num_carry, num_cts, given, lanes=False):
     """D_k(values), k = len(num_cts): D_0(init, consts, n) is the carry after n steps of
     body, and D_k(ct, x) = vjp(D_(k-1), x)(ct), where ct has num_cts[0] entries."""
     primals = values[num_cts[0]:]
@@ -217,17 +218,21 @@ def _grad_impl(*values, body, num_carry, num_cts, given):
         return [_zeros(x, device) for x in primals if is_differentiable_dtype(x.dtype)]
     xs = [Tensor(v, is_differentiable_dtype(v.dtype)) for v in values]
     with enable_grad():
-        return [g._value for g in _derivative(xs, body, num_carry, num_cts, given, False)]
+        return [g._value for g in _derivative(xs, body, num_carry, num_cts, given, False,
+                                              lanes)]
 
 
-def _derivative(xs, body, nc, num_cts, given, create_graph):
+def _derivative(xs, body, nc, num_cts, given, create_graph, lanes=False):
     """D_k(xs) on Tensors (see _grad_impl), differentiable when create_graph; an absent
     cotangent (given False) seeds nothing."""
     if not num_cts:
-        init, consts, n = xs[:nc], xs[nc:-1], int(backends.to_numpy(xs[-1]._value))
+        init, consts, n = xs[:nc], xs[nc:-1], xs[-1]
+        if lanes:
+            return replay_lanes(body, init, consts, [True] * len(consts), n._value)
+        n = int(backends.to_numpy(n._value))
         return apply_scan(body, init, [], consts, n, False) if n else list(init)
     ct, primals = xs[:num_cts[0]], xs[num_cts[0]:]
-    outs = _derivative(primals, body, nc, num_cts[1:], given[1:], True)
+    outs = _derivative(primals, body, nc, num_cts[1:], given[1:], True, lanes)
     pairs = [(o, c) for o, c, g in zip(outs, ct, given[0])
              if g and isinstance(o, Tensor) and o.requires_grad
              and is_differentiable_dtype(c.dtype)]
@@ -238,13 +243,13 @@ def _derivative(xs, body, nc, num_cts, given, create_graph):
             for g, x in zip(found, targets)]
 
 
-def _grad_vjp(cts, outs, *xs, _saved, body, num_carry, num_cts, given):
+def _grad_vjp(cts, outs, *xs, _saved, body, num_carry, num_cts, given, lanes=False):
     if all(c is None for c in cts):
         return [None] * len(xs)
     diff = [x for x in xs[num_cts[0]:] if is_differentiable_dtype(x.dtype)]
     ct = [c if c is not None else zeros(x.shape, x.dtype, x.device) for c, x in zip(cts, diff)]
     g = _scan_grads(ct, list(xs), body, num_carry, (len(diff),) + tuple(num_cts),
-                    (tuple(c is not None for c in cts),) + tuple(given))
+                    (tuple(c is not None for c in cts),) + tuple(given), lanes)
     # Inputs no present cotangent reaches get none: the derivative's zeros for them would
     # reach the loop's partials as present cotangents (0 * inf at second order).
     reached = _reach_grad(dict(body=body, num_carry=num_carry, num_cts=num_cts, given=given),
@@ -399,23 +404,40 @@ def _lanes_vjp(cts, outs, *inputs, _saved, cond, body, num_carry, num_cond_const
             "vmap of while_loop: the gradient of lanes that stop at different steps is taken "
             "on the tape, where the loop has run; this one was bound inside a traced body "
             "without its trip counts (please report how you reached it).")
-    xp = backends.xp_of(counts._value)
-    n = counts._value
-    k_b = batched[nq:]
-
     def run(starts):
-        carry, k = list(starts[:nc]), starts[nc + nq:]
-        for t in range(int(n.max()) if size else 0):
-            index = Tensor(xp.nonzero(n > t)[0])
-            new, flags = evaluate(body, [c[index] for c in carry], [True] * nc,
-                                  [x[index] if f else x for x, f in zip(k, k_b)], k_b,
-                                  int(index.shape[0]))
-            m = int(index.shape[0])
-            carry = [c.at[index].set(x if f else broadcast_batch(x, m))
-                     for c, x, f in zip(carry, new, flags)]
-        return carry
+        return replay_lanes(body, starts[:nc], starts[nc + nq:], batched[nq:], counts._value)
 
     return vjp_by_replay(run, inputs, cts[:nc], skip=range(nc, nc + nq))
+
+
+def replay_lanes(body, carry, consts, const_flags, counts):
+    """The carries after each lane's own number of steps of body (`counts`, an array), bound
+    on Tensors (recorded when they require grad): at step t, the lanes whose count is above
+    t, gathered, stepped and written back."""
+    carry, nc = list(carry), len(carry)
+    xp = backends.xp_of(counts)
+    for t in range(int(counts.max()) if counts.size else 0):
+        index = Tensor(xp.nonzero(counts > t)[0])
+        m = int(index.shape[0])
+        new, flags = evaluate(body, [c[index] for c in carry], [True] * nc,
+                              [x[index] if f else x for x, f in zip(consts, const_flags)],
+                              const_flags, m)
+        carry = [c.at[index].set(x if f else broadcast_batch(x, m))
+                 for c, x, f in zip(carry, new, flags)]
+    return carry
+
+
+def _grad_vmap(values, batched, B, *, body, num_carry, num_cts, given, lanes=False):
+    """vmap of a while_loop's derivative: each example's own, every input given the batch
+    axis (a gradient per example, also of what the examples share) and n each lane's trip
+    count, computed by replaying the lanes (replay_lanes). Inside a trace, or batched
+    twice, it declines (once per example)."""
+    if lanes or current_builder() is not None:
+        return None
+    values = [x if b else broadcast_batch(x, B) for x, b in zip(values, batched)]
+    outs = while_grad_p(*values, body=body, num_carry=num_carry, num_cts=num_cts, given=given,
+                        lanes=True)
+    return outs, [True] * len(outs)
 
 
 while_p = Primitive("while_loop", _while_impl, _while_vjp, multiple_results=True,
@@ -424,7 +446,7 @@ while_p = Primitive("while_loop", _while_impl, _while_vjp, multiple_results=True
 # constants, body's constants, those flagged in `batched` with the batch axis first.
 while_lanes_p = Primitive("while_loop_lanes", _lanes_impl, _lanes_vjp, multiple_results=True)
 while_grad_p = Primitive("while_loop_vjp", _grad_impl, _grad_vjp, multiple_results=True,
-                         reach=_reach_grad)
+                         reach=_reach_grad, vmap=_grad_vmap)
 
 
 def too_many_steps(max_steps):
