@@ -82,7 +82,8 @@ def _no_fallback(run):
 # as it no longer does, and the mark goes)
 IN_A_TRACE = ("a while_loop whose examples stop apart, met inside a trace (a scan or "
               "checkpoint body, an inner vmap, jit), runs once per example")
-WHILE_VJP = ("the while_loop gradient primitive (while_loop_vjp) has no batching rule")
+GETITEM = ("getitem with a batched array and a batched index has no batching rule (the "
+           "derivative's replay gives the closed-over table a batch axis)")
 
 
 def _cases(table, xfails):
@@ -447,9 +448,9 @@ def test_per_example_grads_are_central_differences(name):
         np.testing.assert_allclose(_np(g), fd, rtol=1e-6, atol=1e-8, err_msg=f"{name} lane {i}")
 
 
-@pytest.mark.parametrize("name", _cases(GRAD_CASES, {  # (no gradient flows through the loop of
-    k: WHILE_VJP for k in GRAD_CASES                     # cond_only_batched: no VJP there)
-    if k.startswith("while-") and k != "while-cond_only_batched"}))
+@pytest.mark.parametrize("name", _cases(GRAD_CASES, {
+    "while-in_scan": IN_A_TRACE, "while-in_scan_shared": IN_A_TRACE,
+    "while-in_checkpoint": IN_A_TRACE, "while-to_the_end": GETITEM}))
 def test_vmap_of_grad_runs_one_batched_program(name):
     f, args, in_axes, _ = GRAD_CASES[name]
     one, rest, axes = _loss_of(f, args, in_axes)
@@ -518,11 +519,15 @@ def test_a_prng_key_in_the_carry():
 
 
 # Other primitives scanlib defines that vmap still runs once per example
-@pytest.mark.xfail(strict=True, reason="random_split and random_uniform, and scatter_set (x.at[i]"
-                   ".set), have no batching rule")
-@pytest.mark.parametrize("what", ["prng", "scatter_set"])
+@pytest.mark.xfail(strict=True, reason="random_split and random_uniform, scatter_set (x.at[i]"
+                   ".set), and getitem with both its array and its index batched have no "
+                   "batching rule")
+@pytest.mark.parametrize("what", ["prng", "scatter_set", "getitem"])
 def test_other_primitives_run_batched(what):
-    if what == "prng":
+    if what == "getitem":
+        _no_fallback(lambda: sl.vmap(lambda t, i: t[i])(
+            sl.tensor(np.arange(15.0).reshape(3, 5)), sl.tensor(np.array([0, 2, 4]))))
+    elif what == "prng":
         _no_fallback(lambda: sl.vmap(_draw_until)(sl.random.split(sl.random.PRNGKey(0), 6)))
     else:
         _no_fallback(lambda: sl.vmap(lambda x, i: x.at[i].set(5.0))(
@@ -642,7 +647,7 @@ def test_gradients_with_respect_to_an_unmapped_argument(name):
     np.testing.assert_allclose(_np(per), fd, rtol=1e-6, atol=1e-8)
 
 
-@pytest.mark.parametrize("name", _cases(PARAM_CASES, {"while": WHILE_VJP}))
+@pytest.mark.parametrize("name", list(PARAM_CASES))
 def test_gradients_with_respect_to_an_unmapped_argument_run_batched(name):
     f, w, xs = PARAM_CASES[name]
     _no_fallback(lambda: sl.vmap(sl.grad(f), in_axes=(None, 0))(w, xs))
@@ -756,9 +761,9 @@ def test_vmap_of_jvp_and_jvp_of_vmap(name):
     _assert_same((out, tan), _per_example(jvp1, (xs, vs)), tol=1e-11)
 
 
-@pytest.mark.parametrize("name", _cases(FWD_CASES, {k: IN_A_TRACE + " (jvp traces f); and " +
-                                                    WHILE_VJP for k in FWD_CASES
-                                                    if k.startswith("while-")}))
+@pytest.mark.parametrize("name", _cases(FWD_CASES, {k: IN_A_TRACE + " (jvp traces f)"
+                                                    for k in FWD_CASES if k.startswith("while-")
+                                                    and k != "while-shared"}))
 def test_forward_mode_of_vmap_runs_one_batched_program(name):
     f, x = FWD_CASES[name], _point(name)
     xs = sl.stack([x, x * 1.1, x * 0.9])
