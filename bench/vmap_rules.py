@@ -11,6 +11,9 @@ and of a plain scan, against one lane, side by side in one run:
     with `np.where`, as JAX's batched while_loop runs); and `sl.vmap` of grad of the root.
 (a2) newton-fixed: the same body for 25 steps in every lane (cond reads only the counter: one
     stopping decision for the batch), 64 lanes against one, forward and grad.
+(a3) matrix: h = tanh(h @ W) with W [128, 128] closed over (quick: 16), lane i stopping after
+    1 + i % 10 steps (cond reads a mapped limit), per-example gradients by vmap and by a
+    Python loop of grads; also the peak memory NumPy allocates in one call (tracemalloc).
 (b) ckpt-grad: per-example gradients of a small RNN's loss, `sl.scan` over a step wrapped in
     `sl.checkpoint`: `sl.vmap(sl.grad(loss), in_axes=(None, 0))(params, xs)` over 64 input
     sequences, against grad on one sequence (plainly, and through vmap with B=1), and the same
@@ -28,6 +31,7 @@ from __future__ import annotations
 
 import sys
 import time
+import tracemalloc
 
 import numpy as np
 
@@ -37,8 +41,8 @@ from bench.harness import median_cpu_time
 # vmap's count of equations run once per example (scanlib.vmap is also the function's name)
 FALLBACKS = sys.modules["scanlib.vmap"].FALLBACKS
 LANES = 64
-SIZES = {"full": {"T": 50, "H": 32, "I": 16, "reps": 15},
-         "quick": {"T": 10, "H": 8, "I": 4, "reps": 3}}
+SIZES = {"full": {"T": 50, "H": 32, "I": 16, "reps": 15, "H_W": 128},
+         "quick": {"T": 10, "H": 8, "I": 4, "reps": 3, "H_W": 16}}
 
 
 # --- (a) a data-dependent while_loop -------------------------------------------------------------
@@ -128,6 +132,48 @@ def newton_fixed_cases():
         f"vmap grad B={LANES}": lambda: sl.vmap(sl.grad(newton_fixed))(a),
     }
     return cases, {k: ("grad 1 lane" if "grad" in k else "1 lane") for k in cases}, check
+
+
+def matrix_cases(size):
+    """(a3): a while_loop whose body multiplies by a closed-over [H, H] matrix, lane i
+    stopping after 1 + i % 10 steps (cond reads a mapped limit), per-example gradients by
+    vmap and by a Python loop; "1 lane" is a 10-step lane."""
+    H = SIZES[size]["H_W"]
+    rng = np.random.default_rng(0)
+    W = sl.tensor(rng.standard_normal((H, H)) / np.sqrt(H))
+    X = sl.tensor(rng.standard_normal((LANES, H)))
+
+    N = sl.tensor(1 + np.arange(LANES) % 10)  # lane i stops after 1 + i % 10 steps
+
+    def loss(x, n):
+        _, h = sl.while_loop(lambda c: c[0] < n, lambda c: (c[0] + 1, sl.tanh(c[1] @ W)),
+                             (sl.tensor(0), x))
+        return sl.sum(h * h)
+
+    g, vg = sl.grad(loss), sl.vmap(sl.grad(loss))
+
+    def per_example():
+        return sl.stack([g(x, n) for x, n in zip(X, N)])
+
+    def check():
+        np.testing.assert_allclose(vg(X, N).numpy(), per_example().numpy(), rtol=1e-10,
+                                   atol=1e-12)
+
+    cases = {"grad 1 lane": lambda: g(X[9], N[9]), f"vmap grad B={LANES}": lambda: vg(X, N),
+             f"loop of grads B={LANES}": per_example,
+             f"vmap fwd B={LANES}": lambda: sl.vmap(loss)(X, N)}
+    return H, cases, dict.fromkeys(cases, "grad 1 lane"), check
+
+
+def peak_mib(fn):
+    """Peak memory NumPy allocates during one call of fn (tracemalloc), in MiB."""
+    fn()
+    tracemalloc.start()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1] / 2 ** 20
+    finally:
+        tracemalloc.stop()
 
 
 # --- (b), (c) per-example gradients through a scanned RNN step -----------------------------------
@@ -251,6 +297,11 @@ def main(argv):
     cases, bases, check = newton_fixed_cases()
     run("(a2) newton-fixed: the same body, 25 steps in every lane (a shared stopping decision)",
         cases, bases, check, reps)
+    H, cases, bases, check = matrix_cases(size)
+    run(f"(a3) matrix: h = tanh(h @ W), W [{H}, {H}] closed over, lane i stops after 1 + i % 10 "
+        "steps", cases, bases, check, reps)
+    print("peak MiB: " + ", ".join(f"{k} {peak_mib(f):.1f}" for k, f in cases.items()
+                                     if k != "grad 1 lane"))
     for title, checkpointed in (("(b) ckpt-grad: vmap of grad through a checkpointed scan step",
                                  True), ("(c) scan-grad: the same without the checkpoint", False)):
         cases, check = rnn_cases(size, checkpointed)

@@ -140,7 +140,7 @@ def test_vmap_rules_quick(capsys):
 
     assert vmap_rules.main(["quick"]) == 0
     out = capsys.readouterr().out
-    for title in ("(a) newton while_loop", "(a2) newton-fixed", "(b) ckpt-grad", "(c) scan-grad",
-                  "(c) scan-fwd"):
+    for title in ("(a) newton while_loop", "(a2) newton-fixed", "(a3) matrix", "(b) ckpt-grad",
+                  "(c) scan-grad", "(c) scan-fwd", "peak MiB: vmap grad B=64"):
         assert title in out, out
-    assert out.count("vmap grad B=64") == 4, out
+    assert out.count("vmap grad B=64") == 6, out
