@@ -35,7 +35,7 @@ def without_passes():
     rule = structural.getitem_p.batch
 
     def old_rule(prim, params, batched, shapes, out_shape):
-        if any(type(i) is structural._Slot for i in params["index"]):
+        if any(type(i) is structural.Slot for i in params["index"]):
             return None
         return rule(prim, params, batched, shapes, out_shape)
     structural.getitem_p.batch = old_rule

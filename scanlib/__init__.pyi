@@ -7,10 +7,10 @@
 from .tape.types import ArrayLike, Axis
 from . import (
     associative as associative, autodiff as autodiff, backends as backends,
-    checkpoint_policies as checkpoint_policies, control as control, interpreters as interpreters,
-    linalg as linalg, logs as logs, loops as loops, ops as ops, optim as optim, pytree as pytree,
-    random as random, tape as tape, testing as testing, tracing as tracing,
-    transforms as transforms,
+    checkpoint_policies as checkpoint_policies, control as control, generated as generated,
+    interpreters as interpreters, linalg as linalg, logs as logs, loops as loops, ops as ops,
+    optim as optim, pytree as pytree, random as random, tape as tape, testing as testing,
+    tracing as tracing, transforms as transforms,
 )
 from .associative import associative_scan as associative_scan
 from .autodiff import (

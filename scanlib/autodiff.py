@@ -57,7 +57,7 @@ def _fresh_input(x, path, who):
     return Tensor(t._value, True, _trace=t._trace, _var=t._var)
 
 
-def _should_record(originals, cts=()):
+def should_record(originals, cts=()):
     """Record the backward walk when an enclosing differentiation could need it."""
     return grad_enabled() and (
         _state.STATE.diff_depth > 0
@@ -68,9 +68,9 @@ def _should_record(originals, cts=()):
 
 def _records(originals, inputs, outs, cts=()):
     """Record the walk (and keep the value on the tape) when an enclosing differentiation
-    could need it: the cases of _should_record, or f's result depends on a tensor that
+    could need it: the cases of should_record, or f's result depends on a tensor that
     requires grad other than through the inputs (a closed-over parameter)."""
-    return _should_record(originals, cts) or (
+    return should_record(originals, cts) or (
         grad_enabled() and reaches_other_leaves(outs, inputs))
 
 
@@ -105,7 +105,7 @@ def vjp_recording(f, primals, has_aux, record, who="vjp"):
             out = f(*pytree.unflatten(treedef, inputs))
     aux = None
     if has_aux:
-        out, aux = _split_aux(out, "vjp")
+        out, aux = split_aux(out, "vjp")
     out_paths, out_leaves, out_tree = pytree.flatten_with_paths(out, "out")
     if record is None:
         record = _records(leaves, inputs, out_leaves)
@@ -126,7 +126,7 @@ def vjp_recording(f, primals, has_aux, record, who="vjp"):
                 roots.append(o)
                 cts.append(c)
         found = (backward_pass(roots, cts, targets=inputs, retain_graph=True,
-                               create_graph=record or _should_record(leaves, cts)) if roots
+                               create_graph=record or should_record(leaves, cts)) if roots
                  else [None] * len(inputs))
         grads = [g if g is not None else _zeros_for(x) for g, x in zip(found, inputs)]
         return pytree.unflatten(treedef, grads)
@@ -145,7 +145,7 @@ def _dev(o):
     return o.device if isinstance(o, Tensor) else backends.device_of(o)
 
 
-def _split_aux(out, who):
+def split_aux(out, who):
     if not (isinstance(out, tuple) and len(out) == 2):
         raise TypeError(f"{who}(has_aux=True): f must return a pair (output, aux), got "
                         f"{type(out).__name__}")
@@ -185,7 +185,7 @@ def value_and_grad(f: Callable[..., Any], argnums: int | Sequence[int] = 0,
                 out = f(*call_args)
         aux = None
         if has_aux:
-            out, aux = _split_aux(out, "grad")
+            out, aux = split_aux(out, "grad")
         if not isinstance(out, Tensor):
             if isinstance(out, (float, int)) or backends.is_array(out):
                 out = Tensor(backends.asarray_on(out, "cpu") if not backends.is_array(out)

@@ -23,9 +23,9 @@ import weakref
 
 import numpy as np
 
-from . import backends, logs, pytree
+from . import backends, generated, logs, pytree
 from .scan import fused
-from .scan.api import _DEFAULT_COMPILER
+from .scan.api import default_compiler
 from .tape import Tensor, current_builder, grad_enabled
 from .tape.graph import Eqn, Graph, Literal, Var, number_key, param_fingerprint, prune_outputs
 from .tape.tensor import type_str
@@ -346,7 +346,7 @@ class _Signature:
         self._static = static
         static_keys = tuple((where, _static_key(v, where)) for where, v in static)
         self.key = (self.treedef, pytree.key_orders(dynamic, self.treedef), tuple(kwargs),
-                    tuple(leaf_keys), static_keys, grad_enabled(), _DEFAULT_COMPILER[0])
+                    tuple(leaf_keys), static_keys, grad_enabled(), default_compiler())
 
     def number_paths(self):
         """Where the Python-number leaves are (static: each value its own trace)."""
@@ -623,7 +623,7 @@ def _straight_line(graph, consts):
     # Literal outputs are returned as they were (the caller reads them from the graph).
     lines.append(f"    return ({''.join(f'{ref(v)}, ' for v in graph.outvars)})")
     source = "\n".join(lines)
-    exec(compile(source, f"<jit {graph.name}>", "exec"), ns)  # noqa: S102 - our own code
+    generated.exec_source(source, f"jit replay {graph.name}", ns)
     run = ns["run"]
     run.source = source
     return run

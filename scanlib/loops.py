@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import backends
+from . import backends, generated
 from .interpreters.batching import batched_graph, batched_outputs, broadcast_batch, evaluate
 from .ops import zeros
 from .ops.primitive import Primitive
@@ -19,7 +19,7 @@ from .scan.primitive import apply_scan, carried_through, loop_reach
 from .remat import vjp_by_replay
 from .tape import (Literal, Tensor, Var, backward_pass, current_builder, enable_grad,
                    is_differentiable_dtype, no_grad)
-from .tape.graph import on_stand_ins, stand_ins_for, used_vars
+from .tape.graph import Graph, eval_graph, on_stand_ins, stand_ins_for, used_vars
 
 
 # --- the loop on arrays ---------------------------------------------------------------------
@@ -101,7 +101,7 @@ def _generate(cond, body, carries, collect):
         lines.append(f"        {cs}= {', '.join(ref(v) for v in new)},")
     lines.append("        n += 1")
     source = "\n".join(lines)
-    exec(compile(source, "<while_loop>", "exec"), env)
+    generated.exec_source(source, f"while_loop {body.name}", env)
     run = env["run"]
 
     def run_loop(carry, q, k, max_steps):
@@ -354,10 +354,6 @@ def _while_vmap(values, batched, B, *, cond, body, num_carry, num_cond_consts, m
     return outs, carry_b + [pred_b]
 
 
-def _lanes(values, flags, index):
-    return [Tensor(v[index]) if f else Tensor(v) for v, f in zip(values, flags)]
-
-
 def _lanes_impl(*values, cond, body, num_carry, num_cond_consts, max_steps, batched, size):
     """The carries (batch axis first) and each lane's trip count, lanes running until their
     own cond is False."""
@@ -366,26 +362,52 @@ def _lanes_impl(*values, cond, body, num_carry, num_cond_consts, max_steps, batc
     if zeros_ is not None:
         return zeros_
     xp = backends.xp_of(*values)
+    device = backends.device_of(values[0]) if values else "cpu"
     carry = [xp.array(v, copy=True) for v in values[:nc]]  # written into, lane by lane
     counts = xp.zeros(size, np.int64)
     active = xp.arange(size)
     q, k = values[nc:nc + nq], values[nc + nq:]
     q_b, k_b = batched[:nq], batched[nq:]
+
+    def step(graph, consts, flags, lanes):
+        """graph's outputs on the given lanes, as arrays of m >= len(lanes) rows: the lanes
+        padded to a power of two with copies of one of them (a state its loop does reach),
+        so that a few batched graphs, each traced once, serve every step."""
+        m = min(size, 1 << (int(lanes.size) - 1).bit_length())
+        rows = xp.concatenate([lanes, xp.full(m - lanes.size, lanes[0])]) if m > lanes.size \
+            else lanes
+        batched_graph_, kept = _lanes_graph(graph, nc, flags, m, device)
+        return eval_graph(batched_graph_, [c[rows] for c in carry]
+                          + [v[rows] if f else v for v, f in zip(consts, flags)], kept)
+
     with no_grad():
         while active.size:
-            (pred,), _ = evaluate(cond, _lanes(carry, [True] * nc, active), [True] * nc,
-                                  _lanes(q, q_b, active), q_b, int(active.size))
-            active = active[xp.broadcast_to(pred._value, active.shape)]
+            (pred,) = step(cond, q, q_b, active)
+            active = active[xp.broadcast_to(pred, (pred.shape[0],))[:active.size]]
             if not active.size:
                 break
             if max_steps is not None and int(counts[active].max()) >= max_steps:
                 raise too_many_steps(max_steps)
-            new, _ = evaluate(body, _lanes(carry, [True] * nc, active), [True] * nc,
-                              _lanes(k, k_b, active), k_b, int(active.size))
+            new = step(body, k, k_b, active)
             for c, n in zip(carry, new):
-                c[active] = n._value
+                c[active] = n[:active.size]
             counts[active] += 1
     return carry + [counts]
+
+
+def _lanes_graph(graph, nc, const_flags, m, device):
+    """(graph on m lanes, the values of its own constants): its carries batched, its
+    constants further inputs (batched where flagged), every output batched; traced once per
+    lane count and cached on graph (its constants are inputs, so no value is baked in)."""
+    cache = graph.__dict__.setdefault("_lanes_graphs", {})
+    key = (m, tuple(const_flags), device)
+    if key not in cache:
+        opened = Graph(graph.invars + graph.constvars, [], [], graph.eqns, graph.outvars,
+                       graph.name, device)
+        traced, _ = batched_graph(opened, [True] * nc + list(const_flags), [], [], m, device,
+                                  out_flags=[True] * len(graph.outvars))
+        cache[key] = traced, [c._value if isinstance(c, Tensor) else c for c in traced.consts]
+    return cache[key]
 
 
 _COUNT = Var((), np.int64)

@@ -16,8 +16,8 @@ import numpy as np
 
 from . import backends
 from .ops import Primitive, as_tensor, getitem, log, log1p, maximum, stop_gradient, where
-from .ops.functions import _one_axis
-from .ops.prng import (_U32, _flat_bits, _flat_uniform, _flat_unit_floats, _raw_bits, _raw_split,
+from .ops.functions import one_axis
+from .ops.prng import (U32, flat_bits, flat_uniform, flat_unit_floats, raw_bits, raw_split,
                        bits_p, fold_in_p, normal_p, seed_p, split_p, uniform_p)
 from .ops.prng import threefry2x32  # noqa: F401 (scanlib.random.threefry2x32, as before)
 from .tape import Tensor, type_str
@@ -37,7 +37,7 @@ def _check_key(key, who) -> Tensor:
                         f"{_a(type(key).__name__)}. "
                         "Make one with scanlib.random.key(seed) and split it for new ones.")
     key = as_tensor(key)
-    if key.dtype != _U32:
+    if key.dtype != U32:
         raise TypeError(
             f"{who}: a key must be a uint32[2] array, got {type_str(key.shape, key.dtype)}. "
             "Make one with scanlib.random.key(seed) (or PRNGKey(seed)); keys come from "
@@ -123,7 +123,7 @@ def key(seed) -> Tensor:
     elif isinstance(seed, int) and not isinstance(seed, bool):
         if not -2**63 <= seed < 2**63:
             raise ValueError(f"key: the seed {seed} does not fit in a 64-bit signed integer")
-        return Tensor(np.array([(seed % 2**64) >> 32, seed % 2**32], dtype=_U32))
+        return Tensor(np.array([(seed % 2**64) >> 32, seed % 2**32], dtype=U32))
     if not isinstance(seed, Tensor) and not backends.is_array(seed):
         raise TypeError(f"key: the seed must be an int, got {_a(type(seed).__name__)}")
     seed = as_tensor(seed)
@@ -276,7 +276,7 @@ def categorical(key, logits, axis=-1, shape=None) -> Tensor:
     if logits.ndim == 0:
         raise ValueError("categorical: logits must have at least 1 dimension (the categories "
                          "along axis), got a 0-d array")
-    axis = _one_axis(axis, logits.ndim, "categorical")
+    axis = one_axis(axis, logits.ndim, "categorical")
     if logits.shape[axis] == 0:
         raise ValueError(f"categorical: logits {type_str(logits.shape, logits.dtype)} has no "
                          f"categories along axis {axis} (size 0); there is nothing to draw")
@@ -312,8 +312,8 @@ def _randint_flat(xp, key, minval, maxval, dtype):
     uint = np.dtype(f"uint{nbits}")
     lo, hi = _clip_integer(minval, dtype), _clip_integer(maxval, dtype)
     hi_too_big = _exceeds(maxval, dtype)
-    keys = _raw_split(key, (2,))
-    high, low = (_flat_bits(k, lo.size, nbits).astype(uint) for k in (keys[0], keys[1]))
+    keys = raw_split(key, (2,))
+    high, low = (flat_bits(k, lo.size, nbits).astype(uint) for k in (keys[0], keys[1]))
     span = (hi - lo).astype(uint)
     span = xp.where(hi <= lo, uint.type(1), span)
     span = xp.where(hi_too_big & (hi > lo), span + uint.type(1), span)
@@ -391,8 +391,8 @@ def _raw_shuffle(key, shape, axis):
             (-1,) + (1,) * (len(shape) - axis - 1))
         index = xp.broadcast_to(along, shape).copy()
     for _ in range(rounds):
-        keys = _raw_split(key, (2,))
-        key, sort_keys = keys[0], _raw_bits(keys[1], shape, 32)
+        keys = raw_split(key, (2,))
+        key, sort_keys = keys[0], raw_bits(keys[1], shape, 32)
         index = xp.take_along_axis(index, xp.argsort(sort_keys, axis=axis, kind="stable"),
                                    axis=axis)
     return index
@@ -444,7 +444,7 @@ def permutation(key, x, axis=0, independent=False) -> Tensor:
     if x.ndim == 0:
         raise TypeError(f"permutation: x must be an integer or at least 1-d, got "
                         f"{type_str(x.shape, x.dtype)}")
-    axis = _one_axis(axis, x.ndim, "permutation")
+    axis = one_axis(axis, x.ndim, "permutation")
     if independent and x.ndim > 1:
         return _take_along(x, shuffle_p(key, shape=x.shape, axis=axis), axis)
     return _take(x, shuffle_p(key, shape=(x.shape[axis],), axis=0), axis)
@@ -458,12 +458,12 @@ def _choice_with_p_impl(key, p, shape, replace):
     xp, n_draws = backends.xp_of(key, p), math.prod(shape)
     if replace:
         cum = xp.cumsum(p)
-        r = cum[-1:] * (p.dtype.type(1) - _flat_unit_floats(key, n_draws, p.dtype))
+        r = cum[-1:] * (p.dtype.type(1) - flat_unit_floats(key, n_draws, p.dtype))
         index = xp.searchsorted(cum, r).astype(np.int64)
     else:
         tiny = np.finfo(p.dtype).tiny
         with np.errstate(divide="ignore", invalid="ignore"):  # log(0) = -inf: never drawn
-            g = -xp.log(-xp.log(_flat_uniform(key, p.size, p.dtype, tiny, 1.0))) + xp.log(p)
+            g = -xp.log(-xp.log(flat_uniform(key, p.size, p.dtype, tiny, 1.0))) + xp.log(p)
         index = xp.argsort(-g, kind="stable")[:n_draws].astype(np.int64)
     bad = ~(xp.all(xp.isfinite(p)) & xp.all(p >= 0) & (xp.sum(p) > 0))
     return xp.where(bad, np.int64(p.size), index).reshape(shape)
@@ -489,7 +489,7 @@ def choice(key, a, shape=(), replace=True, p=None, axis=0) -> Tensor:
         if arr.ndim == 0:
             raise TypeError(f"choice: a must be an int (meaning range(a)) or an array with at "
                             f"least 1 dimension, got {type_str(arr.shape, arr.dtype)}")
-        axis = _one_axis(axis, arr.ndim, "choice")
+        axis = one_axis(axis, arr.ndim, "choice")
         n = arr.shape[axis]
     n_draws = math.prod(shape)
     if n <= 0 and n_draws:

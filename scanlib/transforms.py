@@ -145,7 +145,7 @@ def jvp(f: Callable[..., Any], primals: Sequence[PyTree], tangents: Sequence[PyT
     _check_float("jvp", paths, leaves, "input")  # before the tangents: the better message
     tangents = _check_tangents("jvp", primals, tangents)
     found = None
-    if not autodiff._should_record(leaves, pytree.flatten(tangents)[0]):
+    if not autodiff.should_record(leaves, pytree.flatten(tangents)[0]):
         found = forward_jvp(f, primals, tangents, has_aux)
         if found is not None:
             out_paths, out_leaves, _ = pytree.flatten_with_paths(found[0], "out")
@@ -265,7 +265,7 @@ def _forward_pushes(g, chosen, has_aux, in_leaves, in_tree, in_infos):
     a Kalman filter over a scan a column cost 7.6 ms this way, 10.7 ms as a walk over the
     transposed VJP (bench/NOTES.md). None where the result must be recorded (it may be
     differentiated again) or forward mode does not apply; then the double VJP."""
-    if autodiff._should_record(in_leaves):
+    if autodiff.should_record(in_leaves):
         return None
     units = [(i, _basis(info, 0)) for i, info in enumerate(in_infos)
              if int(np.prod(info[0], dtype=np.int64))]

@@ -53,3 +53,38 @@ def test_readme_quick_start_has_the_ci_command():
     quick = readme.split("## Quick start", 1)[1].split("\n## ", 1)[0]
     commands = [line for line in quick.splitlines() if line.startswith(("pip ", "python "))]
     assert commands == ["pip install -e '.[demo]' && python examples/char_lm.py", command]
+
+
+def _walk_stages():
+    """docs/internals.md's walk through the code: [(heading, stated total, [(file, stated
+    lines)])], one entry per stage."""
+    text = read("docs", "internals.md").split("## A walk through the code\n", 1)[1]
+    text = text.split("\n## ", 1)[0]
+    stages = []
+    for part in re.split(r"^### ", text, flags=re.MULTILINE)[1:]:
+        heading = part.splitlines()[0]
+        total = re.search(r"\(about ([\d,]+) lines\)$", heading)
+        rows = re.findall(r"^\| \d+ \| `(scanlib/[\w/]+\.py)` \| (\d+) \|", part, re.MULTILINE)
+        stages.append((heading, total and int(total.group(1).replace(",", "")),
+                       [(path, int(n)) for path, n in rows]))
+    return stages
+
+
+def _lines(path):
+    with open(os.path.join(ROOT, path), "rb") as f:
+        return f.read().count(b"\n")  # as wc -l counts
+
+
+def test_the_walk_through_the_code_states_true_line_counts():
+    stages = _walk_stages()
+    assert len(stages) == 5 and all(rows for _, _, rows in stages)  # the parser reads them
+    wrong = []
+    for heading, total, rows in stages:
+        for path, stated in rows:
+            assert os.path.exists(os.path.join(ROOT, path)), f"{path} is listed but missing"
+            if abs(_lines(path) - stated) > 0.1 * _lines(path):
+                wrong.append(f"{path}: {_lines(path)} lines, the table says {stated}")
+        actual = sum(_lines(p) for p, _ in rows)
+        if total is None or abs(actual - total) > 0.1 * actual:
+            wrong.append(f"stage {heading!r}: {actual} lines in all, the heading says {total}")
+    assert not wrong, "docs/internals.md, A walk through the code:\n" + "\n".join(wrong)

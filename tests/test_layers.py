@@ -13,7 +13,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1] / "scanlib"
 
 # A module may import scanlib modules of its own rank or lower.
-RANKS = {"backends": 0, "logs": 0, "tape": 1, "ops": 2, "pytree": 2, "autodiff": 3, "tracing": 3,
+RANKS = {"backends": 0, "logs": 0, "generated": 0, "tape": 1, "ops": 2, "pytree": 2,
+         "autodiff": 3, "tracing": 3,
          "testing": 3, "linalg": 3, "random": 3, "optim": 3, "remat": 3,
          "checkpoint_policies": 3, "interpreters": 3, "scan": 4,
          "transforms": 5, "associative": 5, "control": 5, "loops": 5, "vmap": 5,
@@ -120,6 +121,144 @@ def test_no_module_imports_a_higher_layer(name):
     assert rank is not None, f"{name}: a new top-level module needs a rank in RANKS"
     bad = {m for m in _scanlib(IMPORTS[name]) if RANKS.get(_layer(m), 99) > rank}
     assert not bad, f"{name} (rank {rank}) imports {sorted(bad)}"
+
+
+# Inside a folder, the same rule by folder-level rank. scan/: helpers, then the loop compiler,
+# then what runs and differentiates a body, then the primitive and its rules (jvp, batching:
+# they read scan_p's module at call time), then the API on top of it.
+# scan/loop/ (the loop compiler): the primitives' facts, then the form (ir), then the passes
+# over it, then its interpreter and printers.
+INNER_RANKS = {
+    "scanlib.scan": {"schedule": 0, "cache": 0, "interpret": 0, "loop": 1, "executor": 2,
+                     "linearize": 2, "primitive": 3, "jvp": 3, "batching": 3,
+                     "revolve": 4, "fused": 4, "api": 5,
+                     "plan": 6, "": 7},
+    "scanlib.scan.loop": {"batch": 0, "inplace": 0, "native_kernels": 0, "native_rules": 0,
+                          "ir": 1, "alias": 1, "memory": 2, "passes": 2, "interp": 3,
+                          "emit": 3, "native": 4, "": 5},
+}
+# What a folder may import from scanlib outside it: layers up to this rank. The loop compiler
+# reads graphs and primitives (tape, ops); it knows nothing of tracing, remat or scan's API.
+OUTER_LIMIT = {"scanlib.scan.loop": 2}
+
+
+def _inner(module: str, folder: str) -> str | None:
+    """The part of `module` right below `folder` ("" for the folder's package itself); None
+    when the module is outside the folder."""
+    if module == folder:
+        return ""
+    if module.startswith(folder + "."):
+        return module[len(folder) + 1:].split(".")[0]
+    return None
+
+
+@pytest.mark.parametrize("folder,name", [(f, n) for f in INNER_RANKS for n, _, _ in MODULES
+                                         if _inner(n, f) is not None])
+def test_no_module_imports_a_higher_module_of_its_folder(folder, name):
+    ranks = INNER_RANKS[folder]
+    rank = ranks.get(_inner(name, folder))
+    assert rank is not None, f"{name}: a new module of {folder} needs a rank in INNER_RANKS"
+    inside = {m for m in _scanlib(IMPORTS[name]) if _inner(m, folder) is not None}
+    bad = {m for m in inside if ranks.get(_inner(m, folder), 99) > rank}
+    assert not bad, f"{name} (rank {rank} in {folder}) imports {sorted(bad)}"
+
+
+@pytest.mark.parametrize("folder,name", [(f, n) for f in OUTER_LIMIT for n, _, _ in MODULES
+                                         if _inner(n, f) is not None])
+def test_a_folder_imports_only_low_layers_from_outside(folder, name):
+    outside = {m for m in _scanlib(IMPORTS[name]) if _inner(m, folder) is None}
+    bad = {m for m in outside if RANKS.get(_layer(m), 99) > OUTER_LIMIT[folder]}
+    assert not bad, (f"{name} imports {sorted(bad)}; {folder} may import only layers of rank "
+                     f"{OUTER_LIMIT[folder]} or lower (see RANKS)")
+
+
+def private_uses(name: str, is_pkg: bool, path: Path) -> set[tuple[str, str]]:
+    """(module, name) of each private name of another scanlib module that `path` reads: by
+    `from module import _name`, or as `module._name` on a module it imported. A package's
+    own private submodule (backends' `_cupy`) is its own business."""
+    package = name if is_pkg else name.rpartition(".")[0]
+    tree = ast.parse(path.read_text(), str(path))
+    found, modules = set(), {}
+
+    def private(n):
+        return n.startswith("_") and not n.startswith("__")
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                mod = ".".join(base[: len(base) - (node.level - 1)]
+                               + ([node.module] if node.module else []))
+            else:
+                mod = node.module or ""
+            if not (mod == "scanlib" or mod.startswith("scanlib.")):
+                continue
+            for a in node.names:
+                sub = f"{mod}.{a.name}"
+                if _exists(sub):
+                    modules[a.asname or a.name] = sub
+                    if private(a.name) and mod != name:
+                        found.add((mod, a.name))
+                elif private(a.name) and mod != name:
+                    found.add((mod, a.name))
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if a.asname and a.name.startswith("scanlib."):
+                    modules[a.asname] = a.name
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                and node.value.id in modules and private(node.attr)):
+            found.add((modules[node.value.id], node.attr))
+    return found
+
+
+# Private names that cross a module border today, each with why it still does. A new one is
+# a seam: give it a public name in its home module (or add it here with its reason).
+PRIVATE_USES_ALLOWED = {
+    ("scanlib.ops.gathers", "scanlib.ops.arrays"):
+        ({"_along", "_flat", "_on_device_of", "_xp", "_zero_d_as_1d"},
+         "arrays.py's argument helpers, shared by the op modules split from it"),
+    ("scanlib.ops.reductions", "scanlib.ops.arrays"):
+        ({"_along", "_constant", "_flat", "_is_one_int_axis_of_0d", "_xp", "_zero_d_as_1d"},
+         "arrays.py's argument helpers, shared by the op modules split from it"),
+    ("scanlib.optim.transforms", "scanlib.optim.core"):
+        ({"_FIX_STATE", "_a", "_count_zero", "_moments", "_number", "_rebuild", "_type"},
+         "optim's own helpers: core.py and transforms.py are one package's two halves"),
+    ("scanlib.scan.api", "scanlib.scan.primitive"):
+        ({"_needs_grad"}, "scan_p's own test of what needs a gradient, to become its rule"),
+    ("scanlib.scan.plan", "scanlib.scan.primitive"):
+        ({"_needs_grad"}, "scan_p's own test of what needs a gradient, to become its rule"),
+    ("scanlib.scan.revolve", "scanlib.scan.primitive"):
+        ({"_mode", "_scan_impl", "_scan_vjp"},
+         "revolve_scan is scan_p with another VJP schedule: it runs scan_p's impl and VJP"),
+}
+
+
+PRIVATE_USES = {name: private_uses(name, is_pkg, path) for name, is_pkg, path in MODULES}
+
+
+def test_the_private_name_check_sees_them():
+    assert ("scanlib.scan.primitive", "_scan_vjp") in PRIVATE_USES["scanlib.scan.revolve"]
+    assert ("scanlib.backends._cupy", "_cupy") not in PRIVATE_USES["scanlib.backends"]
+
+
+@pytest.mark.parametrize("name", [n for n, _, _ in MODULES])
+def test_private_names_do_not_cross_module_borders(name):
+    new = set()
+    for owner, attr in PRIVATE_USES[name]:
+        allowed, _reason = PRIVATE_USES_ALLOWED.get((name, owner), (set(), ""))
+        if attr not in allowed:
+            new.add(f"{owner}.{attr}")
+    assert not new, (f"{name} uses private names of other modules: {sorted(new)}. Give each "
+                     "a public name in its module where it is a seam between the two, or add "
+                     "it to PRIVATE_USES_ALLOWED with the reason it stays private.")
+
+
+def test_the_allow_list_has_no_stale_entries():
+    for (name, owner), (attrs, reason) in PRIVATE_USES_ALLOWED.items():
+        assert reason, (name, owner)
+        used = {a for o, a in PRIVATE_USES.get(name, ()) if o == owner}
+        assert attrs <= used, f"{name} no longer uses {sorted(attrs - used)} of {owner}"
 
 
 @pytest.mark.parametrize("name", [n for n, _, _ in MODULES if _layer(n) != "backends"])

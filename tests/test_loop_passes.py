@@ -73,7 +73,7 @@ def check_stages(graph, num_carry, reverse=False, sum_carries=(), Ts=(0, 1, 5, 1
 
 
 def body_of(f, init, xs, reverse=False, length=None, dim=0):
-    body, consts, init_t, xs_t, *_ = api._prepare(f, init, xs, length, reverse, dim)
+    body, consts, init_t, xs_t, *_ = api.prepare(f, init, xs, length, reverse, dim)
     return body, len(init_t), consts, xs_t
 
 
@@ -429,9 +429,9 @@ def test_pruning_keeps_the_carries_a_used_result_reads():
 def test_getitem_prints_as_the_tuple_its_impl_indexes_with(index):
     """getitem's inline form (generated code writes x[...], not a call) means its impl:
     x[tuple] for the template with its arrays; entries it cannot print fall back to impl."""
-    from scanlib.ops.structural import _Slot, getitem_p
+    from scanlib.ops.structural import Slot, getitem_p
 
-    template = tuple(_Slot(int(t[1])) if isinstance(t, str) else t for t in index)
+    template = tuple(Slot(int(t[1])) if isinstance(t, str) else t for t in index)
     x = np.arange(60).reshape(3, 4, 5)
     arrays = [np.array([0, 2]), np.array([1, 3])][:sum(isinstance(t, str) for t in index)]
     want = getitem_p.impl(x, *arrays, index=template)

@@ -223,9 +223,9 @@ def test_the_default_compiler_is_settable_and_checked():
 def test_the_kernel_source_is_printed_python():
     w = native._NativeWriter  # noqa: F841 - the printer exists where the docs say
     from scanlib.scan.executor import compiled
-    from scanlib.scan.api import _prepare
+    from scanlib.scan.api import prepare
 
-    body, *_ = _prepare(lambda c, x: (c * 2.0 + x, c), _t(2), _t((3, 2)), None, False, 0)
+    body, *_ = prepare(lambda c, x: (c * 2.0 + x, c), _t(2), _t((3, 2)), None, False, 0)
     cb = compiled(body, 1, 1, False, (), "numba")
     assert "@numba.njit" in cb.native.kernel_source and "_kernel(t0, t1" in cb.native.source
 

@@ -181,7 +181,7 @@ def forward_jvp(f, primals, tangents, has_aux):
         raise
     if any(isinstance(c, Tensor) and c.requires_grad for c in trace.consts):
         return None
-    out, aux = autodiff._split_aux(found, "jvp") if has_aux else (found, None)
+    out, aux = autodiff.split_aux(found, "jvp") if has_aux else (found, None)
     out_leaves, out_tree = pytree.flatten(out)
     values = [_concrete(o, trace) for o in out_leaves]
     tans = [_tangent_out(o, v, trace) for o, v in zip(out_leaves, values)]

@@ -18,7 +18,7 @@ import numpy as np
 from .. import backends
 from ..tape import Tensor
 from . import elementwise as ew
-from .functions import _one_axis, as_tensor, concatenate, transpose
+from .functions import one_axis, as_tensor, concatenate, transpose
 from .structural import broadcast_to_p, getitem, normalize_axis, reshape_p, split_p
 
 if TYPE_CHECKING:
@@ -117,7 +117,7 @@ def roll(a: ArrayLike, shift: int | Sequence[int], axis: Axis = None) -> Tensor:
             raise ValueError(f"roll: with axis=None, shift must be one int, got {shift!r}")
         return reshape_p(roll(_flat(a), shifts[0], 0), shape=a.shape)
     axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
-    axes = [_one_axis(ax, a.ndim, "roll") for ax in axes]
+    axes = [one_axis(ax, a.ndim, "roll") for ax in axes]
     if len(shifts) == 1:
         shifts = shifts * len(axes)
     elif len(axes) == 1:
@@ -145,7 +145,7 @@ def moveaxis(a: ArrayLike, source: int | Sequence[int], destination: int | Seque
 
     def axes_of(value, what):
         items = (value,) if isinstance(value, (int, np.integer)) else tuple(value)
-        out = [_one_axis(v, a.ndim, f"moveaxis: {what}") for v in items]
+        out = [one_axis(v, a.ndim, f"moveaxis: {what}") for v in items]
         if len(set(out)) != len(out):
             raise ValueError(f"moveaxis: repeated axis in `{what}` argument {value!r}")
         return out
@@ -280,7 +280,7 @@ def repeat(a: ArrayLike, repeats: ArrayLike, axis: Axis = None) -> Tensor:
     a = as_tensor(a)
     if axis is None:
         a, axis = _flat(a), 0
-    axis = _one_axis(axis, a.ndim, "repeat")
+    axis = one_axis(axis, a.ndim, "repeat")
     counts, shape = _static_ints(repeats, "repeat: repeats")
     if builtins.any(c < 0 for c in counts):
         raise ValueError(f"repeat: repeats must not be negative, got {repeats!r}")
@@ -443,7 +443,7 @@ def split(ary: ArrayLike, indices_or_sections: int | Sequence[int], axis: Axis =
     ary = as_tensor(ary)
     if ary.ndim == 0:
         raise ValueError("split: cannot split a 0-d tensor")
-    axis = _one_axis(axis, ary.ndim, "split")
+    axis = one_axis(axis, ary.ndim, "split")
     n = ary.shape[axis]
     if isinstance(indices_or_sections, (int, np.integer)):
         sections = int(indices_or_sections)
@@ -473,7 +473,7 @@ def diff(a: ArrayLike, n: int = 1, axis: Axis = -1, prepend: ArrayLike | None = 
     a = as_tensor(a)
     if a.ndim == 0:
         raise ValueError("diff requires input that is at least one dimensional")
-    axis = _one_axis(axis, a.ndim, "diff")
+    axis = one_axis(axis, a.ndim, "diff")
     n = operator.index(n)
     if n < 0:
         raise ValueError(f"diff: order must be non-negative, got n={n}")

@@ -14,7 +14,7 @@ import numpy as np
 from .. import backends
 from ..tape import Tensor
 from . import elementwise as ew
-from .structural import (_fill, getitem_p, last_writers_p, may_repeat, scatter_add_p,
+from .structural import (fill_index, getitem_p, last_writers_p, may_repeat, scatter_add_p,
                          scatter_set_p, split_index)
 
 if TYPE_CHECKING:
@@ -77,7 +77,7 @@ class IndexedUpdate:
     def _target_shape(self, template, arrays):
         """The shape of x[index] (index arrays stand in as zeros: only their shapes matter)."""
         probe = np.broadcast_to(np.zeros((), bool), self.x.shape)
-        return probe[_fill(template, [np.zeros(a.shape, np.int64) for a in arrays])].shape
+        return probe[fill_index(template, [np.zeros(a.shape, np.int64) for a in arrays])].shape
 
     def _fitted(self, v, template, arrays, who):
         """v with leading length-1 axes beyond x[index]'s rank dropped, as NumPy's assignment
@@ -154,7 +154,7 @@ class IndexedUpdate:
                                           for a in arrays):  # known now: say so here
             values = [a._value if isinstance(a, Tensor) else a for a in arrays]
             shape = np.shape(np.broadcast_to(np.zeros((), bool), self.x.shape)[
-                _fill(template, [backends.to_numpy(a) for a in values])])
+                fill_index(template, [backends.to_numpy(a) for a in values])])
             if not bool(last_writers_p(*arrays, index=template, shape=self.x.shape,
                                        out_shape=shape)._value.all()):
                 raise ValueError(f"{who}: the index names a position more than once, which "

@@ -265,6 +265,9 @@ copy = Primitive("copy", lambda x: x, lambda g, out, x: (g,),  # a new node, the
 stop_gradient = Primitive(
     "stop_gradient", lambda x: x, elementwise=True, view=True,
     doc="stop_gradient(x): x's value, with no gradient flowing through it.")
+checkpoint_name_p = Primitive(  # scanlib.checkpoint_name (remat.py) binds it
+    "checkpoint_name", lambda x, name: x, lambda g, out, x, name: (g,),
+    elementwise=True, view=True, doc="checkpoint_name(x, name): x, marked for a saving policy.")
 astype = Primitive("astype", lambda x, dtype: x.astype(dtype, copy=False),
                    lambda g, out, x, dtype: (g,),  # the walk casts g back to x's dtype
                    elementwise=True)

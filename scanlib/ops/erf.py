@@ -89,7 +89,7 @@ def _result(out, x, xp):
     return xp.asarray(out if x.dtype.kind != "f" else out.astype(x.dtype, copy=False))
 
 
-def _erf_impl(x):
+def erf_impl(x):
     xp = _xp(x)
     v = _as_float64(x)
     a = xp.abs(v)
@@ -101,7 +101,7 @@ def _erf_impl(x):
     return _result(xp.where(xp.isnan(v), v, out), x, xp)
 
 
-def _erfc_impl(x):
+def erfc_impl(x):
     xp = _xp(x)
     v = _as_float64(x)
     a = xp.abs(v)

@@ -121,7 +121,7 @@ real, imag, conj, angle = ew.real, ew.imag, ew.conj, ew.angle
 conjugate = conj
 
 
-def _make(fn_name, shape, dtype, device, *args):
+def make_array(fn_name, shape, dtype, device, *args):
     device = backends.parse_device(device)
     make = getattr(backends.namespace(device), fn_name)
     with backends.on_device(device):
@@ -132,26 +132,26 @@ def _make(fn_name, shape, dtype, device, *args):
 def zeros(shape: int | tuple[int, ...], dtype: DTypeLike = np.float64,
           device: Device | None = None) -> Tensor:
     """A Tensor of zeros (float64 unless dtype is given) on device ('cpu' by default)."""
-    return _make("zeros", shape, dtype, device)
+    return make_array("zeros", shape, dtype, device)
 
 
 def ones(shape: int | tuple[int, ...], dtype: DTypeLike = np.float64,
          device: Device | None = None) -> Tensor:
     """A Tensor of ones (float64 unless dtype is given)."""
-    return _make("ones", shape, dtype, device)
+    return make_array("ones", shape, dtype, device)
 
 
 def full(shape: int | tuple[int, ...], fill_value: ArrayLike, dtype: DTypeLike = None,
          device: Device | None = None) -> Tensor:
     """A Tensor filled with fill_value."""
-    return _make("full", shape, dtype, device, fill_value)
+    return make_array("full", shape, dtype, device, fill_value)
 
 
 def arange(start: float, stop: float | None = None, step: float = 1, dtype: DTypeLike = None,
            device: Device | None = None) -> Tensor:
     """Evenly spaced values in [start, stop), as numpy.arange."""
     args = (start,) if stop is None else (start, stop, step)
-    return _make("arange", None, dtype, device, *args)
+    return make_array("arange", None, dtype, device, *args)
 
 
 def zeros_like(x: ArrayLike, dtype: DTypeLike = None) -> Tensor:
@@ -296,13 +296,13 @@ def transpose(x: ArrayLike, *axes: Axis) -> Tensor:
 def swapaxes(x: ArrayLike, axis1: int, axis2: int) -> Tensor:
     """x with two axes exchanged."""
     x = as_tensor(x)
-    axis1, axis2 = (_one_axis(a, x.ndim, "swapaxes") for a in (axis1, axis2))
+    axis1, axis2 = (one_axis(a, x.ndim, "swapaxes") for a in (axis1, axis2))
     axes = list(range(x.ndim))
     axes[axis1], axes[axis2] = axes[axis2], axes[axis1]
     return transpose(x, tuple(axes))
 
 
-def _one_axis(axis, ndim, who):
+def one_axis(axis, ndim, who):
     """axis as a non-negative int, checked as NumPy checks it (no wrapping around)."""
     if isinstance(axis, (tuple, list)):
         raise TypeError(f"{who}: axis must be one int, got {axis!r}")
@@ -312,7 +312,7 @@ def _one_axis(axis, ndim, who):
 def expand_dims(x: ArrayLike, axis: Axis) -> Tensor:
     """x with a new axis of length 1 at position axis."""
     x = as_tensor(x)
-    axis = _one_axis(axis, x.ndim + 1, "expand_dims")
+    axis = one_axis(axis, x.ndim + 1, "expand_dims")
     return reshape_p(x, shape=x.shape[:axis] + (1,) + x.shape[axis:])
 
 
@@ -339,7 +339,7 @@ def concatenate(xs: Sequence[ArrayLike], axis: Axis = 0) -> Tensor:
     xs = [as_tensor(x) for x in xs]
     if not xs:
         raise ValueError("concatenate needs at least one tensor")
-    return concatenate_p(*xs, axis=_one_axis(axis, xs[0].ndim, "concatenate"))
+    return concatenate_p(*xs, axis=one_axis(axis, xs[0].ndim, "concatenate"))
 
 
 def stack(xs: Sequence[ArrayLike], axis: Axis = 0) -> Tensor:
@@ -350,7 +350,7 @@ def stack(xs: Sequence[ArrayLike], axis: Axis = 0) -> Tensor:
     shapes = {x.shape for x in xs}
     if len(shapes) > 1:
         raise ValueError(f"stack: all tensors must have one shape, got {sorted(shapes)}")
-    return stack_p(*xs, axis=_one_axis(axis, xs[0].ndim + 1, "stack"))
+    return stack_p(*xs, axis=one_axis(axis, xs[0].ndim + 1, "stack"))
 
 
 # --- linear algebra -------------------------------------------------------------------------

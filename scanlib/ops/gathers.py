@@ -14,7 +14,7 @@ import numpy as np
 from ..tape import Tensor
 from . import batching
 from .arrays import _along, _flat, _on_device_of, _xp, _zero_d_as_1d
-from .functions import _one_axis, as_tensor
+from .functions import one_axis, as_tensor
 from .primitive import Primitive
 from .structural import getitem
 
@@ -55,7 +55,7 @@ def argsort(a: ArrayLike, axis: Axis = -1) -> Tensor:
     a, axis = _zero_d_as_1d(as_tensor(a), axis)
     if axis is None:
         a, axis = _flat(a), 0
-    return argsort_p(a, axis=_one_axis(axis, a.ndim, "argsort"))
+    return argsort_p(a, axis=one_axis(axis, a.ndim, "argsort"))
 
 
 def sort(a: ArrayLike, axis: Axis = -1) -> Tensor:
@@ -67,7 +67,7 @@ def sort(a: ArrayLike, axis: Axis = -1) -> Tensor:
     a = as_tensor(a)
     if axis is None:
         a, axis = _flat(a), 0
-    axis = _one_axis(axis, a.ndim, "sort")
+    axis = one_axis(axis, a.ndim, "sort")
     return _gather_along(a, argsort_p(a, axis=axis), axis)
 
 
@@ -132,7 +132,7 @@ def take(a: ArrayLike, indices: ArrayLike, axis: Axis = None, mode: str | None =
     a, axis = _zero_d_as_1d(as_tensor(a), axis)
     if axis is None:
         a, axis = _flat(a), 0
-    axis = _one_axis(axis, a.ndim, "take")
+    axis = one_axis(axis, a.ndim, "take")
     idx = _checked(_index_tensor(indices, a, "take"), a.shape[axis], mode, "take")
     return getitem(a, _along(axis, idx))
 
@@ -155,7 +155,7 @@ def take_along_axis(arr: ArrayLike, indices: ArrayLike, axis: Axis = -1) -> Tens
     if idx.ndim != arr.ndim:
         raise ValueError(f"take_along_axis: indices and arr must have the same number of "
                          f"dimensions, got shapes {idx.shape} and {arr.shape}")
-    axis = _one_axis(axis, arr.ndim, "take_along_axis")
+    axis = one_axis(axis, arr.ndim, "take_along_axis")
     idx = _checked(idx, arr.shape[axis], None, "take_along_axis")
     return _gather_along(arr, idx, axis)
 

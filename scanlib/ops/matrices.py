@@ -57,7 +57,7 @@ def eye(N: int, M: int | None = None, k: int = 0, dtype: DTypeLike = np.float64,
     """
     N = _int(N, "eye", "N")
     M = N if M is None else _int(M, "eye", "M")
-    return F._make("eye", None, dtype, device, N, M, _int(k, "eye", "k"))
+    return F.make_array("eye", None, dtype, device, N, M, _int(k, "eye", "k"))
 
 
 def _diagonal_indices(n_rows, n_cols, offset):
@@ -75,7 +75,7 @@ def diagonal(a: ArrayLike, offset: int = 0, axis1: int = 0, axis2: int = 1) -> T
     a = F.as_tensor(a)
     if a.ndim < 2:
         raise ValueError(f"diagonal: needs at least 2 axes, got shape {a.shape}")
-    ax1, ax2 = (F._one_axis(ax, a.ndim, "diagonal") for ax in (axis1, axis2))
+    ax1, ax2 = (F.one_axis(ax, a.ndim, "diagonal") for ax in (axis1, axis2))
     if ax1 == ax2:
         raise ValueError(f"diagonal: axis1 and axis2 name one axis ({axis1}, {axis2}); give two "
                          "different axes")

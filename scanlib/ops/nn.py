@@ -162,7 +162,7 @@ def one_hot(x: ArrayLike, num_classes: int, *, dtype: DTypeLike = np.float64,
     num_classes = operator.index(num_classes)
     if num_classes < 0:
         raise ValueError(f"one_hot: num_classes must be >= 0, got {num_classes}")
-    axis = F._one_axis(axis, x.ndim + 1, "one_hot")
+    axis = F.one_axis(axis, x.ndim + 1, "one_hot")
     classes = F.arange(num_classes, dtype=np.int64, device=x.device)
     classes = F.reshape(classes, (num_classes,) + (1,) * (x.ndim - axis))
     hot = ew.equal(F.expand_dims(x, axis), classes)

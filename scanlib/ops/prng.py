@@ -14,7 +14,7 @@ import numpy as np
 from .. import backends
 from .primitive import Primitive
 
-_U32 = np.dtype(np.uint32)
+U32 = np.dtype(np.uint32)
 _U64 = np.dtype(np.uint64)
 
 
@@ -49,10 +49,10 @@ def _counters(key, size):
     xp = backends.xp_of(key)
     with backends.on_device(backends.device_of(key)):
         index = xp.arange(size, dtype=_U64)
-    return (index >> np.uint64(32)).astype(_U32), (index & np.uint64(0xFFFFFFFF)).astype(_U32)
+    return (index >> np.uint64(32)).astype(U32), (index & np.uint64(0xFFFFFFFF)).astype(U32)
 
 
-def _flat_bits(key, size, width):
+def flat_bits(key, size, width):
     """size random unsigned integers of `width` bits: JAX's partitionable random_bits."""
     b0, b1 = threefry2x32(key, *_counters(key, size))
     if width == 64:
@@ -60,32 +60,34 @@ def _flat_bits(key, size, width):
     return (b0 ^ b1).astype(np.dtype(f"uint{width}"))
 
 
-def _raw_bits(key, shape, width):
-    return _flat_bits(key, math.prod(shape), width).reshape(shape)
+def raw_bits(key, shape, width):
+    """flat_bits in the given shape."""
+    return flat_bits(key, math.prod(shape), width).reshape(shape)
 
 
-def _raw_split(key, shape):
+def raw_split(key, shape):
+    """`shape` new keys (uint32 pairs, the last axis) derived from key."""
     b0, b1 = threefry2x32(key, *_counters(key, math.prod(shape)))
     return backends.xp_of(key).stack([b0, b1], axis=-1).reshape(shape + (2,))
 
 
-def _flat_unit_floats(key, size, dtype):
+def flat_unit_floats(key, size, dtype):
     """Floats in [0, 1) of dtype: random mantissa bits under the exponent of 1.0, minus 1."""
     info = np.finfo(dtype)
     uint = np.dtype(f"uint{info.bits}")
-    mantissa = _flat_bits(key, size, info.bits) >> uint.type(info.bits - info.nmant)
+    mantissa = flat_bits(key, size, info.bits) >> uint.type(info.bits - info.nmant)
     one = uint.type(np.array(1.0, dtype).view(uint))  # a scalar: CuPy mixes no NumPy arrays
     return (mantissa | one).view(dtype) - dtype.type(1.0)
 
 
 def _unit_floats(key, shape, dtype):
-    return _flat_unit_floats(key, math.prod(shape), dtype).reshape(shape)
+    return flat_unit_floats(key, math.prod(shape), dtype).reshape(shape)
 
 
-def _flat_uniform(key, size, dtype, lo, hi):
+def flat_uniform(key, size, dtype, lo, hi):
     """Uniform on [lo, hi) in dtype, with JAX's arithmetic (so equal to jax.random.uniform)."""
     lo, hi = dtype.type(lo), dtype.type(hi)
-    floats = _flat_unit_floats(key, size, dtype)
+    floats = flat_unit_floats(key, size, dtype)
     return backends.xp_of(key).maximum(lo, floats * (hi - lo) + lo)
 
 
@@ -153,7 +155,7 @@ def _raw_normal(key, shape, dtype):
     """JAX's normal: sqrt(2) erfinv(u), u uniform on (-1, 1); erfinv in float32 unless float64."""
     xp = backends.xp_of(key)
     lo = np.nextafter(np.array(-1.0, dtype), np.array(0.0, dtype))
-    u = _flat_uniform(key, math.prod(shape), dtype, lo, 1.0)
+    u = flat_uniform(key, math.prod(shape), dtype, lo, 1.0)
     z = _erfinv64(xp, u) if dtype == np.float64 else _erfinv32(xp, u.astype(np.float32))
     return (z.astype(dtype) * dtype.type(np.sqrt(2))).reshape(shape)
 
@@ -163,22 +165,22 @@ def _seed_impl(seed):
     """JAX's threefry_seed: the high word of a 64-bit seed (0 for narrower ones), then the low
     word (astype keeps it, in two's complement for a negative seed)."""
     xp, seed = backends.xp_of(seed), seed.reshape(1)
-    high = (seed.astype(_U64) >> np.uint64(32)).astype(_U32) if seed.dtype.itemsize == 8 else (
-        xp.zeros_like(seed, dtype=_U32))
-    return xp.concatenate([high, seed.astype(_U32)])
+    high = (seed.astype(_U64) >> np.uint64(32)).astype(U32) if seed.dtype.itemsize == 8 else (
+        xp.zeros_like(seed, dtype=U32))
+    return xp.concatenate([high, seed.astype(U32)])
 
 
 def _fold_in_impl(key, data):
     xp = backends.xp_of(key)
     with backends.on_device(backends.device_of(key)):
-        data = xp.asarray(data).astype(_U32).reshape(1)
+        data = xp.asarray(data).astype(U32).reshape(1)
     return xp.concatenate(threefry2x32(key, xp.zeros_like(data), data))
 
 
 seed_p = Primitive("random_seed", _seed_impl, doc="random_seed(seed): the key of an int seed.")
-split_p = Primitive("random_split", _raw_split, doc="random_split(key, shape): new keys.")
+split_p = Primitive("random_split", raw_split, doc="random_split(key, shape): new keys.")
 fold_in_p = Primitive("random_fold_in", _fold_in_impl, doc="random_fold_in(key, data).")
-bits_p = Primitive("random_bits", lambda key, shape, width: _raw_bits(key, shape, width),
+bits_p = Primitive("random_bits", lambda key, shape, width: raw_bits(key, shape, width),
                    doc="random_bits(key, shape, width): uniform unsigned integers.")
 uniform_p = Primitive("random_uniform", lambda key, shape, dtype: _unit_floats(key, shape, dtype),
                       doc="random_uniform(key, shape, dtype): uniform floats in [0, 1).")

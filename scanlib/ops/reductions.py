@@ -15,7 +15,7 @@ from ..tape import Tensor
 from . import batching
 from . import elementwise as ew
 from .arrays import _along, _constant, _flat, _is_one_int_axis_of_0d, _xp, _zero_d_as_1d
-from .functions import _one_axis, as_tensor, concatenate, reshape, transpose
+from .functions import one_axis, as_tensor, concatenate, reshape, transpose
 from .primitive import Primitive
 from .structural import getitem, normalize_axis, reshape_p, sum_p
 
@@ -53,7 +53,7 @@ def _scan_prep(a, axis, dtype, fn):
     if axis is None:
         a, axis = _flat(a), 0
     else:
-        axis = _one_axis(axis, a.ndim, fn.__name__)
+        axis = one_axis(axis, a.ndim, fn.__name__)
     want = np.dtype(dtype) if dtype is not None else _accumulated_dtype(a.dtype, fn)
     return (ew.astype(a, dtype=want) if want != a.dtype else a), axis
 
@@ -174,7 +174,7 @@ def _arg_reduction(name):
         if _is_one_int_axis_of_0d(a, axis):
             axis = None  # NumPy takes axis 0 of a 0-d array: its one element
         if axis is not None:
-            axis = _one_axis(axis, a.ndim, name)
+            axis = one_axis(axis, a.ndim, name)
         if (a.size if axis is None else a.shape[axis]) == 0:  # other empty axes are fine
             raise ValueError(f"{name}: attempt to get {name} of an empty sequence "
                              f"(shape {a.shape}, axis {axis})")

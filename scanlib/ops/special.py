@@ -17,7 +17,7 @@ import numpy as np
 from .. import backends
 from ..tape import Tensor
 from . import elementwise as ew
-from .erf import _erf_impl, _erfc_impl
+from .erf import erf_impl, erfc_impl
 from .functions import as_tensor
 from .primitive import Primitive
 from .structural import broadcast_to_p
@@ -189,8 +189,8 @@ def _erf_vjp(g, out, x):
     return (ew.mul(g, ew.mul(ew.exp(ew.neg(square_p(x))), _TWO_OVER_SQRT_PI)),)
 
 
-erf_p = Primitive("erf", _erf_impl, _erf_vjp, elementwise=True)
-erfc_p = Primitive("erfc", _erfc_impl, lambda g, out, x: (ew.neg(_erf_vjp(g, out, x)[0]),),
+erf_p = Primitive("erf", erf_impl, _erf_vjp, elementwise=True)
+erfc_p = Primitive("erfc", erfc_impl, lambda g, out, x: (ew.neg(_erf_vjp(g, out, x)[0]),),
                    elementwise=True)
 erf = _public(erf_p, """The error function 2/sqrt(pi) * integral of exp(-t**2) from 0 to x, as
     jax.scipy.special.erf: below 1 ulp in float64, rounded once in float32.

@@ -61,7 +61,7 @@ broadcast_to_p = Primitive(
 
 
 # --- indexing -------------------------------------------------------------------------------
-class _Slot:
+class Slot:
     """Stands in an index template for the i-th array index (an input of the equation)."""
 
     __slots__ = ("i",)
@@ -74,21 +74,21 @@ class _Slot:
 
     # By position, so that two traces of `E[i]` have equal params and share a cache entry.
     def __eq__(self, other):
-        return type(other) is _Slot and other.i == self.i
+        return type(other) is Slot and other.i == self.i
 
     def __hash__(self):
-        return hash(("_Slot", self.i))
+        return hash(("Slot", self.i))
 
 
-def _fill(template, arrays):
-    return tuple(arrays[t.i] if type(t) is _Slot else t for t in template)
+def fill_index(template, arrays):
+    return tuple(arrays[t.i] if type(t) is Slot else t for t in template)
 
 
-def _scatter_add_impl(g, *arrays, index, shape):
+def scatter_add_impl(g, *arrays, index, shape):
     xp = _xp(g)
     out = xp.zeros(shape, dtype=g.dtype)
     if arrays:
-        xp.add.at(out, _fill(index, arrays), g)  # repeated indices accumulate
+        xp.add.at(out, fill_index(index, arrays), g)  # repeated indices accumulate
     else:
         out[index] = g
     return out
@@ -101,10 +101,10 @@ def _getitem_batch_rule(prim, params, batched, shapes, out_shape, ops=batching.A
     if not ops.loop:  # vmap: see batching.getitem_rule
         return batching.getitem_rule(prim, params, batched, shapes, out_shape, ops)
     index = params["index"]
-    if len(batched) == 1 and not any(type(i) is _Slot for i in index):
+    if len(batched) == 1 and not any(type(i) is Slot for i in index):
         index = (slice(None),) + tuple(index)
         return lambda x: x[index]
-    if batched[0] or not any(batched[1:]) or not index or type(index[0]) is not _Slot:
+    if batched[0] or not any(batched[1:]) or not index or type(index[0]) is not Slot:
         return None
     return _gather_steps(index, batched[1:])
 
@@ -120,7 +120,7 @@ def _gather_steps(index, batched):
                 return x[(rows,) + tuple(index[1:])]
         idx = [a if b else a.reshape((1,) + a.shape) for a, b in zip(arrays, batched)]
         try:
-            return x[_fill(index, idx)]
+            return x[fill_index(index, idx)]
         except IndexError:
             _raise_at_row(x, index, arrays, batched)
             raise
@@ -133,7 +133,7 @@ def _raise_at_row(x, index, arrays, batched):
     steps = next(len(a) for a, b in zip(arrays, batched) if b)
     for r in range(steps):
         try:
-            x[_fill(index, [a[r] if b else a for a, b in zip(arrays, batched)])]
+            x[fill_index(index, [a[r] if b else a for a, b in zip(arrays, batched)])]
         except IndexError as e:
             e.chunk_row = r
             raise e from None
@@ -160,7 +160,7 @@ def _inline_index(params):
     its arrays as arguments), when every other entry prints as itself; else None."""
     parts = []
     for t in params["index"]:
-        if type(t) is _Slot:
+        if type(t) is Slot:
             parts.append("{%d}" % (t.i + 1))
         elif t is None or t is Ellipsis or type(t) is int:
             parts.append("..." if t is Ellipsis else repr(t))
@@ -174,13 +174,13 @@ def _inline_index(params):
 
 
 getitem_p = Primitive(
-    "getitem", lambda x, *arrays, index: x[_fill(index, arrays)],
+    "getitem", lambda x, *arrays, index: x[fill_index(index, arrays)],
     lambda g, out, x, *arrays, index: (
         scatter_add_p(g, *arrays, index=index, shape=x.shape), *[None] * len(arrays)),
-    sparse_index=lambda x, *arrays, index: _fill(index, arrays),
+    sparse_index=lambda x, *arrays, index: fill_index(index, arrays),
     view=True, batch=_getitem_batch_rule, inline=_inline_index)
 scatter_add_p = Primitive(
-    "scatter_add", _scatter_add_impl,
+    "scatter_add", scatter_add_impl,
     lambda g, out, upd, *arrays, index, shape: (
         getitem_p(g, *arrays, index=index), *[None] * len(arrays)),
     batch=batching.scatter_add_rule)
@@ -193,8 +193,8 @@ def _last_writers_impl(*arrays, index, shape, out_shape):
     xp = _xp(*arrays)
     ids = xp.arange(int(np.prod(out_shape)), dtype=np.int64).reshape(out_shape)
     buf = xp.full(shape, -1, dtype=np.int64)
-    buf[_fill(index, arrays)] = ids
-    return buf[_fill(index, arrays)] == ids
+    buf[fill_index(index, arrays)] = ids
+    return buf[fill_index(index, arrays)] == ids
 
 
 last_writers_p = Primitive("last_writers", _last_writers_impl)
@@ -209,7 +209,7 @@ def set_rows(buf, v, *arrays, index, unique):
     """buf[index] = v in buf itself (a position named twice keeps the last value, as NumPy's
     assignment does; `unique` names the caller that refuses repeats). scatter_set runs it on
     a copy; the loop compiler's in-place updates on a buffer it owns."""
-    where = _fill(index, arrays)
+    where = fill_index(index, arrays)
     if unique and may_repeat(arrays) and not on_stand_ins():  # zeros repeat; real ones may not
         winners = _last_writers_impl(*arrays, index=index, shape=buf.shape,
                                      out_shape=np.shape(buf[where]))
@@ -262,7 +262,7 @@ def split_index(index):
                         "x, 0) to keep the shape.")
                 value = item._value if isinstance(item, Tensor) else item
                 for nz in _xp(value).nonzero(value):
-                    template.append(_Slot(len(arrays)))
+                    template.append(Slot(len(arrays)))
                     arrays.append(nz)
                 continue
             if dtype.kind not in "iu":
@@ -270,7 +270,7 @@ def split_index(index):
             if isinstance(item, np.generic):
                 template.append(int(item))
                 continue
-            template.append(_Slot(len(arrays)))
+            template.append(Slot(len(arrays)))
             arrays.append(item)
         else:
             template.append(item)

@@ -98,7 +98,7 @@ def scan(f: Callable[..., tuple[PyTree, PyTree]], init: PyTree, xs: PyTree = Non
     if plan is not None:
         return _checkpointed(f, init, xs, length, reverse, dim,
                              {"interpret": interpret, "compiler": compiler}, plan)
-    body, consts, init_t, xs_t, T, init_tree, y_tree = _prepare(f, init, xs, length, reverse,
+    body, consts, init_t, xs_t, T, init_tree, y_tree = prepare(f, init, xs, length, reverse,
                                                                 dim, interpret)
     outs = apply_scan(body, init_t, xs_t, consts, T, reverse, interpret, compiler=compiler)
     nc = len(init_t)
@@ -142,7 +142,7 @@ def _checkpointed(f, init, xs, length, reverse, dim, loop, plan):
 def _typed_inputs(f, init, xs, length, reverse, dim, interpret):
     """scan's checks and init dtypes (a Python number adopts the dtype f gives it), with
     xs moved to axis 0; the body graph and its constants come along for the schedule."""
-    body, consts, init_t, xs_t, T, init_tree, y_tree = _prepare(f, init, xs, length, reverse,
+    body, consts, init_t, xs_t, T, init_tree, y_tree = prepare(f, init, xs, length, reverse,
                                                                 dim, interpret)
     xs_tree = pytree.flatten(xs)[1]
     return (body, consts), init_t, xs_t, T, init_tree, xs_tree, y_tree
@@ -219,6 +219,11 @@ def _check_options(f, length, reverse, dim):
 
 _DEFAULT_COMPILER = ["numpy"]
 COMPILERS = ("numpy", "numba")
+
+
+def default_compiler() -> str:
+    """The compiler of a scan that names none (`set_loop_compiler` sets it)."""
+    return _DEFAULT_COMPILER[0]
 
 
 def set_loop_compiler(name: str) -> str:
@@ -373,7 +378,7 @@ def _device_of_leaves(leaves, paths):
     return next(iter(found), "cpu")
 
 
-def _prepare(f, init, xs, length, reverse, dim, interpret=False):
+def prepare(f, init, xs, length, reverse, dim, interpret=False):
     _check_options(f, length, reverse, dim)
     init_paths, init_leaves, init_tree = pytree.flatten_with_paths(init, "init")
     xs_paths, xs_leaves, xs_tree = pytree.flatten_with_paths(xs, "xs")

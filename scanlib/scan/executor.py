@@ -129,7 +129,7 @@ class CompiledBody:
         tb, where = e.__traceback__, ""
         while tb is not None:
             frame = tb.tb_frame
-            if frame.f_code.co_filename.startswith("<scan body"):
+            if frame.f_code.co_filename.startswith("<scanlib-generated scan loop"):
                 lines = self.source.splitlines()
                 line = lines[tb.tb_lineno - 1] if tb.tb_lineno <= len(lines) else ""
                 depth = len(line) - len(line.lstrip())

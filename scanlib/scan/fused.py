@@ -156,7 +156,7 @@ class FusedKernel:
             res = self.kernel(*values)
         except native.NotProved as e:
             self.kernel, self.note = None, str(e)
-            native._log.info("jit runs its straight-line code, each scan on its own, "
+            native.log.info("jit runs its straight-line code, each scan on its own, "
                              "instead of one fused kernel: %s", e)
             return None
         except native.KERNEL_ERRORS:  # the straight-line code raises its own error
@@ -203,7 +203,7 @@ def build(graph):
     ksource = native.kernel_module(
         params, w.lines + [f"    return ({''.join(r + ', ' for r in returned)})"],
         "fused kernel")
-    dispatcher, proofs = native._load(ksource)
+    dispatcher, proofs = native.load_kernel(ksource)
     ins = ", ".join(type_str(v.shape, v.dtype) for v in graph.invars)
     kernel = native.NativeKernel(dispatcher, w.expected, graph.name, proofs,
                                  f"jit({graph.name}) as one fused kernel ({ins})")

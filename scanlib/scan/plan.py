@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Callable
 
 from ..tape import format_graph, type_str
-from .api import _prepare
+from .api import prepare
 from .executor import compiled
 from .linearize import CLONE, KEEP, linearize
 from . import schedule as _schedule
@@ -97,7 +97,7 @@ def scan_plan(f: Callable[..., tuple[PyTree, PyTree]], init: PyTree, xs: PyTree 
     ['KEEP', 'CLONE', 'REMOVE_ADDITIONAL_INPUTS']
     """
     schedule = _schedule.parse(checkpoint)
-    body, consts, init_t, xs_t, T, _, _ = _prepare(f, init, xs, length, reverse, dim)
+    body, consts, init_t, xs_t, T, _, _ = prepare(f, init, xs, length, reverse, dim)
     nc = len(init_t)
     x_needs = [_needs_grad(x) for x in xs_t]
     lin = linearize(body, nc, x_needs, [_needs_grad(k) for k in consts])

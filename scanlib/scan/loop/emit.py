@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ... import backends
+from ... import backends, generated
 from . import inplace
 from .ir import CHUNK, CONST, POST, PRE, STEP, XS, RunningSum, SumAB, SumAtB, SumScatter, \
     SumStepsAxes, is_var
@@ -41,13 +41,13 @@ def _running_sum(acc, terms, reverse):
 
 def generate(prog):
     """(source, run function) for a LoopProgram with its memory plan."""
-    w = _LoopWriter(prog)
+    w = LoopWriter(prog)
     source = w.source()
-    exec(compile(source, f"<scan body {prog.graph.name}>", "exec"), w.env)
+    generated.exec_source(source, f"scan loop over {prog.graph.name}", w.env)
     return source, w.env["run"]
 
 
-class _LoopWriter:
+class LoopWriter:
     """Prints one LoopProgram. Values are named by role: c carries, X xs, k constants,
     v<n>_<j> results of equation n, Y stacked ys, H carry histories, S per-chunk scratch
     stacks, A accumulators; the functions and literals the code calls live in `env` (_f
@@ -307,8 +307,9 @@ class _LoopWriter:
 def _indexed_shape(shape, how):
     """The shape of acc[index] for a SumScatter (index arrays stand in as zeros)."""
     probe = np.broadcast_to(np.zeros((), bool), shape)
-    return probe[inplace._fill(how.index, [np.zeros(a.shape if is_var(a) else np.shape(a.value),
-                                                    np.int64) for a in how.arrays])].shape
+    zeros = [np.zeros(a.shape if is_var(a) else np.shape(a.value), np.int64)
+             for a in how.arrays]
+    return probe[inplace.fill_index(how.index, zeros)].shape
 
 
 def _chunk_sum(how, ref_batch, env):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import backends
-from ...ops.structural import _fill, _scatter_add_impl, _Slot, distinct_rows
+from ...ops.structural import fill_index, scatter_add_impl, Slot, distinct_rows
 from ...ops.structural import set_rows  # noqa: F401  (the in-place scatter_set, shared)
 
 
@@ -28,7 +28,7 @@ def owned_copy(a):
 def add_rows(buf, v, *arrays, index, shape):
     """buf + scatter_add(v, *arrays) in buf itself. A repeated position gets its values added
     one at a time (np.add.at); the pass allows that for gradient sums only."""
-    where = _fill(index, arrays)
+    where = fill_index(index, arrays)
     if arrays and any(np.shape(a) != () for a in arrays):
         backends.xp_of(buf).add.at(buf, where, v)
     else:  # one position per entry: a plain in-place add
@@ -42,7 +42,7 @@ def chunk_scatter(index, batched, g_batched, g_ndim, row_ndim):
     (NumPy then puts the broadcast index axes first, so a leading axis of steps stays first);
     one per step otherwise. Gradient accumulators only: repeated positions are summed in
     another order than the loop's."""
-    one_call = bool(index) and type(index[0]) is _Slot and any(batched)
+    one_call = bool(index) and type(index[0]) is Slot and any(batched)
     pad = (1,) * (row_ndim - g_ndim)  # g broadcasts against its row: align it behind the steps
 
     def run(acc, g, *arrays):
@@ -59,12 +59,12 @@ def chunk_scatter(index, batched, g_batched, g_ndim, row_ndim):
                     acc[(rows,) + tuple(index[1:])] += g
                     return
             idx = [a if b else a.reshape((1,) + a.shape) for a, b in zip(arrays, batched)]
-            xp.add.at(acc, _fill(index, idx), g)
+            xp.add.at(acc, fill_index(index, idx), g)
             return
         steps = next((len(a) for a, b in zip(arrays, batched) if b), len(g))
         for r in range(steps):
             step_arrays = [a[r] if b else a for a, b in zip(arrays, batched)]
-            xp.add.at(acc, _fill(index, step_arrays), g[r] if g_batched else g)
+            xp.add.at(acc, fill_index(index, step_arrays), g[r] if g_batched else g)
     return run
 
 
@@ -75,6 +75,6 @@ def scatter_sum_reference(acc, g, arrays, index, batched, g_batched):
     steps = len(g) if steps is None else steps
     for r in range(steps):
         step_arrays = [a[r] if b else a for a, b in zip(arrays, batched)]
-        acc = acc + _scatter_add_impl(g[r] if g_batched else g, *step_arrays, index=index,
+        acc = acc + scatter_add_impl(g[r] if g_batched else g, *step_arrays, index=index,
                                       shape=acc.shape)
     return acc

@@ -30,9 +30,9 @@ import time
 
 import numpy as np
 
-from ... import logs
+from ... import generated, logs
 from ...tape.tensor import type_str
-from .emit import _LoopWriter
+from .emit import LoopWriter
 from .ir import STEP, is_var
 from .native_rules import Arg, Unsupported, literal_code, statements
 
@@ -50,7 +50,7 @@ class NotProved(Exception):
 
 
 STATS = collections.Counter()  # "kernel calls": how often a kernel ran (tests read it)
-_log = logs.get("numba")
+log = logs.get("numba")
 
 # What a kernel raises where NumPy's loop would raise (or not) its own way: the executor then
 # runs that loop. Anything else is a bug here, and surfaces.
@@ -81,7 +81,7 @@ def available():
     return missing() is None
 
 
-class _NativeWriter(_LoopWriter):
+class _NativeWriter(LoopWriter):
     """emit.py's writer with the step loop printed as a numba kernel (`kernel_source`)."""
 
     def ref_step(self, v):
@@ -221,14 +221,14 @@ class NativeKernel:
             return self.dispatcher(*args)
 
     def _prove(self, sig):
-        _log.info("compiling %s (seconds, unless numba's disk cache has it)", self.what)
-        _log.debug("numba types of its arguments: (%s)", ", ".join(map(str, sig)))
+        log.info("compiling %s (seconds, unless numba's disk cache has it)", self.what)
+        log.debug("numba types of its arguments: (%s)", ", ".join(map(str, sig)))
         start = time.perf_counter()
         self.dispatcher._can_compile = True
         try:
             self.dispatcher.compile(sig)
         except Exception as e:  # noqa: BLE001 - numba's typing and lowering errors
-            _log.info("%s does not compile (%.1f s)", self.what,
+            log.info("%s does not compile (%.1f s)", self.what,
                       time.perf_counter() - start)
             raise NotProved(f"numba cannot compile it: {_numba_reason(e)}") from None
         finally:
@@ -238,9 +238,9 @@ class NativeKernel:
         token = f"{self._digest} {sig}"
         typemap = getattr(self.dispatcher.overloads[sig].type_annotation, "typemap", None)
         if isinstance(typemap, dict):
-            _log.info("compiled %s in %.1f s; %s", self.what, seconds, self._cached_where(sig))
+            log.info("compiled %s in %.1f s; %s", self.what, seconds, self._cached_where(sig))
         else:
-            _log.info("loaded %s from numba's disk cache in %.2f s; %s", self.what, seconds,
+            log.info("loaded %s from numba's disk cache in %.2f s; %s", self.what, seconds,
                       self._cached_where(None))
         if isinstance(typemap, dict):
             self._check(typemap)
@@ -334,10 +334,10 @@ def build(prog):
     if not w.step:
         return None  # no per-step work: the NumPy loop runs it in whole chunks already
     ksource = w.kernel_source()
-    dispatcher, proofs = _load(ksource)
+    dispatcher, proofs = load_kernel(ksource)
     kernel = NativeKernel(dispatcher, w.expected, prog.graph.name, proofs, describe(prog))
     w.env["_kernel"] = kernel
-    exec(compile(source, f"<scan body {prog.graph.name} (numba)>", "exec"), w.env)
+    generated.exec_source(source, f"scan loop over {prog.graph.name} (numba)", w.env)
     return NativeLoop(source, w.env["run"], ksource, kernel)
 
 
@@ -368,7 +368,7 @@ def _helpers_digest():
     return hashlib.sha256(text).hexdigest()[:16]
 
 
-def _load(ksource):
+def load_kernel(ksource):
     """(kernel function, the file of its recorded proofs or None) of a kernel module's source:
     from a file in the cache directory (so numba's own cache keeps its machine code across
     processes), or, when that directory cannot be written, compiled from the source in
@@ -395,8 +395,8 @@ def _load(ksource):
             namespace = None
     if namespace is None:
         namespace = {}
-        exec(compile(ksource.replace("cache=CACHE", "cache=False"),
-                     f"<scan kernel {key}>", "exec"), namespace)
+        generated.exec_source(ksource.replace("cache=CACHE", "cache=False"),
+                              f"scan kernel {key}", namespace)
     _loaded[key] = namespace["kernel"], proofs
     return _loaded[key]
 

@@ -20,7 +20,6 @@ from ...ops import elementwise as ew
 from ...ops import linalg as la
 from ...ops import special as sp
 from ...ops import structural as st
-from ...remat import name_p
 from ...tape import Literal
 
 
@@ -154,7 +153,7 @@ def elementwise(eqn, args, outs):
     return [f"{outs[0]} = np.{name}({', '.join(code)})"]
 
 
-@rule(ew.stop_gradient, ew.copy, name_p)
+@rule(ew.stop_gradient, ew.copy, ew.checkpoint_name_p)
 def _identity(eqn, args, outs):
     return [f"{outs[0]} = {args[0].code}"]
 
@@ -236,7 +235,7 @@ def _array_index(eqn, args, ndim):
     index, arrays = tuple(eqn.params["index"]), args[1:]
     if index[:1] == (Ellipsis,) and len(index) - 1 == ndim:
         index = index[1:]
-    slots = [type(i).__name__ == "_Slot" for i in index]
+    slots = [type(i).__name__ == "Slot" for i in index]
     if not (1 <= len(index) <= 2 and all(slots)
             and [i.i for i in index] == list(range(len(arrays)))
             and all(a.dtype.kind in "iu" and len(a.shape) == 1 for a in arrays)
