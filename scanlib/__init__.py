@@ -20,6 +20,7 @@ from .associative import *  # noqa: F403
 from .control import *  # noqa: F403
 from .transforms import *  # noqa: F403
 from .vmap import vmap
+from .custom import custom_jvp, custom_vjp
 from .tracing import make_graph
 from .jit import JitFallbackWarning, jit
 
@@ -33,4 +34,5 @@ __all__ = [
     "cuda_available", "scan", "scan_plan", "ScanPlan", "set_loop_compiler",
     "NumbaFallbackWarning", "JitFallbackWarning", "jit",
     *transforms.__all__, *associative.__all__, *control.__all__, "vmap",
+    "custom_vjp", "custom_jvp",
 ]

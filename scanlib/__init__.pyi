@@ -7,10 +7,10 @@
 from .tape.types import ArrayLike, Axis
 from . import (
     associative as associative, autodiff as autodiff, backends as backends,
-    checkpoint_policies as checkpoint_policies, control as control, generated as generated,
-    interpreters as interpreters, linalg as linalg, logs as logs, loops as loops, ops as ops,
-    optim as optim, pytree as pytree, random as random, tape as tape, testing as testing,
-    tracing as tracing, transforms as transforms,
+    checkpoint_policies as checkpoint_policies, control as control, custom as custom,
+    generated as generated, interpreters as interpreters, linalg as linalg, logs as logs,
+    loops as loops, ops as ops, optim as optim, pytree as pytree, random as random, tape as tape,
+    testing as testing, tracing as tracing, transforms as transforms,
 )
 from .associative import associative_scan as associative_scan
 from .autodiff import (
@@ -18,6 +18,7 @@ from .autodiff import (
 )
 from .backends import cuda_available as cuda_available
 from .control import fori_loop as fori_loop, while_loop as while_loop
+from .custom import custom_jvp as custom_jvp, custom_vjp as custom_vjp
 from .jit import JitFallbackWarning as JitFallbackWarning, jit as jit
 from .ops import elementwise as elementwise
 from .ops.arrays import (
@@ -406,4 +407,6 @@ __all__ = [
     'fori_loop',
     'while_loop',
     'vmap',
+    'custom_vjp',
+    'custom_jvp',
 ]

@@ -124,6 +124,14 @@ def test_walkthrough_tiny(capsys):
     assert "[ok] scan and loop agree" in out
 
 
+def test_custom_rules_tiny(capsys):
+    status, out = run("custom_rules", ["--size", "500", "--steps", "20", "80"], capsys)
+    assert status == 0, out
+    assert out.count("[ok]") == 4
+    assert "naive [0.5" in out and "nan]" in out
+    assert "through the solver: peak memory" in out and "adjoint: peak memory" in out
+
+
 def test_hvp_tiny(capsys):
     status, out = run("hvp", ["--hidden", "3", "--inputs", "2", "--length", "5"], capsys)
     assert status == 0, out

@@ -47,6 +47,12 @@ def test_linalg_everyday_ops_random_and_optim_on_the_fake_cupy_backend():
 
 
 @pytest.mark.skipif(importlib.util.find_spec("cupy") is not None,
+                    reason="a real CuPy is installed: the backend fixture covers it")
+def test_custom_derivatives_on_the_fake_cupy_backend():
+    _run_on_the_fake(["test_custom.py"], "-k", "device_of_their_data")
+
+
+@pytest.mark.skipif(importlib.util.find_spec("cupy") is not None,
                     reason="a real CuPy is installed")
 def test_demo_runs_with_device_cuda_on_the_fake_cupy(tmp_path):
     env = dict(os.environ, MPLBACKEND="Agg",
