@@ -9,7 +9,8 @@ is the only batched thing, a body that gives NaN once a lane has finished, int a
 carries, pytree carries, closed-over batched and unbatched values, loops nested in scan, in
 another while_loop and under a second vmap, and in_axes/out_axes variants. For checkpoint:
 saving policies, static arguments, nesting, and a checkpointed step in a scan (per-example
-gradients). Each vmap of a while_loop or a checkpoint must also run as one batched program:
+gradients). Forward mode through scan's variants; custom_vjp and custom_jvp rules (deliberately
+not the true derivative) inside vmapped loops and checkpoints. Each vmap of a while_loop or a checkpoint must also run as one batched program:
 `scanlib.vmap`'s FALLBACKS count of equations run once per example must not grow.
 """
 
@@ -700,6 +701,49 @@ def test_vmap_inside_a_trace_runs_one_batched_program(where):
         _no_fallback(lambda: sl.jit(sl.vmap(log_down))(LOGS))
     else:
         _no_fallback(lambda: _while_in_scan_body(xs))
+
+
+# --- custom rules inside vmapped loops and checkpoints ------------------------------------------
+def _custom_rules():
+    """A straight-through round (bwd 2 g, not the true 0) and a cube whose declared tangent is
+    5 t (not 3 x^2 t): a batched replay that differentiated the primal would show."""
+    st = sl.custom_vjp(lambda x: sl.round(x))
+    st.defvjp(lambda x: (sl.round(x), None), lambda res, g: (g * 2.0,))
+    cj = sl.custom_jvp(lambda x: x ** 3)
+    cj.defjvp(lambda primals, tangents: (primals[0] ** 3, 5.0 * tangents[0]))
+    return st, cj
+
+
+def _custom_case(name):
+    st, cj = _custom_rules()
+    return {
+        "vjp-lanes": lambda x: sl.while_loop(lambda c: c[0] < x * 3.0, lambda c: (
+            c[0] + 1.0, c[1] * 0.5 + st(c[1] * x)), (sl.tensor(0.0), x))[1],
+        "vjp-shared": lambda x: sl.while_loop(lambda c: c[0] < 3.0, lambda c: (
+            c[0] + 1.0, c[1] * 0.5 + st(c[1] * x)), (sl.tensor(0.0), x))[1],
+        "vjp-checkpoint": lambda x: sl.checkpoint(lambda u: st(u * 3.0) * u)(x),
+        "jvp-lanes": lambda x: sl.while_loop(lambda c: c[0] < x * 3.0, lambda c: (
+            c[0] + 1.0, c[1] * 0.5 + cj(c[1] * 0.5)), (sl.tensor(0.0), x))[1],
+        "jvp-checkpoint": lambda x: sl.checkpoint(lambda u: cj(u) * u)(x),
+    }[name]
+
+
+@pytest.mark.parametrize("name", ["vjp-lanes", "vjp-shared", "vjp-checkpoint", "jvp-lanes",
+                                  "jvp-checkpoint"])
+def test_custom_rules_inside_vmapped_loops_and_checkpoints(name):
+    f, xs = _custom_case(name), sl.tensor([0.3, 1.7, 2.2, 0.9])
+    _assert_same(sl.vmap(f)(xs), _per_example(f, (xs,)))
+    per = _per_example(sl.grad(f), (xs,))
+    _assert_same(sl.vmap(sl.grad(f))(xs), per, tol=1e-11)
+    _assert_same(sl.grad(lambda x: sl.sum(sl.vmap(f)(x)))(xs), per, tol=1e-11)
+    if name.startswith("jvp"):
+        def tangent(x):
+            return sl.jvp(f, (x,), (sl.ones_like(x),))[1]
+
+        _assert_same(sl.vmap(tangent)(xs), _per_example(tangent, (xs,)), tol=1e-11)
+        _assert_same(sl.jvp(sl.vmap(f), (xs,), (sl.ones(4),))[1], _per_example(tangent, (xs,)),
+                     tol=1e-11)
+    _no_fallback(lambda: sl.vmap(sl.grad(f))(xs))
 
 
 # --- forward mode through while_loop, checkpoint and scan -----------------------------------------
