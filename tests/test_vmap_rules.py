@@ -9,9 +9,10 @@ is the only batched thing, a body that gives NaN once a lane has finished, int a
 carries, pytree carries, closed-over batched and unbatched values, loops nested in scan, in
 another while_loop and under a second vmap, and in_axes/out_axes variants. For checkpoint:
 saving policies, static arguments, nesting, and a checkpointed step in a scan (per-example
-gradients). Forward mode through scan's variants; custom_vjp and custom_jvp rules (deliberately
-not the true derivative) inside vmapped loops and checkpoints. Each vmap of a while_loop or a checkpoint must also run as one batched program:
-`scanlib.vmap`'s FALLBACKS count of equations run once per example must not grow.
+gradients). Forward mode through scan's variants; custom_vjp and custom_jvp rules
+(deliberately not the true derivative) inside vmapped loops and checkpoints. Each vmap of a
+while_loop or a checkpoint must also run as one batched program: `scanlib.vmap`'s FALLBACKS
+count of equations run once per example must not grow.
 """
 
 from __future__ import annotations
@@ -1041,3 +1042,40 @@ def test_any_lanes_through_a_checkpointed_while(pairs, map_s):
     loss = lambda x, s: sl.sum(f(x, s)[0] ** 2)  # noqa: E731
     _assert_same(sl.vmap(sl.grad(loss), in_axes=axes)(x, s),
                  _per_example(sl.grad(loss), (x, s), axes), tol=1e-11)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.sampled_from([0, 1, -1]), st.sampled_from([0, 1, None]), st.sampled_from([0, 1, -1]),
+       st.sampled_from(["nothing", "dots", "names", "everything"]), st.integers(0, 4))
+def test_any_axes_any_policy_through_a_checkpoint(x_axis, s_axis, out_axis, policy, B):
+    # a checkpoint of two arguments under vmap with in_axes/out_axes drawn, against the stack
+    # of examples (values and the gradient of a scalar of them)
+    policies = {"nothing": cp.nothing_saveable, "dots": cp.dots_saveable,
+                "names": cp.save_only_these_names("h1"), "everything": cp.everything_saveable}
+    rng = np.random.default_rng(B)
+
+    def f(x, s):
+        def g(h, s):
+            h1 = sl.checkpoint_name(sl.tanh(h @ M + s), "h1")
+            return sl.sin(h1 @ M) * h + s
+
+        return sl.checkpoint(g, policy=policies[policy])(x, s)
+
+    x = sl.tensor(rng.standard_normal((B, 3)))
+    x = sl.transpose(x, (1, 0)) if x_axis in (1, -1) else x
+    s = sl.tensor(rng.standard_normal((B, 3) if s_axis == 0 else (3, B) if s_axis == 1 else (3,)))
+    if B == 0 and s_axis is None and x_axis is None:
+        return
+    got = sl.vmap(f, in_axes=(x_axis, s_axis), out_axes=out_axis)(x, s)
+    want = _per_example(f, (x, s), (x_axis, s_axis), out_axis, B=B) if B else None
+    if B == 0:
+        assert got.shape == ((0, 3) if out_axis == 0 else (3, 0))
+        return
+    _assert_same(got, want)
+
+    def loss(x):
+        return sl.sum(sl.sin(sl.vmap(f, in_axes=(x_axis, s_axis), out_axes=out_axis)(x, s)))
+
+    per = [sl.grad(lambda xi, si: sl.sum(sl.sin(f(xi, si))))(
+        _slice(x, i, x_axis), _slice(s, i, s_axis)) for i in range(B)]
+    _assert_same(sl.grad(loss)(x), sl.stack(per, axis=x_axis % 2), tol=1e-11)
