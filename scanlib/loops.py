@@ -11,12 +11,13 @@ from __future__ import annotations
 import numpy as np
 
 from . import backends, generated
-from .interpreters.batching import batched_graph, batched_outputs, broadcast_batch, evaluate
+from .interpreters.batching import batched_graph, batched_outputs, broadcast_batch
+from . import ops
 from .ops import zeros
 from .ops.primitive import Primitive
 from .scan.cache import canonical
 from .scan.primitive import apply_scan, carried_through, loop_reach
-from .remat import vjp_by_replay
+from .remat import replay, vjp_by_replay
 from .tape import (Literal, Tensor, Var, backward_pass, current_builder, enable_grad,
                    is_differentiable_dtype, no_grad)
 from .tape.graph import Graph, eval_graph, on_stand_ins, stand_ins_for, used_vars
@@ -332,8 +333,6 @@ def _while_vmap(values, batched, B, *, cond, body, num_carry, num_cond_consts, m
     nc, nq = num_carry, num_cond_consts
     params = dict(cond=cond, body=body, num_carry=nc, num_cond_consts=nq)
     carry_b, pred_b = _batched_carries(params, batched)
-    if pred_b and current_builder() is not None:
-        return None  # inside a trace the lanes' loop cannot run yet: once per example
     init = [broadcast_batch(x, B) if c and not b else x
             for x, c, b in zip(values[:nc], carry_b, batched[:nc])]
     q, k = values[nc:nc + nq], values[nc + nq:]
@@ -415,46 +414,57 @@ _COUNT = Var((), np.int64)
 
 def _lanes_vjp(cts, outs, *inputs, _saved, cond, body, num_carry, num_cond_consts, max_steps,
                batched, size):
-    """The loop again on the tape, each step on the lanes its trip count says were running
-    (cond is not differentiated), walked back: exact at any order, as the lanes' own loops."""
+    """The VJP of each lane's own loop of its trip count's steps: the derivative primitive
+    with every input given the batch axis (`lanes`), which replays the lanes (cond is not
+    differentiated; the tape's walk or, in a trace, the loop's run computes it). A shared
+    constant's cotangent is the sum of the lanes'. As in _while_vjp, an absent cotangent
+    stays absent and inputs no present one reaches get none."""
     nc, nq = num_carry, num_cond_consts
     if all(c is None for c in cts[:nc]):
         return [None] * len(inputs)
     counts = outs[nc] if outs[nc] is not None else _saved[0] if _saved else None
-    if counts is None or current_builder() is not None:
-        raise NotImplementedError(
-            "vmap of while_loop: the gradient of lanes that stop at different steps is taken "
-            "on the tape, where the loop has run; this one was bound inside a traced body "
-            "without its trip counts (please report how you reached it).")
-    def run(starts):
-        return replay_lanes(body, starts[:nc], starts[nc + nq:], batched[nq:], counts._value)
-
-    return vjp_by_replay(run, inputs, cts[:nc], skip=range(nc, nc + nq))
+    if counts is None:  # bound where nobody kept the counts (a replay): count again
+        with no_grad():
+            counts = while_lanes_p(*inputs, cond=cond, body=body, num_carry=nc,
+                                   num_cond_consts=nq, max_steps=max_steps, batched=batched,
+                                   size=size)[nc]
+    k, k_b = list(inputs[nc + nq:]), batched[nq:]
+    k_lanes = [x if f else broadcast_batch(x, size) for x, f in zip(k, k_b)]
+    given = tuple(c is not None for c in cts[:nc])
+    ct = [_ct_or_zeros(c, o, inputs) for c, o in zip(cts[:nc], inputs[:nc])]
+    g = _scan_grads(ct, list(inputs[:nc]) + k_lanes + [counts], body, nc, (nc,), (given,),
+                    lanes=True)[:-1]
+    g = g[:nc] + [x if f or x is None else ops.sum(x, axis=0) for x, f in zip(g[nc:], k_b)]
+    reached = _reached_in_n_steps(body, nc, list(given))
+    g = [x if r else None for x, r in zip(g, reached)]
+    return g[:nc] + [None] * nq + g[nc:]
 
 
 def replay_lanes(body, carry, consts, const_flags, counts):
     """The carries after each lane's own number of steps of body (`counts`, an array), bound
     on Tensors (recorded when they require grad): at step t, the lanes whose count is above
-    t, gathered, stepped and written back."""
+    t, gathered, stepped by the body batched for that many lanes (traced once per count,
+    _lanes_graph) and written back. No lane is padded here: a copy's zero cotangent would
+    meet the body's partials, which the loop never does."""
     carry, nc = list(carry), len(carry)
     xp = backends.xp_of(counts)
+    device = backends.device_of(counts)
     for t in range(int(counts.max()) if counts.size else 0):
         index = Tensor(xp.nonzero(counts > t)[0])
-        m = int(index.shape[0])
-        new, flags = evaluate(body, [c[index] for c in carry], [True] * nc,
-                              [x[index] if f else x for x, f in zip(consts, const_flags)],
-                              const_flags, m)
-        carry = [c.at[index].set(x if f else broadcast_batch(x, m))
-                 for c, x, f in zip(carry, new, flags)]
+        stepped, kept = _lanes_graph(body, nc, const_flags, int(index.shape[0]), device)
+        new = replay(stepped, [c[index] for c in carry]
+                     + [x[index] if f else x for x, f in zip(consts, const_flags)],
+                     [Tensor(v) for v in kept])
+        carry = [c.at[index].set(x) for c, x in zip(carry, new)]
     return carry
 
 
 def _grad_vmap(values, batched, B, *, body, num_carry, num_cts, given, lanes=False):
     """vmap of a while_loop's derivative: each example's own, every input given the batch
     axis (a gradient per example, also of what the examples share) and n each lane's trip
-    count, computed by replaying the lanes (replay_lanes). Inside a trace, or batched
-    twice, it declines (once per example)."""
-    if lanes or current_builder() is not None:
+    count, computed by replaying the lanes (replay_lanes). Batched twice (vmap of vmap), it
+    declines (once per outer example)."""
+    if lanes:
         return None
     values = [x if b else broadcast_batch(x, B) for x, b in zip(values, batched)]
     outs = while_grad_p(*values, body=body, num_carry=num_carry, num_cts=num_cts, given=given,
@@ -466,7 +476,8 @@ while_p = Primitive("while_loop", _while_impl, _while_vjp, multiple_results=True
                     reach=_reach_while, vmap=_while_vmap, vmap_flags=_while_vmap_flags)
 # vmap's while_loop whose examples stop at different steps (_while_vmap): carries, cond's
 # constants, body's constants, those flagged in `batched` with the batch axis first.
-while_lanes_p = Primitive("while_loop_lanes", _lanes_impl, _lanes_vjp, multiple_results=True)
+while_lanes_p = Primitive("while_loop_lanes", _lanes_impl, _lanes_vjp, multiple_results=True,
+                          reach=_reach_while)
 while_grad_p = Primitive("while_loop_vjp", _grad_impl, _grad_vjp, multiple_results=True,
                          reach=_reach_grad, vmap=_grad_vmap)
 
