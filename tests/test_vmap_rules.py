@@ -696,6 +696,33 @@ def test_vmap_inside_a_trace_runs_one_batched_program(where):
         _no_fallback(lambda: _while_in_scan_body(xs))
 
 
+COMPOSED = {
+    "grad(jit(vmap))": lambda x: sl.grad(lambda x: sl.sum(sl.jit(sl.vmap(log_down))(x)))(x),
+    "jit(grad(vmap))": lambda x: sl.jit(sl.grad(lambda x: sl.sum(sl.vmap(log_down)(x))))(x),
+    "jit(vmap(grad))": lambda x: sl.jit(sl.vmap(sl.grad(log_down)))(x),
+    "vmap(jit(grad))": lambda x: sl.vmap(sl.jit(sl.grad(log_down)))(x),
+    "grad(checkpoint(vmap))": lambda x: sl.grad(
+        lambda x: sl.sum(sl.checkpoint(sl.vmap(log_down))(x)))(x),
+    "grad(scan(vmap))": lambda x: sl.grad(lambda x: sl.sum(sl.scan(
+        lambda c, t: (sl.vmap(log_down)(c * t), None), x, sl.tensor([1.0, 3.0]))[0]))(x),
+}
+
+
+@pytest.mark.filterwarnings("ignore::scanlib.JitFallbackWarning")
+@pytest.mark.parametrize("name", list(COMPOSED))
+def test_lanes_composed_with_jit_checkpoint_and_scan(name):
+    # the lanes' loop and its derivative inside traces, against per-example gradients
+    if name == "grad(scan(vmap))":
+        def one(x):
+            return sl.scan(lambda c, t: (log_down(c * t), None), x, sl.tensor([1.0, 3.0]))[0]
+    else:
+        one = log_down
+    want = _per_example(sl.grad(one), (LOGS,))
+    got = COMPOSED[name](LOGS)
+    _assert_same(got, want, tol=1e-11)
+    _no_fallback(lambda: COMPOSED[name](LOGS))
+
+
 # --- custom rules inside vmapped loops and checkpoints ------------------------------------------
 def _custom_rules():
     """A straight-through round (bwd 2 g, not the true 0) and a cube whose declared tangent is
