@@ -594,8 +594,11 @@ def test_max_steps_counts_per_lane():
                  sl.tensor([4.0, 4.0, 4.0]))
     with pytest.raises(RuntimeError):
         f(sl.tensor(9.0), 5)
-    with pytest.raises(RuntimeError):
-        sl.vmap(lambda x: f(x, 5))(sl.tensor([1.0, 9.0]))
+    for wrap in (lambda g: g, sl.jit):  # and inside a trace
+        with pytest.raises(RuntimeError, match="max_steps=5"):
+            wrap(sl.vmap(lambda x: f(x, 5)))(sl.tensor([1.0, 9.0]))
+    _assert_same(sl.jit(sl.vmap(lambda x: f(x, 5)))(sl.tensor([4.0, 3.5, 4.0])),
+                 sl.tensor([4.0, 4.0, 4.0]))
 
 
 def test_vmap_inside_a_while_body():
