@@ -155,8 +155,8 @@ def while_loop(cond_fun: Callable[[PyTree], Any], body_fun: Callable[[PyTree], P
     loop from its input. `max_steps`: if cond_fun is still True after that many steps, a
     RuntimeError instead of a runaway loop. Under `vmap`, examples that stop at different
     steps run as one loop over the examples still running (cond_fun and body_fun see only
-    those, never a state their own loop does not reach), and so does its gradient; inside a
-    traced body (vmap under jit or in a scan body) such a loop runs once per example.
+    those, never a state their own loop does not reach), and so does its gradient, also
+    inside jit and scan bodies.
 
     >>> import scanlib as sl
     >>> sl.while_loop(lambda v: v < 100.0, lambda v: v * 3.0, sl.tensor(1.0))

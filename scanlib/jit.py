@@ -27,7 +27,8 @@ from . import backends, generated, logs, pytree
 from .scan import fused
 from .scan.api import default_compiler
 from .tape import Tensor, current_builder, grad_enabled
-from .tape.graph import Eqn, Graph, Literal, Var, number_key, param_fingerprint, prune_outputs
+from .tape.graph import (Literal, merge_rebound, param_fingerprint,
+                          prune_outputs)
 from .tape.tensor import type_str
 from .tracing import closure_names, trace_function
 
@@ -451,7 +452,7 @@ class Trace:
         self.graph.outvars = [Literal(v.value.copy()) if isinstance(v, Literal)
                               and isinstance(v.value, np.ndarray) else v
                               for v in self.graph.outvars]
-        self.graph = prune_outputs(merge_rebound_scans(self.graph))
+        self.graph = prune_outputs(merge_rebound(self.graph))
         self._consts = _const_values(self.graph, {} if snapshots is None else snapshots)
         self._run = _straight_line(self.graph, self._consts)
         # A writable constant was copied when traced; a read-only one may be a view of an
@@ -494,72 +495,6 @@ def _root(a):
     while getattr(a, "base", None) is not None:
         a = a.base
     return a
-
-
-_SCAN_SAME = ("length", "reverse", "num_carry", "num_xs", "interpret", "sum_carries",
-              "compiler")
-
-
-def merge_rebound_scans(graph):
-    """The graph with each scan that its VJP bound again merged into that second binding.
-
-    Differentiating a scan inside a trace can bind it twice: first with the residuals its
-    linearization then expected, then, when the walk back needs more (cotangents for inputs
-    that are traced values here), as the forward of a new linearization whose body is the
-    first one's, with more residual outputs after the same leading outputs; a higher order
-    binds it again. Replayed, each forward would run. Here the extended binding takes the
-    place of the one it extends (its inputs are the same, so they were ready there), and a
-    scan whose outputs a kept binding already computes (the same body, or one it extends,
-    on the same inputs) reads them from it.
-    """
-    eqns, rename = list(graph.eqns), {}
-    kept = {}  # (body id, operands) -> position of the scan whose outputs begin with body's
-
-    def alias(old, new):  # read new's values where old's were read
-        nonlocal rename
-        pairs = dict(zip(old, new))
-        rename = {v: pairs.get(w, w) for v, w in rename.items()}  # and what pointed at old
-        rename.update(pairs)
-
-    for i, eqn in enumerate(eqns):
-        if eqn.prim.name != "scan":
-            continue
-        eqn = eqns[i] = _renamed(eqn, rename)
-        ops, lin = _operands(eqn), eqn.params.get("_lin")
-        j = kept.get((id(eqn.params["body"]), ops))
-        if j is not None and _same_loop(eqns[j], eqn):
-            alias(eqn.outvars, eqns[j].outvars)  # its outputs lead that scan's
-            eqns[i] = None
-            continue
-        j = kept.get((id(lin.body), ops)) if lin is not None else None
-        if (j is not None and lin.aug_body is eqn.params["body"]
-                and eqns[j].params["body"] is lin.body and _same_loop(eqns[j], eqn)):
-            alias(eqns[j].outvars, eqn.outvars)
-            eqns[j], eqns[i] = eqn, None
-            kept[(id(eqn.params["body"]), ops)] = j
-        else:
-            kept.setdefault((id(eqn.params["body"]), ops), i)
-    if not rename:
-        return graph
-    return Graph(graph.invars, graph.constvars, graph.consts,
-                 [_renamed(e, rename) for e in eqns if e is not None],
-                 [rename.get(v, v) for v in graph.outvars], graph.name, graph.device)
-
-
-def _same_loop(a, b):
-    return all(a.params.get(k) == b.params.get(k) for k in _SCAN_SAME)
-
-
-def _renamed(eqn, rename):
-    if not any(v in rename for v in eqn.invars if isinstance(v, Var)):
-        return eqn
-    return Eqn(eqn.prim, [rename.get(v, v) if isinstance(v, Var) else v for v in eqn.invars],
-               eqn.params, eqn.outvars)
-
-
-def _operands(eqn):
-    return tuple(("lit", type(v.value).__name__, number_key(v.value)) if isinstance(v, Literal)
-                 else id(v) for v in eqn.invars)
 
 
 def _snapshot(value, snapshots):

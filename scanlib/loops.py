@@ -28,12 +28,13 @@ def counted_carries(cond, body, nc):
     """The carries the trip count depends on: those cond reads and, to a fixpoint, those the
     body computes them from. Running only these finds the same count, often far cheaper."""
     need = {i for i, v in enumerate(cond.invars) if v in used_vars(cond.eqns, cond.outvars)[1]}
-    while True:
+    for _ in range(nc + 1):  # each round adds a carry or ends
         live = used_vars(body.eqns, [body.outvars[i] for i in need])[1]
         more = need | {i for i, v in enumerate(body.invars) if v in live}
         if more == need:
             return tuple(sorted(need))
         need = more
+    raise AssertionError("while_loop's counted carries: fixpoint not reached")
 
 
 def runner(cond, body, carries, collect=()):

@@ -17,6 +17,7 @@ import numpy as np
 
 from . import backends, pytree
 from .interpreters.batching import batched_graph
+from .interpreters.reverse import walk_back
 from .ops import as_tensor
 from .ops import elementwise as ew
 from .ops.primitive import Primitive, bind
@@ -308,14 +309,7 @@ def _traced_vjp(cts, inputs, graph, num_args, reuse):
 
     for v, g in zip(graph.outvars, cts):
         add(v, g)
-    for eqn in reversed(graph.eqns):
-        gs = [ct.pop(v, None) for v in eqn.outvars]
-        if eqn.prim.vjp is None or all(g is None for g in gs):
-            continue
-        in_cts = eqn.prim.cotangents(gs, [read(v) for v in eqn.outvars],
-                                     [read(v) for v in eqn.invars], eqn.params)
-        for v, g in zip(eqn.invars, in_cts):
-            add(v, g)
+    walk_back(graph.eqns, read, ct, add)
     return [ct.get(v) if differentiable(x) else None
             for v, x in zip(graph.invars + graph.constvars, inputs)]
 

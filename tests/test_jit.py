@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import scanlib as sl
-from scanlib.jit import merge_rebound_scans
+from scanlib.tape.graph import merge_rebound
 
 RNG = np.random.default_rng(0)
 
@@ -297,7 +297,7 @@ def test_a_scan_differentiated_in_the_trace_runs_its_forward_once():
     forwards = [e for e in graph.eqns if e.prim.name == "scan" and not e.params["reverse"]]
     assert len(forwards) == 1, graph
     same(sl.jit(vg)(np.ones(3)), vg(np.ones(3)))
-    assert merge_rebound_scans(graph) is graph  # nothing left to merge
+    assert merge_rebound(graph) is graph  # nothing left to merge
 
 
 def test_python_control_flow_on_an_argument_says_jit():

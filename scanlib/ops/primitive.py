@@ -57,6 +57,8 @@ class Primitive:
     - `bind_recorded(*inputs, **params)`: how an equation of a graph binds when it is run
       again on Tensors (checkpoint's replay, vmap's unbatched equations): scan's keeps its
       residuals for its VJP. `rebind` calls it, or bind.
+    - `rebinding(params) -> (key, extended_key)`: for jit's merging of an equation bound
+      again, extended, by a derivative (tape/graph.py merge_rebound): scan's.
 
     Called, a primitive reads as the function it is: `inspect.signature` and `help()` show its
     inputs (positional-only, named after impl's) and that it returns a Tensor, and
@@ -66,7 +68,7 @@ class Primitive:
     def __init__(self, name, impl, vjp=None, multiple_results=False, sparse_index=None,
                  doc=None, *, elementwise=False, batch=None, ufunc=None, out_impl=None,
                  view=False, inline=None, prune=None, reach=None, multilinear=False,
-                 jvp=None, vmap=None, vmap_flags=None, bind_recorded=None):
+                 jvp=None, vmap=None, vmap_flags=None, bind_recorded=None, rebinding=None):
         self.name = self.__name__ = self.__qualname__ = name
         if doc:
             self.__doc__ = doc
@@ -82,7 +84,7 @@ class Primitive:
         self.batch = batching.elementwise_rule if elementwise and batch is None else batch
         self.multilinear, self.jvp = multilinear, jvp
         self.vmap, self.vmap_flags = vmap, vmap_flags
-        self.bind_recorded = bind_recorded
+        self.bind_recorded, self.rebinding = bind_recorded, rebinding
 
     def __call__(self, *args, **params):
         return bind(self, *args, **params)

@@ -255,12 +255,14 @@ def _prune_scan(params, used):
         return new, keep_in, keep_out + [False] * (len(used) - n_user)
     body, nc, nx = params["body"], params["num_carry"], params["num_xs"]
     need = {i for i, u in enumerate(used) if u}
-    while True:
+    for _ in range(nc + 1):  # each round adds a carry or ends
         eqns, live = used_vars(body.eqns, [body.outvars[i] for i in sorted(need)])
         more = need | {i for i in range(nc) if body.invars[i] in live}
         if more == need:
             break
         need = more
+    else:
+        raise AssertionError("scan's prune: the carries read, fixpoint not reached")
     keep_in = ([i in need for i in range(nc)] + [v in live for v in body.invars[nc:]]
                + [v in live for v in body.constvars])
     if len(need) == len(body.outvars) and all(keep_in):
@@ -317,9 +319,25 @@ def _bind_recorded(*inputs, body, length, reverse, num_carry, num_xs, interpret=
                       reverse, interpret, sum_carries, compiler)
 
 
+# A scan's loop: what its outputs depend on besides its body and inputs.
+_SAME_LOOP = ("length", "reverse", "num_carry", "num_xs", "interpret", "sum_carries", "compiler")
+
+
+def _rebinding(params):
+    """(what this scan computes, what the scan it extends computed): a scan bound with
+    residuals (`_lin`) runs its linearization's body extended with more outputs, so it
+    extends the scan of that body (see graph.merge_rebound)."""
+    loop = tuple(params.get(k) for k in _SAME_LOOP)
+    lin = params.get("_lin")
+    extends = (id(lin.body), loop) if lin is not None and lin.aug_body is params["body"] \
+        else None
+    return (id(params["body"]), loop), extends
+
+
 scan_p = Primitive("scan", _scan_impl, _scan_vjp, multiple_results=True, prune=_prune_scan,
                    reach=_reach_scan, jvp=jvp.scan_jvp, vmap=batching.scan_vmap,
-                   vmap_flags=batching.scan_vmap_flags, bind_recorded=_bind_recorded)
+                   vmap_flags=batching.scan_vmap_flags, bind_recorded=_bind_recorded,
+                   rebinding=_rebinding)
 
 
 def _mode(interpret, sum_carries=(), compiler="numpy"):

@@ -395,6 +395,66 @@ def fingerprint(graph: Graph):
     return fp
 
 
+def merge_rebound(graph: Graph) -> Graph:
+    """The graph with each equation that a later one binds again, extended, merged into that
+    later one, for primitives that say so (`rebinding`, a rule on the primitive).
+
+    Differentiating a loop inside a trace can bind it twice: first with the residuals its
+    linearization then expected, then, when the walk back needs more, as the forward of a new
+    linearization whose body is the first one's, with more residual outputs after the same
+    leading outputs; a higher order binds it again. Replayed, each forward would run. Here the
+    extended binding takes the place of the one it extends (its inputs are the same, so they
+    were ready there), and an equation whose outputs a kept binding already computes (the
+    same computation, or one it extends, on the same inputs) reads them from it.
+    `prim.rebinding(params) -> (key, extended_key)`: what the equation computes, and what the
+    binding it extends computed (None if none); outputs of equal keys lead the same way.
+    """
+    eqns, rename = list(graph.eqns), {}
+    kept = {}  # (key, operands) -> position of the equation whose outputs begin with key's
+
+    def alias(old, new):  # read new's values where old's were read
+        nonlocal rename
+        pairs = dict(zip(old, new))
+        rename = {v: pairs.get(w, w) for v, w in rename.items()}  # and what pointed at old
+        rename.update(pairs)
+
+    for i, eqn in enumerate(eqns):
+        if eqn.prim.rebinding is None:
+            continue
+        eqn = eqns[i] = _renamed(eqn, rename)
+        ops = _operands(eqn)
+        key, extended = eqn.prim.rebinding(eqn.params)
+        j = kept.get((key, ops))
+        if j is not None:
+            alias(eqn.outvars, eqns[j].outvars)  # its outputs lead that equation's
+            eqns[i] = None
+            continue
+        j = kept.get((extended, ops)) if extended is not None else None
+        if j is not None:
+            alias(eqns[j].outvars, eqn.outvars)
+            eqns[j], eqns[i] = eqn, None
+            kept[(key, ops)] = j
+        else:
+            kept.setdefault((key, ops), i)
+    if not rename:
+        return graph
+    return Graph(graph.invars, graph.constvars, graph.consts,
+                 [_renamed(e, rename) for e in eqns if e is not None],
+                 [rename.get(v, v) for v in graph.outvars], graph.name, graph.device)
+
+
+def _renamed(eqn, rename):
+    if not any(v in rename for v in eqn.invars if isinstance(v, Var)):
+        return eqn
+    return Eqn(eqn.prim, [rename.get(v, v) if isinstance(v, Var) else v for v in eqn.invars],
+               eqn.params, eqn.outvars)
+
+
+def _operands(eqn):
+    return tuple(("lit", type(v.value).__name__, number_key(v.value)) if isinstance(v, Literal)
+                 else id(v) for v in eqn.invars)
+
+
 def param_fingerprint(p):
     """A hashable stand-in for a param value that is equal exactly when the values are."""
     return _param_fp(p)
