@@ -726,6 +726,39 @@ def test_lanes_composed_with_jit_checkpoint_and_scan(name):
     _no_fallback(lambda: COMPOSED[name](LOGS))
 
 
+def _unread_ck(x):
+    return sl.checkpoint(lambda u: (sl.sqrt(u), u * 2.0))(x)[1]
+
+
+def _unread_shared(x):
+    return sl.while_loop(lambda c: c[2] < 3, lambda c: (sl.sqrt(c[0]), c[1] * 2.0, c[2] + 1),
+                         (x, x, sl.tensor(0)))[1]
+
+
+def _unread_lanes(x):
+    return sl.while_loop(lambda c: c[2] < x + 1.0, lambda c: (sl.sqrt(c[0]), c[1] * 2.0,
+                                                             c[2] + 1.0),
+                         (x, x, sl.tensor(0.0)))[1]
+
+
+def _unread_scan(x):
+    return sl.scan(lambda c, t: ((sl.sqrt(c[0]), c[1] * t), None), (x, x),
+                   sl.tensor([2.0, 3.0]))[0][1]
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("f", [_unread_ck, _unread_shared, _unread_lanes, _unread_scan])
+def test_an_output_nobody_reads_gets_no_cotangent_under_vmap(f):
+    # sqrt's slope is infinite at 0: a zero cotangent for the unread output would make NaN
+    xs = sl.tensor([0.0, 1.0, 4.0])
+    per = _per_example(sl.grad(f), (xs,))
+    assert np.all(np.isfinite(_np(per)))
+    _assert_same(sl.vmap(sl.grad(f))(xs), per)
+    _assert_same(sl.grad(lambda x: sl.sum(sl.vmap(f)(x)))(xs), per)
+    _assert_same(sl.jvp(sl.vmap(f), (xs,), (sl.ones(3),))[1], per)
+    _assert_same(sl.vmap(lambda x: sl.jvp(f, (x,), (sl.tensor(1.0),))[1])(xs), per)
+
+
 # --- custom rules inside vmapped loops and checkpoints ------------------------------------------
 def _custom_rules():
     """A straight-through round (bwd 2 g, not the true 0) and a cube whose declared tangent is
