@@ -29,7 +29,7 @@ from .scan.loop.native import VIEWS
 from .tape import (Graph, Tensor, backward_pass, current_builder, enable_grad, grad_enabled,
                    is_differentiable_dtype, record)
 from .tape.graph import Var, eval_graph, stand_ins_for
-from .tracing import closure_names, trace_function
+from .tracing import closure_names, int_positions, trace_function
 from .vmap import vmap
 
 __all__ = ["custom_vjp", "custom_jvp"]
@@ -178,19 +178,11 @@ def _name(fun):
 
 
 def _argnums(who, nums):
-    nums = (nums,) if isinstance(nums, (int, np.integer)) else nums
-    try:
-        nums = tuple(nums)
-    except TypeError:
-        nums = None
-    if nums is None or not all(isinstance(n, (int, np.integer))
-                               and not isinstance(n, (bool, np.bool_)) for n in nums):
-        raise TypeError(f"{who}: nondiff_argnums must be an int or a tuple of ints, got "
-                        f"{nums!r}")
+    nums = int_positions(who, "nondiff_argnums", nums)
     if any(n < 0 for n in nums):
         raise ValueError(f"{who}: nondiff_argnums {nums} has a negative position; count "
                          "positions from 0")
-    return tuple(sorted({int(n) for n in nums}))
+    return tuple(sorted(set(nums)))
 
 
 # --- one call ------------------------------------------------------------------------------

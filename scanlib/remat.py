@@ -26,7 +26,7 @@ from .tape import (Graph, Literal, Tensor, Var, backward_pass, current_builder, 
 from .tape.backward import fit_cotangent
 from .tape.graph import eval_graph, reached_inputs, stand_ins_for, used_vars
 from .tape.tensor import is_differentiable_dtype
-from .tracing import abstract_leaf, closure_names, trace_function
+from .tracing import abstract_leaf, closure_names, int_positions, trace_function
 
 if TYPE_CHECKING:
     from .tape.types import PyTree
@@ -72,7 +72,7 @@ def checkpoint(f: Callable[..., Any], *, prevent_cse: bool = True,
     if policy is not None and not callable(policy):
         raise TypeError(f"checkpoint: policy must be None or a function policy(prim, *avals, "
                         f"**params) -> bool (see scanlib.checkpoint_policies), got {policy!r}")
-    static_nums = _static_argnums(static_argnums)
+    static_nums = int_positions("checkpoint", "static_argnums", static_argnums)
     if not isinstance(prevent_cse, (bool, np.bool_)):
         raise TypeError(f"checkpoint: prevent_cse must be True or False, got {prevent_cse!r}")
 
@@ -169,22 +169,6 @@ def _saved_by(policy, graph):
         if policy(eqn.prim, *avals, **eqn.params):
             keep.append(v)
     return keep
-
-
-def _static_argnums(static_argnums):
-    """static_argnums as a tuple of ints (JAX takes an int or a sequence of them)."""
-    if static_argnums is None:
-        return ()
-    nums = (static_argnums,) if isinstance(static_argnums, (int, np.integer)) else static_argnums
-    try:
-        nums = tuple(nums)
-    except TypeError:
-        nums = None
-    if nums is None or not all(isinstance(n, (int, np.integer))
-                               and not isinstance(n, (bool, np.bool_)) for n in nums):
-        raise TypeError(f"checkpoint: static_argnums must be an int or a tuple of ints, got "
-                        f"{static_argnums!r}")
-    return tuple(int(n) for n in nums)
 
 
 def _static_positions(nums, n_args):

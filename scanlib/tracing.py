@@ -122,3 +122,20 @@ def make_graph(f: Callable[..., Any], *, name: str | None = None) -> Callable[..
 
 
 __all__ = ["abstract_leaf", "closure_names", "make_graph", "trace_function"]
+
+
+def int_positions(who, what, nums):
+    """`nums` (an int or a sequence of ints, as JAX takes static_argnums and nondiff_argnums)
+    as a tuple of ints; anything else raises naming `who` and `what`."""
+    if nums is None:
+        return ()
+    given = nums
+    nums = (nums,) if isinstance(nums, (int, np.integer)) else nums
+    try:
+        nums = tuple(nums)
+    except TypeError:
+        nums = None
+    if nums is None or not all(isinstance(n, (int, np.integer))
+                               and not isinstance(n, (bool, np.bool_)) for n in nums):
+        raise TypeError(f"{who}: {what} must be an int or a tuple of ints, got {given!r}")
+    return tuple(int(n) for n in nums)

@@ -22,7 +22,7 @@ def walk_back(eqns, read, ct, accumulate):
         gs = [ct.pop(v, None) for v in eqn.outvars]
         if eqn.prim.vjp is None:
             continue
-        in_cts = eqn.prim.cotangents(gs, [read(v) for v in eqn.outvars],
-                                     [read(v) for v in eqn.invars], eqn.params)
+        ins = [read(v) for v in eqn.invars]  # first: reading may trace (scan's residuals)
+        in_cts = eqn.prim.cotangents(gs, [read(v) for v in eqn.outvars], ins, eqn.params)
         for v, g in zip(eqn.invars, in_cts):
             accumulate(v, g)

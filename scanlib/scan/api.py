@@ -16,7 +16,8 @@ from ..remat import checkpoint as _checkpoint
 from ..tape import GraphBuilder, Tensor, current_builder, tracing, type_str
 from ..tracing import closure_names, trace_function
 from .cache import canonical
-from .linearize import CLONE, KEEP, linearize
+from .linearize import linearize
+from .residuals import CLONE, KEEP
 from .primitive import _needs_grad, apply_scan
 from .revolve import revolve_scan
 from . import schedule as _schedule

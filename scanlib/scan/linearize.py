@@ -3,20 +3,16 @@
 The backward body is traced by walking the forward body's equations in reverse and calling
 each primitive's VJP rule on traced values. Every forward value a rule might read starts as
 a candidate input; dead-code elimination then keeps only the ones actually read: these are the
-residuals. Each gets a policy (the seed's names):
+residuals, each with its policy and where the backward pass gets it (residuals.py). Which
+values carry a derivative at all is `active_values`; which are the same at every step, and so
+recomputed once rather than saved, `const_only_values`.
 
-  CLONE                     the incoming carry (stored in a carry history buffer)
-  KEEP                      an intermediate (stacked per step), unless it already is a y or
-                            the next carry, which are stored anyway and only referenced
-  REMOVE_XS                 a slice of xs: the xs array is referenced, nothing is stored
-  REMOVE_ADDITIONAL_INPUTS  a closed-over tensor, or a value computed from closed-over
-                            tensors only: referenced once (recomputed once, not per step)
-
-Imports backends, tape, ops and tracing.
+Imports backends, tape, ops and tracing, and residuals.py.
 """
 
 from __future__ import annotations
 
+from ..interpreters.reverse import walk_back
 from ..ops import as_tensor, zeros
 from ..ops.elementwise import add
 from ..ops.structural import (concatenate_p, scatter_add_p)
@@ -25,45 +21,8 @@ from ..tape import GraphBuilder, Graph, Literal, Var, tracing
 from ..tape.backward import fit_cotangent
 from ..tape.graph import reached_inputs, used_vars
 from ..tape.tensor import is_differentiable_dtype
-
-CLONE, KEEP = "CLONE", "KEEP"
-REMOVE_XS, REMOVE_ADDITIONAL_INPUTS = "REMOVE_XS", "REMOVE_ADDITIONAL_INPUTS"
-
-
-class Residual:
-    """One value the backward body reads, and where the backward pass gets it from.
-
-    source: ("aug", k) the k-th extra output of the forward scan; ("xs", j) the scanned input
-    xs[j]; ("ys", j) the j-th y output; ("const", l) the l-th closed-over input.
-    """
-
-    def __init__(self, var, policy, source):
-        self.var, self.policy, self.source = var, policy, source
-
-
-class Linearization:
-    """What differentiating one scan needs: the forward body extended with the residuals it
-    must output (`aug_body`), the backward body, and the residual list in backward-xs order."""
-
-    def __init__(self, body, aug_body, bwd_body, residuals, ct_carry, ct_ys, x_needs, k_needs,
-                 num_ys, bwd_extra_consts):
-        self.body, self.aug_body, self.bwd_body = body, aug_body, bwd_body
-        self.residuals = residuals
-        # Which carries and ys have a cotangent (a backward carry, a backward xs) at all.
-        self.ct_carry, self.ct_ys = ct_carry, ct_ys
-        self.x_needs, self.k_needs = x_needs, k_needs
-        self.num_ys = num_ys
-        self.bwd_extra_consts = bwd_extra_consts
-
-    @property
-    def num_bwd_carry(self) -> int:
-        """The backward scan's carry: carry cotangents, then one accumulator per constant."""
-        return sum(self.ct_carry) + sum(self.k_needs)
-
-    @property
-    def bwd_sum_carries(self) -> tuple:
-        """The backward carries that are gradient accumulators (may be summed reordered)."""
-        return tuple(range(sum(self.ct_carry), self.num_bwd_carry))
+from .residuals import (CLONE, KEEP, REMOVE_ADDITIONAL_INPUTS, REMOVE_XS, Kind, Linearization,
+                        Residual)
 
 
 def linearize(body: Graph, num_carry: int, x_needs, k_needs, given=None,
@@ -119,142 +78,171 @@ def _carries_with_cotangents(body, nc, given):
 
 def _linearize(body, nc, x_needs, k_needs, given, one_step=False, carries=None):
     carry_in, x_in = body.invars[:nc], body.invars[nc:]
-    carry_out, y_out = body.outvars[:nc], body.outvars[nc:]
     given = [True] * len(body.outvars) if given is None else list(given)
-    floats = [is_differentiable_dtype(v.dtype) for v in carry_in]
-    if one_step:  # cotangents in: exactly the given ones; out: the carries those reach
-        carry_has_ct = [g and f for g, f in zip(given[:nc], floats)]
-        carry_out_ct = [r and f for r, f in zip(reached_inputs(body, given)[0][:nc], floats)]
-    elif carries is not None:
-        carry_has_ct = carry_out_ct = [c and f for c, f in zip(carries, floats)]
-    else:
-        carry_has_ct = carry_out_ct = _carries_with_cotangents(body, nc, given)
-    ct_ys_mask = given[nc:]
-
-    # Which values carry a derivative, and which are fixed for the whole scan.
-    active = {v for v, f in zip(carry_in, carry_out_ct) if f}
-    active |= {v for v, n in zip(x_in, x_needs) if n}
-    active |= {v for v, n in zip(body.constvars, k_needs) if n}
-    const_only = set(body.constvars)
-    for eqn in body.eqns:
-        ins = [v for v in eqn.invars if isinstance(v, Var)]
-        if eqn.prim.vjp is not None and any(v in active for v in ins):
-            active.update(v for v in eqn.outvars if is_differentiable_dtype(v.dtype))
-        if all(v in const_only for v in ins):
-            const_only.update(eqn.outvars)
-
-    device = body.device
-    b = GraphBuilder(device)
-    fwd, candidates = {}, []
+    ct_in, ct_out = _carry_cotangents(body, nc, given, one_step, carries)
+    ct_ys = given[nc:]
+    active = active_values(body, ct_out, x_needs, k_needs)
+    b = GraphBuilder(body.device)
     with tracing(b):
-        ct_carry = [b.new_input(v.shape, v.dtype, f"ct_{_hint(v, i)}")
-                    for i, (v, f) in enumerate(zip(carry_in, carry_has_ct)) if f]
+        seeds = [v for v, f in zip(body.outvars, ct_in + ct_ys) if f]
+        cts = [b.new_input(v.shape, v.dtype, f"ct_{_hint(v, i)}")
+               for i, (v, f) in enumerate(zip(carry_in, ct_in)) if f]
         accs = [b.new_input(k.shape, k.dtype, f"acc{i}")
                 for i, (k, n) in enumerate(zip(body.constvars, k_needs)) if n]
-        ct_ys = [b.new_input(v.shape, v.dtype, f"ct_y{j}")
-                 for j, (v, g) in enumerate(zip(y_out, ct_ys_mask)) if g]
-        for l, k in enumerate(body.constvars):
-            value = body.consts[l]._value if body.consts[l] is not None else None
-            fwd[k] = b.new_constvar(k.shape, k.dtype, value, k.hint)
-        for eqn in body.eqns:  # values of closed-over inputs only: recomputed once, not saved
-            if all(v in const_only for v in eqn.outvars):
-                outs = bind(eqn.prim, *[_read(fwd, v) for v in eqn.invars], **eqn.params)
-                fwd.update(zip(eqn.outvars, outs if eqn.prim.multiple_results else [outs]))
-
-        producer = {v: e for e in body.eqns for v in e.outvars}
-
-        def get(v):
-            if isinstance(v, Literal):
-                return v.value
-            # Never save a reshape/transpose of a value: save the value, redo the views. A
-            # loop, not a recursion: a body may chain a thousand views.
-            views, u = [], v
-            while u not in fwd:
-                eqn = producer.get(u)
-                if eqn is None or not _is_view(eqn):
-                    views, u = _cut_buffer_views(views, u, carry_in)
-                    fwd[u] = b.new_input(u.shape, u.dtype, u.hint)
-                    candidates.append(u)
-                    break
-                views.append((u, eqn))
-                u = eqn.invars[0]
-            for u, eqn in reversed(views):
-                fwd[u] = bind(eqn.prim, fwd[eqn.invars[0]], **eqn.params)
-            return fwd[v]
-
-        ct = _Cotangents(b)
-
-        def accumulate(v, g):
-            if isinstance(v, Var) and v in active and g is not None:
-                ct.add(v, fit_cotangent(as_tensor(g), v))
-
-        for v, g in zip([v for v, f in zip(carry_out, carry_has_ct) if f], ct_carry):
-            accumulate(v, g)
-        for v, g in zip([v for v, g in zip(y_out, ct_ys_mask) if g], ct_ys):
-            accumulate(v, g)
-        for eqn in reversed(body.eqns):
-            if not any(v in ct for v in eqn.outvars):
-                continue
-            gs = [ct.pop(v, None) for v in eqn.outvars]
-            ins = [get(v) for v in eqn.invars]
-            in_cts = eqn.prim.cotangents(gs, [get(v) for v in eqn.outvars], ins, eqn.params)
-            for v, g in zip(eqn.invars, in_cts):
-                accumulate(v, g)
-
-        def ct_or_zeros(v):
-            return ct.pop(v) if v in ct else zeros(v.shape, v.dtype, device)
-
+        cts += [b.new_input(v.shape, v.dtype, f"ct_y{j}")
+                for j, (v, g) in enumerate(zip(body.outvars[nc:], ct_ys)) if g]
+        fwd = _ForwardValues(body, nc, b)
+        ct = _walk_back(body, fwd, active, zip(seeds, cts), b)
         if one_step:  # the carries the walk reached (a rule may give an input none)
-            carry_out_ct = [f and v in ct for v, f in zip(carry_in, carry_out_ct)]
+            ct_out = [f and v in ct for v, f in zip(carry_in, ct_out)]
         # Inputs whose cotangent is zero at every step by construction: none, not zeros.
-        zero_carries = [f and v not in ct for v, f in zip(carry_in, carry_out_ct)]
+        zero_carries = [f and v not in ct for v, f in zip(carry_in, ct_out)]
         zero_xs = [n and v not in ct for v, n in zip(x_in, x_needs)]
         zero_ks = [n and k not in ct for k, n in zip(body.constvars, k_needs)]
-        outs = [ct_or_zeros(v) for v, f in zip(carry_in, carry_out_ct) if f]
+        outs = [ct.pop_or_zeros(v) for v, f in zip(carry_in, ct_out) if f]
         needed_k = [k for k, n in zip(body.constvars, k_needs) if n]
         outs += [add(acc, ct.pop(k)) if k in ct else acc for acc, k in zip(accs, needed_k)]
-        outs += [ct_or_zeros(v) for v, n in zip(x_in, x_needs) if n]
+        outs += [ct.pop_or_zeros(v) for v, n in zip(x_in, x_needs) if n]
         graph = b.build(outs, name="backward_body")
 
     # Dead-code elimination decides the residuals.
     eqns, live = used_vars(graph.eqns, graph.outvars)
-    used = [v for v in candidates if fwd[v]._var in live]
-    residuals, extra = [], []
-    for v in used:
-        if v in carry_in:
-            residuals.append(Residual(v, CLONE, ("aug", len(extra))))
-            extra.append(v)
-        elif v in x_in:
-            residuals.append(Residual(v, REMOVE_XS, ("xs", x_in.index(v))))
-        elif v in y_out:
-            residuals.append(Residual(v, KEEP, ("ys", y_out.index(v))))
-        elif v in carry_out:
-            residuals.append(Residual(v, KEEP, ("aug", len(extra))))
-            extra.append(v)
-        else:
-            residuals.append(Residual(v, KEEP, ("aug", len(extra))))
-            extra.append(v)
-    for l, k in enumerate(body.constvars):
-        if fwd[k]._var in live:
-            residuals.append(Residual(k, REMOVE_ADDITIONAL_INPUTS, ("const", l)))
-    for v in (v for e in body.eqns for v in e.outvars if v in const_only):
-        if fwd[v]._var in live:
-            residuals.append(Residual(v, REMOVE_ADDITIONAL_INPUTS, None))
-
-    n_in = len(ct_carry) + len(accs) + len(ct_ys)
-    invars = graph.invars[:n_in] + [fwd[r.var]._var for r in residuals if r.source and
-                                    r.source[0] != "const"]
+    residuals, extra = _residuals(body, nc, fwd, live)
+    n_in = len(cts) + len(accs)
+    invars = graph.invars[:n_in] + [fwd.traced[r.var]._var for r in residuals if r.per_step]
     bwd = Graph(invars, graph.constvars, graph.consts, eqns, graph.outvars, "backward_body",
                 graph.device)
     aug = Graph(body.invars, body.constvars, body.consts, body.eqns, body.outvars + extra,
                 body.name, body.device)
-    n_fwd_consts = len(body.constvars)
-    lin = Linearization(body, aug, bwd, residuals, carry_has_ct, ct_ys_mask, x_needs, k_needs,
-                        len(y_out), graph.consts[n_fwd_consts:])
-    lin.ct_carry_out, lin.zero_xs, lin.zero_ks = carry_out_ct, zero_xs, zero_ks
-    lin.zero_carries = zero_carries  # flagged carries the walk never reached
-    lin.bwd_sources = {fwd[v]._var: v for v in list(fwd) if isinstance(v, Var)}
-    return lin
+    return Linearization(
+        body=body, aug_body=aug, bwd_body=bwd, residuals=residuals, ct_carry=ct_in,
+        ct_ys=ct_ys, x_needs=x_needs, k_needs=k_needs, num_ys=len(body.outvars) - nc,
+        bwd_extra_consts=graph.consts[len(body.constvars):], ct_carry_out=ct_out,
+        zero_carries=zero_carries, zero_xs=zero_xs, zero_ks=zero_ks,
+        bwd_sources={t._var: v for v, t in fwd.traced.items()})
+
+
+def _carry_cotangents(body, nc, given, one_step, carries):
+    """(which carries take a cotangent into a backward step, which get one out of it).
+    one_step: in, exactly the given ones; out, those the walk reaches. With `carries`:
+    exactly those, in and out. Otherwise those that have one at some step, in and out."""
+    floats = [is_differentiable_dtype(v.dtype) for v in body.invars[:nc]]
+    if one_step:
+        reached = reached_inputs(body, given)[0][:nc]
+        return ([g and f for g, f in zip(given[:nc], floats)],
+                [r and f for r, f in zip(reached, floats)])
+    if carries is not None:
+        flags = [c and f for c, f in zip(carries, floats)]
+        return flags, flags
+    flags = _carries_with_cotangents(body, nc, given)
+    return flags, flags
+
+
+def active_values(body: Graph, carries, x_needs, k_needs) -> set:
+    """The values of `body` that carry a derivative: the flagged carries (inputs), xs and
+    closed-over inputs, and every float output of a differentiable equation that reads an
+    active value. Only these take a cotangent in the backward walk."""
+    active = {v for v, f in zip(body.invars, list(carries) + list(x_needs)) if f}
+    active |= {k for k, n in zip(body.constvars, k_needs) if n}
+    for eqn in body.eqns:
+        if eqn.prim.vjp is not None and any(isinstance(v, Var) and v in active
+                                            for v in eqn.invars):
+            active.update(v for v in eqn.outvars if is_differentiable_dtype(v.dtype))
+    return active
+
+
+def const_only_values(body: Graph) -> set:
+    """The closed-over inputs of `body` and the values computed from them alone: the same at
+    every step, so the backward body recomputes them once instead of saving them."""
+    const_only = set(body.constvars)
+    for eqn in body.eqns:
+        if all(v in const_only for v in eqn.invars if isinstance(v, Var)):
+            const_only.update(eqn.outvars)
+    return const_only
+
+
+def _walk_back(body, fwd, active, seeds, builder):
+    """The cotangents of body's inputs from those of its outputs (`seeds`: (output, traced
+    cotangent) pairs): body's equations walked in reverse, each one's VJP rule called on the
+    forward values it reads (`fwd`). Only active values take a cotangent."""
+    ct = _Cotangents(builder)
+
+    def accumulate(v, g):
+        if isinstance(v, Var) and v in active and g is not None:
+            ct.add(v, fit_cotangent(as_tensor(g), v))
+
+    for v, g in seeds:
+        accumulate(v, g)
+    walk_back(body.eqns, fwd.__getitem__, ct, accumulate)
+    return ct
+
+
+class _ForwardValues:
+    """The forward body's values as the backward body being traced reads them (`fwd[v]`):
+    closed-over inputs are its constants and values of those alone are recomputed once;
+    views are redone from the value they view; any other value becomes an input of the
+    backward body, a candidate residual (dead-code elimination keeps the ones read)."""
+
+    def __init__(self, body, nc, builder):
+        self.builder, self.carry_in = builder, body.invars[:nc]
+        self.traced = {}  # forward Var -> its Tensor in the backward body
+        self.candidates = []  # the forward values made inputs, in the order first read
+        self.const_only = const_only_values(body)
+        self.producer = {v: e for e in body.eqns for v in e.outvars}
+        for l, k in enumerate(body.constvars):
+            value = body.consts[l]._value if body.consts[l] is not None else None
+            self.traced[k] = builder.new_constvar(k.shape, k.dtype, value, k.hint)
+        for eqn in body.eqns:
+            if all(v in self.const_only for v in eqn.outvars):
+                outs = bind(eqn.prim, *[self[v] for v in eqn.invars], **eqn.params)
+                self.traced.update(zip(eqn.outvars,
+                                       outs if eqn.prim.multiple_results else [outs]))
+
+    def __getitem__(self, v):
+        if isinstance(v, Literal):
+            return v.value
+        # Never save a reshape/transpose of a value: save the value, redo the views. A
+        # loop, not a recursion: a body may chain a thousand views.
+        views, u = [], v
+        while u not in self.traced:
+            eqn = self.producer.get(u)
+            if eqn is None or not _is_view(eqn):
+                views, u = _cut_buffer_views(views, u, self.carry_in)
+                self.traced[u] = self.builder.new_input(u.shape, u.dtype, u.hint)
+                self.candidates.append(u)
+                break
+            views.append((u, eqn))
+            u = eqn.invars[0]
+        for u, eqn in reversed(views):
+            self.traced[u] = bind(eqn.prim, self.traced[eqn.invars[0]], **eqn.params)
+        return self.traced[v]
+
+
+def _residuals(body, nc, fwd, live):
+    """The residuals, in backward-xs order: the candidates the backward body reads (`live`),
+    then the closed-over inputs and the values of those alone it reads. Returns them and
+    the values the forward scan must output for them, in the order of their AUG indices."""
+    carry_in, x_in, y_out = body.invars[:nc], body.invars[nc:], body.outvars[nc:]
+    residuals, extra = [], []
+    for v in fwd.candidates:
+        if fwd.traced[v]._var not in live:
+            continue
+        if v in carry_in:
+            residuals.append(Residual(v, CLONE, Kind.AUG, len(extra)))
+        elif v in x_in:
+            residuals.append(Residual(v, REMOVE_XS, Kind.XS, x_in.index(v)))
+        elif v in y_out:
+            residuals.append(Residual(v, KEEP, Kind.YS, y_out.index(v)))
+        else:  # an intermediate, or the next carry (saved: the carry buffer is overwritten)
+            residuals.append(Residual(v, KEEP, Kind.AUG, len(extra)))
+        if residuals[-1].kind is Kind.AUG:
+            extra.append(v)
+    residuals += [Residual(k, REMOVE_ADDITIONAL_INPUTS, Kind.CONST, l)
+                  for l, k in enumerate(body.constvars) if fwd.traced[k]._var in live]
+    residuals += [Residual(v, REMOVE_ADDITIONAL_INPUTS, Kind.RECOMPUTED)
+                  for e in body.eqns for v in e.outvars
+                  if v in fwd.const_only and fwd.traced[v]._var in live]
+    return residuals, extra
 
 
 class _Cotangents:
@@ -288,6 +276,10 @@ class _Cotangents:
         for g, _ in parts[1:]:
             total = add(total, g)
         return total
+
+    def pop_or_zeros(self, v):
+        """The cotangent of v, or zeros where the walk gave it none."""
+        return self.pop(v) if v in self.parts else zeros(v.shape, v.dtype, self.builder.device)
 
     def _slice_of(self, g, v):
         """(axis, start, stop, piece) when g = scatter_add(piece) into one basic slice of v."""
@@ -327,10 +319,6 @@ def _cut_buffer_views(views, base, carry_in):
 def _is_view(eqn):
     """Equations that only rearrange one input's data (cheaper to redo than to store)."""
     return eqn.prim.view and len(eqn.invars) == 1 and isinstance(eqn.invars[0], Var)
-
-
-def _read(fwd, v):
-    return v.value if isinstance(v, Literal) else fwd[v]
 
 
 def _hint(v, i):

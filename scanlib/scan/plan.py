@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Callable
 from ..tape import format_graph, type_str
 from .api import prepare
 from .executor import compiled
-from .linearize import CLONE, KEEP, linearize
+from .linearize import linearize
+from .residuals import CLONE, KEEP, Kind
 from . import schedule as _schedule
 from .loop import format_loop
 from .primitive import _needs_grad
@@ -112,9 +113,8 @@ def scan_plan(f: Callable[..., tuple[PyTree, PyTree]], init: PyTree, xs: PyTree 
     for r in lin.residuals:
         v = r.var
         row = {"name": names.get(v, "?"), "policy": r.policy, "type": type_str(v.shape, v.dtype)}
-        kind = r.source[0] if r.source else None
-        if kind == "aug":
-            what, i = extra_plan[r.source[1]]
+        if r.kind is Kind.AUG:
+            what, i = extra_plan[r.index]
             if what in ("hist_in", "hist_out"):
                 y_leaf = next(j for j, (w, k) in enumerate(user_plan)
                               if w in ("hist_in", "hist_out") and k == i) \
@@ -131,13 +131,13 @@ def scan_plan(f: Callable[..., tuple[PyTree, PyTree]], init: PyTree, xs: PyTree 
                 row["storage"] = "stacked [T, ...]" if what == "stack" else \
                     "computed for all steps at once"
                 row["bytes"] = T * v.nbytes
-        elif kind == "ys":
-            row["storage"], row["bytes"] = f"ys[{r.source[1]}] (no copy)", 0
-        elif kind == "xs":
-            row["storage"], row["bytes"] = f"xs[{r.source[1]}] (no copy)", 0
-        elif kind == "const":
+        elif r.kind is Kind.YS:
+            row["storage"], row["bytes"] = f"ys[{r.index}] (no copy)", 0
+        elif r.kind is Kind.XS:
+            row["storage"], row["bytes"] = f"xs[{r.index}] (no copy)", 0
+        elif r.kind is Kind.CONST:
             row["storage"], row["bytes"] = "referenced once", 0
-        else:
+        else:  # Kind.RECOMPUTED
             row["storage"], row["bytes"] = "recomputed once per call", v.nbytes
         rows.append(row)
     bwd_names = {bv: names[fv] for bv, fv in lin.bwd_sources.items() if fv in names}

@@ -21,6 +21,7 @@ from .cache import canonical
 from .executor import compiled
 from .interpret import run_interpreted
 from .linearize import carry_patterns, linearize
+from .residuals import Kind
 
 
 def _scan_impl(*values, body, length, reverse, num_carry, num_xs, interpret=False,
@@ -82,8 +83,7 @@ def _scan_vjp(cts, outs, *inputs, _saved, body, length, reverse, num_carry, num_
     given = [ct is not None for ct in cts[:nc + lin.num_ys]]
     if not all(given):  # outputs without a cotangent get none, not zeros (see linearize)
         lin = linearize(lin.body, nc, lin.x_needs, lin.k_needs, given)
-        if not all(r.var in saved for r in lin.residuals
-                   if r.source is not None and r.source[0] != "const"):
+        if not all(r.var in saved for r in lin.per_step_residuals):
             # Its residuals are not all among those the forward kept: run the forward again
             # for them, rather than give the unread outputs zero cotangents (0 * inf: NaN).
             outs = _bind_linearized(inputs, lin, length, reverse, interpret, sum_carries,
@@ -107,8 +107,7 @@ def _scan_vjp(cts, outs, *inputs, _saved, body, length, reverse, num_carry, num_
     accs = [_ct_or_zeros(None, k, xp, ()) for k, n in zip(consts, lin.k_needs) if n]
     ct_ys = [_ct_or_zeros(cts[nc + j], out_vars[nc + j], xp, (length,))
              for j, g in enumerate(lin.ct_ys) if g]
-    residuals = [saved[r.var] for r in lin.residuals
-                 if r.source is not None and r.source[0] != "const"]
+    residuals = [saved[r.var] for r in lin.per_step_residuals]
     bwd_init, bwd_xs = ct_carry + accs, ct_ys + residuals
     n_ct = len(ct_carry)
     res = apply_scan(lin.bwd_body, bwd_init, bwd_xs, list(consts) + lin.bwd_extra_consts,
@@ -148,8 +147,7 @@ def _peeled_vjp(cts, inputs, lin, saved, given, patterns, length, reverse, inter
     main = linearize(lin.body, nc, lin.x_needs, lin.k_needs, patterns[-1] + ys_given,
                      carries=patterns[-1]) if rest else None
     for needed in step_lins + ([main] if main else []):
-        if not all(r.var in saved for r in needed.residuals
-                   if r.source is not None and r.source[0] != "const"):
+        if not all(r.var in saved for r in needed.per_step_residuals):
             # Bound without _lin: a one-step linearization is no scan's; a higher order
             # relinearizes this forward as bound.
             outs = bind(scan_p, *inputs, body=needed.aug_body, length=length, reverse=reverse,
@@ -157,8 +155,7 @@ def _peeled_vjp(cts, inputs, lin, saved, given, patterns, length, reverse, inter
             saved = {**saved, **_residuals(needed, outs, xs)}
 
     def per_step(lin_s, t):
-        return [saved[r.var][t] for r in lin_s.residuals
-                if r.source is not None and r.source[0] != "const"]
+        return [saved[r.var][t] for r in lin_s.per_step_residuals]
 
     carry = {i: cts[i] for i in range(nc) if patterns[0][i]}
     accs = [_ct_or_zeros(None, k, xp, ()) for k, n in zip(consts, lin.k_needs) if n]
@@ -177,8 +174,7 @@ def _peeled_vjp(cts, inputs, lin, saved, given, patterns, length, reverse, inter
         kept = slice(peel, length) if reverse else slice(0, rest)
         init = [carry[i] for i in range(nc) if main.ct_carry[i]] + accs
         bwd_xs = [cts[nc + j][kept] for j, g in enumerate(ys_given) if g]
-        bwd_xs += [saved[r.var][kept] for r in main.residuals
-                   if r.source is not None and r.source[0] != "const"]
+        bwd_xs += [saved[r.var][kept] for r in main.per_step_residuals]
         res = apply_scan(main.bwd_body, init, bwd_xs, consts + main.bwd_extra_consts, rest,
                          not reverse, interpret, sum_carries=main.bwd_sum_carries,
                          compiler=compiler)
@@ -218,9 +214,8 @@ def _bind_linearized(inputs, lin, length, reverse, interpret, sum_carries, compi
 def _residuals(lin, outs, xs):
     """residual var -> its value, from the outputs of a scan bound with lin's residuals."""
     nc, ny = len(lin.ct_carry), lin.num_ys
-    sources = {"aug": outs[nc + ny:], "xs": xs, "ys": outs[nc:nc + ny]}
-    return {r.var: sources[r.source[0]][r.source[1]] for r in lin.residuals
-            if r.source is not None and r.source[0] != "const"}
+    sources = {Kind.AUG: outs[nc + ny:], Kind.XS: xs, Kind.YS: outs[nc:nc + ny]}
+    return {r.var: sources[r.kind][r.index] for r in lin.per_step_residuals}
 
 
 def _covers(had, needed):
@@ -377,8 +372,7 @@ def _keep_residuals(outs, lin, nc):
     node = next((o._node for o in outs if o._node is not None), None)
     if node is not None:
         keep = list(outs[n_user:])
-        keep += [outs[nc + r.source[1]] for r in lin.residuals
-                 if r.source is not None and r.source[0] == "ys"]
+        keep += [outs[nc + r.index] for r in lin.residuals if r.kind is Kind.YS]
         node.saved = keep
     return outs[:n_user]
 

@@ -15,7 +15,9 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))  # tests/, for the corpus
 sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))  # the repository, for scanlib
+sys.path.insert(0, HERE)  # golden_files
 
+from golden_files import write_or_check  # noqa: E402
 from test_loop_passes import CORPUS, backward_of, body_of  # noqa: E402
 
 from scanlib.scan.executor import CompiledBody  # noqa: E402
@@ -37,23 +39,7 @@ def render(name):
 
 
 def main(argv=None):
-    check = "--check" in (sys.argv[1:] if argv is None else argv)
-    os.makedirs(OUT, exist_ok=True)
-    stale = []
-    for name in sorted(CORPUS):
-        path = os.path.join(OUT, f"{name}.txt")
-        new = render(name)
-        old = open(path).read() if os.path.exists(path) else None
-        if new != old:
-            stale.append(os.path.relpath(path, HERE))
-            if not check:
-                with open(path, "w") as fh:
-                    fh.write(new)
-    if check and stale:
-        print(f"out of date: {', '.join(stale)}; run python tests/golden/gen_loops.py",
-              file=sys.stderr)
-        return 1
-    return 0
+    return write_or_check(argv, OUT, sorted(CORPUS), render, "gen_loops.py")
 
 
 if __name__ == "__main__":
