@@ -4,9 +4,14 @@ double VJP"):
 
     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python -m bench.jvp_cost rnn full
     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python -m bench.jvp_cost kalman full
+    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python -m bench.jvp_cost kalman-chol full
+    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python -m bench.jvp_cost gp full
 
 kalman: jacfwd and jacrev of examples/kalman.py's log-likelihood (T=100, N=20; quick: T=20,
-N=4) with respect to its 4 parameters, against the log-likelihood alone.
+N=4) with respect to its 4 parameters, against the log-likelihood alone. kalman-chol: the
+same for a filter of a 3-d state observed whole, scored with cholesky, cho_solve and slogdet
+(T=100; quick: T=20), with respect to 3 parameters. gp: a Gaussian process's negative log
+marginal likelihood (cholesky, cho_solve, slogdet, det of n=20 points; quick: n=8), no scan.
 
 Imports scanlib, NumPy and bench's own modules.
 """
@@ -41,11 +46,63 @@ def _kalman_cases(size):
     return cases, {k: "forward" for k in cases}
 
 
+def _kalman_chol_cases(size):
+    T, d = (100, 3) if size == "full" else (20, 3)
+    rng = np.random.default_rng(0)
+    ys = sl.tensor(rng.standard_normal((T, d)))
+    B = sl.tensor(0.1 * rng.standard_normal((d, d)))
+    eye = sl.tensor(np.eye(d))
+
+    def ll(th):
+        F, Q, R = th["a"] * eye + B, sl.exp(th["log_q"]) * eye, sl.exp(th["log_r"]) * eye
+
+        def step(carry, y):
+            m, P = carry
+            m, P = F @ m, F @ P @ F.T + Q
+            S = P + R
+            L = sl.linalg.cholesky(S)
+            v = y - m
+            alpha = sl.linalg.cho_solve((L, True), v)
+            ll = -0.5 * (sl.vdot(v, alpha) + sl.linalg.slogdet(S).logabsdet)
+            return (m + P @ alpha, P - P @ sl.linalg.cho_solve((L, True), P)), ll
+
+        _, lls = sl.scan(step, (sl.zeros(d), eye), ys)
+        return sl.sum(lls)
+
+    theta = {"a": sl.tensor(0.8), "log_q": sl.tensor(-1.0), "log_r": sl.tensor(0.0)}
+    cases = {"forward": lambda: ll(theta), "jacrev": lambda: sl.jacrev(ll)(theta),
+             "jacfwd": lambda: sl.jacfwd(ll)(theta)}
+    return cases, {k: "forward" for k in cases}
+
+
+def _gp_cases(size):
+    n = 20 if size == "full" else 8
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((n, 1))
+    y, D, eye = sl.tensor(rng.standard_normal(n)), sl.tensor((X - X.T) ** 2), sl.tensor(np.eye(n))
+
+    def nll(th):
+        K = (sl.exp(th["log_s"]) * sl.exp(-D / sl.exp(th["log_l"]))
+             + sl.exp(th["log_n"]) * eye)
+        alpha = sl.linalg.cho_solve((sl.linalg.cholesky(K), True), y)
+        return (0.5 * sl.vdot(y, alpha) + 0.5 * sl.linalg.slogdet(K).logabsdet
+                + sl.linalg.det(K[:2, :2]))
+
+    theta = {k: sl.tensor(v) for k, v in {"log_s": 0.1, "log_l": -0.3, "log_n": -1.0}.items()}
+    cases = {"forward": lambda: nll(theta), "jacrev": lambda: sl.jacrev(nll)(theta),
+             "jacfwd": lambda: sl.jacfwd(nll)(theta)}
+    return cases, {k: "forward" for k in cases}
+
+
 def main(argv):
     name = argv[0] if argv else "rnn"
     size = argv[1] if len(argv) > 1 else "full"
     if name == "kalman":
         cases, bases = _kalman_cases(size)
+    elif name == "kalman-chol":
+        cases, bases = _kalman_chol_cases(size)
+    elif name == "gp":
+        cases, bases = _gp_cases(size)
     else:
         cases, bases = _scan_cases(name, size)
     times = {k: median_cpu_time(v) for k, v in cases.items()}

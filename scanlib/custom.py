@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import contextlib
 import dataclasses
 import functools
 import inspect
@@ -29,6 +30,7 @@ from .scan.loop.native import VIEWS
 from .tape import (Graph, Tensor, backward_pass, current_builder, enable_grad, grad_enabled,
                    is_differentiable_dtype, record)
 from .tape.graph import Var, eval_graph, stand_ins_for
+from .tape.state import STATE
 from .tracing import closure_names, int_positions, trace_function
 from .vmap import vmap
 
@@ -48,9 +50,10 @@ class custom_vjp:
     subtree of it). The arguments at `nondiff_argnums` (functions, sizes, flags) get no
     cotangent: they are passed to fwd as given and to bwd first, `bwd(*nondiff, res, g)`.
 
-    Under grad, vjp and value_and_grad the output is fwd's and the cotangents bwd's. Only the
-    residuals are kept between the two passes, not fwd's intermediates (an adjoint method
-    stays O(1) in memory). A derivative of the gradient (grad of grad, hessian by jacrev)
+    Under grad, vjp and value_and_grad the output is fwd's (fun's in a scan, loop or
+    checkpoint body: keep the two equal) and the cotangents bwd's. Only the residuals are
+    kept between the two passes, not fwd's intermediates (an adjoint method stays O(1) in
+    memory). A derivative of the gradient (grad of grad, hessian by jacrev)
     differentiates fwd and bwd themselves, as JAX does. Forward mode (jvp, jacfwd, hessian)
     raises TypeError, as in JAX: define a custom_jvp instead. It works under vmap and jit and
     inside scan, fori_loop, while_loop and checkpoint bodies. A tensor that fun reads from
@@ -103,7 +106,9 @@ class custom_jvp:
     the primals' structure; zeros for arguments not differentiated), and returns
     `(primal_out, tangent_out)`; tangent_out must be linear in the tangents. Forward mode
     (jvp, jacfwd, hessian) calls it; reverse mode (grad, vjp) transposes it, so it is also
-    the function's gradient, of any order when the rule is differentiable. The arguments at
+    the function's gradient, of any order when the rule is differentiable. Where the call is
+    differentiated its output is the rule's primal_out, as in JAX (fun's in a scan, loop or
+    checkpoint body); elsewhere fun runs. The arguments at
     `nondiff_argnums` get no tangent and come first: `jvp(*nondiff, primals, tangents)`. It
     works under vmap and jit and inside scan, fori_loop, while_loop and checkpoint bodies. A
     tensor that fun reads from outside its arguments gets no tangent from the rule, so one a
@@ -209,19 +214,24 @@ class Rules:
         fns = [(k, getattr(self, k)) for k in ("fwd", "bwd", "jvp")]
         return "{" + ", ".join(f"{k}: {_name(f)}" for k, f in fns if f is not None) + "}"
 
-    def args(self, inputs):
-        """fun's positional arguments from the equation's differentiable inputs."""
+    def args(self, inputs, tangents=False):
+        """fun's positional arguments from the equation's differentiable inputs; with
+        `tangents`, the inputs are tangents and a Python number's tangent is a zero of its
+        type (the number is a constant)."""
         leaves, it, statics = [], iter(inputs), dict(self.statics)
         for i in range(self.in_tree.num_leaves):
-            leaves.append(statics[i] if i in statics else next(it))
+            if i in statics:
+                leaves.append(type(statics[i])(0) if tangents else statics[i])
+            else:
+                leaves.append(next(it))
         diff = iter(pytree.unflatten(self.in_tree, leaves))
         nondiff = dict(self.nondiff)
         return tuple(nondiff[i] if i in nondiff else next(diff)
                      for i in range(len(self.nondiff) + self.in_tree.num_children))
 
-    def diff_args(self, inputs):
+    def diff_args(self, inputs, tangents=False):
         nondiff = dict(self.nondiff)
-        return tuple(a for i, a in enumerate(self.args(inputs)) if i not in nondiff)
+        return tuple(a for i, a in enumerate(self.args(inputs, tangents)) if i not in nondiff)
 
     def nondiff_values(self):
         return tuple(v for _, v in self.nondiff)
@@ -271,7 +281,9 @@ class _Call:
             rules = self.rules(given, None, ())
             return pytree.unflatten(*_record_fwd(rules, None, list(inputs), len(inputs)))
         probe = self.rules(given, None, ())
-        out = self.fun(*probe.args([Tensor(x._value) for x in inputs]))
+        primal = _differentiated_primal(prim, probe) if recording else self.fun
+        with _on_detached():
+            out = primal(*probe.args([Tensor(x._value) for x in inputs]))
         out_leaves, out_tree = pytree.flatten(out)
         if grad_enabled():
             _refuse_closure(self.who, self.fun, out_leaves)
@@ -288,9 +300,12 @@ class _Call:
         and bound as one equation; the tensors fun closed over become its last inputs."""
         inputs, outs_tree = self.inputs, []
         probe = self.rules(given, None, ())
+        primal = self.fun
+        if grad_enabled() and any(x.requires_grad for x in inputs):  # differentiated here
+            primal = _differentiated_primal(prim, probe)
 
         def traced(*tracers):
-            out = self.fun(*probe.args(list(tracers)))
+            out = primal(*probe.args(list(tracers)))
             leaves, tree = pytree.flatten(out)
             outs_tree.append(tree)
             return [_output(self.who, o) for o in leaves]
@@ -298,8 +313,8 @@ class _Call:
         device = next((x.device for x in inputs), "cpu")
         graph, _, _ = trace_function(
             traced, [(x.shape, x.dtype) for x in inputs], pytree.flatten(tuple(inputs))[1],
-            device=device, name=_name(self.fun), split_args=True,
-            const_names=closure_names(self.fun))
+            device=device, name=_name(getattr(primal, "rule", primal)), split_args=True,
+            const_names=closure_names(getattr(primal, "rule", primal)))
         consts = graph.consts
         _refuse_traced_closure(self.who, self.fun, consts, prim is custom_vjp_call_p)
         graph = Graph(graph.invars, graph.constvars, [None] * len(consts), graph.eqns,
@@ -307,6 +322,36 @@ class _Call:
         rules = self.rules(given, outs_tree[0], [(v.shape, v.dtype) for v in graph.outvars])
         outs = bind(prim, *inputs, *consts, fun=graph, rules=rules, num_args=len(inputs))
         return pytree.unflatten(outs_tree[0], outs)
+
+
+def _differentiated_primal(prim, rules):
+    """What a call computes where it is differentiated, as JAX's: fwd's output (custom_vjp),
+    or the jvp rule's primal_out at zero tangents (custom_jvp). A rule may compute it
+    otherwise than fun (more stably, say); fun serves only calls nobody differentiates."""
+    if prim is custom_vjp_call_p:
+        def primal(*args):
+            return _fwd_pair(rules.fwd, rules.fwd(*args))[0]
+        primal.rule = rules.fwd
+        return primal
+
+    def primal(*args):
+        nondiff = dict(rules.nondiff)
+        primals = tuple(a for i, a in enumerate(args) if i not in nondiff)
+        found = rules.jvp(*rules.nondiff_values(), primals,
+                          pytree.tree_map(_zero_tangent, primals))
+        if not (isinstance(found, (tuple, list)) and len(found) == 2):
+            raise TypeError(f"custom_jvp: the jvp rule {_name(rules.jvp)} must return a pair "
+                            f"(primal_out, tangent_out), got {type(found).__name__}")
+        return found[0]
+    primal.rule = rules.jvp
+    return primal
+
+
+def _zero_tangent(x):
+    if type(x) in _NUMBERS:
+        return type(x)(0)
+    x = x if isinstance(x, Tensor) else as_tensor(x)
+    return _zeros_like(x)
 
 
 def _resolve(who, fun, args, kwargs):
@@ -365,7 +410,7 @@ def _record_fwd(rules, fun, inputs, num_args):
     known yet (taken from fwd's output), else fwd's output must have it."""
     _refuse_const_grads(inputs, num_args, rules)
     plain = [Tensor(x._value) for x in inputs[:num_args]]
-    with enable_grad():  # a result that requires grad then read one from outside
+    with enable_grad(), _on_detached():  # a result that requires grad read one from outside
         out, res = _fwd_pair(rules.fwd, rules.fwd(*rules.args(plain)))
     out_leaves, out_tree = pytree.flatten(out)
     _refuse_closure("custom_vjp", rules, out_leaves + pytree.flatten(res)[0])
@@ -391,6 +436,20 @@ def _custom_vjp_bind_recorded(*inputs, fun, rules, num_args):
             and any(isinstance(x, Tensor) and x.requires_grad for x in inputs[:num_args])):
         return _record_fwd(rules, fun, list(inputs), num_args)[1]
     return bind(custom_vjp_call_p, *inputs, fun=fun, rules=rules, num_args=num_args)
+
+
+@contextlib.contextmanager
+def _on_detached():
+    """fun or fwd running on detached copies of the inputs: nothing differentiates what they
+    compute (the rule gives the derivative), so a vjp or grad inside them records its walk only
+    where its own inputs or a closed-over tensor require grad, as it would alone. Otherwise
+    an enclosing grad's mark would make such a result require grad, and it would read as a
+    closed-over tensor."""
+    depth, STATE.diff_depth = STATE.diff_depth, 0
+    try:
+        yield
+    finally:
+        STATE.diff_depth = depth
 
 
 _CLOSURE = ("{who}: {name} reads a tensor from outside its arguments that a derivative may "
@@ -626,7 +685,7 @@ def _zeros_like(x):
 
 def _jvp_call(rules, args, tangents):
     """(outs, tangents out) of the user's rule, flat, checked against fun's output."""
-    primals, ts = rules.diff_args(args), rules.diff_args(tangents)
+    primals, ts = rules.diff_args(args), rules.diff_args(tangents, tangents=True)
     found = rules.jvp(*rules.nondiff_values(), primals, ts)
     if not (isinstance(found, (tuple, list)) and len(found) == 2):
         raise TypeError(f"custom_jvp: the jvp rule {_name(rules.jvp)} must return a pair "

@@ -1,8 +1,9 @@
 """Forward mode: `forward_jvp` runs f once with a tangent beside every value (JAX's JVP
 trace), and `eval_with_tangents` runs a graph's equations the same way. Each primitive's
 tangents come from its rule, `jvp_of`: the primitive's own `jvp` (scan's runs one scan over
-primal and tangent carries), the product rule where it is `multilinear`, else the transpose of
-its VJP, which is linear in its cotangent, so no rule per primitive is needed. The public jvp
+primal and tangent carries), else one built from what it declares (its `tangent` rule, the
+fact that it is `linear` or `multilinear`), else the transpose of its VJP, which is linear in
+its cotangent, so a primitive that declares nothing still has a tangent. The public jvp
 (transforms.py) uses forward_jvp where its result is not differentiated again.
 
 Imports backends, tape, ops, pytree and autodiff.
@@ -18,6 +19,7 @@ from .. import autodiff, backends, pytree
 from ..ops import elementwise as ew
 from ..ops import zeros
 from ..ops.primitive import bind
+from ..ops.structural import broadcast_to_p
 from ..tape import (GraphBuilder, Literal, Tensor, Var, backward_pass, current_builder,
                     enable_grad, is_differentiable_dtype, tracing)
 from ..tape import state as _state
@@ -79,6 +81,45 @@ def product_rule(prim, ins, tangents, params):
             total = term if total is None else ew.add(total, term)
     return total
 
+
+def linear_rule(prim, ins, tangents, params):
+    """The tangents of a primitive linear in the inputs `prim.linear` names (True: all): prim
+    applied to their tangents (zeros where None: a Python 0 for an elementwise primitive,
+    which broadcasts), its other inputs (index arrays, a mask) as they are."""
+    args = list(ins)
+    for i in range(len(ins)) if prim.linear is True else prim.linear:
+        if tangents[i] is not None:
+            args[i] = tangents[i]
+        elif prim.elementwise:
+            args[i] = 0.0
+        else:
+            args[i] = _zero_like(ins[i])
+    found = bind(prim, *args, **params)
+    return found if prim.multiple_results else [found]
+
+
+def _zero_like(x):
+    if isinstance(x, Tensor):
+        return zeros(tuple(x.shape), x.dtype, x.device)
+    if backends.is_array(x):
+        return zeros(tuple(x.shape), x.dtype, backends.device_of(x))
+    return type(x)(0)  # a Python number (a scatter's fill value)
+
+
+def fit_tangent(t, out):
+    """t as the tangent of out: None where out has no tangent (an integer result), else
+    broadcast to out's shape and cast to its dtype (a rule may return a tangent of one
+    input's shape, `add` with one tangent, or a real tangent of a complex result)."""
+    if t is None or not is_differentiable_dtype(out.dtype):
+        return None
+    if tuple(t.shape) != tuple(out.shape):
+        t = broadcast_to_p(t, shape=tuple(out.shape))
+    if t.dtype != out.dtype:
+        t = ew.real(t) if t.dtype.kind == "c" and np.dtype(out.dtype).kind != "c" else t
+        t = ew.astype(t, dtype=np.dtype(out.dtype)) if t.dtype != out.dtype else t
+    return t
+
+
 def jvp_of(prim, ins, tangents, params):
     """(prim's outputs at ins as bind returns them, one tangent per output (None: zero)) for
     input tangents (None: zero), by prim's rule."""
@@ -87,9 +128,19 @@ def jvp_of(prim, ins, tangents, params):
     if prim.jvp is not None:
         return prim.jvp(list(ins), list(tangents), **params)
     outs = bind(prim, *ins, **params)
-    if prim.multilinear:
-        return outs, [product_rule(prim, ins, tangents, params)]
-    return outs, transposed_vjp(prim, ins, outs, tangents, params)
+    listed = outs if prim.multiple_results else [outs]
+    if not any(is_differentiable_dtype(o.dtype) for o in listed):
+        return outs, [None] * len(listed)  # an integer or bool result has no tangent
+    if prim.tangent is not None:
+        found = prim.tangent(list(tangents), outs, *ins, **params)
+        found = found if prim.multiple_results else [found]
+    elif prim.linear:
+        found = linear_rule(prim, ins, tangents, params)
+    elif prim.multilinear:
+        found = [product_rule(prim, ins, tangents, params)]
+    else:
+        return outs, transposed_vjp(prim, ins, outs, tangents, params)
+    return outs, [fit_tangent(t, o) for t, o in zip(found, listed)]
 
 
 # --- forward mode: a graph's equations ---------------------------------------------------------

@@ -91,9 +91,12 @@ def _inv_impl(a):
     return _linalg("inv", lambda m: _xp(m).linalg.inv(m), a)
 
 
+# Forward mode's rules (`tangent`) sit beside the VJPs: ts holds the inputs' tangents, None
+# for zero; forward mode fits what they return to the output's shape.
 inv_p = Primitive(
     "inv", _inv_impl,
     lambda g, out, a: (ew.neg(matmul_p(matmul_p(_mT(out), g), _mT(out))),),
+    tangent=lambda ts, out, a: ew.neg(matmul_p(matmul_p(out, ts[0]), out)),
     batch=batching.elementwise_rule,
     doc="inv(a): the inverse of a [..., n, n]; VJP -inv(a)^T g inv(a)^T.")
 
@@ -108,7 +111,19 @@ def _solve_vjp(g, out, a, b):
     return (ew.neg(matmul_p(gb, _mT(out))) if _is_tensor(a) else None), gb
 
 
-solve_p = Primitive("solve", _solve_impl, _solve_vjp,
+def _solve_tangent(ts, out, a, b):
+    """d x = a^-1 (d b - d a x): one more solve with a."""
+    ta, tb = ts
+    rhs = tb if ta is None else _minus(tb, matmul_p(ta, out))
+    return solve_p(a, rhs)
+
+
+def _minus(x, y):
+    """x - y, x None for zero."""
+    return ew.neg(y) if x is None else ew.sub(x, y)
+
+
+solve_p = Primitive("solve", _solve_impl, _solve_vjp, tangent=_solve_tangent,
                     batch=batching.elementwise_rule,
                     doc="solve(a, b): x with a x = b, for a [..., n, n] and b [..., n, k].")
 
@@ -135,8 +150,19 @@ def _triangular_vjp(g, out, a, b, lower, unit_diagonal):
     return ew.where(mask, ga, 0.0), gb  # only the triangle that was read has a gradient
 
 
+def _triangular_tangent(ts, out, a, b, lower, unit_diagonal):
+    """d x = tri(a)^-1 (d b - tri(d a) x), tri the triangle that is read."""
+    ta, tb = ts
+    rhs = tb
+    if ta is not None:
+        n = a.shape[-1]
+        mask = constant(ta, lambda xp: _triangle_mask(xp, n, lower, unit_diagonal))
+        rhs = _minus(tb, matmul_p(ew.where(mask, ta, 0.0), out))
+    return triangular_solve_p(a, rhs, lower=lower, unit_diagonal=unit_diagonal)
+
+
 triangular_solve_p = Primitive(
-    "triangular_solve", _triangular_impl, _triangular_vjp,
+    "triangular_solve", _triangular_impl, _triangular_vjp, tangent=_triangular_tangent,
     batch=batching.elementwise_rule,
     doc="triangular_solve(a, b, lower, unit_diagonal): x with tri(a) x = b, reading only "
         "a's lower (or upper) triangle, its diagonal taken as ones when unit_diagonal.")
@@ -160,7 +186,19 @@ def _cholesky_vjp(g, out, a):
     return (ew.mul(ew.add(s, _mT(s)), 0.5),)
 
 
-cholesky_p = Primitive("cholesky", _cholesky_impl, _cholesky_vjp,
+def _cholesky_tangent(ts, out, a):
+    """d L = L Phi(L^-1 sym(d a) L^-T), Phi the lower triangle with half its diagonal (the
+    VJP's map, transposed: it too reads d a symmetrized)."""
+    n = out.shape[-1]
+    dtype = out.dtype
+    half_diagonal = constant(out, lambda xp: xp.tri(n, dtype=dtype) - 0.5 * xp.eye(n, dtype=dtype))
+    sym = ew.mul(ew.add(ts[0], _mT(ts[0])), 0.5)
+    left = triangular_solve_p(out, sym, lower=True, unit_diagonal=False)  # L^-1 sym
+    inner = _mT(triangular_solve_p(out, _mT(left), lower=True, unit_diagonal=False))
+    return matmul_p(out, ew.mul(inner, half_diagonal))
+
+
+cholesky_p = Primitive("cholesky", _cholesky_impl, _cholesky_vjp, tangent=_cholesky_tangent,
                        batch=batching.elementwise_rule,
                        doc="cholesky(a): the lower Cholesky factor of a symmetric positive "
                            "definite [..., n, n] (its lower triangle is read).")
@@ -197,7 +235,16 @@ def _slogdet_vjp(cts, outs, a, _saved=None):
     return (ew.mul(_with_unit_axes(coef), _mT(inverse)),)
 
 
+def _slogdet_tangent(ts, outs, a):
+    """t = tr(a^-1 d a): d logabsdet = Re(t), d sign = sign i Im(t) (zero for a real sign)."""
+    t = F.sum(ew.mul(_mT(inv_p(a)), ts[0]), axis=(-2, -1))
+    if np.dtype(a.dtype).kind != "c":
+        return [None, t]
+    return [ew.mul(outs[0], ew.mul(ew.sub(t, ew.conj(t)), 0.5)), ew.real(t)]
+
+
 slogdet_p = Primitive("slogdet", _slogdet_impl, _slogdet_vjp, multiple_results=True,
+                      tangent=_slogdet_tangent,
                       batch=batching.elementwise_rule,
                       doc="slogdet(a): [sign, log|det a|] of a [..., n, n].")
 def _cofactors(a):
@@ -217,6 +264,7 @@ def _cofactors(a):
 det_p = Primitive(
     "det", lambda a: _xp(a).asarray(_xp(a).linalg.det(a)),
     lambda g, out, a: (ew.mul(_with_unit_axes(g), _cofactors(a)),),
+    tangent=lambda ts, out, a: F.sum(ew.mul(_cofactors(a), ts[0]), axis=(-2, -1)),
     batch=batching.elementwise_rule,
     doc="det(a): the determinant of a [..., n, n]; VJP g times a's cofactor matrix, defined "
         "for singular a too.")

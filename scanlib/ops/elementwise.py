@@ -25,14 +25,27 @@ def _is_tensor(x):
 
 # --- arithmetic ---------------------------------------------------------------------------
 # Every primitive in this file is elementwise; `ufunc` names the NumPy/CuPy function that
-# computes it into `out=`, `inline` the operator the generated loop writes for it.
+# computes it into `out=`, `inline` the operator the generated loop writes for it. A
+# `tangent` rule (forward mode's) sits beside each vjp: ts holds the inputs' tangents, None
+# for zero, and forward mode fits what it returns to out's shape and dtype.
 def _arith(name, impl, vjp, ufunc, op, **facts):
     return Primitive(name, impl, vjp, elementwise=True, ufunc=ufunc, inline=op, **facts)
 
 
-add = _arith("add", lambda x, y: x + y, lambda g, out, x, y: (g, g), "add", "({0} + {1})")
+def _plus(a, b):
+    """a + b, either of them None for zero (a term that is absent is not computed)."""
+    return b if a is None else a if b is None else add(a, b)
+
+
+def _sub_tangent(ts, out, x, y):
+    tx, ty = ts
+    return tx if ty is None else neg(ty) if tx is None else sub(tx, ty)
+
+
+add = _arith("add", lambda x, y: x + y, lambda g, out, x, y: (g, g), "add", "({0} + {1})",
+             linear=True, tangent=lambda ts, out, x, y: _plus(*ts))
 sub = _arith("sub", lambda x, y: x - y, lambda g, out, x, y: (g, neg(g)), "subtract",
-             "({0} - {1})")
+             "({0} - {1})", linear=True, tangent=_sub_tangent)
 
 
 def _is_broadcast_one(g):
@@ -58,10 +71,23 @@ mul = _arith("mul", lambda x, y: x * y, lambda g, out, x, y: (
     scale_cotangent(g, y) if _is_tensor(x) else None,
     scale_cotangent(g, x) if _is_tensor(y) else None), "multiply", "({0} * {1})",
     multilinear=True)
+
+
+def _div_tangent(ts, out, x, y):
+    """(tx - out ty) / y: the quotient rule, one division."""
+    tx, ty = ts
+    if ty is None:
+        return div(tx, y)
+    d = mul(out, ty)
+    return div(neg(d) if tx is None else sub(tx, d), y)
+
+
 div = _arith("div", lambda x, y: x / y, lambda g, out, x, y: (
     div(g, y) if _is_tensor(x) else None,
-    neg(div(mul(g, out), y)) if _is_tensor(y) else None), "true_divide", "({0} / {1})")
-neg = _arith("neg", lambda x: -x, lambda g, out, x: (neg(g),), "negative", "(-{0})")
+    neg(div(mul(g, out), y)) if _is_tensor(y) else None), "true_divide", "({0} / {1})",
+    tangent=_div_tangent)
+neg = _arith("neg", lambda x: -x, lambda g, out, x: (neg(g),), "negative", "(-{0})",
+             linear=True)
 
 
 def _pow_dx(x, y):
@@ -91,28 +117,42 @@ def _pow_vjp(g, out, x, y):
             mul(g, _pow_dy(out, x)) if _is_tensor(y) else None)
 
 
-power = _arith("pow", lambda x, y: x**y, _pow_vjp, "power", "({0} ** {1})")
+def _pow_tangent(ts, out, x, y):
+    tx, ty = ts
+    return _plus(None if tx is None else mul(tx, _pow_dx(x, y)),
+                 None if ty is None else mul(ty, _pow_dy(out, x)))
+
+
+power = _arith("pow", lambda x, y: x**y, _pow_vjp, "power", "({0} ** {1})",
+               tangent=_pow_tangent)
 
 
 # --- transcendental -----------------------------------------------------------------------
-def _ufunc(name, vjp, doc, ufunc=None):
+def _ufunc(name, vjp, tangent, doc, ufunc=None):
     """A primitive computed by the array namespace's function of that name."""
     ufunc = ufunc or name
     return Primitive(name, lambda x: getattr(_xp(x), ufunc)(x), vjp, doc=doc, elementwise=True,
-                     ufunc=ufunc)
+                     ufunc=ufunc, tangent=tangent)
 
 
-exp = _ufunc("exp", lambda g, out, x: (mul(g, out),),
+# A holomorphic function's VJP is g * f'(x) (JAX's convention, no conjugate) and its tangent
+# t * f'(x): the two rules are the same product, written once for each direction.
+exp = _ufunc("exp", lambda g, out, x: (mul(g, out),), lambda ts, out, x: mul(ts[0], out),
              "exp(x): elementwise e**x; the VJP reuses the output (g * out).")
-log = _ufunc("log", lambda g, out, x: (div(g, x),),
+log = _ufunc("log", lambda g, out, x: (div(g, x),), lambda ts, out, x: div(ts[0], x),
              "log(x): elementwise natural logarithm; VJP g / x.")
 log1p = _ufunc("log1p", lambda g, out, x: (div(g, add(x, 1.0)),),
+               lambda ts, out, x: div(ts[0], add(x, 1.0)),
                "log1p(x): elementwise log(1 + x), accurate for small x.")
 sqrt = _ufunc("sqrt", lambda g, out, x: (div(mul(g, 0.5), out),),
+              lambda ts, out, x: div(mul(ts[0], 0.5), out),
               "sqrt(x): elementwise square root; VJP g / (2 out).")
-sin = _ufunc("sin", lambda g, out, x: (mul(g, cos(x)),), "sin(x): elementwise sine.")
-cos = _ufunc("cos", lambda g, out, x: (neg(mul(g, sin(x))),), "cos(x): elementwise cosine.")
+sin = _ufunc("sin", lambda g, out, x: (mul(g, cos(x)),), lambda ts, out, x: mul(ts[0], cos(x)),
+             "sin(x): elementwise sine.")
+cos = _ufunc("cos", lambda g, out, x: (neg(mul(g, sin(x))),),
+             lambda ts, out, x: neg(mul(ts[0], sin(x))), "cos(x): elementwise cosine.")
 tanh = _ufunc("tanh", lambda g, out, x: (mul(g, sub(1.0, mul(out, out))),),  # reuses out
+              lambda ts, out, x: mul(ts[0], sub(1.0, mul(out, out))),
               "tanh(x): elementwise hyperbolic tangent; VJP g * (1 - out**2).")
 
 
@@ -167,7 +207,8 @@ sigmoid = Primitive(
     "sigmoid", _sigmoid_impl, lambda g, out, x: (mul(g, mul(out, sub(1.0, out))),),
     doc="sigmoid(x): 1 / (1 + exp(-x)), as e / (1 + e) with e = exp(x) for x < 0 (accurate "
         "in the tail, nothing overflows); VJP g * out * (1 - out).",
-    elementwise=True, out_impl=_sigmoid_out)
+    elementwise=True, out_impl=_sigmoid_out,
+    tangent=lambda ts, out, x: mul(ts[0], mul(out, sub(1.0, out))))
 sign = Primitive("sign", lambda x: _xp(x).sign(x), elementwise=True,
                  doc="sign(x): -1, 0 or 1 elementwise (not differentiable).")
 
@@ -180,8 +221,16 @@ def _abs_vjp(g, out, x):
     return (where(zero, 0.0, mul(g, div(conj(x), where(zero, 1.0, out)))),)
 
 
-absolute = _ufunc("abs", _abs_vjp, "abs(x): elementwise |x|; VJP g * sign(x) for real x (0 at "
-                  "0), g * conj(z) / |z| for complex z (JAX's convention).", ufunc="absolute")
+def _abs_tangent(ts, out, x):
+    if not _is_complex(x):
+        return mul(ts[0], sign(x))
+    zero = equal(out, 0)  # d|z| = Re(conj(z) dz) / |z|, 0 at 0 as the VJP
+    return where(zero, 0.0, div(real(mul(conj(x), ts[0])), where(zero, 1.0, out)))
+
+
+absolute = _ufunc("abs", _abs_vjp, _abs_tangent,
+                  "abs(x): elementwise |x|; VJP g * sign(x) for real x (0 at 0), g * conj(z) "
+                  "/ |z| for complex z (JAX's convention).", ufunc="absolute")
 
 
 # --- complex parts ------------------------------------------------------------------------
@@ -209,12 +258,12 @@ def _angle_vjp(g, out, x):
     return (where(zero, 0.0, mul(g, div(mul(conj(x), -1j), where(zero, 1.0, r2)))),)
 
 
-real = Primitive("real", lambda x: _xp(x).real(x), _real_vjp, elementwise=True,
+real = Primitive("real", lambda x: _xp(x).real(x), _real_vjp, elementwise=True, linear=True,
                  doc="real(x): the real part (x itself for real x).")
-imag = Primitive("imag", lambda x: _xp(x).imag(x), _imag_vjp, elementwise=True,
+imag = Primitive("imag", lambda x: _xp(x).imag(x), _imag_vjp, elementwise=True, linear=True,
                  doc="imag(x): the imaginary part (zeros for real x).")
 conj = Primitive("conj", lambda x: _xp(x).conjugate(x), lambda g, out, x: (conj(g),),
-                 elementwise=True, ufunc="conjugate",
+                 elementwise=True, ufunc="conjugate", linear=True,
                  doc="conj(x): the complex conjugate (x itself for real x).")
 angle = Primitive("angle", lambda x: _xp(x).angle(x), _angle_vjp, elementwise=True,
                   doc="angle(x): the argument of a complex number, in radians.")
@@ -231,16 +280,28 @@ def _min_vjp(g, out, x, y):
     return gx, sub(g, gx)
 
 
+def _picked_tangent(x_wins):
+    """The tangent of maximum (x_wins = greater) or minimum (less): the winner's, the mean of
+    the two at a tie, as the VJP splits the cotangent."""
+    def tangent(ts, out, x, y):
+        tx, ty = (0.0 if t is None else t for t in ts)
+        return where(x_wins(x, y), tx, where(equal(x, y), mul(add(tx, ty), 0.5), ty))
+    return tangent
+
+
 maximum = Primitive("maximum", lambda x, y: _xp(x, y).maximum(x, y), _max_vjp,
                     doc="maximum(x, y): elementwise larger value; ties split the gradient "
-                        "evenly.", elementwise=True, ufunc="maximum")
+                        "evenly.", elementwise=True, ufunc="maximum",
+                    tangent=_picked_tangent(lambda x, y: greater(x, y)))
 minimum = Primitive("minimum", lambda x, y: _xp(x, y).minimum(x, y), _min_vjp,
                     doc="minimum(x, y): elementwise smaller value; ties split the gradient "
-                        "evenly.", elementwise=True, ufunc="minimum")
+                        "evenly.", elementwise=True, ufunc="minimum",
+                    tangent=_picked_tangent(lambda x, y: less(x, y)))
 
 where = Primitive(
     "where", lambda c, x, y: _xp(c, x, y).where(c, x, y),
-    lambda g, out, c, x, y: (None, where(c, g, 0.0), where(c, 0.0, g)), elementwise=True)
+    lambda g, out, c, x, y: (None, where(c, g, 0.0), where(c, 0.0, g)), elementwise=True,
+    linear=(1, 2))
 
 
 # --- comparisons (not differentiable: bool results) ------------------------------------------
@@ -261,16 +322,17 @@ isfinite = _test("isfinite", lambda x: _xp(x).isfinite(x))
 
 # --- identity-like ------------------------------------------------------------------------
 copy = Primitive("copy", lambda x: x, lambda g, out, x: (g,),  # a new node, the same data
-                 elementwise=True, view=True)
+                 elementwise=True, view=True, linear=True)
 stop_gradient = Primitive(
     "stop_gradient", lambda x: x, elementwise=True, view=True,
     doc="stop_gradient(x): x's value, with no gradient flowing through it.")
 checkpoint_name_p = Primitive(  # scanlib.checkpoint_name (remat.py) binds it
     "checkpoint_name", lambda x, name: x, lambda g, out, x, name: (g,),
-    elementwise=True, view=True, doc="checkpoint_name(x, name): x, marked for a saving policy.")
+    elementwise=True, view=True, tangent=lambda ts, out, x, name: ts[0],  # unnamed, as JAX
+    doc="checkpoint_name(x, name): x, marked for a saving policy.")
 astype = Primitive("astype", lambda x, dtype: x.astype(dtype, copy=False),
                    lambda g, out, x, dtype: (g,),  # the walk casts g back to x's dtype
-                   elementwise=True)
+                   elementwise=True, linear=True)
 
 
 def _device_put_impl(x, device):
@@ -279,5 +341,5 @@ def _device_put_impl(x, device):
 
 device_put = Primitive(
     "device_put", _device_put_impl, lambda g, out, x, device: (device_put(g, device=x.device),),
-    batch=batching.leading_rule)
+    batch=batching.leading_rule, linear=True)
 

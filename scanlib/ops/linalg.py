@@ -91,7 +91,7 @@ def _einsum_vjp(g, out, *xs, spec):
 
 
 einsum_p = Primitive("einsum", lambda *xs, spec: _xp(*xs).einsum(spec, *xs), _einsum_vjp,
-                     batch=batching.einsum_rule)
+                     batch=batching.einsum_rule, multilinear=True)
 
 
 def parse_einsum(spec, n_operands):

@@ -46,9 +46,17 @@ class Primitive:
     primitive):
     - `jvp(primals, tangents, **params) -> (outs, tangents_out)`: forward mode's rule;
       tangents None for zero, outs as bind returns them, one tangent (or None) per output.
-      Without one, forward mode uses the product rule where `multilinear` (linear in each
-      input separately: mul, matmul), else the transpose of the VJP
-      (interpreters/forward.py).
+      Most primitives declare something smaller, and forward mode (interpreters/forward.py)
+      builds the rule from it, in this order: `tangent(ts, out, *inputs, **params)`, the
+      output's tangent (a list of them for several results; None: zero) from the input
+      tangents ts (None: zero) with the primal output at hand, as vjp has it (JAX's
+      defjvp2; written with scanlib's ops, beside the vjp, and fitted to the output's shape
+      and dtype by forward mode); `linear`, True where the
+      primitive is linear in all its inputs jointly (reshape, concatenate), or the positions
+      of the inputs it is linear in, the others held as they are (getitem's x, not its index
+      arrays; where's two branches, not its mask): the tangent is the primitive applied to
+      the tangents, zeros for None; `multilinear`, linear in each input separately (mul,
+      matmul, einsum): the product rule. Without any of them, the transpose of the VJP.
     - `vmap(values, batched, B, **params) -> (outs, out_flags)`: vmap's rule for a
       primitive that runs a graph (scan, while_loop, checkpoint), on Tensors with the batch
       axis first where batched; `vmap_flags(params, in_flags) -> out_flags` says which
@@ -68,7 +76,8 @@ class Primitive:
     def __init__(self, name, impl, vjp=None, multiple_results=False, sparse_index=None,
                  doc=None, *, elementwise=False, batch=None, ufunc=None, out_impl=None,
                  view=False, inline=None, prune=None, reach=None, multilinear=False,
-                 jvp=None, vmap=None, vmap_flags=None, bind_recorded=None, rebinding=None):
+                 linear=False, tangent=None, jvp=None, vmap=None, vmap_flags=None,
+                 bind_recorded=None, rebinding=None):
         self.name = self.__name__ = self.__qualname__ = name
         if doc:
             self.__doc__ = doc
@@ -83,6 +92,7 @@ class Primitive:
         self.view, self.inline, self.prune, self.reach = view, inline, prune, reach
         self.batch = batching.elementwise_rule if elementwise and batch is None else batch
         self.multilinear, self.jvp = multilinear, jvp
+        self.linear, self.tangent = linear, tangent
         self.vmap, self.vmap_flags = vmap, vmap_flags
         self.bind_recorded, self.rebinding = bind_recorded, rebinding
 

@@ -88,7 +88,13 @@ def _unary(name, vjp, ufunc=None):
     """A primitive computed by the array namespace's function `ufunc` (default: name)."""
     ufunc = ufunc or name
     return Primitive(name, lambda x: getattr(_xp(x), ufunc)(x), vjp, elementwise=True,
-                     ufunc=ufunc)
+                     ufunc=ufunc, tangent=_tangent_of(vjp))
+
+
+def _tangent_of(vjp):
+    """Forward mode's rule of a holomorphic (or real) elementwise function: its VJP multiplies
+    g by f'(x) and its tangent is t * f'(x), so the VJP at g = t is the tangent."""
+    return lambda ts, out, x: vjp(ts[0], out, x)[0]
 
 
 # --- holomorphic unary functions: VJP g * f'(x), no conjugate (JAX's convention) ------------
@@ -112,9 +118,14 @@ arccosh_p = _unary("arccosh", lambda g, out, x: (
     ew.div(g, ew.mul(ew.sqrt(ew.sub(x, 1.0)), ew.sqrt(ew.add(x, 1.0)))),))
 arctanh_p = _unary("arctanh", lambda g, out, x: (ew.div(g, ew.sub(1.0, square_p(x))),))
 reciprocal_p = _unary("reciprocal", lambda g, out, x: (ew.neg(ew.mul(g, square_p(out))),))
-rsqrt_p = Primitive(
-    "rsqrt", lambda x: 1 / _xp(x).sqrt(x),
-    lambda g, out, x: (ew.mul(g, ew.mul(ew.mul(out, square_p(out)), -0.5)),), elementwise=True)
+
+
+def _rsqrt_vjp(g, out, x):
+    return (ew.mul(g, ew.mul(ew.mul(out, square_p(out)), -0.5)),)
+
+
+rsqrt_p = Primitive("rsqrt", lambda x: 1 / _xp(x).sqrt(x), _rsqrt_vjp, elementwise=True,
+                    tangent=_tangent_of(_rsqrt_vjp))
 cbrt_p = _unary("cbrt", lambda g, out, x: (ew.div(g, ew.mul(square_p(out), 3.0)),))
 
 square = _public(square_p, """Elementwise x * x.
@@ -189,9 +200,13 @@ def _erf_vjp(g, out, x):
     return (ew.mul(g, ew.mul(ew.exp(ew.neg(square_p(x))), _TWO_OVER_SQRT_PI)),)
 
 
-erf_p = Primitive("erf", erf_impl, _erf_vjp, elementwise=True)
-erfc_p = Primitive("erfc", erfc_impl, lambda g, out, x: (ew.neg(_erf_vjp(g, out, x)[0]),),
-                   elementwise=True)
+def _erfc_vjp(g, out, x):
+    return (ew.neg(_erf_vjp(g, out, x)[0]),)
+
+
+erf_p = Primitive("erf", erf_impl, _erf_vjp, elementwise=True, tangent=_tangent_of(_erf_vjp))
+erfc_p = Primitive("erfc", erfc_impl, _erfc_vjp, elementwise=True,
+                   tangent=_tangent_of(_erfc_vjp))
 erf = _public(erf_p, """The error function 2/sqrt(pi) * integral of exp(-t**2) from 0 to x, as
     jax.scipy.special.erf: below 1 ulp in float64, rounded once in float32.
 

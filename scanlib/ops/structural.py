@@ -49,15 +49,15 @@ def _keepdims_shape(shape, axes):
 # --- shape ---------------------------------------------------------------------------------
 reshape_p = Primitive("reshape", lambda x, shape: x.reshape(shape),
                       lambda g, out, x, shape: (reshape_p(g, shape=x.shape),),
-                      view=True, batch=batching.reshape_rule)
+                      view=True, batch=batching.reshape_rule, linear=True)
 transpose_p = Primitive(
     "transpose", lambda x, axes: x.transpose(axes),
     lambda g, out, x, axes: (transpose_p(g, axes=tuple(int(i) for i in np.argsort(axes))),),
-    view=True, batch=batching.transpose_rule)
+    view=True, batch=batching.transpose_rule, linear=True)
 broadcast_to_p = Primitive(
     "broadcast_to", lambda x, shape: _xp(x).broadcast_to(x, shape),
     lambda g, out, x, shape: (g,),  # the walk's sum_to folds g back to x's shape
-    view=True, batch=batching.broadcast_to_rule)
+    view=True, batch=batching.broadcast_to_rule, linear=True)
 
 
 # --- indexing -------------------------------------------------------------------------------
@@ -178,12 +178,12 @@ getitem_p = Primitive(
     lambda g, out, x, *arrays, index: (
         scatter_add_p(g, *arrays, index=index, shape=x.shape), *[None] * len(arrays)),
     sparse_index=lambda x, *arrays, index: fill_index(index, arrays),
-    view=True, batch=_getitem_batch_rule, inline=_inline_index)
+    view=True, batch=_getitem_batch_rule, inline=_inline_index, linear=(0,))
 scatter_add_p = Primitive(
     "scatter_add", scatter_add_impl,
     lambda g, out, upd, *arrays, index, shape: (
         getitem_p(g, *arrays, index=index), *[None] * len(arrays)),
-    batch=batching.scatter_add_rule)
+    batch=batching.scatter_add_rule, linear=(0,))
 
 
 # --- functional indexed updates: x.at[index].set(v) and .add(v) --------------------------------
@@ -235,7 +235,7 @@ def _scatter_set_vjp(g, out, x, v, *arrays, index, unique):
 
 
 # unique: False, or the name of the caller that needs each position written once (checked).
-scatter_set_p = Primitive("scatter_set", _scatter_set_impl, _scatter_set_vjp)
+scatter_set_p = Primitive("scatter_set", _scatter_set_impl, _scatter_set_vjp, linear=(0, 1))
 
 
 def split_index(index):
@@ -315,12 +315,14 @@ concatenate_p = Primitive(
     "concatenate", lambda *xs, axis: _xp(*xs).concatenate(xs, axis=axis),
     lambda g, out, *xs, axis: split_p(g, sizes=tuple(x.shape[axis] for x in xs), axis=axis),
     out_impl=lambda *xs, axis, out: _xp(*xs).concatenate(xs, axis=axis, out=out),
-    batch=batching.joining_rule)
+    batch=batching.joining_rule, linear=True)
 split_p = Primitive(
     "split", _split_impl,
     lambda cts, outs, x, sizes, axis, _saved=None: (
         concatenate_p(*_filled(cts, outs_or_shapes(outs, x, sizes, axis)), axis=axis),),
-    multiple_results=True, batch=batching.axis_rule)
+    multiple_results=True, batch=batching.axis_rule, linear=True)
+
+
 def _stack_impl(*xs, axis):
     # 0-d NumPy numbers of one native dtype (a scalar model's parameters, a while_loop's
     # test): np.array builds the array np.stack would, in a tenth of its 4 us. Not objects,
@@ -338,12 +340,13 @@ _STACKS_BY_ARRAY = frozenset(np.dtype(c) for c in "?bBhHiIlLqQefdFD")
 
 stack_p = Primitive(
     "stack", _stack_impl,
-    lambda g, out, *xs, axis: unstack_p(g, axis=axis), batch=batching.joining_rule)
+    lambda g, out, *xs, axis: unstack_p(g, axis=axis), batch=batching.joining_rule,
+    linear=True)
 unstack_p = Primitive(
     "unstack", _unstack_impl,
     lambda cts, outs, x, axis, _saved=None: (
         stack_p(*_filled(cts, outs_or_shapes(outs, x, None, axis)), axis=axis),),
-    multiple_results=True, batch=batching.axis_rule)
+    multiple_results=True, batch=batching.axis_rule, linear=True)
 
 
 class _Shape:
@@ -370,7 +373,7 @@ def _sum_vjp(g, out, x, axis, keepdims):
 
 
 sum_p = Primitive("sum", lambda x, axis, keepdims: _xp(x).sum(x, axis=axis, keepdims=keepdims),
-                  _sum_vjp, batch=batching.reduce_rule)
+                  _sum_vjp, batch=batching.reduce_rule, linear=True)
 
 
 def _max_vjp(g, out, x, axis, keepdims):
@@ -382,10 +385,18 @@ def _max_vjp(g, out, x, axis, keepdims):
     return (where(hit, div(g, count), 0.0),)
 
 
+def _max_tangent(ts, out, x, axis, keepdims):
+    """The mean of t over the entries that hit the extreme, as the VJP shares ties."""
+    hit = equal(x, out if keepdims else reshape_p(out, shape=_keepdims_shape(x.shape, axis)))
+    count = sum_p(astype(hit, dtype=ts[0].dtype), axis=axis, keepdims=keepdims)
+    return div(sum_p(where(hit, ts[0], 0.0), axis=axis, keepdims=keepdims), count)
+
+
 max_p = Primitive("max", lambda x, axis, keepdims: _xp(x).max(x, axis=axis, keepdims=keepdims),
-                  _max_vjp, batch=batching.reduce_rule)
+                  _max_vjp, batch=batching.reduce_rule, tangent=_max_tangent)
 min_p = Primitive("min", lambda x, axis, keepdims: _xp(x).min(x, axis=axis, keepdims=keepdims),
-                  _max_vjp, batch=batching.reduce_rule)  # the same rule: g where x hits out
+                  _max_vjp, batch=batching.reduce_rule,  # the same rules: where x hits out
+                  tangent=_max_tangent)
 
 
 def sum_to(g, shape):
