@@ -130,3 +130,17 @@ def test_small_state_quick_scanlib_side(monkeypatch, capsys):
         fd = (at(eps) - at(-eps)) / (2 * eps)
         slope = sum(float(np.sum(grads[k] * v[k])) for k in params)
         assert abs(fd - slope) <= 1e-6 * max(abs(fd), 1.0), (name, fd, slope)
+
+
+def test_vmap_rules_quick(capsys):
+    # bench/vmap_rules.py's quick mode: each section checks its contenders against the
+    # per-lane results (and the Newton roots and their slopes against closed forms) before
+    # timing, so running it is the test.
+    from bench import vmap_rules
+
+    assert vmap_rules.main(["quick"]) == 0
+    out = capsys.readouterr().out
+    for title in ("(a) newton while_loop", "(a2) newton-fixed", "(a3) matrix", "(b) ckpt-grad",
+                  "(c) scan-grad", "(c) scan-fwd", "peak MiB: vmap grad B=64"):
+        assert title in out, out
+    assert out.count("vmap grad B=64") == 6, out
