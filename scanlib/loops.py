@@ -491,10 +491,27 @@ def _lanes_vmap(values, outer, B, **params):
     return [_split_lanes(x, B, size) for x in outs], [True] * len(outs)
 
 
+# The lanes' derivative gives every shared input one copy per example (its gradient differs
+# per example), read at every step. Where those copies are much larger than what each
+# example has of its own (a closed-over weight matrix against a state vector), the loop
+# over examples is cheaper: 64 lanes of h = tanh(h @ W), W [128, 128], took 87 ms as lanes
+# against 31 ms as a loop of gradients (bench/vmap_rules.py (a3)); Newton's scalar
+# constants are far below the bound.
+_SHARED_PER_OWN = 8
+
+
+def _copies_cost_more(values, batched):
+    shared = sum(int(np.prod(x.shape)) for x, b in zip(values, batched)
+                 if not b and is_differentiable_dtype(x.dtype))
+    own = sum(int(np.prod(x.shape[1:])) for x, b in zip(values, batched) if b)
+    return shared > _SHARED_PER_OWN * max(own, 1)
+
+
 def _grad_vmap(values, batched, B, *, body, num_carry, num_cts, given, lanes=False):
     """vmap of a while_loop's derivative: each example's own, every input given the batch
     axis (a gradient per example, also of what the examples share) and n each lane's trip
-    count, computed by replaying the lanes (replay_lanes). Batched twice (vmap of vmap), the
+    count, computed by replaying the lanes (replay_lanes); or once per example, where the
+    shared inputs' copies would cost more (_copies_cost_more). Batched twice (vmap of vmap), the
     two batch axes are merged into one (every input of the lanes' derivative has its lanes'
     axis first)."""
     if lanes:
@@ -503,6 +520,8 @@ def _grad_vmap(values, batched, B, *, body, num_carry, num_cts, given, lanes=Fal
         outs = while_grad_p(*merged, body=body, num_carry=num_carry, num_cts=num_cts,
                             given=given, lanes=True)
         return [_split_lanes(x, B, size) for x in outs], [True] * len(outs)
+    if _copies_cost_more(values, batched):
+        return None  # once per example: the lanes' copies of shared values would cost more
     values = [x if b else broadcast_batch(x, B) for x, b in zip(values, batched)]
     outs = while_grad_p(*values, body=body, num_carry=num_carry, num_cts=num_cts, given=given,
                         lanes=True)

@@ -84,12 +84,8 @@ def _no_fallback(run):
     assert not grown, f"vmap ran these equations once per example: {grown}"
 
 
-# Where vmap still runs an equation once per example (strict xfails below: they fail as soon
-# as it no longer does, and the mark goes)
-GETITEM = ("getitem with a batched array and a batched index has no batching rule (the "
-           "derivative's replay gives the closed-over table a batch axis)")
-
-
+# Where vmap still runs an equation once per example (strict xfails: they fail as soon as it
+# no longer does, and the mark goes); none left today.
 def _cases(table, xfails):
     """pytest params of table's names, the ones in xfails {name: reason} marked strict xfail."""
     return [pytest.param(k, marks=pytest.mark.xfail(strict=True, reason=xfails[k]))
@@ -451,7 +447,7 @@ def test_per_example_grads_are_central_differences(name):
         np.testing.assert_allclose(_np(g), fd, rtol=1e-6, atol=1e-8, err_msg=f"{name} lane {i}")
 
 
-@pytest.mark.parametrize("name", _cases(GRAD_CASES, {"while-to_the_end": GETITEM}))
+@pytest.mark.parametrize("name", _cases(GRAD_CASES, {}))
 def test_vmap_of_grad_runs_one_batched_program(name):
     f, args, in_axes, _ = GRAD_CASES[name]
     one, rest, axes = _loss_of(f, args, in_axes)
@@ -519,10 +515,7 @@ def test_a_prng_key_in_the_carry():
     assert len(set(_np(got[2]).tolist())) > 1  # the lanes did stop apart
 
 
-# Other primitives scanlib defines that vmap still runs once per example
-@pytest.mark.xfail(strict=True, reason="random_split and random_uniform, scatter_set (x.at[i]"
-                   ".set), and getitem with both its array and its index batched have no "
-                   "batching rule")
+# Other primitives scanlib defines, batched (they ran once per example before their rules)
 @pytest.mark.parametrize("what", ["prng", "scatter_set", "getitem"])
 def test_other_primitives_run_batched(what):
     if what == "getitem":
@@ -576,8 +569,6 @@ def test_vmap_of_vmap_of_while():
     assert _np(got[1]).tolist() == [[int(w[1]) for w in row] for row in want]
 
 
-@pytest.mark.xfail(strict=True, reason="while_loop_lanes has no batching rule: an outer vmap "
-                   "runs the inner vmap's lanes loop once per example")
 def test_vmap_of_vmap_of_while_runs_one_batched_program():
     a = sl.tensor(np.logspace(-2, 3, 6).reshape(2, 3))
     _no_fallback(lambda: sl.vmap(sl.vmap(newton))(a))
