@@ -260,7 +260,12 @@ def cumsum(operand: Any, axis: int = 0, reverse: bool = False) -> Any:
 
 def cumprod(operand: Any, axis: int = 0, reverse: bool = False) -> Any:
     """Running products along axis, from the end when reverse, like `jax.lax.cumprod`;
-    exact gradients with zeros in the operand (nothing divides)."""
+    exact gradients with zeros in the operand (nothing divides).
+
+    >>> import scanlib as sl
+    >>> sl.lax.cumprod(sl.tensor([1.0, 2.0, 3.0]), reverse=True)
+    tensor([6., 6., 3.], dtype=float64)
+    """
     x, axis = _cumulative("cumprod", operand, axis)
     if reverse:
         return _flip(np_cumprod(_flip(x, axis), axis=axis, dtype=x.dtype), axis)
@@ -274,12 +279,23 @@ def _by_associative_scan(who, fn, operand, axis, reverse):
 
 def cummax(operand: Any, axis: int = 0, reverse: bool = False) -> Any:
     """Running maxima along axis, like `jax.lax.cummax` (an associative scan of maximum: the
-    gradient goes to the maximum so far; NaN propagates)."""
+    gradient goes to the maximum so far; NaN propagates).
+
+    >>> import scanlib as sl
+    >>> sl.lax.cummax(sl.tensor([1.0, 3.0, 2.0]))
+    tensor([1., 3., 3.], dtype=float64)
+    """
     return _by_associative_scan("cummax", maximum, operand, axis, reverse)
 
 
 def cummin(operand: Any, axis: int = 0, reverse: bool = False) -> Any:
-    """Running minima along axis, like `jax.lax.cummin`."""
+    """Running minima along axis, like `jax.lax.cummin`.
+
+    >>> import scanlib as sl
+    >>> sl.lax.cummin(sl.tensor([[3, 1], [2, 5]]), axis=1)
+    tensor([[3, 1],
+            [2, 2]])
+    """
     return _by_associative_scan("cummin", minimum, operand, axis, reverse)
 
 

@@ -20,7 +20,7 @@ from .ops import zeros
 from .ops import elementwise as ew
 from .ops.functions import as_tensor, clip, where
 from .ops.primitive import Primitive
-from .remat import _traced_vjp, replay, vjp_by_replay
+from .remat import traced_vjp, replay, vjp_by_replay
 from .scan.cache import canonical
 from .tape import Literal, Tensor, current_builder, is_differentiable_dtype, type_str
 from .tape.graph import eval_graph, on_stand_ins, reached_inputs
@@ -281,7 +281,7 @@ def _branch_vjp(cts, inputs, graph, num_ops):
     """Cotangents of one branch's inputs (operands, then its consts; None where none
     reaches): its replay walked back on the tape, or its equations' rules inside a trace."""
     if current_builder() is not None:
-        return _traced_vjp(cts, inputs, graph, num_ops, {})
+        return traced_vjp(cts, inputs, graph, num_ops, {})
     return vjp_by_replay(lambda starts: replay(graph, starts[:num_ops], starts[num_ops:]),
                          inputs, cts)
 

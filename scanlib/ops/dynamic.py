@@ -220,7 +220,14 @@ def dynamic_index_in_dim(operand: ArrayLike, index: ArrayLike, axis: int = 0,
 
 def dynamic_update_slice_in_dim(operand: ArrayLike, update: ArrayLike, start_index: ArrayLike,
                                 axis: int, *, allow_negative_indices: bool = True) -> Tensor:
-    """dynamic_update_slice along one axis, like `jax.lax.dynamic_update_slice_in_dim`."""
+    """dynamic_update_slice along one axis, like `jax.lax.dynamic_update_slice_in_dim`.
+
+    >>> import scanlib as sl
+    >>> sl.lax.dynamic_update_slice_in_dim(sl.zeros((3, 2)), sl.ones((1, 2)), -1, 0)
+    tensor([[0., 0.],
+            [0., 0.],
+            [1., 1.]], dtype=float64)
+    """
     x = as_tensor(operand)
     axis = _axis("dynamic_update_slice_in_dim", axis, x.ndim)
     return dynamic_update_slice(x, update, _along(start_index, axis, x.ndim, 0),
@@ -230,7 +237,12 @@ def dynamic_update_slice_in_dim(operand: ArrayLike, update: ArrayLike, start_ind
 def dynamic_update_index_in_dim(operand: ArrayLike, update: ArrayLike, index: ArrayLike,
                                 axis: int, *, allow_negative_indices: bool = True) -> Tensor:
     """operand with the entry at index along axis replaced by update (of operand's rank, or
-    one less), like `jax.lax.dynamic_update_index_in_dim`."""
+    one less), like `jax.lax.dynamic_update_index_in_dim`.
+
+    >>> import scanlib as sl
+    >>> sl.lax.dynamic_update_index_in_dim(sl.zeros(3), 5.0, 1, 0)
+    tensor([0., 5., 0.], dtype=float64)
+    """
     x = as_tensor(operand)
     axis = _axis("dynamic_update_index_in_dim", axis, x.ndim)
     u = as_tensor(update).astype(x.dtype) if type(update) in _PYTHON_NUMBER else \
