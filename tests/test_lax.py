@@ -458,3 +458,64 @@ def test_cond_in_a_numba_loop_falls_back_with_a_warning():
     assert any(issubclass(w.category, sl.NumbaFallbackWarning) for w in caught)
     want = sl.scan(body, sl.tensor(0.5), xs)
     close(got[1], want[1])
+
+
+def test_cond_composes_with_checkpoint_while_loop_nesting_and_forward_mode():
+    def f(x, t):
+        return lax.cond(t > 0, lambda a: sl.sin(a) * a, lambda a: sl.exp(a), x)
+
+    x = sl.tensor(0.7)
+    for t in (sl.tensor(1.0), sl.tensor(-1.0)):
+        close(sl.grad(sl.checkpoint(f))(x, t), sl.grad(f)(x, t))
+        close(sl.grad(sl.grad(sl.checkpoint(f)))(x, t), sl.grad(sl.grad(f))(x, t))
+        close(sl.hessian(sl.jit(f))(x, t), sl.grad(sl.grad(f))(x, t))
+        close(sl.jacfwd(sl.jit(f))(x, t), sl.grad(f)(x, t))
+
+    def in_while(x):
+        return sl.while_loop(lambda c: c[1] < 4, lambda c: (
+            lax.cond(c[1] % 2 == 0, lambda a: a * 2.0, sl.sin, c[0]), c[1] + 1), (x, 0))[0]
+
+    def python(x):
+        for i in range(4):
+            x = x * 2.0 if i % 2 == 0 else sl.sin(x)
+        return x
+
+    close(in_while(x), python(x))
+    close(sl.grad(in_while)(x), sl.grad(python)(x))
+
+    def nested(x, t):
+        return lax.cond(t > 0, lambda a: lax.cond(a > 0.5, lambda b: b * 3.0, lambda b: b, a),
+                        lambda a: -a, x)
+
+    xs, ts = sl.tensor([0.2, 0.7, 0.9]), sl.tensor([1.0, 1.0, -1.0])
+    close(sl.vmap(nested)(xs, ts), sl.tensor([0.2, 2.1, -0.9]))
+    close(sl.vmap(sl.grad(nested))(xs, ts), sl.tensor([1.0, 3.0, -1.0]))
+    t2 = sl.tensor([[1.0, -1.0, 1.0], [-1.0, -1.0, 1.0]])
+    close(sl.vmap(sl.vmap(f))(sl.full((2, 3), 0.5), t2),
+          sl.stack([per_example(f, sl.full(3, 0.5), row) for row in t2]))
+    _, tangent = sl.jvp(lambda x: sl.vmap(f)(x, sl.tensor([1.0, -1.0])), (sl.tensor([0.3, 0.4]),),
+                        (sl.ones(2),))
+    close(tangent, sl.stack([sl.grad(f)(sl.tensor(0.3), sl.tensor(1.0)),
+                             sl.grad(f)(sl.tensor(0.4), sl.tensor(-1.0))]))
+
+
+def test_traced_cond_edges():
+    t = sl.tensor(1.0)
+    # no operands; a Python number output takes the other branch's dtype
+    close(sl.jit(lambda t: lax.cond(t > 0, lambda: sl.tensor(1.0), lambda: 2.0))(t),
+          sl.tensor(1.0))
+    # empty arrays, Python-number operands (reaching the branches as themselves)
+    assert sl.jit(lambda a, t: lax.cond(t > 0, lambda a: a * 2, lambda a: a, a))(
+        sl.zeros((0, 3)), t).shape == (0, 3)
+    close(sl.jit(lambda a, t: lax.cond(t > 0, lambda a, k: a * k, lambda a, k: a + k, a, 3))(
+        sl.tensor(0.7), t), sl.tensor(2.1))
+    # integer outputs beside float ones: the gradient flows through the float ones
+    h = lambda x, t: lax.cond(t > 0, lambda a: (a * 2, sl.tensor(1)), lambda a: (a, sl.tensor(2)),
+                              x)
+    g = sl.grad(lambda x: sl.scan(lambda c, tt: (h(c, tt)[0], h(c, tt)[1]), x,
+                                  sl.tensor([1.0, -1.0]))[0])(sl.tensor(0.7))
+    close(g, sl.tensor(2.0))
+    # NaN and inf pass through the chosen branch and never from the other
+    out = sl.vmap(lambda a, t: lax.cond(t > 0, lambda a: a, lambda a: a * 0.0, a))(
+        sl.tensor([np.nan, np.inf, 1.0]), sl.tensor([1.0, 1.0, -1.0]))
+    assert np.isnan(out.numpy()[0]) and np.isinf(out.numpy()[1]) and out.numpy()[2] == 0.0
