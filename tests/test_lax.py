@@ -519,3 +519,31 @@ def test_traced_cond_edges():
     out = sl.vmap(lambda a, t: lax.cond(t > 0, lambda a: a, lambda a: a * 0.0, a))(
         sl.tensor([np.nan, np.inf, 1.0]), sl.tensor([1.0, 1.0, -1.0]))
     assert np.isnan(out.numpy()[0]) and np.isinf(out.numpy()[1]) and out.numpy()[2] == 0.0
+
+
+def test_lax_on_the_device_of_the_data(backend):
+    x = backend.tensor([0.5, -0.2, 0.9])
+    ts = backend.tensor([1.0, -1.0, 2.0])
+
+    def body(c, t):
+        c = lax.cond(t > 0, lambda a: sl.sin(a) * t, lambda a: a * a + 1.0, c)
+        return c, lax.dynamic_slice(x, (sl.argmax(c > 0.3),), (2,))
+
+    c, ys = sl.scan(body, backend.tensor(0.5), ts)
+    backend.check_device(c)
+    backend.check_device(ys)
+    g = sl.grad(lambda c0: sl.scan(body, c0, ts)[0])(backend.tensor(0.5))
+    backend.check_device(g)
+    want_c = 0.5
+    for t in (1.0, -1.0, 2.0):
+        want_c = np.sin(want_c) * t if t > 0 else want_c * want_c + 1.0
+    np.testing.assert_allclose(backend.numpy(c), want_c, rtol=1e-12)
+    out = sl.vmap(lambda a, t: lax.switch((t > 0).astype(int), [sl.exp, sl.sin], a))(x, ts)
+    backend.check_device(out)
+    np.testing.assert_allclose(backend.numpy(out), np.where(backend.numpy(ts) > 0,
+                                                            np.sin(backend.numpy(x)),
+                                                            np.exp(backend.numpy(x))))
+    for name, _ in CUMULATIVE:
+        backend.check_device(getattr(lax, name)(x, reverse=True))
+    backend.check_device(lax.dynamic_update_slice(x, backend.tensor([7.0]), (sl.tensor(5),)))
+    backend.check_device(lax.map(lambda a: a * 2, x))
