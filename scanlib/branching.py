@@ -415,8 +415,9 @@ def _cond_vmap(values, batched, B, *, branches, num_consts, _out_types):
     def batched_branch(k, xs):
         outs, out_b = evaluate(branches[k], list(xs[:n]), flags[:n], own(k, xs),
                                own(k, flags), B)
-        return [broadcast_batch(o, B, dtype) if f and not b else
-                as_tensor(o) if isinstance(o, Tensor) or not f else o
+        # (a Python number an unbatched output returns stays one: it takes the dtype of the
+        # other branches' output, as in the cond being batched)
+        return [broadcast_batch(o, B, dtype) if f and not b else o
                 for o, b, f, (_, dtype) in zip(outs, out_b, out_flags, out_types)]
 
     if not batched[0]:

@@ -190,6 +190,14 @@ def test_python_number_outputs_take_the_other_branchs_dtype():
                   x, sl.tensor([1.0, -1.0]))
     assert out[0].dtype == np.float32 and out[1].dtype == np.float32
     close(out[1], sl.tensor([1.0, 2.0], dtype="float32"))
+    # the same under vmap, where the number's output is not batched
+    f = lambda a, t: lax.cond(t > 0, lambda a: (a * 2, two), lambda a: (a, 1.0), a)
+    for t, want in ((1.0, 2.0), (-1.0, 1.0)):
+        out = sl.vmap(f, in_axes=(0, None))(x, sl.tensor(t))
+        close(out[1], sl.full(2, want, dtype="float32"))
+    _, tangent = sl.jvp(lambda a, t: f(a, t)[1] * a, (x, sl.tensor(-1.0)),
+                        (sl.ones(2, "float32"), sl.tensor(0.0)))
+    close(tangent, sl.ones(2, dtype="float32"))
 
 
 def test_branches_that_disagree_raise_naming_the_path():
