@@ -34,8 +34,20 @@ __all__ = ["cond", "switch"]
 _PYTHON_NUMBER = (bool, int, float, complex)  # exact types: np.float64 is typed
 
 
+_NO_OPERAND = object()
+
+
+def _legacy_operand(who, operands, operand):
+    """JAX's older `operand=` keyword: one operand given by name."""
+    if operand is _NO_OPERAND:
+        return operands
+    if operands:
+        raise TypeError(f"{who}: give the operands positionally or as operand=, not both")
+    return (operand,)
+
+
 def cond(pred: ArrayLike, true_fun: Callable[..., Any], false_fun: Callable[..., Any],
-         *operands: Any) -> Any:
+         *operands: Any, operand: Any = _NO_OPERAND) -> Any:
     """`true_fun(*operands)` if pred else `false_fun(*operands)`, like `jax.lax.cond`.
 
     A concrete pred (a Python bool or number, an array, a Tensor outside any trace) runs only
@@ -45,12 +57,13 @@ def cond(pred: ArrayLike, true_fun: Callable[..., Any], false_fun: Callable[...,
     takes the other branch's dtype), and the chosen one runs when the value is known;
     gradients (any order) and forward mode go through the chosen branch, and under vmap a
     per-example pred runs both branches and selects, as JAX does. pred is a scalar bool or
-    number (nonzero is True).
+    number (nonzero is True). `operand=` is JAX's older form of one operand.
 
     >>> import scanlib as sl
     >>> sl.lax.cond(sl.tensor(2.0) > 1, lambda x: x * 10, lambda x: x, sl.tensor(3.0))
     tensor(30., dtype=float64)
     """
+    operands = _legacy_operand("cond", operands, operand)
     for name, fn in (("true_fun", true_fun), ("false_fun", false_fun)):
         if not callable(fn):
             raise TypeError(f"cond: {name} must be callable, got {type(fn).__name__}")
@@ -65,7 +78,8 @@ def cond(pred: ArrayLike, true_fun: Callable[..., Any], false_fun: Callable[...,
     return true_fun(*operands) if value else false_fun(*operands)
 
 
-def switch(index: ArrayLike, branches: Sequence[Callable[..., Any]], *operands: Any) -> Any:
+def switch(index: ArrayLike, branches: Sequence[Callable[..., Any]], *operands: Any,
+           operand: Any = _NO_OPERAND) -> Any:
     """`branches[index](*operands)`, like `jax.lax.switch`: index is clamped to
     [0, len(branches) - 1], as JAX does.
 
@@ -78,6 +92,7 @@ def switch(index: ArrayLike, branches: Sequence[Callable[..., Any]], *operands: 
     >>> sl.lax.switch(5, [lambda x: x + 1, lambda x: x * 2], sl.tensor(3.0))
     tensor(6., dtype=float64)
     """
+    operands = _legacy_operand("switch", operands, operand)
     try:
         branches = list(branches)
     except TypeError:

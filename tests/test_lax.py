@@ -47,6 +47,15 @@ def test_concrete_cond_runs_only_the_chosen_branch():
     close(g, sl.tensor(27.0))
 
 
+def test_the_older_operand_keyword():
+    x = sl.tensor(2.0)
+    close(lax.cond(True, lambda a: a * 3, lambda a: a, operand=x), sl.tensor(6.0))
+    close(sl.jit(lambda t: lax.switch(t, [lambda a: a, lambda a: -a], operand=x))(sl.tensor(1)),
+          sl.tensor(-2.0))
+    with pytest.raises(TypeError, match="cond: give the operands positionally or as operand="):
+        lax.cond(True, lambda a: a, lambda a: a, x, operand=x)
+
+
 def test_branch_returning_different_things_is_fine_when_concrete():
     # as Python's if: only the chosen branch's structure matters
     assert lax.cond(True, lambda: (1.0, 2.0), lambda: 3.0) == (1.0, 2.0)
