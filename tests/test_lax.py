@@ -564,3 +564,38 @@ def test_lax_on_the_device_of_the_data(backend):
         backend.check_device(getattr(lax, name)(x, reverse=True))
     backend.check_device(lax.dynamic_update_slice(x, backend.tensor([7.0]), (sl.tensor(5),)))
     backend.check_device(lax.map(lambda a: a * 2, x))
+
+
+def test_select_map_in_dim_forms_and_fori_loop_match_jax():
+    jax = pytest.importorskip("jax")
+    with jax.enable_x64(True):
+        jl, jnp = jax.lax, jax.numpy
+        p = np.array([True, False, True])
+        a, b = RNG.normal(size=3), RNG.normal(size=3)
+        close(lax.select(p, a, b), sl.tensor(np.asarray(jl.select(p, a, b))))
+        xs = RNG.normal(size=(5, 2))
+        for bs in (None, 2):
+            want = jl.map(lambda x: jnp.tanh(x) * x.sum(), xs, batch_size=bs)
+            close(lax.map(lambda x: sl.tanh(x) * x.sum(), sl.tensor(xs), batch_size=bs),
+                  sl.tensor(np.asarray(want)), rtol=1e-12)
+        m = RNG.normal(size=(4, 3))
+        for i in (-5, -1, 0, 2, 7):
+            close(lax.dynamic_index_in_dim(m, i, 1, keepdims=False),
+                  sl.tensor(np.asarray(jl.dynamic_index_in_dim(m, i, 1, keepdims=False))))
+            close(lax.dynamic_slice_in_dim(m, i, 2),
+                  sl.tensor(np.asarray(jl.dynamic_slice_in_dim(m, i, 2))))
+            close(lax.dynamic_update_index_in_dim(m, np.ones(3), i, 0),
+                  sl.tensor(np.asarray(jl.dynamic_update_index_in_dim(m, np.ones(3), i, 0))))
+        jf = jax.jit(lambda n, x: jl.fori_loop(0, n, lambda i, v: v * 0.5 + i, x))
+        sf = sl.jit(lambda n, x: lax.fori_loop(0, n, lambda i, v: v * 0.5 + i, x))
+        for n in (0, 4):
+            close(sf(sl.tensor(n), sl.tensor(1.0)), sl.tensor(float(jf(n, 1.0))))
+
+
+def test_cond_reach_names_the_inputs_each_branch_reads():
+    graph = sl.make_graph(lambda x, y, t: lax.cond(t > 0, lambda a, b: (a * 2.0, b),
+                                                  lambda a, b: (a + 1.0, a * 0.0), x, y))(
+        sl.tensor(1.0), sl.tensor(2.0), sl.tensor(1.0))
+    eqn = next(e for e in graph.eqns if e.prim.name == "cond")
+    assert eqn.prim.reach(eqn.params, [True, False]) == [False, True, False]
+    assert eqn.prim.reach(eqn.params, [False, True]) == [False, True, True]
