@@ -172,7 +172,7 @@ def _bind_tree(index, fns, operands, who, names):
     return branch_call(index, [opened(fn) for fn in fns], args, who, names)
 
 
-def branch_call(index, fns, args, who="switch", names=None, out_tree=None):
+def branch_call(index, fns, args, who="switch", names=None):
     """The outputs of `fns[index](*args)` (args a list of Tensors), as the pytree it returns:
     every fn traced on args' shapes and dtypes and bound as one cond_p equation."""
     names = names or [f"branches[{k}]" for k in range(len(fns))]
@@ -192,7 +192,7 @@ def branch_call(index, fns, args, who="switch", names=None, out_tree=None):
     outs = cond_p(as_tensor(index), *args, *consts,
                   branches=tuple(canonical(g) for g in graphs),
                   num_consts=tuple(len(g.consts) for g in graphs), _out_types=out_types)
-    return pytree.unflatten(traced[0][1] if out_tree is None else out_tree, outs)
+    return pytree.unflatten(traced[0][1], outs)
 
 
 def _leaf_type(x):
@@ -281,7 +281,7 @@ def _zeros(shape, dtype, device):
 
 
 def _concrete_index(index):
-    """The index as an int when its value is known now (not a value of a trace), else None."""
+    """The index when its value is known now (not a value of a trace), else None."""
     if isinstance(index, Tensor) and index._trace is not None:
         return None
     return index
