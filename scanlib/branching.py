@@ -21,8 +21,7 @@ from .ops import elementwise as ew
 from .ops.functions import as_tensor, clip, where
 from .ops.primitive import Primitive
 from .remat import traced_vjp, replay, vjp_by_replay
-from .scan.cache import canonical
-from .tape import Literal, Tensor, current_builder, is_differentiable_dtype, type_str
+from .tape import Graph, Literal, Tensor, current_builder, is_differentiable_dtype, type_str
 from .tape.graph import eval_graph, on_stand_ins, reached_inputs
 from .tracing import closure_names, trace_function
 
@@ -190,9 +189,17 @@ def branch_call(index, fns, args, who="switch", names=None):
     graphs = [g for g, _, _ in traced]
     consts = [c for g in graphs for c in g.consts]
     outs = cond_p(as_tensor(index), *args, *consts,
-                  branches=tuple(canonical(g) for g in graphs),
+                  branches=tuple(_without_consts(g) for g in graphs),
                   num_consts=tuple(len(g.consts) for g in graphs), _out_types=out_types)
     return pytree.unflatten(traced[0][1], outs)
+
+
+def _without_consts(graph):
+    """graph with its const slots empty: their values are cond_p's inputs, so an equation's
+    params hold no tensor (a cached canonical graph would do too, but would print under the
+    name of whichever body first had that fingerprint)."""
+    return Graph(graph.invars, graph.constvars, [None] * len(graph.consts), graph.eqns,
+                 graph.outvars, graph.name, graph.device)
 
 
 def _leaf_type(x):
