@@ -33,7 +33,14 @@ __all__ = ["cond", "switch"]
 _PYTHON_NUMBER = (bool, int, float, complex)  # exact types: np.float64 is typed
 
 
-_NO_OPERAND = object()
+class _NoOperand:
+    """The default of `operand=`: none given (a repr that reads well in signatures)."""
+
+    def __repr__(self):
+        return "<no operand>"
+
+
+_NO_OPERAND = _NoOperand()
 
 
 def _legacy_operand(who, operands, operand):
