@@ -601,3 +601,22 @@ def test_cond_reach_names_the_inputs_each_branch_reads():
     eqn = next(e for e in graph.eqns if e.prim.name == "cond")
     assert eqn.prim.reach(eqn.params, [True, False]) == [False, True, False]
     assert eqn.prim.reach(eqn.params, [False, True]) == [False, True, True]
+
+
+def test_jacobians_and_linearize_through_a_scan_of_conds():
+    def f(x, ts):
+        return sl.scan(lambda c, t: (lax.cond(t > 0, lambda a: sl.sin(a) * 2.0,
+                                              lambda a: a[::-1] * a, c), None), x, ts)[0]
+
+    def python(x, ts):
+        for t in ts:
+            x = sl.sin(x) * 2.0 if float(t) > 0 else x[::-1] * x
+        return x
+
+    x, ts = sl.tensor([0.3, -0.5, 0.8]), sl.tensor([1.0, -1.0, 1.0, -1.0])
+    want = sl.jacrev(python)(x, ts)
+    close(sl.jacrev(f)(x, ts), want)
+    close(sl.jacfwd(f)(x, ts), want, rtol=1e-12, atol=1e-15)
+    close(sl.hessian(lambda x: f(x, ts).sum())(x), sl.hessian(lambda x: python(x, ts).sum())(x))
+    _, lin = sl.linearize(lambda x: f(x, ts), x)
+    close(lin(sl.ones(3)), sl.jvp(lambda x: python(x, ts), (x,), (sl.ones(3),))[1])
