@@ -37,6 +37,10 @@ import scanlib as sl
 # name -> (signature or None, one-line description or None, example source or None).
 # None means "take it from the docstring".
 FALLBACK = {
+    "lax.add": ("add(x, y)", "x + y elementwise (lax.add).", "sl.lax.add(sl.ones(2), 2.0)"),
+    "lax.sub": ("sub(x, y)", "x - y elementwise (lax.sub).", "sl.lax.sub(sl.ones(2), 2.0)"),
+    "lax.mul": ("mul(x, y)", "x * y elementwise (lax.mul).", "sl.lax.mul(sl.ones(2), 2.0)"),
+    "lax.neg": ("neg(x)", "-x elementwise (lax.neg).", "sl.lax.neg(sl.ones(2))"),
     "tensor": (None, None, ("sl.tensor([[1, 2], [3, 4]], dtype='float32')\n"
                "sl.tensor([1.0, 2.0], requires_grad=True)")),
     "as_tensor": (None, None, "sl.as_tensor(np.arange(3))"),
@@ -343,15 +347,30 @@ itself), and `jitted.cache_clear()` drops its traces.
 
 
 # Public submodules: a section each, with a ### entry for every name in their __all__.
-SUBMODULES = ("linalg", "random", "optim")
+SUBMODULES = ("linalg", "random", "optim", "lax")
 
 
 def submodule_markdown(name, module):
+    """A section for the submodule: an entry for each of its own names; the names that are
+    scanlib's own objects (a JAX-shaped view such as lax.tanh) are listed, pointing to them."""
     doc = own_doc(module) or ""
     lines = [f"## {name}", "", doc.split("\n\n")[0].replace("\n", " "), ""]
+    same = [sub for sub in module.__all__
+            if any(getattr(sl, n, None) is getattr(module, sub) for n in sl.__all__)]
+    if same:
+        lines += ["The same objects as scanlib's: "
+                  + ", ".join(f"`{name}.{sub}` (`sl.{_top_name(module, sub)}`)" for sub in same)
+                  + ".", ""]
     for sub in module.__all__:
-        lines += entry_markdown(f"{name}.{sub}", getattr(module, sub), "###")
+        if sub not in same:
+            lines += entry_markdown(f"{name}.{sub}", getattr(module, sub), "###")
     return lines
+
+
+def _top_name(module, sub):
+    obj = getattr(module, sub)
+    return sub if getattr(sl, sub, None) is obj else next(
+        n for n in sl.__all__ if getattr(sl, n, None) is obj)
 
 
 def entry_markdown(name, obj, level):

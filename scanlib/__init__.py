@@ -24,6 +24,7 @@ from .custom import custom_jvp, custom_vjp
 from .tracing import make_graph
 from .jit import JitFallbackWarning, jit
 from . import numpy  # noqa: F401 - scanlib.numpy, jax.numpy's names (not in __all__)
+from . import lax  # jax.lax's names: `from scanlib import lax`
 
 __version__ = "0.1.0"
 
@@ -31,7 +32,7 @@ __all__ = [
     *[n for n in _ops_all if n not in ("Primitive", "bind", "elementwise", "sum_to", "getitem")],
     "Tensor", "Graph", "no_grad", "enable_grad", "grad", "value_and_grad", "vjp",
     "make_graph", "checkpoint", "remat", "checkpoint_name", "checkpoint_policies", "testing",
-    "linalg", "random", "optim",
+    "linalg", "random", "optim", "lax",
     "cuda_available", "scan", "scan_plan", "ScanPlan", "set_loop_compiler",
     "NumbaFallbackWarning", "JitFallbackWarning", "jit",
     *transforms.__all__, *associative.__all__, *control.__all__, "vmap",

@@ -6,11 +6,12 @@
 
 from .tape.types import ArrayLike, Axis
 from . import (
-    associative as associative, autodiff as autodiff, backends as backends,
+    associative as associative, autodiff as autodiff, backends as backends, branching as branching,
     checkpoint_policies as checkpoint_policies, control as control, custom as custom,
-    generated as generated, interpreters as interpreters, linalg as linalg, logs as logs,
-    loops as loops, numpy as numpy, ops as ops, optim as optim, pytree as pytree, random as random,
-    tape as tape, testing as testing, tracing as tracing, transforms as transforms,
+    generated as generated, interpreters as interpreters, lax as lax, linalg as linalg,
+    logs as logs, loops as loops, numpy as numpy, ops as ops, optim as optim, pytree as pytree,
+    random as random, tape as tape, testing as testing, tracing as tracing,
+    transforms as transforms,
 )
 from .associative import associative_scan as associative_scan
 from .autodiff import (
@@ -475,6 +476,7 @@ __all__ = [
     'linalg',
     'random',
     'optim',
+    'lax',
     'cuda_available',
     'scan',
     'scan_plan',

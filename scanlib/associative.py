@@ -40,7 +40,11 @@ import numpy as np
 
 from . import backends, pytree
 from .ops.arrays import moveaxis
-from .ops.functions import as_tensor
+from .ops.functions import as_tensor, one_axis
+from .ops.elementwise import maximum, minimum
+from .ops.reductions import cumprod as np_cumprod
+from .ops.reductions import cumsum_p
+from .ops.special import logaddexp
 from .ops.structural import (concatenate_p, getitem, normalize_axis, reshape_p, split_p,
                              stack_p, unstack_p)
 from .scan import scan
@@ -229,3 +233,78 @@ STRUCTURES = {"odd-even": _scan, "sequential": _sequential}
 
 def _flip(x, axis):
     return getitem(x, (slice(None),) * axis + (slice(None, None, -1),))
+
+
+# --- jax.lax's cumulative reductions (scanlib.lax re-exports them) ---------------------------
+# lax's signature and meaning: along one axis (0 by default, never flattened), from the end
+# when reverse, keeping the operand's dtype (NumPy's cumsum widens small integers).
+def _cumulative(who, operand, axis):
+    x = as_tensor(operand)
+    if x.ndim == 0:
+        raise ValueError(f"{who}: the operand is 0-d; a cumulative reduction needs an axis "
+                         f"(reshape it to (1,) first)")
+    return x, one_axis(axis, x.ndim, who)
+
+
+def cumsum(operand: Any, axis: int = 0, reverse: bool = False) -> Any:
+    """Running sums along axis, from the end when reverse, like `jax.lax.cumsum` (the dtype
+    is the operand's; scanlib.cumsum is NumPy's, which flattens by default).
+
+    >>> import scanlib as sl
+    >>> sl.lax.cumsum(sl.tensor([1.0, 2.0, 3.0]), reverse=True)
+    tensor([6., 5., 3.], dtype=float64)
+    """
+    x, axis = _cumulative("cumsum", operand, axis)
+    return cumsum_p(x, axis=axis, reverse=bool(reverse))
+
+
+def cumprod(operand: Any, axis: int = 0, reverse: bool = False) -> Any:
+    """Running products along axis, from the end when reverse, like `jax.lax.cumprod`;
+    exact gradients with zeros in the operand (nothing divides).
+
+    >>> import scanlib as sl
+    >>> sl.lax.cumprod(sl.tensor([1.0, 2.0, 3.0]), reverse=True)
+    tensor([6., 6., 3.], dtype=float64)
+    """
+    x, axis = _cumulative("cumprod", operand, axis)
+    if reverse:
+        return _flip(np_cumprod(_flip(x, axis), axis=axis, dtype=x.dtype), axis)
+    return np_cumprod(x, axis=axis, dtype=x.dtype)
+
+
+def _by_associative_scan(who, fn, operand, axis, reverse):
+    x, axis = _cumulative(who, operand, axis)
+    return associative_scan(fn, x, reverse=bool(reverse), axis=axis)
+
+
+def cummax(operand: Any, axis: int = 0, reverse: bool = False) -> Any:
+    """Running maxima along axis, like `jax.lax.cummax` (an associative scan of maximum: the
+    gradient goes to the maximum so far; NaN propagates).
+
+    >>> import scanlib as sl
+    >>> sl.lax.cummax(sl.tensor([1.0, 3.0, 2.0]))
+    tensor([1., 3., 3.], dtype=float64)
+    """
+    return _by_associative_scan("cummax", maximum, operand, axis, reverse)
+
+
+def cummin(operand: Any, axis: int = 0, reverse: bool = False) -> Any:
+    """Running minima along axis, like `jax.lax.cummin`.
+
+    >>> import scanlib as sl
+    >>> sl.lax.cummin(sl.tensor([[3, 1], [2, 5]]), axis=1)
+    tensor([[3, 1],
+            [2, 2]])
+    """
+    return _by_associative_scan("cummin", minimum, operand, axis, reverse)
+
+
+def cumlogsumexp(operand: Any, axis: int = 0, reverse: bool = False) -> Any:
+    """log(cumsum(exp(x))) along axis without overflow, like `jax.lax.cumlogsumexp` (an
+    associative scan of logaddexp; -inf entries add nothing and get a zero gradient).
+
+    >>> import scanlib as sl
+    >>> sl.lax.cumlogsumexp(sl.tensor([0.0, 0.0]))
+    tensor([0.        , 0.69314718], dtype=float64)
+    """
+    return _by_associative_scan("cumlogsumexp", logaddexp, operand, axis, reverse)

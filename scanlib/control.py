@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 
 from . import backends, pytree
-from .ops import arange, as_tensor
+from .ops import arange, as_tensor, concatenate
 from .scan import scan
 from .scan.cache import canonical
 from .scan.api import adopt_weak_dtypes
@@ -32,7 +32,7 @@ __all__ = ["fori_loop", "while_loop"]
 
 # --- fori_loop ------------------------------------------------------------------------------
 def fori_loop(lower: ArrayLike, upper: ArrayLike, body_fun: Callable[[Any, PyTree], PyTree],
-              init_val: PyTree) -> PyTree:
+              init_val: PyTree, *, unroll: int | bool | None = None) -> PyTree:
     """Loop `val = body_fun(i, val)` for i in range(lower, upper), like `jax.lax.fori_loop`.
 
     Its meaning is exactly this loop::
@@ -48,7 +48,8 @@ def fori_loop(lower: ArrayLike, upper: ArrayLike, body_fun: Callable[[Any, PyTre
     order). i is a 0-d integer Tensor: int64 for Python-int bounds, else the bounds' dtype.
     The bounds are Python ints or 0-d integer Tensors. Inside a scan body, bounds computed
     from the traced values make it a `while_loop` over (i, val), its count found at every
-    step of the enclosing loop. upper <= lower runs no step and returns init_val.
+    step of the enclosing loop. upper <= lower runs no step and returns init_val. `unroll`
+    is scan's (the same values; with known bounds only, as in JAX).
 
     >>> import scanlib as sl
     >>> sl.fori_loop(0, 4, lambda i, v: v * 2.0 + i, sl.tensor(1.0))
@@ -58,12 +59,16 @@ def fori_loop(lower: ArrayLike, upper: ArrayLike, body_fun: Callable[[Any, PyTre
         raise TypeError(f"fori_loop: body_fun must be callable as body_fun(i, val) -> val, "
                         f"got {type(body_fun).__name__}")
     if any(isinstance(b, Tensor) and b._trace is not None for b in (lower, upper)):
+        if unroll is not None:
+            raise ValueError("fori_loop: unroll needs bounds known when the loop is built, but "
+                             "lower or upper is a traced value; leave unroll=None.")
         return _fori_traced(lower, upper, body_fun, init_val)
     (lo, hi), dtype = _bounds(lower, upper)
     device = _device_of(init_val, lower, upper)
     index = arange(lo, max(lo, hi), dtype=dtype, device=device)
     try:
-        val, _ = scan(lambda v, i: (body_fun(i, v), None), init_val, index)
+        val, _ = scan(lambda v, i: (body_fun(i, v), None), init_val, index,
+                      unroll=1 if unroll is None else unroll)
     except TypeError as e:
         if "must match init" not in str(e):
             raise
@@ -71,6 +76,45 @@ def fori_loop(lower: ArrayLike, upper: ArrayLike, body_fun: Callable[[Any, PyTre
                         f"promotes float32 + {index.dtype} to float64 (a Python int i would "
                         "not): cast it in body_fun, e.g. i.astype(v.dtype).") from None
     return val
+
+
+# --- map ----------------------------------------------------------------------------------------
+# Not in __all__: `scanlib.map` would shadow Python's map for `from scanlib import *`; it is
+# public as scanlib.lax.map.
+def map(f: Callable[[PyTree], PyTree], xs: PyTree, *,
+        batch_size: int | None = None) -> PyTree:
+    """`f` applied to each slice of xs along its leading axis, the results stacked, like
+    `jax.lax.map`: a scan over xs (f traced once, run as a loop; gradients from scan's
+    VJP). With batch_size, `vmap(f)` runs on batch_size slices per step (the remainder in
+    one more call): the same values, fewer steps.
+
+    >>> import scanlib as sl
+    >>> sl.lax.map(lambda x: x @ x, sl.ones((3, 2)))
+    tensor([2., 2., 2.], dtype=float64)
+    """
+    if not callable(f):
+        raise TypeError(f"map: f must be callable, got {type(f).__name__}")
+    if batch_size is None:
+        return scan(lambda _, x: (None, f(x)), None, xs)[1]
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) \
+            or batch_size < 1:
+        raise ValueError(f"map: batch_size must be None or a positive int, got {batch_size!r}")
+    from .vmap import vmap  # vmap imports the interpreters, built on this layer
+
+    leaves, tree = pytree.flatten(xs)
+    n = int(as_tensor(leaves[0]).shape[0]) if leaves else 0
+    full, rest = n - n % batch_size, n % batch_size
+    parts = []
+    if full:
+        blocks = [as_tensor(x)[:full].reshape((full // batch_size, batch_size)
+                                              + tuple(as_tensor(x).shape[1:])) for x in leaves]
+        ys = scan(lambda _, x: (None, vmap(f)(x)), None, pytree.unflatten(tree, blocks))[1]
+        parts.append(pytree.tree_map(lambda y: y.reshape((full,) + tuple(y.shape[2:])), ys))
+    if rest:
+        parts.append(vmap(f)(pytree.unflatten(tree, [as_tensor(x)[full:] for x in leaves])))
+    if len(parts) == 1:
+        return parts[0]
+    return pytree.tree_map(lambda a, b: concatenate([a, b]), parts[0], parts[1])
 
 
 def _bounds(lower, upper):

@@ -226,7 +226,7 @@ def _checkpoint_vjp(cts, outs, *inputs, _saved, graph, num_args, num_saved=0):
         kept = list(_saved) if _saved else []  # (bound where nothing held them: recompute)
     reuse = dict(zip(graph.outvars[len(graph.outvars) - num_saved:], kept))
     if current_builder() is not None:
-        return _traced_vjp(cts, inputs, graph, num_args, reuse)
+        return traced_vjp(cts, inputs, graph, num_args, reuse)
     return _tape_vjp(cts, inputs, graph, num_args, reuse)
 
 
@@ -265,7 +265,7 @@ def vjp_by_replay(run, inputs, cts, skip=()):
     return result
 
 
-def _traced_vjp(cts, inputs, graph, num_args, reuse):
+def traced_vjp(cts, inputs, graph, num_args, reuse):
     """The VJP as equations of the trace: replay the graph with bind, then call each
     equation's rule in reverse order, as scan's linearization does. No tape walk: a walk
     run without recording would cut the result from the graph (no_grad inside a trace

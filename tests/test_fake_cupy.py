@@ -64,3 +64,9 @@ def test_demo_runs_with_device_cuda_on_the_fake_cupy(tmp_path):
                           env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "on cuda" in proc.stdout, proc.stdout[-2000:]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("cupy") is not None,
+                    reason="a real CuPy is installed: the backend fixture covers it")
+def test_lax_on_the_fake_cupy_backend():
+    _run_on_the_fake(["test_lax.py"], "-k", "device_of_the_data")

@@ -232,7 +232,14 @@ def format_params(eqn) -> list:
     nested graphs and private params are left out."""
     return [f"{k}={_fmt_index_param(p) if k == 'index' else _fmt_param(p)}"
             for k, p in eqn.params.items()
-            if not k.startswith("_") and not isinstance(p, (Graph, list))]
+            if not k.startswith("_") and not isinstance(p, (Graph, list)) and not _graphs(p)]
+
+
+def _graphs(p):
+    """The graphs a param holds: itself, or a tuple of them (cond's branches)."""
+    if isinstance(p, Graph):
+        return [p]
+    return list(p) if isinstance(p, tuple) and p and all(isinstance(g, Graph) for g in p) else []
 
 
 def format_graph(graph: Graph, indent: int = 0, names=None) -> str:
@@ -262,7 +269,7 @@ def format_graph(graph: Graph, indent: int = 0, names=None) -> str:
     lines = [f"{pad}def {graph.name}({args}):"]
     for eqn in graph.eqns:
         ins = [name(v) for v in eqn.invars]
-        sub = [(k, p) for k, p in eqn.params.items() if isinstance(p, Graph)]
+        sub = [(k, g) for k, p in eqn.params.items() for g in _graphs(p)]
         params = format_params(eqn)
         outs = ", ".join(f"{name(v)}: {v.type}" for v in eqn.outvars)
         lines.append(f"{pad}    {outs} = {eqn.prim.name}({', '.join(ins + params)})")
