@@ -13,9 +13,41 @@ import optree
 NAMESPACE = "scanlib"
 
 
-def flatten(tree):
-    """(leaves, treedef); None is an empty subtree, as in JAX."""
-    return optree.tree_flatten(tree, none_is_leaf=False, namespace=NAMESPACE)
+def flatten(tree, is_leaf=None):
+    """(leaves, treedef); None is an empty subtree, as in JAX. `is_leaf(node)`, when given,
+    stops the flattening at the nodes for which it is true, as jax.tree_util.tree_flatten's."""
+    return optree.tree_flatten(tree, is_leaf, none_is_leaf=False, namespace=NAMESPACE)
+
+
+def leaves(tree, is_leaf=None) -> list:
+    """The leaves of tree, left to right, as jax.tree_util.tree_leaves."""
+    return optree.tree_leaves(tree, is_leaf, none_is_leaf=False, namespace=NAMESPACE)
+
+
+def structure(tree, is_leaf=None):
+    """The treedef of tree (its structure without the leaves), as jax.tree_util.tree_structure."""
+    return optree.tree_structure(tree, is_leaf, none_is_leaf=False, namespace=NAMESPACE)
+
+
+_NO_INITIALIZER = object()
+
+
+def reduce(function, tree, initializer=_NO_INITIALIZER, is_leaf=None):
+    """functools.reduce(function, leaves(tree)[, initializer]), as jax.tree_util.tree_reduce.
+
+    An empty tree with no initializer raises TypeError, as functools.reduce does."""
+    flat = leaves(tree, is_leaf)
+    if initializer is _NO_INITIALIZER:
+        return functools.reduce(function, flat)
+    return functools.reduce(function, flat, initializer)
+
+
+def register_node(nodetype, flatten_func, unflatten_func):
+    """Make instances of nodetype pytree nodes (scan carries, grad arguments, optimiser
+    params...), as jax.tree_util.register_pytree_node: flatten_func(node) returns
+    (children, aux_data) and unflatten_func(aux_data, children) rebuilds the node."""
+    optree.register_pytree_node(nodetype, flatten_func, unflatten_func, namespace=NAMESPACE)
+    return nodetype
 
 
 def flatten_with_paths(tree, root: str):
@@ -92,6 +124,8 @@ def structure_str(treedef) -> str:
     return text.split(", namespace=")[0]
 
 
-def tree_map(fn, tree, *rest):
-    """fn applied leaf by leaf to trees of one structure (None stays an empty subtree)."""
-    return optree.tree_map(fn, tree, *rest, none_is_leaf=False, namespace=NAMESPACE)
+def tree_map(fn, tree, *rest, is_leaf=None):
+    """fn applied leaf by leaf to trees of one structure (None stays an empty subtree), as
+    jax.tree_util.tree_map."""
+    return optree.tree_map(fn, tree, *rest, is_leaf=is_leaf, none_is_leaf=False,
+                           namespace=NAMESPACE)

@@ -1,0 +1,35 @@
+"""scanlib.scipy.linalg: jax.scipy.linalg's names and meanings. Its cholesky and cho_factor
+give the UPPER factor by default (lower=False), as SciPy and JAX do, where scanlib.linalg's
+cholesky (jax.numpy.linalg's) gives the lower one: a port keeps each meaning by keeping its
+module. solve_triangular, cho_solve, inv and det are scanlib.linalg's own. Imports linalg."""
+
+from __future__ import annotations
+
+from .. import linalg as _linalg
+from ..linalg import cho_solve, det, inv, solve_triangular
+from ..tape import Tensor
+
+__all__ = ["cholesky", "cho_factor", "cho_solve", "solve_triangular", "inv", "det"]
+
+
+def cholesky(a, lower: bool = False, overwrite_a: bool = False,
+             check_finite: bool = True) -> Tensor:
+    """The Cholesky factor of a symmetric positive definite a, as jax.scipy.linalg.cholesky:
+    UPPER (a = U^T U) unless lower=True (then a = L L^T, scanlib.linalg.cholesky's default).
+    overwrite_a and check_finite are accepted and ignored, as in JAX.
+
+    >>> sl.scipy.linalg.cholesky(sl.tensor([[4.0, 2.0], [2.0, 3.0]]))
+    """
+    return _linalg.cholesky(a, upper=not lower)
+
+
+def cho_factor(a, lower: bool = False, overwrite_a: bool = False,
+               check_finite: bool = True) -> tuple[Tensor, bool]:
+    """(c, lower), the Cholesky factor for cho_solve, as jax.scipy.linalg.cho_factor: c is
+    upper unless lower=True. (SciPy leaves garbage in c's other triangle; JAX and scanlib give
+    zeros there.)
+
+    >>> c_and_lower = sl.scipy.linalg.cho_factor(sl.tensor([[4.0, 2.0], [2.0, 3.0]]))
+    >>> sl.scipy.linalg.cho_solve(c_and_lower, sl.tensor([1.0, 2.0]))
+    """
+    return cholesky(a, lower=lower), bool(lower)
