@@ -23,6 +23,7 @@ from .vmap import vmap
 from .custom import custom_jvp, custom_vjp
 from .tracing import make_graph
 from .jit import JitFallbackWarning, jit
+from . import debug, flatten_util, scipy, tree, tree_util
 
 __version__ = "0.1.0"
 
@@ -34,5 +35,5 @@ __all__ = [
     "cuda_available", "scan", "scan_plan", "ScanPlan", "set_loop_compiler",
     "NumbaFallbackWarning", "JitFallbackWarning", "jit",
     *transforms.__all__, *associative.__all__, *control.__all__, "vmap",
-    "custom_vjp", "custom_jvp",
+    "custom_vjp", "custom_jvp", "tree_util", "tree", "flatten_util", "scipy", "debug",
 ]
