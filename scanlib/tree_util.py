@@ -37,8 +37,8 @@ class Partial(functools.partial):
     arguments are the leaves (so they are traced, differentiated and batched), the function is
     static. It can be passed to a jitted function or ride in a scan carry.
 
-    >>> add = sl.tree_util.Partial(sl.add, sl.tensor([1.0, 2.0]))
-    >>> sl.tree_util.tree_leaves(add), add(10.0)
+    >>> floor_at = sl.tree_util.Partial(sl.maximum, sl.tensor([1.0, 2.0]))
+    >>> sl.tree_util.tree_leaves(floor_at), floor_at(1.5)
     """
 
     def __new__(cls, func, *args, **kw):

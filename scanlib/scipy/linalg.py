@@ -5,8 +5,8 @@ module. solve_triangular, cho_solve, inv and det are scanlib.linalg's own. Impor
 
 from __future__ import annotations
 
-from .. import linalg as _linalg
 from ..linalg import cho_solve, det, inv, solve_triangular
+from ..ops.decompositions import _mT, _square, cholesky_unsymmetrized_p
 from ..tape import Tensor
 
 __all__ = ["cholesky", "cho_factor", "cho_solve", "solve_triangular", "inv", "det"]
@@ -16,11 +16,17 @@ def cholesky(a, lower: bool = False, overwrite_a: bool = False,
              check_finite: bool = True) -> Tensor:
     """The Cholesky factor of a symmetric positive definite a, as jax.scipy.linalg.cholesky:
     UPPER (a = U^T U) unless lower=True (then a = L L^T, scanlib.linalg.cholesky's default).
+    As JAX's, it reads one triangle of a (the upper one unless lower) without symmetrizing, and
+    its gradient is JAX's, not symmetrized (scanlib.linalg.cholesky's is): the two agree in
+    every symmetric direction, so through an a built symmetric (B @ B.T) they are the same.
     overwrite_a and check_finite are accepted and ignored, as in JAX.
 
     >>> sl.scipy.linalg.cholesky(sl.tensor([[4.0, 2.0], [2.0, 3.0]]))
     """
-    return _linalg.cholesky(a, upper=not lower)
+    a = _square(a, "scipy.linalg.cholesky", complex_ok=False)
+    if lower:
+        return cholesky_unsymmetrized_p(a)
+    return _mT(cholesky_unsymmetrized_p(_mT(a)))
 
 
 def cho_factor(a, lower: bool = False, overwrite_a: bool = False,
