@@ -61,6 +61,9 @@ FALLBACK = {
              "sl.grad(lambda x: sl.tanh(x).sum())(sl.tensor([0.0, 1.0]))"),
     "sigmoid": ("sigmoid(x)", ("Elementwise logistic function 1 / (1 + exp(-x)), stable for "
                 "large |x|."), "sl.sigmoid(sl.tensor([-100.0, 0.0, 100.0]))"),
+    "scipy.special.expit": ("expit(x)", ("The logistic function 1 / (1 + exp(-x)), as "
+                            "jax.scipy.special.expit: scanlib.sigmoid itself."),
+                            "sl.scipy.special.expit(sl.tensor([-100.0, 0.0, 100.0]))"),
     "relu": (None, None, "sl.relu(sl.tensor([-1.0, 0.0, 2.0]))"),
     "softplus": (None, None, "sl.softplus(sl.tensor([-1000.0, 0.0, 1000.0]))"),
     "abs": ("abs(x)", "Elementwise absolute value.", "sl.abs(sl.tensor([-2.0, 3.0]))"),
@@ -343,14 +346,21 @@ itself), and `jitted.cache_clear()` drops its traces.
 
 
 # Public submodules: a section each, with a ### entry for every name in their __all__.
-SUBMODULES = ("linalg", "random", "optim")
+SUBMODULES = ("linalg", "random", "optim", "tree_util", "tree", "flatten_util", "scipy",
+              "debug")
 
 
-def submodule_markdown(name, module):
+def submodule_markdown(name, module, level="##"):
+    """A module's section; a module inside it (scipy.special) gets a heading of its own, with
+    its names' entries under it, named in full (### scipy.special.gammaln)."""
     doc = own_doc(module) or ""
-    lines = [f"## {name}", "", doc.split("\n\n")[0].replace("\n", " "), ""]
+    lines = [f"{level} {name}", "", doc.split("\n\n")[0].replace("\n", " "), ""]
     for sub in module.__all__:
-        lines += entry_markdown(f"{name}.{sub}", getattr(module, sub), "###")
+        obj = getattr(module, sub)
+        if inspect.ismodule(obj):
+            lines += submodule_markdown(f"{name}.{sub}", obj, "###")
+        else:
+            lines += entry_markdown(f"{name}.{sub}", obj, "###")
     return lines
 
 

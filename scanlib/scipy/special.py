@@ -105,7 +105,7 @@ def logit(x) -> Tensor:
     """log(x / (1 - x)), the inverse of expit, as jax.scipy.special.logit (-inf at 0, +inf at
     1, nan outside [0, 1]).
 
-    >>> sl.scipy.special.logit(sl.tensor([0.0, 0.25, 0.5, 1.0]))
+    >>> sl.scipy.special.logit(sl.tensor([0.25, 0.5, 0.9]))
     """
     x = _real_float(x, "logit")
     return ew.log(ew.div(x, ew.sub(1.0, x)))
