@@ -47,12 +47,19 @@ def ravel_pytree(tree: Any) -> tuple[Tensor, Callable[[Tensor], Any]]:
                         for x in leaves])
     total = int(np.sum(sizes))
 
+    single_dtype = len(set(dtypes)) == 1
+
     def unravel(flat):
-        flat = _check_flat(flat, total, to_dtype if len(set(dtypes)) > 1 else None)
+        # As JAX's: leaves of one dtype unravel a vector of any dtype into leaves of its
+        # dtype (a complex tangent stays complex); mixed leaves want flat's dtype and are
+        # cast back to their own.
+        flat = _check_flat(flat, total, None if single_dtype else to_dtype)
         out, start = [], 0
         for shape, size, dtype in zip(shapes, sizes, dtypes):
             part = reshape(flat[start:start + size], shape)
-            out.append(part if part.dtype == dtype else ew.astype(part, dtype=dtype))
+            if not single_dtype and part.dtype != dtype:
+                part = ew.astype(part, dtype=dtype)
+            out.append(part)
             start += size
         return pytree.unflatten(treedef, out)
 

@@ -125,6 +125,11 @@ def test_ravel_pytree_values_structure_and_dtypes():
     assert back["s"] is None and back["W"].shape == (2, 2)
     np.testing.assert_array_equal(back["b"].numpy(), [10.0])
 
+    # leaves of one dtype: unravel keeps the vector's dtype (a complex tangent stays complex)
+    back = unravel(flat.astype("complex128") * 1j)
+    assert back["b"].dtype == np.complex128
+    np.testing.assert_array_equal(back["b"].numpy(), [5j])
+
     mixed = (sl.tensor([1, 2], dtype="int32"), sl.tensor(0.5, dtype="float32"))
     flat, unravel = sl.flatten_util.ravel_pytree(mixed)
     assert flat.dtype == np.float64  # NumPy's promotion of int32 and float32 (JAX: float32)
@@ -312,8 +317,15 @@ def test_special_against_jax():
                                    np.asarray(js.logit(np.array([0.2, 0.9]))), rtol=1e-15)
 
 
-def test_special_under_vmap_jit_and_numba():
+def test_special_under_vmap_jit_forward_mode_and_numba():
     x = sl.tensor([[0.5, 1.5, 2.5], [3.5, -0.5, 7.0]])
+    t = sl.tensor(np.random.default_rng(0).standard_normal((2, 3)))
+    _, tangent = sl.jvp(sp.gammaln, (x,), (t,))
+    np.testing.assert_allclose(tangent.numpy(), (sp.digamma(x) * t).numpy(), rtol=1e-14)
+    jac = sl.jacfwd(lambda y: sp.xlogy(y, y))(x[0])
+    np.testing.assert_allclose(np.diag(jac.numpy()), (sl.log(x[0]) + 1).numpy(), rtol=1e-14)
+    hess = sl.hessian(lambda y: sl.sum(sp.digamma(y)))(x[0])
+    np.testing.assert_allclose(np.diag(hess.numpy()), sp.polygamma(2, x[0]).numpy(), rtol=1e-13)
     np.testing.assert_allclose(sl.vmap(sp.gammaln)(x).numpy(), sp.gammaln(x).numpy())
     np.testing.assert_allclose(sl.vmap(sl.grad(sp.digamma))(x[0]).numpy(),
                                sp.polygamma(1, x[0]).numpy())
