@@ -478,3 +478,50 @@ def test_debug_print_in_a_traced_body_raises_and_says_what_to_do(where):
             sl.vmap(f)(sl.zeros(3))
     with pytest.raises(TypeError, match="format must be a str"):
         sl.debug.print(sl.zeros(2))
+
+
+# --- scipy.linalg.expm ---------------------------------------------------------------------
+def test_expm_against_scipy_finite_differences_and_jax():
+    rng = np.random.default_rng(6)
+    expm = sl.scipy.linalg.expm
+    for scale in (1e-3, 1.0, 10.0):  # no squaring, and several
+        a = scale * rng.standard_normal((4, 4))
+        want = scipy.linalg.expm(a)
+        np.testing.assert_allclose(expm(a).numpy(), want, rtol=1e-11, atol=1e-14 * np.abs(
+            want).max())
+    stack = rng.standard_normal((3, 2, 2))  # batched, each matrix scaled as it needs
+    stack[1] *= 20
+    np.testing.assert_allclose(expm(stack).numpy(), scipy.linalg.expm(stack), rtol=1e-11)
+    assert expm(stack.astype(np.float32)).dtype == np.float32
+    assert expm(np.zeros((0, 0))).shape == (0, 0)
+    assert np.isnan(expm(np.array([[np.nan, 0.0], [0.0, 1.0]])).numpy()).all()
+    with pytest.raises(ValueError, match="square"):
+        expm(np.zeros(3))
+    check_grads(expm, (rng.standard_normal((3, 3)),), order=2)
+    # in a scan body (the matrix on the carry) against the Python loop, and under vmap
+    xs = sl.tensor(0.3 * rng.standard_normal((4, 2, 2)))
+
+    def body(m, x):
+        return expm(m * 0.5 + x) * 0.5, sl.trace(m)
+
+    def by_scan(m0):
+        m, ys = sl.scan(body, m0, xs)
+        return sl.sum(m) + sl.sum(ys)
+
+    def by_loop(m0):
+        m, total = m0, 0.0
+        for t in range(4):
+            m, y = body(m, xs[t])
+            total = total + y
+        return sl.sum(m) + total
+
+    m0 = sl.tensor(rng.standard_normal((2, 2)))
+    np.testing.assert_allclose(sl.grad(by_scan)(m0).numpy(), sl.grad(by_loop)(m0).numpy(),
+                               rtol=1e-12)
+    np.testing.assert_allclose(sl.vmap(expm)(xs).numpy(), expm(xs).numpy(), rtol=1e-14)
+    jax = pytest.importorskip("jax")
+    with jax.enable_x64(True):
+        a, w = rng.standard_normal((3, 3)), rng.standard_normal((3, 3))
+        want = jax.grad(lambda a: (jax.scipy.linalg.expm(a) * w).sum())(a)
+        got = sl.grad(lambda a: sl.sum(expm(a) * w))(sl.tensor(a))
+        np.testing.assert_allclose(got.numpy(), np.asarray(want), rtol=1e-11)

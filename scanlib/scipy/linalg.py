@@ -1,15 +1,17 @@
 """scanlib.scipy.linalg: jax.scipy.linalg's names and meanings. Its cholesky and cho_factor
 give the UPPER factor by default (lower=False), as SciPy and JAX do, where scanlib.linalg's
 cholesky (jax.numpy.linalg's) gives the lower one: a port keeps each meaning by keeping its
-module. solve_triangular, cho_solve, inv and det are scanlib.linalg's own. Imports linalg."""
+module. solve_triangular, cho_solve, inv and det are scanlib.linalg's own; expm is the
+primitive of ops/expm.py. Imports linalg."""
 
 from __future__ import annotations
 
 from ..linalg import cho_solve, det, inv, solve_triangular
 from ..ops.decompositions import _mT, _square, cholesky_unsymmetrized_p
+from ..ops.expm import expm_p
 from ..tape import Tensor
 
-__all__ = ["cholesky", "cho_factor", "cho_solve", "solve_triangular", "inv", "det"]
+__all__ = ["cholesky", "cho_factor", "cho_solve", "solve_triangular", "expm", "inv", "det"]
 
 
 def cholesky(a, lower: bool = False, overwrite_a: bool = False,
@@ -39,3 +41,15 @@ def cho_factor(a, lower: bool = False, overwrite_a: bool = False,
     >>> sl.scipy.linalg.cho_solve(c_and_lower, sl.tensor([1.0, 2.0]))
     """
     return cholesky(a, lower=lower), bool(lower)
+
+
+def expm(A, *, upper_triangular: bool = False, max_squarings: int = 16) -> Tensor:
+    """The matrix exponential of a real square matrix (or of each in a stack [..., n, n]), as
+    jax.scipy.linalg.expm: scaling and squaring with a degree-13 Pade approximant, its
+    gradient the Frechet derivative (to every order). Float32 input computes in float64 and
+    is rounded once. upper_triangular and max_squarings are accepted for JAX's signature
+    (the squarings here are as many as the norm needs).
+
+    >>> sl.scipy.linalg.expm(sl.tensor([[0.0, 1.0], [-1.0, 0.0]]))  # a rotation by 1 radian
+    """
+    return expm_p(_square(A, "expm", complex_ok=False))
