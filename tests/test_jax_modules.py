@@ -463,19 +463,53 @@ def test_debug_print_under_grad_prints_primals(capsys):
     assert capsys.readouterr().out == "x=[1. 2.]\nx=[3.]\n"
 
 
-@pytest.mark.parametrize("where", ["scan", "jit", "vmap"])
-def test_debug_print_in_a_traced_body_raises_and_says_what_to_do(where):
-    def f(x):
-        sl.debug.print("x={}", x)
-        return x * 2
+def _printing_step(c, x):
+    sl.debug.print("c={} x={x}", c, x=x)
+    sl.debug.print("step")  # no inputs: still at every step, never hoisted out of the loop
+    return c + x, c * x
 
-    with pytest.raises(TypeError, match="traced body.*Return the values"):
-        if where == "scan":
-            sl.scan(lambda c, x: (c, f(x)), 0.0, sl.zeros(3))
-        elif where == "jit":
-            sl.jit(f)(sl.zeros(3))
-        else:
-            sl.vmap(f)(sl.zeros(3))
+
+def test_debug_print_in_a_scan_body_prints_at_every_step(capsys):
+    xs = sl.tensor([1.0, 2.0, 3.0])
+    carry, ys = sl.scan(_printing_step, 0.5, xs)
+    steps = "c=0.5 x=1.0\nstep\nc=1.5 x=2.0\nstep\nc=3.5 x=3.0\nstep\n"
+    assert capsys.readouterr().out == steps
+    np.testing.assert_array_equal(ys.numpy(), [0.5, 3.0, 10.5])  # the values are unchanged
+    # under grad the forward pass prints once; the backward pass does not print
+    g = sl.grad(lambda c0: sl.scan(_printing_step, c0, xs)[0])(sl.tensor(0.5))
+    assert capsys.readouterr().out == steps and float(g) == 1.0
+    sl.scan(_printing_step, 0.5, xs, interpret=True)
+    assert capsys.readouterr().out == steps
+    pytest.importorskip("numba")
+    with pytest.warns(sl.NumbaFallbackWarning, match="debug_print"):
+        sl.scan(_printing_step, 0.5, xs, compiler="numba")
+    assert capsys.readouterr().out == steps
+
+
+def test_debug_print_under_jit_loops_and_vmap_as_jax(capsys):
+    f = sl.jit(lambda x: (sl.debug.print("jit {}", x), x * 2)[1])
+    f(sl.tensor([1.0, 2.0]))
+    f(sl.tensor([3.0, 4.0]))  # each call prints, the trace is reused
+    assert capsys.readouterr().out == "jit [1. 2.]\njit [3. 4.]\n"
+    assert f.cache_info().misses == 1
+    sl.fori_loop(0, 3, lambda i, v: (sl.debug.print("{} {}", i, v), v * 2)[1], sl.tensor(1.0))
+    assert capsys.readouterr().out == "0 1.0\n1 2.0\n2 4.0\n"
+    sl.while_loop(lambda v: v < 4, lambda v: (sl.debug.print("w {}", v), v * 2)[1],
+                  sl.tensor(1.0))
+    assert capsys.readouterr().out == "w 1.0\nw 2.0\n"
+    # vmap prints each example, as JAX does (a print of unbatched values prints once)
+    sl.vmap(lambda x: (sl.debug.print("v {}", x), x * 2)[1])(sl.tensor([1.0, 2.0]))
+    sl.vmap(lambda c: sl.scan(_printing_step, c, sl.tensor([1.0]))[0])(sl.tensor([0.5, 1.5]))
+    assert capsys.readouterr().out == "v 1.0\nv 2.0\nc=0.5 x=1.0\nc=1.5 x=1.0\nstep\n"
+    jax = pytest.importorskip("jax")
+    jax.vmap(lambda x: (jax.debug.print("v {}", x), x * 2)[1])(jax.numpy.array([1.0, 2.0]))
+    jax.lax.fori_loop(0, 3, lambda i, v: (jax.debug.print("{} {}", i, v), v * 2)[1],
+                      jax.numpy.array(1.0))
+    jax.effects_barrier()
+    assert capsys.readouterr().out == "v 1.0\nv 2.0\n0 1.0\n1 2.0\n2 4.0\n"
+
+
+def test_debug_print_refuses_a_format_that_is_not_a_str():
     with pytest.raises(TypeError, match="format must be a str"):
         sl.debug.print(sl.zeros(2))
 
