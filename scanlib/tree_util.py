@@ -1,5 +1,6 @@
 """scanlib.tree_util: jax.tree_util's names (tree_map, tree_leaves, tree_flatten,
-tree_unflatten, tree_structure, tree_reduce, tree_all, register_pytree_node, Partial) as views
+tree_unflatten, tree_structure, tree_reduce, tree_all, register_pytree_node,
+register_pytree_node_class, Partial) as views
 onto scanlib.pytree, so that `from jax import tree_util` ports by its import alone.
 
 Pytrees are JAX's: tuples, lists, dicts, namedtuples and None (an empty subtree), plus the
@@ -21,7 +22,8 @@ from .pytree import tree_map
 from .pytree import unflatten as tree_unflatten
 
 __all__ = ["tree_map", "tree_leaves", "tree_flatten", "tree_unflatten", "tree_structure",
-           "tree_reduce", "tree_all", "register_pytree_node", "Partial"]
+           "tree_reduce", "tree_all", "register_pytree_node", "register_pytree_node_class",
+           "Partial"]
 
 
 def tree_all(tree, is_leaf=None) -> bool:
@@ -30,6 +32,26 @@ def tree_all(tree, is_leaf=None) -> bool:
     >>> sl.tree_util.tree_all({'a': True, 'b': [1, 2]})
     """
     return all(tree_leaves(tree, is_leaf))
+
+
+def register_pytree_node_class(cls):
+    """Class decorator: a class with a `tree_flatten()` method returning (children, aux_data)
+    and a classmethod `tree_unflatten(aux_data, children)` becomes a pytree node, as
+    jax.tree_util.register_pytree_node_class.
+
+    >>> @sl.tree_util.register_pytree_node_class
+    ... class Box:
+    ...     def __init__(self, v):
+    ...         self.v = v
+    ...     def tree_flatten(self):
+    ...         return (self.v,), None
+    ...     @classmethod
+    ...     def tree_unflatten(cls, aux, children):
+    ...         return cls(*children)
+    >>> sl.grad(lambda b: b.v ** 2)(Box(sl.tensor(3.0))).v
+    """
+    register_pytree_node(cls, lambda node: node.tree_flatten(), cls.tree_unflatten)
+    return cls
 
 
 class Partial(functools.partial):

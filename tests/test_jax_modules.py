@@ -97,6 +97,28 @@ def test_registered_node_flows_through_grad_scan_and_jit():
     np.testing.assert_allclose(out.x.numpy(), [1.0, 3.0])
 
 
+@sl.tree_util.register_pytree_node_class
+class Box:
+    def __init__(self, v, label):
+        self.v, self.label = v, label
+
+    def tree_flatten(self):
+        return (self.v,), self.label
+
+    @classmethod
+    def tree_unflatten(cls, label, children):
+        return cls(*children, label)
+
+
+def test_register_pytree_node_class_as_jax():
+    g = sl.grad(lambda b: sl.sum(b.v ** 2))(Box(sl.tensor([1.0, 2.0]), "w"))
+    assert isinstance(g, Box) and g.label == "w"
+    np.testing.assert_array_equal(g.v.numpy(), [2.0, 4.0])
+    _, ys = sl.scan(lambda b, x: (Box(b.v + x, b.label), b.v), Box(sl.tensor(0.0), "c"),
+                    sl.tensor([1.0, 2.0]))
+    np.testing.assert_array_equal(ys.numpy(), [0.0, 1.0])
+
+
 def _add(a, b):
     return a + b
 
