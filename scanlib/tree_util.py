@@ -39,8 +39,7 @@ def register_pytree_node_class(cls):
     and a classmethod `tree_unflatten(aux_data, children)` becomes a pytree node, as
     jax.tree_util.register_pytree_node_class.
 
-    >>> @sl.tree_util.register_pytree_node_class
-    ... class Box:
+    >>> class Box:
     ...     def __init__(self, v):
     ...         self.v = v
     ...     def tree_flatten(self):
@@ -48,6 +47,7 @@ def register_pytree_node_class(cls):
     ...     @classmethod
     ...     def tree_unflatten(cls, aux, children):
     ...         return cls(*children)
+    >>> Box = sl.tree_util.register_pytree_node_class(Box)  # or as a decorator, @...
     >>> sl.grad(lambda b: b.v ** 2)(Box(sl.tensor(3.0))).v
     """
     register_pytree_node(cls, lambda node: node.tree_flatten(), cls.tree_unflatten)
