@@ -5,6 +5,8 @@ example (no mean), as optax's do. Imports tape and ops.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ..ops import elementwise as ew
@@ -13,6 +15,9 @@ from ..ops.functions import sum as _sum
 from ..ops.gathers import take_along_axis
 from ..ops.nn import log_sigmoid, log_softmax
 from ..tape import Tensor
+
+if TYPE_CHECKING:
+    from ..tape.types import ArrayLike, Axis
 
 __all__ = ["softmax_cross_entropy", "softmax_cross_entropy_with_integer_labels",
            "sigmoid_binary_cross_entropy", "squared_error", "l2_loss", "huber_loss"]
@@ -32,7 +37,8 @@ def _no_where(where, who):
                                   "per-example losses by a mask instead")
 
 
-def softmax_cross_entropy(logits, labels, axis=-1, where=None) -> Tensor:
+def softmax_cross_entropy(logits: ArrayLike, labels: ArrayLike, axis: Axis = -1,
+                          where: ArrayLike | None = None) -> Tensor:
     """-sum(labels * log_softmax(logits)) along axis, as optax.softmax_cross_entropy (labels a
     probability distribution per example).
 
@@ -44,8 +50,9 @@ def softmax_cross_entropy(logits, labels, axis=-1, where=None) -> Tensor:
     return ew.neg(_sum(ew.mul(labels, log_softmax(logits, axis)), axis=axis))
 
 
-def softmax_cross_entropy_with_integer_labels(logits, labels, axis: int = -1,
-                                              where=None) -> Tensor:
+def softmax_cross_entropy_with_integer_labels(logits: ArrayLike, labels: ArrayLike,
+                                              axis: int = -1,
+                                              where: ArrayLike | None = None) -> Tensor:
     """logsumexp(logits) - logits[label] along axis, for integer class labels, as
     optax.softmax_cross_entropy_with_integer_labels (an int axis; a label out of range raises
     IndexError where JAX gives nan).
@@ -68,7 +75,7 @@ def softmax_cross_entropy_with_integer_labels(logits, labels, axis: int = -1,
     return ew.sub(logsumexp(logits, axis=axis), label_logits)
 
 
-def sigmoid_binary_cross_entropy(logits, labels) -> Tensor:
+def sigmoid_binary_cross_entropy(logits: ArrayLike, labels: ArrayLike) -> Tensor:
     """-labels * log_sigmoid(logits) - (1 - labels) * log_sigmoid(-logits), elementwise, as
     optax.sigmoid_binary_cross_entropy (labels cast to the logits' dtype).
 
@@ -81,7 +88,7 @@ def sigmoid_binary_cross_entropy(logits, labels) -> Tensor:
     return ew.sub(ew.mul(ew.neg(labels), log_p), ew.mul(ew.sub(1.0, labels), log_not_p))
 
 
-def squared_error(predictions, targets=None) -> Tensor:
+def squared_error(predictions: ArrayLike, targets: ArrayLike | None = None) -> Tensor:
     """(predictions - targets) ** 2 elementwise (predictions ** 2 without targets), as
     optax.squared_error: the two must have one shape (no broadcasting, as optax).
 
@@ -100,7 +107,7 @@ def squared_error(predictions, targets=None) -> Tensor:
     return ew.power(errors, 2)
 
 
-def l2_loss(predictions, targets=None) -> Tensor:
+def l2_loss(predictions: ArrayLike, targets: ArrayLike | None = None) -> Tensor:
     """0.5 * squared_error(predictions, targets), as optax.l2_loss.
 
     >>> sl.optim.l2_loss(sl.tensor([1.0, 3.0]), sl.tensor([0.0, 1.0]))
@@ -108,7 +115,8 @@ def l2_loss(predictions, targets=None) -> Tensor:
     return ew.mul(0.5, squared_error(predictions, targets))
 
 
-def huber_loss(predictions, targets=None, *, delta=1.0) -> Tensor:
+def huber_loss(predictions: ArrayLike, targets: ArrayLike | None = None, *,
+               delta: float = 1.0) -> Tensor:
     """0.5 e**2 where |e| <= delta, else 0.5 delta**2 + delta (|e| - delta), for
     e = predictions - targets, as optax.huber_loss.
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import builtins
 import math
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, Union
 
 from ..ops import elementwise as ew
 from ..ops.functions import cos as _cos
@@ -18,6 +18,7 @@ from ..ops.special import floor as _floor
 from ..tape import Tensor
 
 Schedule = Callable[[Any], Any]
+Scalar = Union[float, int, Tensor]  # a hyperparameter: a number (or a 0-d Tensor)
 
 __all__ = ["constant_schedule", "polynomial_schedule", "linear_schedule",
            "piecewise_constant_schedule", "exponential_decay", "cosine_decay_schedule",
@@ -50,7 +51,7 @@ def _sign(x):
     return ew.sign(x) if _is_tensor(x) else float((x > 0) - (x < 0))
 
 
-def constant_schedule(value) -> Schedule:
+def constant_schedule(value: Scalar) -> Schedule:
     """value at every step, as optax.constant_schedule.
 
     >>> sl.optim.constant_schedule(0.1)(100)
@@ -58,8 +59,8 @@ def constant_schedule(value) -> Schedule:
     return lambda count: value
 
 
-def polynomial_schedule(init_value, end_value, power, transition_steps: int,
-                        transition_begin: int = 0) -> Schedule:
+def polynomial_schedule(init_value: Scalar, end_value: Scalar, power: Scalar,
+                        transition_steps: int, transition_begin: int = 0) -> Schedule:
     """(init - end) * (1 - t / T) ** power + end over t = count - transition_begin in [0, T],
     init before and end after, as optax.polynomial_schedule (T <= 0: init_value always).
 
@@ -78,7 +79,7 @@ def polynomial_schedule(init_value, end_value, power, transition_steps: int,
     return schedule
 
 
-def linear_schedule(init_value, end_value, transition_steps: int,
+def linear_schedule(init_value: Scalar, end_value: Scalar, transition_steps: int,
                     transition_begin: int = 0) -> Schedule:
     """From init_value to end_value linearly over transition_steps (after transition_begin),
     as optax.linear_schedule: polynomial_schedule with power 1.
@@ -89,8 +90,8 @@ def linear_schedule(init_value, end_value, transition_steps: int,
     return polynomial_schedule(init_value, end_value, 1, transition_steps, transition_begin)
 
 
-def piecewise_constant_schedule(init_value, boundaries_and_scales: dict | None = None
-                                ) -> Schedule:
+def piecewise_constant_schedule(init_value: Scalar,
+                                boundaries_and_scales: dict | None = None) -> Schedule:
     """init_value times every scale whose boundary the count has reached, as
     optax.piecewise_constant_schedule (scales must be non-negative).
 
@@ -112,9 +113,9 @@ def piecewise_constant_schedule(init_value, boundaries_and_scales: dict | None =
     return schedule
 
 
-def exponential_decay(init_value, transition_steps: int, decay_rate: float,
+def exponential_decay(init_value: Scalar, transition_steps: int, decay_rate: float,
                       transition_begin: int = 0, staircase: bool = False,
-                      end_value=None) -> Schedule:
+                      end_value: Scalar | None = None) -> Schedule:
     """init_value * decay_rate ** ((count - transition_begin) / transition_steps) (the
     exponent floored when staircase), init_value before transition_begin, and bounded by
     end_value when given, as optax.exponential_decay.
@@ -140,8 +141,8 @@ def exponential_decay(init_value, transition_steps: int, decay_rate: float,
     return schedule
 
 
-def cosine_decay_schedule(init_value, decay_steps: int, alpha=0.0,
-                          exponent=1.0) -> Schedule:
+def cosine_decay_schedule(init_value: Scalar, decay_steps: int, alpha: Scalar = 0.0,
+                          exponent: Scalar = 1.0) -> Schedule:
     """init_value * ((1 - alpha) * c ** exponent + alpha) with
     c = (1 + cos(pi * min(count, decay_steps) / decay_steps)) / 2, as
     optax.cosine_decay_schedule.
@@ -186,8 +187,9 @@ def join_schedules(schedules: Sequence[Schedule], boundaries: Sequence[int]) -> 
     return schedule
 
 
-def warmup_cosine_decay_schedule(init_value, peak_value, warmup_steps: int, decay_steps: int,
-                                 end_value=0.0, exponent=1.0) -> Schedule:
+def warmup_cosine_decay_schedule(init_value: Scalar, peak_value: Scalar, warmup_steps: int,
+                                 decay_steps: int, end_value: Scalar = 0.0,
+                                 exponent: Scalar = 1.0) -> Schedule:
     """A linear warmup from init_value to peak_value over warmup_steps, then a cosine decay to
     end_value at decay_steps (counted from 0, warmup included), as
     optax.warmup_cosine_decay_schedule.

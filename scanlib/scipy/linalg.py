@@ -7,9 +7,34 @@ primitive of ops/expm.py. Imports linalg."""
 from __future__ import annotations
 
 from ..linalg import cho_solve, det, inv, solve_triangular
-from ..ops.decompositions import _mT, _square, cholesky_unsymmetrized_p
+import numpy as np
+
+from ..ops import elementwise as ew
+from ..ops.decompositions import cholesky_unsymmetrized_p
 from ..ops.expm import expm_p
+from ..ops.functions import as_tensor, swapaxes
 from ..tape import Tensor
+
+
+def _square_real(a, who):
+    """a as a real float [..., n, n] Tensor (integers become float64, as NumPy's linalg)."""
+    a = as_tensor(a)
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+        raise ValueError(f"{who}: expected a square matrix or a stack of them ([..., n, n]), "
+                         f"got shape {a.shape}")
+    kind = np.dtype(a.dtype).kind
+    if kind == "c":
+        raise TypeError(f"{who}: complex input ({a.dtype}) is not supported; scanlib's {who} "
+                        "and its gradient are for real matrices")
+    if kind in "biu":
+        return ew.astype(a, dtype=np.dtype(np.float64))
+    if a.dtype == np.float16:
+        raise TypeError(f"{who}: float16 input is not supported; cast to float32 or float64")
+    return a
+
+
+def _mT(a):
+    return swapaxes(a, -1, -2)
 
 __all__ = ["cholesky", "cho_factor", "cho_solve", "solve_triangular", "expm", "inv", "det"]
 
@@ -25,7 +50,7 @@ def cholesky(a, lower: bool = False, overwrite_a: bool = False,
 
     >>> sl.scipy.linalg.cholesky(sl.tensor([[4.0, 2.0], [2.0, 3.0]]))
     """
-    a = _square(a, "scipy.linalg.cholesky", complex_ok=False)
+    a = _square_real(a, "scipy.linalg.cholesky")
     if lower:
         return cholesky_unsymmetrized_p(a)
     return _mT(cholesky_unsymmetrized_p(_mT(a)))
@@ -52,4 +77,4 @@ def expm(A, *, upper_triangular: bool = False, max_squarings: int = 16) -> Tenso
 
     >>> sl.scipy.linalg.expm(sl.tensor([[0.0, 1.0], [-1.0, 0.0]]))  # a rotation by 1 radian
     """
-    return expm_p(_square(A, "expm", complex_ok=False))
+    return expm_p(_square_real(A, "expm"))

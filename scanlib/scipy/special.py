@@ -26,7 +26,7 @@ __all__ = ["expit", "logit", "erf", "erfc", "ndtr", "gammaln", "digamma", "polyg
 def _real_float(x, who):
     """x as a Tensor of a real float dtype: integers and bools become float64 (JAX: its
     default float), complex is refused."""
-    return _promote(who, x)[0]
+    return promote_inexact(who, x)[0]
 
 
 def gammaln(x) -> Tensor:
@@ -63,7 +63,7 @@ def polygamma(n: int, x) -> Tensor:
     return _gamma.digamma_p(x) if n == 0 else _gamma.polygamma_p(x, n=n)
 
 
-def _promote(who, *args):
+def promote_inexact(who, *args):
     """args as Tensors of one real float dtype, as JAX's promote_args_inexact: the arrays'
     promoted dtype (NumPy's rule), float64 if that is not a float; Python numbers are weak
     (they take the arrays' dtype, as in JAX and NumPy)."""
@@ -80,7 +80,7 @@ def _promote(who, *args):
 
 
 def _pair(x, y, who):
-    return _promote(who, x, y)
+    return promote_inexact(who, x, y)
 
 
 def xlogy(x, y) -> Tensor:

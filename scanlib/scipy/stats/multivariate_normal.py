@@ -10,7 +10,7 @@ from ...ops import elementwise as ew
 from ...ops.functions import reshape, sum as _sum
 from ...ops.matrices import diagonal
 from ...tape import Tensor
-from ..special import _promote
+from ..special import promote_inexact
 
 __all__ = ["logpdf", "pdf"]
 
@@ -30,7 +30,7 @@ def logpdf(x, mean, cov, allow_singular: None = None) -> Tensor:
     if allow_singular is not None:
         raise NotImplementedError("multivariate_normal.logpdf: allow_singular is not "
                                   "supported (as in JAX); leave it None")
-    x, mean, cov = _promote("multivariate_normal.logpdf", x, mean, cov)
+    x, mean, cov = promote_inexact("multivariate_normal.logpdf", x, mean, cov)
     if mean.ndim == 0:
         d = ew.sub(x, mean)
         return ew.sub(ew.mul(ew.div(ew.mul(d, d), cov), -0.5),

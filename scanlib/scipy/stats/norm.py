@@ -7,7 +7,7 @@ import math
 
 from ...ops import elementwise as ew
 from ...tape import Tensor
-from ..special import _promote, ndtr
+from ..special import promote_inexact, ndtr
 
 __all__ = ["logpdf", "pdf", "cdf", "sf"]
 
@@ -15,7 +15,7 @@ _TWO_PI = 2.0 * math.pi
 
 
 def _promoted(x, loc, scale):
-    return _promote("norm", x, loc, scale)
+    return promote_inexact("norm", x, loc, scale)
 
 
 def logpdf(x, loc=0, scale=1) -> Tensor:
