@@ -7,6 +7,8 @@ Numerics for whole arrays on the data's backend: the argument is shifted up by t
 arguments are reflected. Float16/float32 inputs compute in float64 and are rounded once;
 integers and bools compute in float64, as scipy.special does. Edge values are JAX's:
 gammaln is +inf at the poles (0, -1, -2, ...) and at -inf; digamma is nan at the poles.
+None has a numba rule: a numba scan whose step computes one runs as the NumPy loop, with a
+NumbaFallbackWarning.
 
 Imports backends, tape and ops.primitive/elementwise.
 """
