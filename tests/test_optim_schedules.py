@@ -209,3 +209,49 @@ def test_losses_edges_and_errors():
         optim.softmax_cross_entropy(sl.zeros(3), sl.zeros(3), where=sl.ones(3, dtype=bool))
     with pytest.raises(IndexError):
         optim.softmax_cross_entropy_with_integer_labels(sl.zeros((2, 3)), sl.tensor([0, 3]))
+
+
+# --- a JAX program ported by its imports alone -------------------------------------------------
+def _training_program(jax, jnp, optax, tree_util, ravel_pytree, special, X, Y, params):
+    """A small classifier trained with optax, written once against JAX's modules: the port is
+    the choice of modules passed in."""
+    def loss(p, x, y):
+        logits = jnp.tanh(x @ p["W"] + p["b"]) * 3.0
+        penalty = sum(tree_util.tree_leaves(tree_util.tree_map(lambda w: jnp.sum(w * w), p)))
+        return jnp.mean(optax.softmax_cross_entropy_with_integer_labels(logits, y)) + (
+            1e-3 * penalty)
+
+    opt = optax.chain(optax.clip_by_global_norm(1.0),
+                      optax.adam(optax.warmup_cosine_decay_schedule(0.0, 0.1, 5, 40)))
+    state = opt.init(params)
+    losses = []
+    for _ in range(40):
+        value, g = jax.value_and_grad(loss)(params, X, Y)
+        updates, state = opt.update(g, state, params)
+        params = optax.apply_updates(params, updates)
+        losses.append(value)
+    flat, unravel = ravel_pytree(params)
+    return losses, flat, special.logsumexp(flat), unravel(flat * 2)["b"]
+
+
+def test_a_jax_training_program_ports_by_its_imports():
+    optax = pytest.importorskip("optax")
+    jax = pytest.importorskip("jax")
+    rng = np.random.default_rng(11)
+    X, Y = rng.standard_normal((16, 3)), rng.integers(0, 4, 16)
+    p0 = {"W": 0.5 * rng.standard_normal((3, 4)), "b": np.zeros(4)}
+    with jax.enable_x64(True):
+        import jax.flatten_util
+        import jax.scipy.special
+
+        want = _training_program(jax, jax.numpy, optax, jax.tree_util,
+                                 jax.flatten_util.ravel_pytree, jax.scipy.special,
+                                 X, Y, jax.tree.map(jax.numpy.asarray, p0))
+        want = jax.tree.map(np.asarray, want)
+    got = _training_program(sl, sl, sl.optim, sl.tree_util, sl.flatten_util.ravel_pytree,
+                            sl.scipy.special, X, Y, {k: sl.tensor(v) for k, v in p0.items()})
+    # optax's step count is int32, so its schedule is float32 even with x64 on (see
+    # docs/porting.md): the two trajectories agree to float32's precision of the rate
+    np.testing.assert_allclose([float(v) for v in got[0]], want[0], rtol=1e-6)
+    for g, w in zip(got[1:], want[1:]):
+        np.testing.assert_allclose(g.numpy(), w, rtol=1e-6, atol=1e-8)
