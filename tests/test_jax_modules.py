@@ -581,3 +581,20 @@ def test_expm_against_scipy_finite_differences_and_jax():
         want = jax.grad(lambda a: (jax.scipy.linalg.expm(a) * w).sum())(a)
         got = sl.grad(lambda a: sl.sum(expm(a) * w))(sl.tensor(a))
         np.testing.assert_allclose(got.numpy(), np.asarray(want), rtol=1e-11)
+
+
+def test_norm_at_infinities_and_nan_as_jax():
+    x = np.array([-np.inf, -30.0, 0.0, 30.0, np.inf, np.nan])
+    with np.errstate(all="ignore"):
+        got = {n: getattr(sl.scipy.stats.norm, n)(x).numpy() for n in ("logpdf", "pdf", "cdf",
+                                                                       "sf")}
+    np.testing.assert_array_equal(got["cdf"][[0, 2, 4]], [0.0, 0.5, 1.0])
+    np.testing.assert_array_equal(got["sf"][[0, 2, 4]], [1.0, 0.5, 0.0])
+    assert got["cdf"][1] > 0 and got["sf"][3] > 0  # the far tails do not underflow to 0
+    np.testing.assert_array_equal(got["logpdf"][[0, 4]], [-np.inf, -np.inf])
+    assert all(np.isnan(v[5]) for v in got.values())
+    jax = pytest.importorskip("jax")
+    with jax.enable_x64(True):
+        for name, values in got.items():
+            np.testing.assert_allclose(values, np.asarray(getattr(jax.scipy.stats.norm, name)(x)),
+                                       rtol=1e-13)
