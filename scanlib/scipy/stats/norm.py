@@ -53,7 +53,7 @@ def sf(x, loc=0, scale=1) -> Tensor:
     """P(X > x) = ndtr((loc - x) / scale), accurate in the upper tail, as
     jax.scipy.stats.norm.sf.
 
-    >>> sl.scipy.stats.norm.sf(sl.tensor([0.0, 40.0]))
+    >>> sl.scipy.stats.norm.sf(sl.tensor([0.0, 30.0]))
     """
     x, loc, scale = _promoted(x, loc, scale)
     return ndtr(ew.div(ew.sub(loc, x), scale))
