@@ -65,6 +65,9 @@ FALLBACK = {
              "sl.grad(lambda x: sl.tanh(x).sum())(sl.tensor([0.0, 1.0]))"),
     "sigmoid": ("sigmoid(x)", ("Elementwise logistic function 1 / (1 + exp(-x)), stable for "
                 "large |x|."), "sl.sigmoid(sl.tensor([-100.0, 0.0, 100.0]))"),
+    "scipy.special.expit": ("expit(x)", ("The logistic function 1 / (1 + exp(-x)), as "
+                            "jax.scipy.special.expit: scanlib.sigmoid itself."),
+                            "sl.scipy.special.expit(sl.tensor([-100.0, 0.0, 100.0]))"),
     "relu": (None, None, "sl.relu(sl.tensor([-1.0, 0.0, 2.0]))"),
     "softplus": (None, None, "sl.softplus(sl.tensor([-1000.0, 0.0, 1000.0]))"),
     "abs": ("abs(x)", "Elementwise absolute value.", "sl.abs(sl.tensor([-2.0, 3.0]))"),
@@ -347,23 +350,29 @@ itself), and `jitted.cache_clear()` drops its traces.
 
 
 # Public submodules: a section each, with a ### entry for every name in their __all__.
-SUBMODULES = ("linalg", "random", "optim", "lax")
+SUBMODULES = ("linalg", "random", "optim", "lax", "tree_util", "tree", "flatten_util",
+              "scipy", "debug")
 
 
-def submodule_markdown(name, module):
-    """A section for the submodule: an entry for each of its own names; the names that are
-    scanlib's own objects (a JAX-shaped view such as lax.tanh) are listed, pointing to them."""
+def submodule_markdown(name, module, level="##"):
+    """A module's section: an entry for each of its own names; the names that are scanlib's
+    own objects (a JAX-shaped view such as lax.tanh) are listed, pointing to them; a module
+    inside it (scipy.special) gets a heading of its own, with its names' entries under it,
+    named in full (### scipy.special.gammaln)."""
     doc = own_doc(module) or ""
-    lines = [f"## {name}", "", doc.split("\n\n")[0].replace("\n", " "), ""]
-    same = [sub for sub in module.__all__
-            if any(getattr(sl, n, None) is getattr(module, sub) for n in sl.__all__)]
+    lines = [f"{level} {name}", "", doc.split("\n\n")[0].replace("\n", " "), ""]
+    same = [sub for sub in module.__all__ if not inspect.ismodule(getattr(module, sub))
+            and any(getattr(sl, n, None) is getattr(module, sub) for n in sl.__all__)]
     if same:
         lines += ["The same objects as scanlib's: "
                   + ", ".join(f"`{name}.{sub}` (`sl.{_top_name(module, sub)}`)" for sub in same)
                   + ".", ""]
     for sub in module.__all__:
-        if sub not in same:
-            lines += entry_markdown(f"{name}.{sub}", getattr(module, sub), "###")
+        obj = getattr(module, sub)
+        if inspect.ismodule(obj):
+            lines += submodule_markdown(f"{name}.{sub}", obj, "###")
+        elif sub not in same:
+            lines += entry_markdown(f"{name}.{sub}", obj, "###")
     return lines
 
 

@@ -13,9 +13,67 @@ import optree
 NAMESPACE = "scanlib"
 
 
-def flatten(tree):
-    """(leaves, treedef); None is an empty subtree, as in JAX."""
-    return optree.tree_flatten(tree, none_is_leaf=False, namespace=NAMESPACE)
+def flatten(tree, is_leaf=None):
+    """(leaves, treedef); None is an empty subtree, as in JAX. `is_leaf(node)`, when given,
+    stops the flattening at the nodes for which it is true, as jax.tree_util.tree_flatten's.
+
+    >>> sl.tree_util.tree_flatten({'h': sl.zeros(2), 'c': [1.0, None]})
+    """
+    return optree.tree_flatten(tree, is_leaf, none_is_leaf=False, namespace=NAMESPACE)
+
+
+def leaves(tree, is_leaf=None) -> list:
+    """The leaves of tree, left to right (dict keys sorted), as jax.tree_util.tree_leaves.
+
+    >>> sl.tree.leaves({'b': [1.0, 2.0], 'a': 3.0, 'c': None})
+    """
+    return optree.tree_leaves(tree, is_leaf, none_is_leaf=False, namespace=NAMESPACE)
+
+
+def structure(tree, is_leaf=None):
+    """The treedef of tree (its structure without the leaves), as
+    jax.tree_util.tree_structure.
+
+    >>> sl.tree.structure({'h': sl.zeros(2), 'c': (1.0, 2.0)})
+    """
+    return optree.tree_structure(tree, is_leaf, none_is_leaf=False, namespace=NAMESPACE)
+
+
+class _NoInitializer:
+    def __repr__(self):
+        return "<no initializer>"
+
+
+_NO_INITIALIZER = _NoInitializer()
+
+
+def reduce(function, tree, initializer=_NO_INITIALIZER, is_leaf=None):
+    """functools.reduce(function, leaves(tree)[, initializer]), as jax.tree_util.tree_reduce.
+
+    An empty tree with no initializer raises TypeError, as functools.reduce does.
+
+    >>> sl.tree.reduce(lambda a, b: a + b, {'a': 1.0, 'b': [2.0, 3.0]}, 10.0)
+    """
+    flat = leaves(tree, is_leaf)
+    if initializer is _NO_INITIALIZER:
+        return functools.reduce(function, flat)
+    return functools.reduce(function, flat, initializer)
+
+
+def register_node(nodetype, flatten_func, unflatten_func):
+    """Make instances of nodetype pytree nodes (scan carries, grad arguments, optimiser
+    params...), as jax.tree_util.register_pytree_node: flatten_func(node) returns
+    (children, aux_data) and unflatten_func(aux_data, children) rebuilds the node.
+
+    >>> class Pair:
+    ...     def __init__(self, a, b):
+    ...         self.a, self.b = a, b
+    >>> _ = sl.tree_util.register_pytree_node(Pair, lambda p: ((p.a, p.b), None),
+    ...                                       lambda aux, children: Pair(*children))
+    >>> sl.grad(lambda p: p.a * p.b)(Pair(sl.tensor(2.0), sl.tensor(3.0))).a
+    """
+    optree.register_pytree_node(nodetype, flatten_func, unflatten_func, namespace=NAMESPACE)
+    return nodetype
 
 
 def flatten_with_paths(tree, root: str):
@@ -70,7 +128,12 @@ def keystr(root: str, path) -> str:
 
 
 def unflatten(treedef, leaves):
-    """The tree of treedef's structure with these leaves: the inverse of flatten."""
+    """The tree of treedef's structure with these leaves: the inverse of flatten, as
+    jax.tree_util.tree_unflatten.
+
+    >>> leaves, treedef = sl.tree_util.tree_flatten({'h': 1.0, 'c': [2.0, 3.0]})
+    >>> sl.tree_util.tree_unflatten(treedef, [x * 10 for x in leaves])
+    """
     return optree.tree_unflatten(treedef, list(leaves))
 
 
@@ -92,6 +155,12 @@ def structure_str(treedef) -> str:
     return text.split(", namespace=")[0]
 
 
-def tree_map(fn, tree, *rest):
-    """fn applied leaf by leaf to trees of one structure (None stays an empty subtree)."""
-    return optree.tree_map(fn, tree, *rest, none_is_leaf=False, namespace=NAMESPACE)
+def tree_map(fn, tree, *rest, is_leaf=None):
+    """fn applied leaf by leaf to trees of one structure (None stays an empty subtree), as
+    jax.tree_util.tree_map.
+
+    >>> sl.tree.map(lambda a, b: a + b, {'h': 1.0, 'c': (2.0, None)},
+    ...             {'h': 10.0, 'c': (20.0, None)})
+    """
+    return optree.tree_map(fn, tree, *rest, is_leaf=is_leaf, none_is_leaf=False,
+                           namespace=NAMESPACE)

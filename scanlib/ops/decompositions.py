@@ -176,14 +176,19 @@ def _cholesky_impl(a):
 def _cholesky_vjp(g, out, a):
     """For L = chol(A) with dA symmetric: dL = L Phi(L^-1 dA L^-T), Phi the lower triangle
     with half its diagonal; so A's cotangent is sym(L^-T Phi(L^T g) L^-1)."""
+    s = _cholesky_cotangent(g, out)
+    return (ew.mul(ew.add(s, _mT(s)), 0.5),)
+
+
+def _cholesky_cotangent(g, out):
+    """L^-T Phi(L^T g) L^-1: the transpose of dA -> L Phi(L^-1 dA L^-T) for any dA."""
     n = out.shape[-1]
     dtype = out.dtype
     half_diagonal = constant(out, lambda xp: xp.tri(n, dtype=dtype) - 0.5 * xp.eye(n, dtype=dtype))
     phi = ew.mul(matmul_p(_mT(out), g), half_diagonal)
     upper = _mT(out)
     left = triangular_solve_p(upper, phi, lower=False, unit_diagonal=False)  # L^-T phi
-    s = _mT(triangular_solve_p(upper, _mT(left), lower=False, unit_diagonal=False))
-    return (ew.mul(ew.add(s, _mT(s)), 0.5),)
+    return _mT(triangular_solve_p(upper, _mT(left), lower=False, unit_diagonal=False))
 
 
 def _cholesky_tangent(ts, out, a):
@@ -202,6 +207,13 @@ cholesky_p = Primitive("cholesky", _cholesky_impl, _cholesky_vjp, tangent=_chole
                        batch=batching.elementwise_rule,
                        doc="cholesky(a): the lower Cholesky factor of a symmetric positive "
                            "definite [..., n, n] (its lower triangle is read).")
+# jax.scipy.linalg.cholesky's: the same factor, with JAX's unsymmetrized derivative
+# L Phi(L^-1 dA L^-T) for every dA, so its cotangent is not made symmetric (it agrees with
+# cholesky_p's on symmetric directions).
+cholesky_unsymmetrized_p = Primitive(
+    "cholesky_unsymmetrized", _cholesky_impl,
+    lambda g, out, a: (_cholesky_cotangent(g, out),), batch=batching.elementwise_rule,
+    doc="cholesky_unsymmetrized(a): cholesky's factor, its cotangent not symmetrized.")
 
 
 # --- determinants ----------------------------------------------------------------------------

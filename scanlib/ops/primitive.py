@@ -68,6 +68,10 @@ class Primitive:
     - `rebinding(params) -> (key, extended_key)`: for jit's merging of an equation bound
       again, extended, by a derivative (tape/graph.py merge_rebound): scan's.
 
+    `effect`: the primitive is run for what it does, not for its result (debug printing):
+    dead-code elimination keeps its equations (graph.used_vars), and a loop runs them at every
+    step, never once for all steps.
+
     Called, a primitive reads as the function it is: `inspect.signature` and `help()` show its
     inputs (positional-only, named after impl's) and that it returns a Tensor, and
     scanlib/__init__.pyi gives editors the same.
@@ -77,7 +81,7 @@ class Primitive:
                  doc=None, *, elementwise=False, batch=None, ufunc=None, out_impl=None,
                  view=False, inline=None, prune=None, reach=None, multilinear=False,
                  linear=False, tangent=None, jvp=None, vmap=None, vmap_flags=None,
-                 bind_recorded=None, rebinding=None):
+                 bind_recorded=None, rebinding=None, effect=False):
         self.name = self.__name__ = self.__qualname__ = name
         if doc:
             self.__doc__ = doc
@@ -95,6 +99,7 @@ class Primitive:
         self.linear, self.tangent = linear, tangent
         self.vmap, self.vmap_flags = vmap, vmap_flags
         self.bind_recorded, self.rebinding = bind_recorded, rebinding
+        self.effect = effect
 
     def __call__(self, *args, **params):
         return bind(self, *args, **params)

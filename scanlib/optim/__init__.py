@@ -14,11 +14,15 @@ loop on AVX-512) may round b ** count 1 ulp apart.
     params, state = opt.step(grads, state, params)      # or both in one call
 
 `update` and `apply_updates` mean what optax's do, so optax code runs with the import renamed;
-`step` is the one-call form. A schedule receives the step count as a Python int (so optax's
-schedules work too), or, inside a scan body or jit, where it is traced, as a 0-d float64
-Tensor (a Python int's arithmetic below 2**53). Bias corrections are computed in float32 for
-float16/float32 parameters (then cast to the parameter's dtype), as optax does in JAX's default
-mode (jax_enable_x64 off), and in float64 for float64 ones, as it does with x64 on. Complex
+`step` is the one-call form. optax's schedules (exponential_decay, cosine_decay_schedule,
+warmup_cosine_decay_schedule, ...) and losses (softmax_cross_entropy, l2_loss, huber_loss, ...)
+are here too, under optax's names and with its formulas.
+
+A schedule receives the step count as a Python int (so optax's own schedules work too), or,
+inside a scan body or jit, where it is traced, as a 0-d float64 Tensor (a Python int's
+arithmetic below 2**53). Bias corrections are computed in float32 for float16/float32
+parameters (then cast to the parameter's dtype), as optax does in JAX's default mode
+(jax_enable_x64 off), and in float64 for float64 ones, as it does with x64 on. Complex
 parameters, and schedules for weight_decay, are refused.
 
 Two modes, chosen by where the update runs:
@@ -41,12 +45,15 @@ array could hold neither.
 
 The state is a pytree of Tensors (NamedTuples as in optax: `state[0].mu['W']`), so it can ride
 in a scan carry. The package: core (checked flat trees, GradientTransformation,
-apply_updates, grads_of), transforms (the stages) and optimisers (sgd, momentum, adam,
-adamw); it imports backends, tape, ops and pytree.
+apply_updates, grads_of), transforms (the stages), optimisers (sgd, momentum, adam,
+adamw), schedules and losses; it imports backends, tape, ops and pytree.
 """
 
+from . import losses, schedules
 from .core import GradientTransformation, apply_updates, grads_of
+from .losses import *  # noqa: F403
 from .optimisers import adam, adamw, momentum, sgd
+from .schedules import *  # noqa: F403
 from .transforms import (ScaleByAdamState, ScaleByScheduleState, TraceState,  # noqa: F401
                          add_decayed_weights, chain, clip_by_global_norm, scale, scale_by_adam,
                          scale_by_learning_rate, trace)
@@ -54,5 +61,5 @@ from .transforms import (ScaleByAdamState, ScaleByScheduleState, TraceState,  # 
 __all__ = [
     "GradientTransformation", "sgd", "momentum", "adam", "adamw", "clip_by_global_norm",
     "chain", "scale_by_adam", "scale_by_learning_rate", "scale", "add_decayed_weights", "trace",
-    "apply_updates", "grads_of",
+    "apply_updates", "grads_of", *schedules.__all__, *losses.__all__,
 ]

@@ -155,8 +155,9 @@ def const_only_values(body: Graph) -> set:
     """The closed-over inputs of `body` and the values computed from them alone: the same at
     every step, so the backward body recomputes them once instead of saving them."""
     const_only = set(body.constvars)
-    for eqn in body.eqns:
-        if all(v in const_only for v in eqn.invars if isinstance(v, Var)):
+    for eqn in body.eqns:  # (a debug print is the forward pass's: never recomputed)
+        if not eqn.prim.effect and all(v in const_only for v in eqn.invars
+                                       if isinstance(v, Var)):
             const_only.update(eqn.outvars)
     return const_only
 

@@ -129,7 +129,8 @@ class LoopWriter:
         if template is not None:
             return f"{lhs} = {template.format(*args)}"
         self.env[f"_f{n}"] = prim.impl
-        return f"{lhs} = _f{n}({', '.join(args)}{extra})  # {name}"
+        parts = [*args, f"**_p{n}"] if eqn.params else list(args)  # no inputs: debug_print
+        return f"{lhs} = _f{n}({', '.join(parts)})  # {name}"
 
     # --- the sections -------------------------------------------------------------------------
     def batch_work(self):

@@ -56,9 +56,11 @@ def eliminate_common_subexpressions(prog):
     for one transpose or product twice. Literals match by type and value; params by the
     graph fingerprint's rules. Must not merge anything whose inputs differ in any way."""
     seen, rename, eqns = {}, {}, []
-    for eqn in prog.eqns:
+    for n, eqn in enumerate(prog.eqns):
         invars = [rename.get(v, v) if is_var(v) else v for v in eqn.invars]
         key = (eqn.prim, tuple(_operand_key(v) for v in invars), _params_key(eqn.params))
+        if eqn.prim.effect:  # two prints of one value print twice
+            key = (key, n)
         first = seen.get(key)
         if first is not None and all((a.shape, a.dtype) == (b.shape, b.dtype)
                                      for a, b in zip(first.outvars, eqn.outvars)):
@@ -168,7 +170,9 @@ def hoist(prog):
     for n, eqn in enumerate(prog.eqns):
         in_kinds = [kind[v] for v in eqn.invars if is_var(v)]
         where, k = STEP, STEP_VALUE
-        if all(x == CONST for x in in_kinds):
+        if eqn.prim.effect:  # debug printing: at every step
+            pass
+        elif all(x == CONST for x in in_kinds):
             where, k = PRE, CONST
         elif all(x in (CONST, XS) for x in in_kinds):
             fn = batched_impl(eqn, *batched_flags(kind, eqn))
