@@ -20,6 +20,7 @@ import scanlib as sl
 from scanlib.ops.primitive import Primitive
 from scanlib.scan import cache as scan_cache
 from scanlib.vmap import FALLBACKS
+from test_vmap_rules import newton  # the cube root whose lanes stop apart
 
 R = sl.random
 
@@ -236,20 +237,6 @@ def test_a_repeated_index_in_one_example_is_still_an_error():
 
 
 # --- vmap of vmap of a while_loop whose lanes stop apart: one loop over every pair --------------
-def newton(a):
-    """Cube root by Newton's method: the number of steps depends on a."""
-    def cond(c):
-        x, a, n = c
-        return (sl.abs(x * x * x - a) > 1e-12 * a) & (n < 100)
-
-    def body(c):
-        x, a, n = c
-        return x - (x * x * x - a) / (3.0 * x * x), a, n + 1
-
-    x, _, n = sl.while_loop(cond, body, (1.0 + a / 3.0, a, sl.tensor(0)))
-    return x, n
-
-
 def grow(x, s):
     """Lanes stop apart; s is read by cond and body."""
     return sl.while_loop(lambda c: c < s * 10.0, lambda c: c * 1.5 + s, x)
