@@ -307,7 +307,8 @@ def _reach_while(params, out_flags):
 # each step runs cond and then the body on the lanes still running only (gathered, then
 # written back), so the body never sees a state its example's loop would not reach (an index
 # past the end, a log of zero: errors and NaNs the loop does not have), and the work shrinks
-# as lanes finish. Its gradient replays that loop on the tape with the known trip counts.
+# as lanes finish. Its derivative (while_loop_vjp with lanes=True) replays those lanes on a
+# tape, with the trip counts the loop found, when it runs (eagerly, or in a traced body).
 
 def _batched_carries(params, in_flags):
     """(carry flags, whether the stopping decision is batched): a carry is batched when its

@@ -2,7 +2,8 @@
 differences away from kinks, `Case`/`case`, and `table_tests(CASES)`, which makes the four
 checks each op must pass: forward against NumPy in float32 and float64, gradients keep dtype
 and shape (float32 agreeing with float64), the VJP against central finite differences in
-float64 (to second order), and the op inside a scan body against the Python loop.
+float64 (to second order), and the op inside a scan body against the Python loop. Also
+`fd_grad`, central differences of a scalar function, for the test files that need one.
 """
 
 from __future__ import annotations
@@ -15,6 +16,18 @@ from scanlib.testing import check_grads
 
 
 # --- input generators: keep finite differences away from kinks, ties and domain edges ----
+def fd_grad(f, x, eps=1e-6):
+    """Central finite differences of a scalar function of one float64 array, element by
+    element (f takes and returns Tensors)."""
+    x = np.asarray(x, dtype=np.float64)
+    g = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        e = np.zeros_like(x)
+        e[i] = eps
+        g[i] = (float(f(sl.tensor(x + e))) - float(f(sl.tensor(x - e)))) / (2 * eps)
+    return g
+
+
 def _normal(rng, shape):
     return rng.standard_normal(shape)
 

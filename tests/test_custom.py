@@ -8,20 +8,10 @@ import numpy as np
 import pytest
 
 import scanlib as sl
+from opcheck import fd_grad
 
 X = np.array([0.3, 1.2, -0.7])
 Y = np.array([2.0, -1.0, 0.5])
-
-
-def fd_grad(f, x, eps=1e-6):
-    """Central finite differences of a scalar function of one float64 array."""
-    x = np.asarray(x, dtype=np.float64)
-    g = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        e = np.zeros_like(x)
-        e[i] = eps
-        g[i] = (float(f(sl.tensor(x + e))) - float(f(sl.tensor(x - e)))) / (2 * eps)
-    return g
 
 
 def close(a, b, tol=1e-7):

@@ -26,6 +26,7 @@ import scanlib as sl
 from scanlib import checkpoint_policies as cp
 from scanlib.scan import cache as scan_cache
 from scanlib.vmap import FALLBACKS
+from opcheck import fd_grad
 
 # --- helpers ------------------------------------------------------------------------------------
 
@@ -101,17 +102,6 @@ def _scalar(tree):
             total = total + sl.sum(sl.sin(x) * (1.0 + 0.1 * sl.arange(x.size, dtype=x.dtype)
                                                 .reshape(x.shape)))
     return total
-
-
-def _fd_grad(loss, x, eps=1e-6):
-    """Central differences of a scalar loss of one float64 array, element by element."""
-    x = _np(x).astype(np.float64)
-    g = np.zeros_like(x)
-    for idx in np.ndindex(x.shape):
-        e = np.zeros_like(x)
-        e[idx] = eps
-        g[idx] = (float(loss(sl.tensor(x + e))) - float(loss(sl.tensor(x - e)))) / (2 * eps)
-    return g
 
 
 def _jax():
@@ -443,7 +433,7 @@ def test_per_example_grads_are_central_differences(name):
     for i in range(min(B, 2)):
         sliced = [_slice(a, i, ax) for a, ax in zip(args, axes)]
         g = sl.grad(one)(*sliced)
-        fd = _fd_grad(lambda x, r=sliced[1:]: one(x, *r), sliced[0])
+        fd = fd_grad(lambda x, r=sliced[1:]: one(x, *r), sliced[0])
         np.testing.assert_allclose(_np(g), fd, rtol=1e-6, atol=1e-8, err_msg=f"{name} lane {i}")
 
 
