@@ -25,7 +25,7 @@ from .tracing import make_graph
 from .jit import JitFallbackWarning, jit
 from . import numpy  # noqa: F401 - scanlib.numpy, jax.numpy's names (not in __all__)
 from . import lax  # jax.lax's names: `from scanlib import lax`
-from . import debug, flatten_util, scipy, tree, tree_util
+from . import debug, flatten_util, nn, scipy, tree, tree_util
 
 __version__ = "0.1.0"
 
@@ -37,5 +37,5 @@ __all__ = [
     "cuda_available", "scan", "scan_plan", "ScanPlan", "set_loop_compiler",
     "NumbaFallbackWarning", "JitFallbackWarning", "jit",
     *transforms.__all__, *associative.__all__, *control.__all__, "vmap",
-    "custom_vjp", "custom_jvp", "tree_util", "tree", "flatten_util", "scipy", "debug",
+    "custom_vjp", "custom_jvp", "tree_util", "tree", "flatten_util", "scipy", "debug", "nn",
 ]

@@ -10,9 +10,9 @@ from . import (
     checkpoint_policies as checkpoint_policies, control as control, custom as custom,
     debug as debug, flatten_util as flatten_util, generated as generated,
     interpreters as interpreters, lax as lax, linalg as linalg, logs as logs, loops as loops,
-    numpy as numpy, ops as ops, optim as optim, pytree as pytree, random as random, scipy as scipy,
-    tape as tape, testing as testing, tracing as tracing, transforms as transforms, tree as tree,
-    tree_util as tree_util,
+    nn as nn, numpy as numpy, ops as ops, optim as optim, pytree as pytree, random as random,
+    scipy as scipy, tape as tape, testing as testing, tracing as tracing, transforms as transforms,
+    tree as tree, tree_util as tree_util,
 )
 from .associative import associative_scan as associative_scan
 from .autodiff import (
@@ -502,4 +502,5 @@ __all__ = [
     'flatten_util',
     'scipy',
     'debug',
+    'nn',
 ]
