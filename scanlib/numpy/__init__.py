@@ -31,6 +31,7 @@ from ..ops import (abs, add, all, allclose, angle, any, arange, arccos, arccosh,
                    squeeze, stack, std, subtract, sum, swapaxes, take, take_along_axis, tan, tanh,
                    tensordot, tile, trace, transpose, tril, triu, trunc, unstack, var, vdot, vstack,
                    where, zeros, zeros_like)
+from ..ops.primitive import promote_types, result_type  # JAX's rules, as the ops'
 from ..tape import Tensor as ndarray
 from . import linalg
 
@@ -60,7 +61,6 @@ generic, number, inexact, floating = _np.generic, _np.number, _np.inexact, _np.f
 complexfloating, integer = _np.complexfloating, _np.integer
 signedinteger, unsignedinteger = _np.signedinteger, _np.unsignedinteger
 finfo, iinfo, issubdtype = _np.finfo, _np.iinfo, _np.issubdtype
-promote_types = _np.promote_types  # NumPy's table, which scanlib's ops follow
 
 # constants
 pi, e, inf, nan, euler_gamma = _math.pi, _math.e, _math.inf, _math.nan, _np.euler_gamma
@@ -87,7 +87,8 @@ __all__ = [
     "minimum", "mod", "moveaxis", "multiply", "nan", "nan_to_num", "nanmean", "nansum",
     "ndarray", "ndim", "negative", "newaxis", "not_equal", "number", "ones", "ones_like",
     "outer", "pad", "permute_dims", "pi", "polyval", "positive", "pow", "power", "prod",
-    "promote_types", "rad2deg", "radians", "ravel", "real", "reciprocal", "remainder", "repeat",
+    "promote_types", "result_type", "rad2deg", "radians", "ravel", "real", "reciprocal",
+    "remainder", "repeat",
     "reshape", "rint", "roll", "round", "searchsorted", "select", "shape", "sign",
     "signedinteger", "sin", "single", "sinh", "size", "sort", "split", "sqrt", "square",
     "squeeze", "stack", "std", "subtract", "sum", "swapaxes", "take", "take_along_axis", "tan",

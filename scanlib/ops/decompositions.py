@@ -124,7 +124,7 @@ def _minus(x, y):
 
 
 solve_p = Primitive("solve", _solve_impl, _solve_vjp, tangent=_solve_tangent,
-                    batch=batching.elementwise_rule,
+                    batch=batching.elementwise_rule, promote=True,
                     doc="solve(a, b): x with a x = b, for a [..., n, n] and b [..., n, k].")
 
 
@@ -163,7 +163,7 @@ def _triangular_tangent(ts, out, a, b, lower, unit_diagonal):
 
 triangular_solve_p = Primitive(
     "triangular_solve", _triangular_impl, _triangular_vjp, tangent=_triangular_tangent,
-    batch=batching.elementwise_rule,
+    batch=batching.elementwise_rule, promote=True,
     doc="triangular_solve(a, b, lower, unit_diagonal): x with tri(a) x = b, reading only "
         "a's lower (or upper) triangle, its diagonal taken as ones when unit_diagonal.")
 

@@ -301,7 +301,7 @@ minimum = Primitive("minimum", lambda x, y: _xp(x, y).minimum(x, y), _min_vjp,
 where = Primitive(
     "where", lambda c, x, y: _xp(c, x, y).where(c, x, y),
     lambda g, out, c, x, y: (None, where(c, g, 0.0), where(c, 0.0, g)), elementwise=True,
-    linear=(1, 2))
+    linear=(1, 2), promote=(1, 2))
 
 
 # --- comparisons (not differentiable: bool results) ------------------------------------------
