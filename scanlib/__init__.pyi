@@ -228,10 +228,12 @@ def logical_xor(x: ArrayLike, y: ArrayLike) -> Tensor:
     """Elementwise x xor y, by truth value (a bool tensor)."""
 
 def maximum(x: ArrayLike, y: ArrayLike, /) -> Tensor:
-    """maximum(x, y): elementwise larger value; ties split the gradient evenly."""
+    """maximum(x, y): elementwise larger value (NaN if either is); ties split the gradient
+    evenly, and a NaN result gives neither any."""
 
 def minimum(x: ArrayLike, y: ArrayLike, /) -> Tensor:
-    """minimum(x, y): elementwise smaller value; ties split the gradient evenly."""
+    """minimum(x, y): elementwise smaller value (NaN if either is); ties split the gradient
+    evenly, and a NaN result gives neither any."""
 
 def multiply(x: ArrayLike, y: ArrayLike) -> Tensor:
     """Elementwise x * y, as jnp.multiply."""

@@ -233,7 +233,8 @@ def test_ties_share_the_cotangent(backend):
 def test_relu_and_abs_at_zero(backend):
     x = backend.tensor([0.0, -1.0, 2.0])
     np.testing.assert_array_equal(sl.grad(lambda x: sl.relu(x).sum())(x).numpy(), [0, 0, 1])
-    np.testing.assert_array_equal(sl.grad(lambda x: sl.abs(x).sum())(x).numpy(), [0, -1, 1])
+    # abs: JAX's subgradient, 1 at 0 (torch's is 0)
+    np.testing.assert_array_equal(sl.grad(lambda x: sl.abs(x).sum())(x).numpy(), [1, -1, 1])
 
 
 def test_stable_functions_at_extremes(backend):

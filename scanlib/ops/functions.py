@@ -189,8 +189,9 @@ def where(condition: ArrayLike, x: ArrayLike, y: ArrayLike) -> Tensor:
 
 
 def relu(x: ArrayLike) -> Tensor:
-    """max(x, 0); its gradient at 0 is 0, as in JAX and PyTorch."""
-    return ew.where(ew.greater(x, 0), x, 0.0)
+    """max(x, 0); its gradient at 0 is 0, as in JAX and PyTorch. NaN stays NaN (with gradient
+    0, as JAX's), so a diverging value is not hidden."""
+    return ew.where(ew.greater(x, 0), x, ew.stop_gradient(ew.maximum(x, 0)))
 
 
 def softplus(x: ArrayLike) -> Tensor:

@@ -256,37 +256,51 @@ def result_type(*operands) -> np.dtype:
     return np.result_type(functools.reduce(promote_types, strong), *weak)
 
 
+_WEAK = (float, int, bool)
+
+
+def _alike(a, b):
+    """The common case, decided fast: two tensors of one dtype, or a tensor and a Python
+    number (weak), need no promotion."""
+    ta, tb = type(a), type(b)
+    if ta is Tensor:
+        return b._value.dtype is a._value.dtype if tb is Tensor else tb in _WEAK
+    return tb is Tensor and ta in _WEAK
+
+
 def _promoted(positions, args):
     """args with JAX's promotion of integers with floats applied to those at `positions` (all
     when True): the integer arrays take the float arrays' dtype. Python numbers (no dtype) are
     weak and left to NumPy's rule, which matches JAX's with 64-bit types."""
-    floats, ints, dtypes = [], [], []
+    has_float = has_int = False
     for i in range(len(args)) if positions is True else positions:
-        dtype = getattr(args[i], "dtype", None)  # Tensors, arrays, NumPy scalars
-        if dtype is not None:
-            dtypes.append(dtype)
-            if dtype.kind in "fc":
-                floats.append(dtype)
-            elif dtype.kind in "iu":
-                ints.append(i)
-    if not (floats and ints):
+        a = args[i]
+        if type(a) in (list, tuple):  # [1, 2] beside a float32 tensor is an integer array
+            return _promoted(positions, _lists_as_tensors(args))
+        kind = getattr(getattr(a, "dtype", None), "kind", None)  # Python numbers have none
+        if kind == "f" or kind == "c":
+            has_float = True
+        elif kind == "i" or kind == "u":
+            has_int = True
+    if not (has_float and has_int):  # the common case: one kind, nothing to do
         return args
-    target = np.result_type(*floats)
+    chosen = [args[i] for i in (range(len(args)) if positions is True else positions)]
+    dtypes = [a.dtype for a in chosen if hasattr(a, "dtype")]
+    target = np.result_type(*[d for d in dtypes if d.kind in "fc"])
     if np.result_type(*dtypes) == target:  # NumPy agrees (int64 with float64): no cast
         return args
     from .elementwise import astype  # elementwise imports this module
 
     args = list(args)
-    for i in ints:
-        args[i] = astype(args[i], dtype=target)
+    for i in range(len(args)) if positions is True else positions:
+        if getattr(args[i], "dtype", np.dtype("f8")).kind in "iu":
+            args[i] = astype(args[i], dtype=target)
     return args
 
 
 def bind(prim, *args, **params):
     """Apply `prim` to args (Tensors, arrays or Python scalars)."""
-    if prim.promote and len(args) > 1:
-        if any(type(a) in (list, tuple) for a in args):
-            args = _lists_as_tensors(args)
+    if prim.promote and len(args) > 1 and not (len(args) == 2 and _alike(*args)):
         args = _promoted(prim.promote, args)
     builders = _STATE.builders
     builder = builders[-1] if builders else None
