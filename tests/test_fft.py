@@ -198,3 +198,17 @@ def test_vmap_jit_and_scan_body():
     assert any(w.category is sl.NumbaFallbackWarning and "rfft" in str(w.message)
                for w in caught)
     np.testing.assert_allclose(float(value), float(by_loop(c0)), rtol=1e-12)
+
+
+def test_transforms_and_their_gradients_stay_on_the_data_device(backend):
+    x = backend.tensor(_x())
+    for f in (FFT.fft, FFT.rfft, lambda a: FFT.irfft(FFT.rfft(a), n=8),
+              lambda a: FFT.fftn(a, s=(4, 6), norm="ortho"), FFT.fftshift):
+        out = f(x)
+        backend.check_device(out)
+        np.testing.assert_allclose(out.numpy(), f(_x()).numpy(), rtol=1e-12, atol=1e-12)
+        g = sl.grad(lambda a, f=f: sl.sum(sl.abs(f(a)) ** 2))(x)
+        backend.check_device(g)
+        want = sl.grad(lambda a, f=f: sl.sum(sl.abs(f(a)) ** 2))(sl.tensor(_x()))
+        np.testing.assert_allclose(g.numpy(), want.numpy(), rtol=1e-10, atol=1e-12)
+    backend.check_device(FFT.fftfreq(4, device=x.device))
