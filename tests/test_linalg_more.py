@@ -398,6 +398,8 @@ def test_errors_say_what_and_how_to_fix():
         sl.grad(lambda a: sl.sum(sl.real(L.eig(a).eigenvectors)))(sq)
     with pytest.raises(NotImplementedError, match="eigvals"):
         sl.jvp(lambda a: L.eig(a), (sq,), (sq,))
+    with pytest.raises(NotImplementedError, match="eigenvectors"):  # JAX has no second order
+        sl.grad(lambda a: sl.sum(sl.grad(lambda b: sl.sum(sl.real(L.eigvals(b))))(a) ** 2))(sq)
     with pytest.raises(TypeError, match="complex"):
         L.svd(np.eye(2) * 1j)
     with pytest.raises(TypeError, match="rtol must be one number"):

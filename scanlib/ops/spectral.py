@@ -423,13 +423,8 @@ def _eig_vjp(cts, outs, a, _saved=None):
     return (solve_p(_mT(v), matmul_p(middle, _mT(v))),)
 
 
-def _eig_tangent(ts, outs, a):
-    raise NotImplementedError(
-        "eig: forward-mode differentiation (jvp, jacfwd) of eig runs through its eigenvectors, "
-        "whose derivative is not implemented (as in JAX). Use eigvals for the eigenvalues.")
-
-
-eig_p = Primitive("eig", _eig_impl, _eig_vjp, multiple_results=True, tangent=_eig_tangent,
+# No forward rule: forward mode transposes the VJP, which raises for the eigenvectors, as JAX.
+eig_p = Primitive("eig", _eig_impl, _eig_vjp, multiple_results=True,
                   batch=batching.elementwise_rule,
                   doc="eig(a): [w, v], the eigenvalues and right eigenvectors of a square "
                       "[..., n, n], complex.")
