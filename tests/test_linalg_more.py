@@ -199,6 +199,10 @@ def test_pinv_values_gradient_and_forward_mode_match_jax(jax64, shape):
     r = a[..., :, :1] * np.ones(shape[-1])
     _close(L.pinv(r), jnp.linalg.pinv(r))
     _close(L.pinv(r, rtol=0.5), jnp.linalg.pinv(r, rtol=0.5))
+    if shape[-1] == shape[-2]:  # hermitian: a read as symmetric, in value and gradient
+        _close(L.pinv(a, hermitian=True), jnp.linalg.pinv(a, hermitian=True))
+        _close(sl.grad(lambda a: sl.sum(L.pinv(a, hermitian=True) ** 2 * w))(sl.tensor(a)),
+               jax64.grad(lambda a: jnp.sum(jnp.linalg.pinv(a, hermitian=True) ** 2 * w))(a))
 
 
 @pytest.mark.parametrize("shape,bshape", [((5, 3), (5,)), ((3, 5), (3, 2)), ((4, 4), (4, 1))])

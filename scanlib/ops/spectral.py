@@ -268,8 +268,8 @@ def pinv(a, rtol=None, hermitian=False, *, rcond=None):
     """The Moore-Penrose pseudo-inverse of each matrix in a ([..., m, n] -> [..., n, m]), as
     jax.numpy.linalg.pinv: singular values up to rtol times the largest count as zero (by
     default rtol = 10 max(m, n) eps, JAX's, not NumPy's 1e-15). Its gradient is JAX's rule,
-    defined where the rank does not change. hermitian changes nothing here (a is decomposed
-    by svd either way). Real matrices only.
+    defined where the rank does not change. hermitian=True reads a as symmetric, (a + a^T) / 2,
+    as JAX does (so the gradient is symmetric too). Real matrices only.
 
     >>> sl.linalg.pinv(sl.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])).shape
     """
@@ -278,6 +278,8 @@ def pinv(a, rtol=None, hermitian=False, *, rcond=None):
             raise ValueError("pinv: only one of rtol and rcond may be specified")
         rtol = rcond
     a = _matrix(a, "pinv")
+    if hermitian:
+        a = ew.mul(ew.add(_square(a, "pinv(hermitian=True)"), _mT(a)), 0.5)
     if rtol is None:
         rtol = 10.0 * max(a.shape[-2:], default=0) * float(np.finfo(a.dtype).eps)
     return pinv_p(a, rtol=_tolerance(rtol, "pinv"))
