@@ -500,7 +500,7 @@ def numpy_markdown() -> list[str]:
         views, others = [], []
         for name in module.__all__:
             obj = getattr(module, name)
-            if name == "linalg":
+            if name in ("linalg", "fft"):
                 continue
             places = [("", sl)] if module is jnp else [("linalg.", sl.linalg), ("", sl)]
             same = [(p, n) for p, where in places
@@ -517,7 +517,7 @@ def numpy_markdown() -> list[str]:
                   + ", ".join(views) + ".", ""]
         if others:
             lines += [f"NumPy's dtypes and constants under JAX's names: {', '.join(others)}.", ""]
-    return lines
+    return lines + submodule_markdown("numpy.fft", jnp.fft, "###")
 
 
 def tensor_markdown() -> list[str]:
