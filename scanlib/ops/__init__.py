@@ -6,7 +6,7 @@ Imports backends and tape. Installs the four ops the tape needs into tape.backwa
 
 from ..tape import backward as _backward
 from . import (arrays, elementwise, functions, gathers, matrices, methods, named, nn, reductions,
-               special, statistics, nanfunctions)
+               special, statistics, nanfunctions, mathfuncs)
 from .arrays import *  # noqa: F403
 from .functions import *  # noqa: F403
 from .gathers import *  # noqa: F403
@@ -17,6 +17,7 @@ from .reductions import *  # noqa: F403
 from .special import *  # noqa: F403
 from .statistics import *  # noqa: F403
 from .nanfunctions import *  # noqa: F403
+from .mathfuncs import *  # noqa: F403
 from .primitive import Primitive, bind
 
 methods.install()
@@ -28,6 +29,6 @@ _backward.OPS.stop_gradient = elementwise.stop_gradient
 
 # The public ops, module by module (decompositions are public as scanlib.linalg).
 PUBLIC_MODULES = (functions, special, nn, arrays, reductions, gathers, matrices, named,
-                  statistics, nanfunctions)
+                  statistics, nanfunctions, mathfuncs)
 __all__ = ["Primitive", "bind", "elementwise",
            *[name for module in PUBLIC_MODULES for name in module.__all__]]
