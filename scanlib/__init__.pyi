@@ -41,6 +41,12 @@ from .ops.gathers import (
     argsort as argsort, searchsorted as searchsorted, sort as sort, take as take,
     take_along_axis as take_along_axis,
 )
+from .ops.mathfuncs import (
+    bitwise_count as bitwise_count, copysign as copysign, divmod as divmod, fabs as fabs,
+    float_power as float_power, fmax as fmax, fmin as fmin, frexp as frexp, heaviside as heaviside,
+    hypot as hypot, i0 as i0, ldexp as ldexp, logaddexp2 as logaddexp2, modf as modf,
+    nextafter as nextafter, signbit as signbit, sinc as sinc, spacing as spacing, unwrap as unwrap,
+)
 from .ops.matrices import (
     diag as diag, diagonal as diagonal, dot as dot, eye as eye, kron as kron, outer as outer,
     tensordot as tensordot, trace as trace, tril as tril, triu as triu,
@@ -55,6 +61,10 @@ from .ops.named import (
     negative as negative, permute_dims as permute_dims, polyval as polyval, positive as positive,
     rad2deg as rad2deg, select as select, shape as shape, size as size, unstack as unstack,
 )
+from .ops.nanfunctions import (
+    nancumprod as nancumprod, nancumsum as nancumsum, nanprod as nanprod, nanstd as nanstd,
+    nanvar as nanvar,
+)
 from .ops.nn import (
     celu as celu, elu as elu, gelu as gelu, hard_tanh as hard_tanh, leaky_relu as leaky_relu,
     log_sigmoid as log_sigmoid, log_softmax as log_softmax, one_hot as one_hot, relu6 as relu6,
@@ -68,6 +78,12 @@ from .ops.special import (
     arctan2 as arctan2, floor_divide as floor_divide, fmod as fmod, invert as bitwise_not,
     invert as invert, logaddexp as logaddexp, logical_not as logical_not, mod as mod,
     nan_to_num as nan_to_num, remainder as remainder, round as round,
+)
+from .ops.statistics import (
+    average as average, corrcoef as corrcoef, count_nonzero as count_nonzero, cov as cov,
+    cumulative_prod as cumulative_prod, cumulative_sum as cumulative_sum, median as median,
+    nanmedian as nanmedian, nanpercentile as nanpercentile, nanquantile as nanquantile,
+    percentile as percentile, ptp as ptp, quantile as quantile,
 )
 from .ops.structural import getitem as getitem, sum_to as sum_to
 from .remat import checkpoint as checkpoint, checkpoint as remat, checkpoint_name as checkpoint_name
@@ -130,8 +146,16 @@ def argmin(a: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Tensor:
 def bitwise_and(x: ArrayLike, y: ArrayLike) -> Tensor:
     """Elementwise x & y: the bits of integers, and of bools."""
 
+def bitwise_left_shift(x1: ArrayLike, x2: ArrayLike) -> Tensor:
+    """Elementwise x1 << x2 on integers, as jnp.left_shift and `<<` (0 once x2 reaches the width
+    of the type)."""
+
 def bitwise_or(x: ArrayLike, y: ArrayLike) -> Tensor:
     """Elementwise x | y: the bits of integers, and of bools."""
+
+def bitwise_right_shift(x1: ArrayLike, x2: ArrayLike) -> Tensor:
+    """Elementwise x1 >> x2 on integers (arithmetic: the sign fills in), as jnp.right_shift and
+    `>>`."""
 
 def bitwise_xor(x: ArrayLike, y: ArrayLike) -> Tensor:
     """Elementwise x ^ y: the bits of integers, and of bools."""
@@ -177,6 +201,10 @@ def expm1(x: ArrayLike) -> Tensor:
 def floor(x: ArrayLike) -> Tensor:
     """Elementwise largest integer <= x; its gradient is zero."""
 
+def gcd(x1: ArrayLike, x2: ArrayLike) -> Tensor:
+    """Elementwise greatest common divisor of integers (non-negative; gcd(0, 0) is 0), as
+    jnp.gcd."""
+
 def greater(x: ArrayLike, y: ArrayLike) -> Tensor:
     """Elementwise x > y (a bool tensor)."""
 
@@ -191,6 +219,14 @@ def isinf(x: ArrayLike) -> Tensor:
 
 def isnan(x: ArrayLike) -> Tensor:
     """Elementwise test for nan (a bool tensor, not differentiable)."""
+
+def lcm(x1: ArrayLike, x2: ArrayLike) -> Tensor:
+    """Elementwise least common multiple of integers (non-negative; 0 where either is 0), as
+    jnp.lcm."""
+
+def left_shift(x1: ArrayLike, x2: ArrayLike) -> Tensor:
+    """Elementwise x1 << x2 on integers, as jnp.left_shift and `<<` (0 once x2 reaches the width
+    of the type)."""
 
 def less(x: ArrayLike, y: ArrayLike) -> Tensor:
     """Elementwise x < y (a bool tensor)."""
@@ -228,6 +264,22 @@ def minimum(x: ArrayLike, y: ArrayLike, /) -> Tensor:
 def multiply(x: ArrayLike, y: ArrayLike) -> Tensor:
     """Elementwise x * y, as jnp.multiply."""
 
+def nanargmax(a: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Tensor:
+    """Index (int64) of the largest element along axis that is not nan, as jnp.nanargmax: -1
+    where all are nan (NumPy raises there). Not differentiable."""
+
+def nanargmin(a: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Tensor:
+    """Index (int64) of the smallest element along axis that is not nan, as jnp.nanargmin: -1
+    where all are nan (NumPy raises there). Not differentiable."""
+
+def nanmax(a: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Tensor:
+    """The maximum over axis of the elements that are not nan (nan where all are), as
+    jnp.nanmax; nan elements get no gradient, and ties share it as in max."""
+
+def nanmin(a: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Tensor:
+    """The minimum over axis of the elements that are not nan (nan where all are), as
+    jnp.nanmin; nan elements get no gradient, and ties share it as in min."""
+
 def not_equal(x: ArrayLike, y: ArrayLike) -> Tensor:
     """Elementwise x != y (a bool tensor)."""
 
@@ -239,6 +291,10 @@ def real(x: ArrayLike, /) -> Tensor:
 
 def reciprocal(x: ArrayLike) -> Tensor:
     """Elementwise 1 / x, as numpy.reciprocal (integer input stays integer, as in NumPy)."""
+
+def right_shift(x1: ArrayLike, x2: ArrayLike) -> Tensor:
+    """Elementwise x1 >> x2 on integers (arithmetic: the sign fills in), as jnp.right_shift and
+    `>>`."""
 
 def rint(x: ArrayLike) -> Tensor:
     """Elementwise nearest integer, halves to even (numpy.rint); its gradient is zero."""
@@ -461,6 +517,53 @@ __all__ = [
     'nansum',
     'nanmean',
     'inner',
+    'average',
+    'quantile',
+    'percentile',
+    'median',
+    'nanquantile',
+    'nanpercentile',
+    'nanmedian',
+    'ptp',
+    'count_nonzero',
+    'cov',
+    'corrcoef',
+    'cumulative_sum',
+    'cumulative_prod',
+    'nanmax',
+    'nanmin',
+    'nanprod',
+    'nanvar',
+    'nanstd',
+    'nanargmax',
+    'nanargmin',
+    'nancumsum',
+    'nancumprod',
+    'hypot',
+    'fmax',
+    'fmin',
+    'copysign',
+    'heaviside',
+    'sinc',
+    'logaddexp2',
+    'float_power',
+    'fabs',
+    'signbit',
+    'left_shift',
+    'right_shift',
+    'bitwise_left_shift',
+    'bitwise_right_shift',
+    'gcd',
+    'lcm',
+    'divmod',
+    'frexp',
+    'ldexp',
+    'modf',
+    'nextafter',
+    'spacing',
+    'i0',
+    'bitwise_count',
+    'unwrap',
     'Tensor',
     'Graph',
     'no_grad',

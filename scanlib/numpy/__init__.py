@@ -31,6 +31,13 @@ from ..ops import (abs, add, all, allclose, angle, any, arange, arccos, arccosh,
                    squeeze, stack, std, subtract, sum, swapaxes, take, take_along_axis, tan, tanh,
                    tensordot, tile, trace, transpose, tril, triu, trunc, unstack, var, vdot, vstack,
                    where, zeros, zeros_like)
+from ..ops import (average, bitwise_count, bitwise_left_shift, bitwise_right_shift, copysign,
+                   corrcoef, count_nonzero, cov, cumulative_prod, cumulative_sum, divmod, fabs,
+                   float_power, fmax, fmin, frexp, gcd, heaviside, hypot, i0, lcm, ldexp,
+                   left_shift, logaddexp2, median, modf, nanargmax, nanargmin, nancumprod,
+                   nancumsum, nanmax, nanmedian, nanmin, nanpercentile, nanprod, nanquantile,
+                   nanstd, nanvar, nextafter, percentile, ptp, quantile, right_shift, signbit,
+                   sinc, spacing, unwrap)
 from ..tape import Tensor as ndarray
 from . import linalg
 
@@ -95,3 +102,11 @@ __all__ = [
     "uint", "uint16", "uint32", "uint64", "uint8", "unsignedinteger", "unstack", "var", "vdot",
     "vstack", "where", "zeros", "zeros_like",
 ]
+# statistics, nan reductions and the other elementwise functions
+__all__ += ["average", "bitwise_count", "bitwise_left_shift", "bitwise_right_shift", "copysign",
+    "corrcoef", "count_nonzero", "cov", "cumulative_prod", "cumulative_sum", "divmod", "fabs",
+    "float_power", "fmax", "fmin", "frexp", "gcd", "heaviside", "hypot", "i0", "lcm", "ldexp",
+    "left_shift", "logaddexp2", "median", "modf", "nanargmax", "nanargmin", "nancumprod",
+    "nancumsum", "nanmax", "nanmedian", "nanmin", "nanpercentile", "nanprod", "nanquantile",
+    "nanstd", "nanvar", "nextafter", "percentile", "ptp", "quantile", "right_shift", "signbit",
+    "sinc", "spacing", "unwrap"]

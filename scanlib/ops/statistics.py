@@ -157,7 +157,7 @@ def _quantile(a, q, axis, method, keepdims, skip_nans, name):
 
 
 _QUANTILE_DOC = """{what}, as jnp.{name}: the sorted values along axis (an int, a tuple, or
-    None for all) are read at position q{scale} * (n - 1){nan}, and `method` says how a position
+    None for all) are read at position q{scale} * (n - 1){nan}. `method` says how a position
     between two elements reads: 'linear' (interpolates), 'lower', 'higher', 'nearest',
     'midpoint'. q may be a number or a 1-d list (the result then has q's axis first).
     Integers compute in float64. The gradient goes to the elements read (through the sort),
@@ -180,6 +180,12 @@ def percentile(a: ArrayLike, q: ArrayLike, axis: Axis = None, method: str = "lin
 
 
 def median(a: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Tensor:
+    """The median over axis (an int, a tuple, or None for all), as jnp.median: the middle of
+    the sorted values, or the mean of the two middle ones (quantile 0.5, method='midpoint');
+    nan for a slice with a nan. The gradient goes to the middle elements (through the sort).
+
+    >>> sl.median(sl.tensor([[1.0, 5.0, 2.0], [4.0, 3.0, 6.0]]), axis=1)
+    """
     return _quantile(a, 0.5, axis, "midpoint", keepdims, False, "median")
 
 
@@ -196,23 +202,26 @@ def nanpercentile(a: ArrayLike, q: ArrayLike, axis: Axis = None, method: str = "
 
 
 def nanmedian(a: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Tensor:
+    """The median over axis of the elements that are not nan (nan for a slice of nans only),
+    as jnp.nanmedian; nan elements get no gradient.
+
+    >>> sl.nanmedian(sl.tensor([[1.0, np.nan, 2.0], [4.0, 3.0, 6.0]]), axis=1)
+    """
     return _quantile(a, 0.5, axis, "midpoint", keepdims, True, "nanmedian")
 
 
-_NO_NANS = ", and a slice with a nan gives nan"
+_NO_NANS = "; a slice with a nan gives nan"
 _SKIPS = ", where n counts the elements that are not nan (nan for a slice of nans only)"
 for _f, _what, _scale, _q in (
         (quantile, "The q-th quantile (q in [0, 1])", "", "0.5"),
         (percentile, "The q-th percentile (q in [0, 100])", " / 100", "50.0"),
-        (median, "The median (quantile 0.5 by method='midpoint')", "", None),
         (nanquantile, "The q-th quantile (q in [0, 1]) of the elements that are not nan", "",
          "0.5"),
         (nanpercentile, "The q-th percentile (q in [0, 100]) of the elements that are not nan",
-         " / 100", "50.0"),
-        (nanmedian, "The median of the elements that are not nan", "", None)):
+         " / 100", "50.0")):
     _nan = _SKIPS if _f.__name__.startswith("nan") else _NO_NANS
     _f.__doc__ = _QUANTILE_DOC.format(what=_what, name=_f.__name__, scale=_scale, nan=_nan,
-                                      q=_q).replace(", None, axis=1", ", axis=1")
+                                      q=_q)
 
 
 # --- ranges, counts, covariance -------------------------------------------------------------
