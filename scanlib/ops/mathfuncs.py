@@ -55,9 +55,15 @@ def _real(name, x, inexact=True):
 
 
 def _real_pair(name, x, y, inexact=True):
+    """x and y as _real makes them, at least one a Tensor; a number beside a float tensor
+    becomes a 0-d tensor of its dtype (its weak type: hypot(float32, 4.0) is float32)."""
     x, y = _real(name, x, inexact), _real(name, y, inexact)
     if not isinstance(x, Tensor) and not isinstance(y, Tensor):
-        x = as_tensor(x)
+        return as_tensor(x), y
+    if not isinstance(x, Tensor) and y.dtype.kind == "f":
+        x = as_tensor(np.asarray(x, y.dtype))
+    if not isinstance(y, Tensor) and x.dtype.kind == "f":
+        y = as_tensor(np.asarray(y, x.dtype))
     return x, y
 
 
@@ -79,12 +85,13 @@ def _integers(name, *xs):
 # --- compositions with JAX's gradients at the edges ------------------------------------------
 def hypot(x1: ArrayLike, x2: ArrayLike) -> Tensor:
     """Elementwise sqrt(x1**2 + x2**2) without overflow, as jnp.hypot: inf where either is
-    inf (even with a nan), and at (0, 0) the value 0 with gradient (0, 0), as JAX gives.
+    inf (even with a nan), and at (0, 0) the value 0 with gradient (1/2, 1/2), as JAX gives.
 
     >>> sl.hypot(sl.tensor([3.0, 0.0]), sl.tensor([4.0, 0.0]))
     """
     x1, x2 = _real_pair("hypot", x1, x2)
-    x1, x2 = ew.absolute(x1), ew.absolute(x2)
+    # |x| with JAX's abs gradient, +-1 (1 at 0): the gradient (1/2, 1/2) at (0, 0) is JAX's
+    x1, x2 = (ew.add(ew.where(ew.greater_equal(x, 0), x, ew.neg(x)), 0.0) for x in (x1, x2))
     infinite = ew.logical_or(isposinf(x1), isposinf(x2))
     big, small = ew.maximum(x1, x2), ew.minimum(x1, x2)
     zero = ew.equal(big, 0)
