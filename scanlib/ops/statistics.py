@@ -385,7 +385,6 @@ NUMPY_FUNCTIONS: dict = {
     np.percentile: lambda a, q, axis=None, method="linear", keepdims=False: percentile(
         a, q, axis, method, keepdims),
     np.ptp: lambda a, axis=None, keepdims=False: ptp(a, axis, keepdims),
-    np.count_nonzero: lambda a, axis=None, keepdims=False: count_nonzero(a, axis, keepdims),
     np.cov: lambda m, y=None, rowvar=True, bias=False, ddof=None, fweights=None,
     aweights=None, dtype=None: cov(m, y, rowvar, bias, ddof, fweights, aweights, dtype),
     np.corrcoef: lambda x, y=None, rowvar=True, dtype=None: corrcoef(x, y, rowvar, dtype),
