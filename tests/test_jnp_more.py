@@ -126,6 +126,33 @@ CASES = [
          ref=lambda x: np.i0(x).astype(x.dtype)),
     case("unwrap", jnp.unwrap, (lambda rng, s: np.cumsum(rng.uniform(-3, 3, s), -1), (2, 8)),
          ref=np.unwrap),
+    case("append", lambda x, y: jnp.append(x, y, axis=1), (N, (2, 3)), (N, (2, 1)),
+         ref=lambda x, y: np.append(x, y, axis=1)),
+    case("column_stack", lambda x, y: jnp.column_stack([x, y]), (N, (3,)), (N, (3, 2)),
+         ref=lambda x, y: np.column_stack([x, y])),
+    case("dstack", lambda x, y: jnp.dstack([x, y]), (N, (3,)), (N, (3,)),
+         ref=lambda x, y: np.dstack([x, y])),
+    case("array_split", lambda x: jnp.array_split(x, 3, axis=1)[0] * 2.0, (N, (2, 5)),
+         ref=lambda x: np.array_split(x, 3, axis=1)[0] * 2.0),
+    case("rot90", lambda x: jnp.rot90(x, 3, axes=(2, 0)), (N, (2, 3, 4)),
+         ref=lambda x: np.rot90(x, 3, axes=(2, 0))),
+    case("rollaxis", lambda x: jnp.rollaxis(x, 2, -1), (N, (2, 3, 4)),
+         ref=lambda x: np.rollaxis(x, 2, -1)),
+    case("fliplr_flipud", lambda x: jnp.fliplr(x) + jnp.flipud(x), (N, (3, 3)),
+         ref=lambda x: np.fliplr(x) + np.flipud(x)),
+    case("diagflat", lambda x: jnp.diagflat(x, -1), (N, (2, 2)),
+         ref=lambda x: np.diagflat(x, -1)),
+    case("vander", lambda x: jnp.vander(x, 4), (P, (3,)), ref=lambda x: np.vander(x, 4)),
+    case("logspace", lambda x: jnp.logspace(x[0], x[1], 5, base=2.0), (N, (2,)),
+         ref=lambda x: np.logspace(x[0], x[1], 5, base=2.0)),
+    case("geomspace", lambda x: jnp.geomspace(x[0], x[1], 4), (P, (2,)),
+         ref=lambda x: np.geomspace(x[0], x[1], 4)),
+    case("trapezoid", lambda y, x: jnp.trapezoid(y, x, axis=0), (N, (4, 2)), (P, (4, 2)),
+         ref=lambda y, x: np.trapezoid(y, x, axis=0)),
+    case("trapezoid_dx", lambda y: jnp.trapezoid(y, dx=0.25), (N, (2, 5)),
+         ref=lambda y: np.trapezoid(y, dx=0.25)),
+    case("ediff1d", lambda x: jnp.ediff1d(x, to_begin=x[0, :1]), (N, (2, 3)),
+         ref=lambda x: np.ediff1d(x, to_begin=x[0, :1])),
 ]
 
 
@@ -149,7 +176,14 @@ NAMES = ["average", "median", "quantile", "percentile", "nanmedian", "nanquantil
          "nanargmin", "nancumsum", "nancumprod", "hypot", "fmax", "fmin", "copysign",
          "heaviside", "sinc", "logaddexp2", "float_power", "fabs", "signbit", "left_shift",
          "right_shift", "bitwise_left_shift", "bitwise_right_shift", "gcd", "lcm", "divmod",
-         "frexp", "ldexp", "modf", "nextafter", "spacing", "i0", "bitwise_count", "unwrap"]
+         "frexp", "ldexp", "modf", "nextafter", "spacing", "i0", "bitwise_count", "unwrap",
+         "append", "atleast_3d", "column_stack", "dstack", "array_split", "hsplit", "vsplit",
+         "dsplit", "fliplr", "flipud", "rot90", "rollaxis", "diagflat", "tri", "vander",
+         "logspace", "geomspace", "trapezoid", "ediff1d", "tril_indices", "triu_indices",
+         "tril_indices_from", "triu_indices_from", "diag_indices", "diag_indices_from",
+         "unravel_index", "ravel_multi_index", "isscalar", "iscomplexobj", "isrealobj",
+         "iscomplex", "isreal", "iterable", "array_equal", "array_equiv", "can_cast",
+         "isdtype", "result_type"]
 
 
 def test_names_are_scanlibs_objects():
@@ -444,6 +478,79 @@ def test_under_vmap_jit_and_in_a_scan_body():
     np.testing.assert_allclose(scanned.numpy(), fd_grad(by_loop, 0.0), rtol=1e-6)
 
 
+def test_building_functions_shapes_and_errors():
+    a = np.arange(24.0).reshape(2, 3, 4)
+    v = np.arange(5.0)
+    for x in (np.float64(1.0), v, a[0], a):
+        assert sl.atleast_3d(x).shape == np.atleast_3d(x).shape
+    assert [t.shape for t in sl.atleast_3d(v, a)] == [(1, 5, 1), (2, 3, 4)]
+    for fn, ref, arg in ((sl.array_split, np.array_split, 3), (sl.hsplit, np.hsplit, [1, 2]),
+                         (sl.vsplit, np.vsplit, 2), (sl.dsplit, np.dsplit, 2)):
+        got, want = fn(a, arg), ref(a, arg)
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g.numpy(), w)
+    assert [t.shape for t in sl.array_split(v, 3)] == [(2,), (2,), (1,)]
+    for k in range(-1, 5):
+        np.testing.assert_array_equal(sl.rot90(a, k, (2, 1)).numpy(), np.rot90(a, k, (2, 1)))
+    for axis in range(3):
+        for start in range(-3, 4):
+            assert sl.rollaxis(a, axis, start).shape == np.rollaxis(a, axis, start).shape
+    t = sl.tri(3, 4, -1)
+    assert t.dtype == np.float32  # JAX's default for tri, also with x64
+    np.testing.assert_array_equal(t.numpy(), np.tri(3, 4, -1))
+    assert sl.tri(2, dtype=np.int64).dtype == np.int64
+    np.testing.assert_array_equal(sl.vander(v, increasing=True).numpy(),
+                                  np.vander(v, increasing=True))
+    np.testing.assert_allclose(sl.geomspace(-1.0, -1000.0, 4).numpy(), [-1, -10, -100, -1000])
+    assert sl.ediff1d(np.zeros(1)).shape == (0,)
+    for fn, args in ((sl.vsplit, (v, 1)), (sl.dsplit, (a[0], 1)), (sl.fliplr, (v,)),
+                     (sl.rot90, (v,)), (sl.rot90, (a, 1, (1, 1)))):
+        with pytest.raises(ValueError):
+            fn(*args)
+    with pytest.raises(ValueError, match="positive"):
+        sl.array_split(v, 0)
+
+
+def test_index_helpers_and_predicates():
+    for fn, ref, args in ((sl.tril_indices, np.tril_indices, (4, -1)),
+                          (sl.triu_indices, np.triu_indices, (3, 1, 5)),
+                          (sl.diag_indices, np.diag_indices, (3, 3)),
+                          (sl.tril_indices_from, np.tril_indices_from, (np.ones((2, 3)),)),
+                          (sl.triu_indices_from, np.triu_indices_from, (np.ones((3, 2)), -1)),
+                          (sl.diag_indices_from, np.diag_indices_from, (np.ones((2, 2)),))):
+        got, want = fn(*args), ref(*args)
+        assert len(got) == len(want) and all(g.dtype == np.int64 for g in got)
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g.numpy(), w)
+    m = sl.tensor(np.arange(9.0).reshape(3, 3))
+    np.testing.assert_array_equal(m[sl.tril_indices(3)].numpy(), [0, 3, 4, 6, 7, 8])
+    rows, cols = sl.unravel_index(sl.tensor([5, 7, 11, -1, 40]), (3, 4))
+    assert rows.numpy().tolist() == [1, 1, 2, 2, 2] and cols.numpy().tolist() == [1, 3, 3, 3, 3]
+    flat = sl.ravel_multi_index((sl.tensor([1, 2]), sl.tensor([0, 3])), (3, 4))
+    assert flat.dtype == np.int64 and flat.numpy().tolist() == [4, 11]
+    idx = (np.array([1, 5]), np.array([0, -3]))
+    for mode in ("wrap", "clip"):
+        np.testing.assert_array_equal(sl.ravel_multi_index(idx, (3, 4), mode=mode).numpy(),
+                                      np.ravel_multi_index(idx, (3, 4), mode=mode))
+    with pytest.raises(ValueError, match="out of range"):
+        sl.ravel_multi_index(idx, (3, 4))
+    traced = sl.jit(lambda i: sl.unravel_index(i, (3, 4))[1])(sl.tensor([5, 7]))
+    assert traced.numpy().tolist() == [1, 3]
+    assert sl.isscalar(1.0) and sl.isscalar(sl.tensor(2.0)) and not sl.isscalar(sl.tensor([2.0]))
+    assert sl.iscomplexobj(sl.tensor([1j])) and sl.isrealobj(np.ones(2))
+    assert sl.iscomplex(np.array([1 + 1j, 2])).numpy().tolist() == [True, False]
+    assert sl.isreal(np.array([1.0, np.nan])).numpy().tolist() == [True, True]
+    assert sl.iterable(sl.tensor([1.0])) and not sl.iterable(sl.tensor(1.0))
+    assert bool(sl.array_equal([1.0, np.nan], [1.0, np.nan], equal_nan=True))
+    assert not bool(sl.array_equal([1.0, np.nan], [1.0, np.nan]))
+    assert not bool(sl.array_equal(np.ones(2), np.ones(3)))
+    assert bool(sl.array_equiv(np.ones(2), np.ones((3, 2))))
+    assert sl.can_cast(np.float32, np.float64) and not sl.can_cast(sl.tensor(1.0), np.int32)
+    assert sl.isdtype(np.float32, "real floating") and not sl.isdtype(np.int8, "bool")
+    assert sl.result_type(sl.tensor(np.float32(1)), np.int64) == np.float64  # NumPy's table
+
+
 # --- against JAX ---------------------------------------------------------------------------------
 @pytest.fixture
 def jax_x64():
@@ -581,3 +688,27 @@ def test_statistics_match_jax(jax_x64):
     got = sl.grad(lambda x: sl.sum(sl.sin(sl.unwrap(x))))(sl.tensor(p))
     np.testing.assert_allclose(got.numpy(), jax.grad(lambda x: jjnp.sum(jjnp.sin(
         jjnp.unwrap(x))))(p), rtol=1e-12)
+
+
+def test_building_functions_match_jax(jax_x64):
+    _, jjnp = jax_x64
+    a = np.random.default_rng(0).normal(size=(2, 3, 4))
+    v = a[0, 0]
+    calls = [("append", (a, a[:1]), {"axis": 0}), ("append", (a, v), {}),
+             ("atleast_3d", (v,), {}), ("column_stack", ([v, v],), {}), ("dstack", ([v, v],), {}),
+             ("array_split", (a, 3), {"axis": 1}), ("hsplit", (a, 3), {}),
+             ("rot90", (a, 3, (2, 0)), {}), ("rollaxis", (a, 2, -1), {}),
+             ("diagflat", (a[0, :2], 1), {}), ("tri", (3, 4, -1), {}), ("vander", (v, 3), {}),
+             ("logspace", (0.0, 3.0, 5), {"base": 2.0}), ("geomspace", (-1.0, -1e3, 4), {}),
+             ("trapezoid", (a, np.cumsum(np.ones(4))), {}), ("trapezoid", (a,), {"axis": 1}),
+             ("ediff1d", (a,), {"to_begin": np.float64(0.0)}), ("tril_indices", (4, 1), {}),
+             ("diag_indices", (3, 3), {}), ("unravel_index", (np.array([5, 7, 11]), (3, 4)), {}),
+             ("ravel_multi_index", ((np.array([1, 2]), np.array([0, 3])), (3, 4)), {}),
+             ("iscomplex", (np.array([1 + 1j, 2]),), {}), ("array_equal", (v, v), {})]
+    for name, args, kw in calls:
+        ours, theirs = getattr(sl, name)(*args, **kw), getattr(jjnp, name)(*args, **kw)
+        ours = ours if isinstance(ours, (list, tuple)) else [ours]
+        theirs = theirs if isinstance(theirs, (list, tuple)) else [theirs]
+        assert len(ours) == len(theirs), name
+        for o, t in zip(ours, theirs):
+            _agree(o, t)

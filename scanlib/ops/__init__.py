@@ -6,7 +6,7 @@ Imports backends and tape. Installs the four ops the tape needs into tape.backwa
 
 from ..tape import backward as _backward
 from . import (arrays, elementwise, functions, gathers, matrices, methods, named, nn, reductions,
-               special, statistics, nanfunctions, mathfuncs)
+               special, statistics, nanfunctions, mathfuncs, assembly)
 from .arrays import *  # noqa: F403
 from .functions import *  # noqa: F403
 from .gathers import *  # noqa: F403
@@ -18,6 +18,7 @@ from .special import *  # noqa: F403
 from .statistics import *  # noqa: F403
 from .nanfunctions import *  # noqa: F403
 from .mathfuncs import *  # noqa: F403
+from .assembly import *  # noqa: F403
 from .primitive import Primitive, bind
 
 methods.install()
@@ -29,6 +30,6 @@ _backward.OPS.stop_gradient = elementwise.stop_gradient
 
 # The public ops, module by module (decompositions are public as scanlib.linalg).
 PUBLIC_MODULES = (functions, special, nn, arrays, reductions, gathers, matrices, named,
-                  statistics, nanfunctions, mathfuncs)
+                  statistics, nanfunctions, mathfuncs, assembly)
 __all__ = ["Primitive", "bind", "elementwise",
            *[name for module in PUBLIC_MODULES for name in module.__all__]]
