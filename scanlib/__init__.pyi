@@ -29,18 +29,11 @@ from .ops.arrays import (
     ravel as ravel, repeat as repeat, roll as roll, split as split, tile as tile, vstack as vstack,
 )
 from .ops.assembly import (
-    append as append, array_equal as array_equal, array_equiv as array_equiv,
-    array_split as array_split, atleast_3d as atleast_3d, can_cast as can_cast,
-    column_stack as column_stack, diag_indices as diag_indices,
-    diag_indices_from as diag_indices_from, diagflat as diagflat, dsplit as dsplit,
-    dstack as dstack, ediff1d as ediff1d, fliplr as fliplr, flipud as flipud,
-    geomspace as geomspace, hsplit as hsplit, iscomplex as iscomplex, iscomplexobj as iscomplexobj,
-    isdtype as isdtype, isreal as isreal, isrealobj as isrealobj, isscalar as isscalar,
-    iterable as iterable, logspace as logspace, ravel_multi_index as ravel_multi_index,
-    result_type as result_type, rollaxis as rollaxis, rot90 as rot90, trapezoid as trapezoid,
-    tri as tri, tril_indices as tril_indices, tril_indices_from as tril_indices_from,
-    triu_indices as triu_indices, triu_indices_from as triu_indices_from,
-    unravel_index as unravel_index, vander as vander, vsplit as vsplit,
+    append as append, array_split as array_split, atleast_3d as atleast_3d,
+    column_stack as column_stack, diagflat as diagflat, dsplit as dsplit, dstack as dstack,
+    ediff1d as ediff1d, fliplr as fliplr, flipud as flipud, geomspace as geomspace,
+    hsplit as hsplit, logspace as logspace, rollaxis as rollaxis, rot90 as rot90,
+    trapezoid as trapezoid, tri as tri, vander as vander, vsplit as vsplit,
 )
 from .ops.functions import (
     arange as arange, as_tensor as as_tensor, broadcast_to as broadcast_to, clip as clip,
@@ -54,6 +47,12 @@ from .ops.functions import (
 from .ops.gathers import (
     argsort as argsort, searchsorted as searchsorted, sort as sort, take as take,
     take_along_axis as take_along_axis,
+)
+from .ops.indices import (
+    diag_indices as diag_indices, diag_indices_from as diag_indices_from,
+    ravel_multi_index as ravel_multi_index, tril_indices as tril_indices,
+    tril_indices_from as tril_indices_from, triu_indices as triu_indices,
+    triu_indices_from as triu_indices_from, unravel_index as unravel_index,
 )
 from .ops.mathfuncs import (
     bitwise_count as bitwise_count, copysign as copysign, divmod as divmod, fabs as fabs,
@@ -83,6 +82,11 @@ from .ops.nn import (
     celu as celu, elu as elu, gelu as gelu, hard_tanh as hard_tanh, leaky_relu as leaky_relu,
     log_sigmoid as log_sigmoid, log_softmax as log_softmax, one_hot as one_hot, relu6 as relu6,
     selu as selu, silu as silu, silu as swish, softsign as softsign,
+)
+from .ops.predicates import (
+    array_equal as array_equal, array_equiv as array_equiv, can_cast as can_cast,
+    iscomplex as iscomplex, iscomplexobj as iscomplexobj, isdtype as isdtype, isreal as isreal,
+    isrealobj as isrealobj, isscalar as isscalar, iterable as iterable, result_type as result_type,
 )
 from .ops.primitive import Primitive as Primitive, bind as bind
 from .ops.reductions import (

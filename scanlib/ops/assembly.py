@@ -1,10 +1,9 @@
-"""jax.numpy's other building and reshaping functions (append, atleast_3d, column_stack,
+"""jax.numpy's other building and reshaping functions: append, atleast_3d, column_stack,
 dstack, array_split and the h/v/d splits, fliplr, flipud, rot90, rollaxis, diagflat, tri,
-vander, logspace, geomspace, trapezoid, ediff1d), its index helpers (tril_indices, ...,
-unravel_index) and its type predicates (isscalar, iscomplexobj, array_equal, ...).
-Compositions of the structural ops, so their gradients, vmap and scan bodies come with them.
+vander, logspace, geomspace, trapezoid, ediff1d. Compositions of the structural ops, so their
+gradients, vmap and scan bodies come with them.
 
-Imports backends, tape and ops.elementwise/functions/arrays/matrices/special.
+Imports tape and ops.elementwise/functions/arrays/matrices/special.
 """
 
 from __future__ import annotations
@@ -18,8 +17,7 @@ from . import elementwise as ew
 from .arrays import diff, flip, linspace, moveaxis, ravel, split
 from .functions import as_tensor, concatenate, reshape, sum, tensor, transpose
 from .matrices import diag
-from .reductions import all as all_of
-from .special import floor_divide, isnan, log10, remainder
+from .special import log10
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -29,11 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = ["append", "atleast_3d", "column_stack", "dstack", "array_split", "hsplit", "vsplit",
            "dsplit", "fliplr", "flipud", "rot90", "rollaxis", "diagflat", "tri", "vander",
-           "logspace", "geomspace", "trapezoid", "ediff1d", "tril_indices", "triu_indices",
-           "tril_indices_from", "triu_indices_from", "diag_indices", "diag_indices_from",
-           "unravel_index", "ravel_multi_index", "isscalar", "iscomplexobj", "isrealobj",
-           "iscomplex", "isreal", "iterable", "array_equal", "array_equiv", "can_cast",
-           "isdtype", "result_type"]
+           "logspace", "geomspace", "trapezoid", "ediff1d"]
 
 
 def _axis(axis, ndim, who):
@@ -299,252 +293,3 @@ def ediff1d(ary: ArrayLike, to_end: ArrayLike | None = None,
     if to_end is not None:
         parts.append(ew.astype(ravel(to_end), dtype=arr.dtype))
     return concatenate(parts, 0) if len(parts) > 1 else parts[0]
-
-
-# --- index helpers: integer tensors (int64), no gradient ---------------------------------------
-def _indices(arrays):
-    return tuple(tensor(np.asarray(a, np.int64)) for a in arrays)
-
-
-def tril_indices(n: int, k: int = 0, m: int | None = None) -> tuple:
-    """The (rows, columns) of the lower triangle of an n x m matrix, as jnp.tril_indices.
-
-    >>> sl.tril_indices(3)
-    """
-    return _indices(np.tril_indices(n, k, m))
-
-
-def triu_indices(n: int, k: int = 0, m: int | None = None) -> tuple:
-    """The (rows, columns) of the upper triangle of an n x m matrix, as jnp.triu_indices.
-
-    >>> sl.triu_indices(3, 1)
-    """
-    return _indices(np.triu_indices(n, k, m))
-
-
-def _matrix_shape(arr, who):
-    shape = np.shape(arr)
-    if len(shape) != 2:
-        raise ValueError(f"{who}: arr must be 2-d, got shape {shape}")
-    return shape
-
-
-def tril_indices_from(arr: ArrayLike, k: int = 0) -> tuple:
-    """tril_indices for arr's (2-d) shape, as jnp.tril_indices_from.
-
-    >>> sl.tril_indices_from(sl.ones((2, 3)))
-    """
-    n, m = _matrix_shape(arr, "tril_indices_from")
-    return tril_indices(n, k, m)
-
-
-def triu_indices_from(arr: ArrayLike, k: int = 0) -> tuple:
-    """triu_indices for arr's (2-d) shape, as jnp.triu_indices_from.
-
-    >>> sl.triu_indices_from(sl.ones((2, 3)))
-    """
-    n, m = _matrix_shape(arr, "triu_indices_from")
-    return triu_indices(n, k, m)
-
-
-def diag_indices(n: int, ndim: int = 2) -> tuple:
-    """The indices of the main diagonal of an n x ... x n array of ndim axes, as
-    jnp.diag_indices.
-
-    >>> sl.diag_indices(3)
-    """
-    return _indices(np.diag_indices(n, ndim))
-
-
-def diag_indices_from(arr: ArrayLike) -> tuple:
-    """diag_indices for arr, whose axes must all have one length, as jnp.diag_indices_from.
-
-    >>> sl.diag_indices_from(sl.ones((2, 2)))
-    """
-    shape = np.shape(arr)
-    if len(shape) < 2 or len(set(shape)) != 1:
-        raise ValueError(f"diag_indices_from: arr must have at least 2 axes, all of one "
-                         f"length, got shape {shape}")
-    return diag_indices(shape[0], len(shape))
-
-
-def _int_tensor(x, who):
-    x = as_tensor(x)
-    if x.dtype.kind not in "iu":
-        raise TypeError(f"{who}: indices must be integers, got {x.dtype}")
-    return x
-
-
-def unravel_index(indices: ArrayLike, shape: Sequence[int]) -> tuple:
-    """The multi-indices of flat indices into an array of the given shape (int64 tensors),
-    as jnp.unravel_index: an index out of range is clipped (NumPy raises), a negative one
-    counts from the end. Works on traced indices.
-
-    >>> sl.unravel_index(sl.tensor([5, 7]), (3, 4))
-    """
-    flat = ew.astype(_int_tensor(indices, "unravel_index"), dtype=np.dtype(np.int64))
-    size = int(np.prod(shape))
-    flat = ew.where(ew.less(flat, 0), ew.add(flat, size), flat)
-    flat = ew.maximum(ew.minimum(flat, max(size - 1, 0)), 0)
-    out = []
-    for d in reversed(tuple(shape)):
-        out.append(remainder(flat, d) if d else flat)
-        flat = floor_divide(flat, d) if d else flat
-    return tuple(reversed(out))
-
-
-def ravel_multi_index(multi_index: Sequence[ArrayLike], dims: Sequence[int],
-                      mode: str = "raise") -> Tensor:
-    """The flat indices of multi-indices into an array of shape dims (an int64 tensor), as
-    jnp.ravel_multi_index: mode 'raise' refuses an index out of range (concrete indices
-    only), 'wrap' wraps it around, 'clip' clips it.
-
-    >>> sl.ravel_multi_index((sl.tensor([1, 2]), sl.tensor([0, 3])), (3, 4))
-    """
-    dims = tuple(int(d) for d in dims)
-    if len(multi_index) != len(dims):
-        raise ValueError(f"ravel_multi_index: {len(multi_index)} index arrays for "
-                         f"{len(dims)} dimensions")
-    if mode not in ("raise", "wrap", "clip"):
-        raise ValueError(f"ravel_multi_index: mode must be 'raise', 'wrap' or 'clip', got "
-                         f"{mode!r}")
-    out = None
-    stride = 1
-    for i, d in reversed(list(zip(multi_index, dims))):
-        i = ew.astype(_int_tensor(i, "ravel_multi_index"), dtype=np.dtype(np.int64))
-        if mode == "wrap":
-            i = remainder(i, d)
-        elif mode == "clip":
-            i = ew.maximum(ew.minimum(i, d - 1), 0)
-        elif i._trace is not None:
-            raise TypeError("ravel_multi_index: mode='raise' checks the indices' values, "
-                            "which a traced function does not have; pass mode='clip' or "
-                            "mode='wrap'")
-        elif i.size and (int(i.detach().numpy().min()) < 0
-                         or int(i.detach().numpy().max()) >= d):
-            raise ValueError(f"ravel_multi_index: an index is out of range for a dimension "
-                             f"of length {d}; pass mode='clip' or mode='wrap' to bring it "
-                             "in range")
-        term = ew.mul(i, stride)
-        out = term if out is None else ew.add(out, term)
-        stride *= d
-    return out
-
-
-# --- type predicates --------------------------------------------------------------------------
-def _dtype_of(x):
-    return x.dtype if isinstance(x, Tensor) else np.asarray(x).dtype
-
-
-def isscalar(element: Any) -> bool:
-    """True for a Python or NumPy scalar and for a 0-d tensor, as jnp.isscalar.
-
-    >>> sl.isscalar(sl.tensor(1.0)), sl.isscalar(sl.tensor([1.0]))
-    """
-    if isinstance(element, Tensor):
-        return element.ndim == 0
-    return bool(np.isscalar(element)) or (isinstance(element, np.ndarray)
-                                          and element.ndim == 0)
-
-
-def iscomplexobj(x: Any) -> bool:
-    """x has a complex dtype, as jnp.iscomplexobj.
-
-    >>> sl.iscomplexobj(sl.tensor([1.0 + 0j]))
-    """
-    return _dtype_of(x).kind == "c"
-
-
-def isrealobj(x: Any) -> bool:
-    """x has no complex dtype, as jnp.isrealobj.
-
-    >>> sl.isrealobj(sl.tensor([1.0]))
-    """
-    return not iscomplexobj(x)
-
-
-def iscomplex(x: ArrayLike) -> Tensor:
-    """Elementwise: the imaginary part is nonzero (bool), as jnp.iscomplex.
-
-    >>> sl.iscomplex(sl.tensor([1.0 + 1j, 2.0 + 0j]))
-    """
-    x = as_tensor(x)
-    if x.dtype.kind != "c":
-        return tensor(np.zeros(x.shape, np.bool_))
-    return ew.not_equal(ew.imag(x), 0)
-
-
-def isreal(x: ArrayLike) -> Tensor:
-    """Elementwise: the imaginary part is zero (bool), as jnp.isreal.
-
-    >>> sl.isreal(sl.tensor([1.0 + 1j, 2.0 + 0j]))
-    """
-    return ew.logical_not(iscomplex(x))
-
-
-def iterable(y: Any) -> bool:
-    """Whether iter(y) works, as jnp.iterable (a 0-d tensor is not iterable).
-
-    >>> sl.iterable(sl.tensor([1.0])), sl.iterable(2.0)
-    """
-    if isinstance(y, Tensor):
-        return y.ndim > 0
-    return bool(np.iterable(y))
-
-
-def array_equal(a1: ArrayLike, a2: ArrayLike, equal_nan: bool = False) -> Tensor:
-    """One bool: a1 and a2 have one shape and equal elements (nan equal to nan with
-    equal_nan=True), as jnp.array_equal.
-
-    >>> sl.array_equal(sl.tensor([1.0, 2.0]), [1.0, 2.0])
-    """
-    a1, a2 = as_tensor(a1), as_tensor(a2)
-    if a1.shape != a2.shape:
-        return tensor(False)
-    same = ew.equal(a1, a2)
-    if equal_nan and a1.dtype.kind in "fc":
-        same = ew.logical_or(same, ew.logical_and(isnan(a1), isnan(a2)))
-    return all_of(same)
-
-
-def array_equiv(a1: ArrayLike, a2: ArrayLike) -> Tensor:
-    """One bool: a1 and a2 broadcast together and are equal elementwise, as jnp.array_equiv.
-
-    >>> sl.array_equiv(sl.tensor([1.0, 2.0]), sl.tensor([[1.0, 2.0], [1.0, 2.0]]))
-    """
-    a1, a2 = as_tensor(a1), as_tensor(a2)
-    try:
-        np.broadcast_shapes(a1.shape, a2.shape)
-    except ValueError:
-        return tensor(False)
-    return all_of(ew.equal(a1, a2))
-
-
-def can_cast(from_: Any, to: DTypeLike, casting: str = "safe") -> bool:
-    """Whether a value of from_'s dtype casts to `to` under the casting rule, by NumPy's table
-    (scanlib's), as jnp.can_cast.
-
-    >>> sl.can_cast(np.float32, np.float64)
-    """
-    if isinstance(from_, Tensor):
-        from_ = from_.dtype
-    return bool(np.can_cast(from_, to, casting))
-
-
-def isdtype(dtype: DTypeLike, kind: Any) -> bool:
-    """Whether dtype is of kind ('bool', 'signed integer', 'real floating', a dtype, or a tuple
-    of them), as the array API's and jnp.isdtype.
-
-    >>> sl.isdtype(np.float32, "real floating")
-    """
-    return bool(np.isdtype(np.dtype(dtype), kind))
-
-
-def result_type(*arrays_and_dtypes: Any) -> np.dtype:
-    """The dtype scanlib's ops give these operands, by NumPy's promotion (JAX's differs for
-    integers with float32: see docs/porting.md), as jnp.result_type.
-
-    >>> sl.result_type(np.float32, np.int64)
-    """
-    args = [a.dtype if isinstance(a, Tensor) else a for a in arrays_and_dtypes]
-    return np.result_type(*args)
