@@ -92,6 +92,10 @@ from .ops.primitive import Primitive as Primitive, bind as bind
 from .ops.reductions import (
     cumprod as cumprod, cumsum as cumsum, prod as prod, std as std, var as var,
 )
+from .ops.signal import (
+    bartlett as bartlett, blackman as blackman, hamming as hamming, hanning as hanning,
+    interp as interp, kaiser as kaiser,
+)
 from .ops.special import (
     arctan2 as arctan2, floor_divide as floor_divide, fmod as fmod, invert as bitwise_not,
     invert as invert, logaddexp as logaddexp, logical_not as logical_not, mod as mod,
@@ -620,6 +624,12 @@ __all__ = [
     'can_cast',
     'isdtype',
     'result_type',
+    'interp',
+    'bartlett',
+    'blackman',
+    'hamming',
+    'hanning',
+    'kaiser',
     'Tensor',
     'Graph',
     'no_grad',

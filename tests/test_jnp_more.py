@@ -36,6 +36,7 @@ def _np_masked(fn, value=NAN):
     return lambda mask, x: fn(np.where(mask, value, x))
 
 
+XP = np.array([0.0, 1.0, 2.5, 3.0])
 MASK = np.array([[True, False, False, False], [False, False, True, False],
                  [False, False, False, False]])
 
@@ -153,6 +154,15 @@ CASES = [
          ref=lambda y: np.trapezoid(y, dx=0.25)),
     case("ediff1d", lambda x: jnp.ediff1d(x, to_begin=x[0, :1]), (N, (2, 3)),
          ref=lambda x: np.ediff1d(x, to_begin=x[0, :1])),
+    case("interp", lambda x, fp: jnp.interp(x, XP.astype(x.dtype), fp),
+         (lambda rng, s: rng.uniform(-0.5, 3.5, s) + 0.013, (7,)), (N, (4,)),
+         ref=lambda x, fp: np.interp(x, XP, fp)),
+    case("interp_xp", lambda xp: jnp.interp(np.array([0.6, 1.7, 2.2], xp.dtype), xp,
+                                            np.arange(4.0, dtype=xp.dtype)),
+         (lambda rng, s: np.arange(4.0) + rng.uniform(-0.2, 0.2, s), (4,)),
+         ref=lambda xp: np.interp(np.array([0.6, 1.7, 2.2]), xp, np.arange(4.0))),
+    case("kaiser_beta", lambda b: jnp.kaiser(6, b[0]).astype(b.dtype) * b, (P, (1,)),
+         ref=lambda b: np.kaiser(6, b[0]) * b),
 ]
 
 
@@ -183,7 +193,8 @@ NAMES = ["average", "median", "quantile", "percentile", "nanmedian", "nanquantil
          "tril_indices_from", "triu_indices_from", "diag_indices", "diag_indices_from",
          "unravel_index", "ravel_multi_index", "isscalar", "iscomplexobj", "isrealobj",
          "iscomplex", "isreal", "iterable", "array_equal", "array_equiv", "can_cast",
-         "isdtype", "result_type"]
+         "isdtype", "result_type", "interp", "bartlett", "blackman", "hamming", "hanning",
+         "kaiser"]
 
 
 def test_names_are_scanlibs_objects():
@@ -512,6 +523,29 @@ def test_building_functions_shapes_and_errors():
         sl.array_split(v, 0)
 
 
+def test_interp_edges_and_windows():
+    xp, fp = np.array([0.0, 1.0, 1.0, 3.0]), np.array([0.0, 1.0, 5.0, 3.0])
+    x = np.array([-1.0, 0.5, 1.0, 2.0, 4.0])
+    np.testing.assert_allclose(sl.interp(x, xp, fp).numpy(), np.interp(x, xp, fp))
+    np.testing.assert_allclose(sl.interp(x, xp, fp, left=-9.0, right=9.0).numpy(),
+                               np.interp(x, xp, fp, left=-9.0, right=9.0))
+    np.testing.assert_allclose(sl.interp(x, xp, fp, "extrapolate", "extrapolate").numpy(),
+                               [-1.0, 0.5, 5.0, 4.0, 2.0])
+    np.testing.assert_allclose(sl.interp(x, [3.0, 0.5, 2.0], [1.0, 2.0, 3.0], period=4).numpy(),
+                               np.interp(x, [3.0, 0.5, 2.0], [1.0, 2.0, 3.0], period=4))
+    assert sl.interp(np.float32([0.5]), np.float32([0, 1]), np.float32([0, 2])).dtype == np.float32
+    with pytest.raises(ValueError, match="1-d of one length"):
+        sl.interp(x, xp, fp[:2])
+    with pytest.raises(ValueError, match="extrapolate"):
+        sl.interp(x, xp, fp, left="clip")
+    for M in (0, 1, 2, 7):
+        for name in ("bartlett", "blackman", "hamming", "hanning"):
+            out = getattr(sl, name)(M)
+            assert out.dtype == np.float64
+            np.testing.assert_allclose(out.numpy(), getattr(np, name)(M), atol=1e-15)
+        np.testing.assert_allclose(sl.kaiser(M, 3.5).numpy(), np.kaiser(M, 3.5), rtol=1e-13)
+
+
 def test_index_helpers_and_predicates():
     for fn, ref, args in ((sl.tril_indices, np.tril_indices, (4, -1)),
                           (sl.triu_indices, np.triu_indices, (3, 1, 5)),
@@ -704,7 +738,10 @@ def test_building_functions_match_jax(jax_x64):
              ("ediff1d", (a,), {"to_begin": np.float64(0.0)}), ("tril_indices", (4, 1), {}),
              ("diag_indices", (3, 3), {}), ("unravel_index", (np.array([5, 7, 11]), (3, 4)), {}),
              ("ravel_multi_index", ((np.array([1, 2]), np.array([0, 3])), (3, 4)), {}),
-             ("iscomplex", (np.array([1 + 1j, 2]),), {}), ("array_equal", (v, v), {})]
+             ("iscomplex", (np.array([1 + 1j, 2]),), {}), ("array_equal", (v, v), {}),
+             ("interp", (a[0, 0], np.arange(3.0), a[1, 0, :3]), {}),
+             ("interp", (a[0, 0], np.arange(3.0), a[1, 0, :3]), {"period": 2.0}),
+             ("hanning", (6,), {}), ("blackman", (5,), {}), ("kaiser", (6, 2.0), {})]
     for name, args, kw in calls:
         ours, theirs = getattr(sl, name)(*args, **kw), getattr(jjnp, name)(*args, **kw)
         ours = ours if isinstance(ours, (list, tuple)) else [ours]

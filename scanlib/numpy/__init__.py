@@ -44,6 +44,7 @@ from ..ops import (append, array_equal, array_equiv, array_split, atleast_3d, ca
                    isreal, isrealobj, isscalar, iterable, logspace, ravel_multi_index, result_type,
                    rollaxis, rot90, trapezoid, tri, tril_indices, tril_indices_from, triu_indices,
                    triu_indices_from, unravel_index, vander, vsplit)
+from ..ops import (bartlett, blackman, hamming, hanning, interp, kaiser)
 from ..tape import Tensor as ndarray
 from . import linalg
 
@@ -116,10 +117,11 @@ __all__ += ["average", "bitwise_count", "bitwise_left_shift", "bitwise_right_shi
     "nancumsum", "nanmax", "nanmedian", "nanmin", "nanpercentile", "nanprod", "nanquantile",
     "nanstd", "nanvar", "nextafter", "percentile", "ptp", "quantile", "right_shift", "signbit",
     "sinc", "spacing", "unwrap"]
-# building and reshaping, index helpers, type predicates
-__all__ += ["append", "array_equal", "array_equiv", "array_split", "atleast_3d", "can_cast",
-    "column_stack", "diag_indices", "diag_indices_from", "diagflat", "dsplit", "dstack", "ediff1d",
-    "fliplr", "flipud", "geomspace", "hsplit", "iscomplex", "iscomplexobj", "isdtype", "isreal",
-    "isrealobj", "isscalar", "iterable", "logspace", "ravel_multi_index", "result_type",
-    "rollaxis", "rot90", "trapezoid", "tri", "tril_indices", "tril_indices_from", "triu_indices",
-    "triu_indices_from", "unravel_index", "vander", "vsplit"]
+# building and reshaping, index helpers, type predicates, interp and windows
+__all__ += ["append", "array_equal", "array_equiv", "array_split", "atleast_3d", "bartlett",
+    "blackman", "can_cast", "column_stack", "diag_indices", "diag_indices_from", "diagflat",
+    "dsplit", "dstack", "ediff1d", "fliplr", "flipud", "geomspace", "hamming", "hanning", "hsplit",
+    "interp", "iscomplex", "iscomplexobj", "isdtype", "isreal", "isrealobj", "isscalar",
+    "iterable", "kaiser", "logspace", "ravel_multi_index", "result_type", "rollaxis", "rot90",
+    "trapezoid", "tri", "tril_indices", "tril_indices_from", "triu_indices", "triu_indices_from",
+    "unravel_index", "vander", "vsplit"]
