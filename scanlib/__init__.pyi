@@ -28,6 +28,13 @@ from .ops.arrays import (
     hstack as hstack, linspace as linspace, meshgrid as meshgrid, moveaxis as moveaxis, pad as pad,
     ravel as ravel, repeat as repeat, roll as roll, split as split, tile as tile, vstack as vstack,
 )
+from .ops.assembly import (
+    append as append, array_split as array_split, atleast_3d as atleast_3d,
+    column_stack as column_stack, diagflat as diagflat, dsplit as dsplit, dstack as dstack,
+    ediff1d as ediff1d, fliplr as fliplr, flipud as flipud, geomspace as geomspace,
+    hsplit as hsplit, logspace as logspace, rollaxis as rollaxis, rot90 as rot90,
+    trapezoid as trapezoid, tri as tri, vander as vander, vsplit as vsplit,
+)
 from .ops.functions import (
     arange as arange, as_tensor as as_tensor, broadcast_to as broadcast_to, clip as clip,
     concatenate as concatenate, einsum as einsum, expand_dims as expand_dims,
@@ -40,6 +47,18 @@ from .ops.functions import (
 from .ops.gathers import (
     argsort as argsort, searchsorted as searchsorted, sort as sort, take as take,
     take_along_axis as take_along_axis,
+)
+from .ops.indices import (
+    diag_indices as diag_indices, diag_indices_from as diag_indices_from,
+    ravel_multi_index as ravel_multi_index, tril_indices as tril_indices,
+    tril_indices_from as tril_indices_from, triu_indices as triu_indices,
+    triu_indices_from as triu_indices_from, unravel_index as unravel_index,
+)
+from .ops.mathfuncs import (
+    bitwise_count as bitwise_count, copysign as copysign, divmod as divmod, fabs as fabs,
+    float_power as float_power, fmax as fmax, fmin as fmin, frexp as frexp, heaviside as heaviside,
+    hypot as hypot, i0 as i0, ldexp as ldexp, logaddexp2 as logaddexp2, modf as modf,
+    nextafter as nextafter, signbit as signbit, sinc as sinc, spacing as spacing, unwrap as unwrap,
 )
 from .ops.matrices import (
     diag as diag, diagonal as diagonal, dot as dot, eye as eye, kron as kron, outer as outer,
@@ -55,19 +74,38 @@ from .ops.named import (
     negative as negative, permute_dims as permute_dims, polyval as polyval, positive as positive,
     rad2deg as rad2deg, select as select, shape as shape, size as size, unstack as unstack,
 )
+from .ops.nanfunctions import (
+    nancumprod as nancumprod, nancumsum as nancumsum, nanprod as nanprod, nanstd as nanstd,
+    nanvar as nanvar,
+)
 from .ops.nn import (
     celu as celu, elu as elu, gelu as gelu, hard_tanh as hard_tanh, leaky_relu as leaky_relu,
     log_sigmoid as log_sigmoid, log_softmax as log_softmax, one_hot as one_hot, relu6 as relu6,
     selu as selu, silu as silu, silu as swish, softsign as softsign,
 )
+from .ops.predicates import (
+    array_equal as array_equal, array_equiv as array_equiv, can_cast as can_cast,
+    iscomplex as iscomplex, iscomplexobj as iscomplexobj, isdtype as isdtype, isreal as isreal,
+    isrealobj as isrealobj, isscalar as isscalar, iterable as iterable, result_type as result_type,
+)
 from .ops.primitive import Primitive as Primitive, bind as bind
 from .ops.reductions import (
     cumprod as cumprod, cumsum as cumsum, prod as prod, std as std, var as var,
+)
+from .ops.signal import (
+    bartlett as bartlett, blackman as blackman, hamming as hamming, hanning as hanning,
+    interp as interp, kaiser as kaiser,
 )
 from .ops.special import (
     arctan2 as arctan2, floor_divide as floor_divide, fmod as fmod, invert as bitwise_not,
     invert as invert, logaddexp as logaddexp, logical_not as logical_not, mod as mod,
     nan_to_num as nan_to_num, remainder as remainder, round as round,
+)
+from .ops.statistics import (
+    average as average, corrcoef as corrcoef, count_nonzero as count_nonzero, cov as cov,
+    cumulative_prod as cumulative_prod, cumulative_sum as cumulative_sum, median as median,
+    nanmedian as nanmedian, nanpercentile as nanpercentile, nanquantile as nanquantile,
+    percentile as percentile, ptp as ptp, quantile as quantile,
 )
 from .ops.structural import getitem as getitem, sum_to as sum_to
 from .remat import checkpoint as checkpoint, checkpoint as remat, checkpoint_name as checkpoint_name
@@ -138,8 +176,16 @@ def argmin(a: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Tensor:
 def bitwise_and(x: ArrayLike, y: ArrayLike) -> Tensor:
     """Elementwise x & y: the bits of integers, and of bools."""
 
+def bitwise_left_shift(x1: ArrayLike, x2: ArrayLike) -> Tensor:
+    """Elementwise x1 << x2 on integers, as jnp.left_shift and `<<` (0 once x2 reaches the width
+    of the type)."""
+
 def bitwise_or(x: ArrayLike, y: ArrayLike) -> Tensor:
     """Elementwise x | y: the bits of integers, and of bools."""
+
+def bitwise_right_shift(x1: ArrayLike, x2: ArrayLike) -> Tensor:
+    """Elementwise x1 >> x2 on integers (arithmetic: the sign fills in), as jnp.right_shift and
+    `>>`."""
 
 def bitwise_xor(x: ArrayLike, y: ArrayLike) -> Tensor:
     """Elementwise x ^ y: the bits of integers, and of bools."""
@@ -185,6 +231,10 @@ def expm1(x: ArrayLike) -> Tensor:
 def floor(x: ArrayLike) -> Tensor:
     """Elementwise largest integer <= x; its gradient is zero."""
 
+def gcd(x1: ArrayLike, x2: ArrayLike) -> Tensor:
+    """Elementwise greatest common divisor of integers (non-negative; gcd(0, 0) is 0), as
+    jnp.gcd."""
+
 def greater(x: ArrayLike, y: ArrayLike) -> Tensor:
     """Elementwise x > y (a bool tensor)."""
 
@@ -199,6 +249,14 @@ def isinf(x: ArrayLike) -> Tensor:
 
 def isnan(x: ArrayLike) -> Tensor:
     """Elementwise test for nan (a bool tensor, not differentiable)."""
+
+def lcm(x1: ArrayLike, x2: ArrayLike) -> Tensor:
+    """Elementwise least common multiple of integers (non-negative; 0 where either is 0), as
+    jnp.lcm."""
+
+def left_shift(x1: ArrayLike, x2: ArrayLike) -> Tensor:
+    """Elementwise x1 << x2 on integers, as jnp.left_shift and `<<` (0 once x2 reaches the width
+    of the type)."""
 
 def less(x: ArrayLike, y: ArrayLike) -> Tensor:
     """Elementwise x < y (a bool tensor)."""
@@ -238,6 +296,22 @@ def minimum(x: ArrayLike, y: ArrayLike, /) -> Tensor:
 def multiply(x: ArrayLike, y: ArrayLike) -> Tensor:
     """Elementwise x * y, as jnp.multiply."""
 
+def nanargmax(a: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Tensor:
+    """Index (int64) of the largest element along axis that is not nan, as jnp.nanargmax: -1
+    where all are nan (NumPy raises there). Not differentiable."""
+
+def nanargmin(a: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Tensor:
+    """Index (int64) of the smallest element along axis that is not nan, as jnp.nanargmin: -1
+    where all are nan (NumPy raises there). Not differentiable."""
+
+def nanmax(a: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Tensor:
+    """The maximum over axis of the elements that are not nan (nan where all are), as
+    jnp.nanmax; nan elements get no gradient, and ties share it as in max."""
+
+def nanmin(a: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Tensor:
+    """The minimum over axis of the elements that are not nan (nan where all are), as
+    jnp.nanmin; nan elements get no gradient, and ties share it as in min."""
+
 def not_equal(x: ArrayLike, y: ArrayLike) -> Tensor:
     """Elementwise x != y (a bool tensor)."""
 
@@ -249,6 +323,10 @@ def real(x: ArrayLike, /) -> Tensor:
 
 def reciprocal(x: ArrayLike) -> Tensor:
     """Elementwise 1 / x, as numpy.reciprocal (integer input stays integer, as in NumPy)."""
+
+def right_shift(x1: ArrayLike, x2: ArrayLike) -> Tensor:
+    """Elementwise x1 >> x2 on integers (arithmetic: the sign fills in), as jnp.right_shift and
+    `>>`."""
 
 def rint(x: ArrayLike) -> Tensor:
     """Elementwise nearest integer, halves to even (numpy.rint); its gradient is zero."""
@@ -471,6 +549,97 @@ __all__ = [
     'nansum',
     'nanmean',
     'inner',
+    'average',
+    'quantile',
+    'percentile',
+    'median',
+    'nanquantile',
+    'nanpercentile',
+    'nanmedian',
+    'ptp',
+    'count_nonzero',
+    'cov',
+    'corrcoef',
+    'cumulative_sum',
+    'cumulative_prod',
+    'nanmax',
+    'nanmin',
+    'nanprod',
+    'nanvar',
+    'nanstd',
+    'nanargmax',
+    'nanargmin',
+    'nancumsum',
+    'nancumprod',
+    'hypot',
+    'fmax',
+    'fmin',
+    'copysign',
+    'heaviside',
+    'sinc',
+    'logaddexp2',
+    'float_power',
+    'fabs',
+    'signbit',
+    'left_shift',
+    'right_shift',
+    'bitwise_left_shift',
+    'bitwise_right_shift',
+    'gcd',
+    'lcm',
+    'divmod',
+    'frexp',
+    'ldexp',
+    'modf',
+    'nextafter',
+    'spacing',
+    'i0',
+    'bitwise_count',
+    'unwrap',
+    'append',
+    'atleast_3d',
+    'column_stack',
+    'dstack',
+    'array_split',
+    'hsplit',
+    'vsplit',
+    'dsplit',
+    'fliplr',
+    'flipud',
+    'rot90',
+    'rollaxis',
+    'diagflat',
+    'tri',
+    'vander',
+    'logspace',
+    'geomspace',
+    'trapezoid',
+    'ediff1d',
+    'tril_indices',
+    'triu_indices',
+    'tril_indices_from',
+    'triu_indices_from',
+    'diag_indices',
+    'diag_indices_from',
+    'unravel_index',
+    'ravel_multi_index',
+    'isscalar',
+    'iscomplexobj',
+    'isrealobj',
+    'iscomplex',
+    'isreal',
+    'iterable',
+    'array_equal',
+    'array_equiv',
+    'can_cast',
+    'isdtype',
+    'result_type',
+    'interp',
+    'bartlett',
+    'blackman',
+    'hamming',
+    'hanning',
+    'kaiser',
     'Tensor',
     'Graph',
     'no_grad',

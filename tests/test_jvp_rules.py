@@ -21,6 +21,7 @@ from scanlib.ops import decompositions as dc
 from scanlib.ops import elementwise as ew
 from scanlib.ops import fft as ff
 from scanlib.ops import linalg as la
+from scanlib.ops import mathfuncs as mf
 from scanlib.ops import reductions as rd
 from scanlib.ops import special as sp
 from scanlib.ops import spectral as sv
@@ -193,6 +194,12 @@ for _p in (sp.square_p, sp.expm1_p, sp.log2_p, sp.log10_p, sp.tan_p, sp.sinh_p, 
     CASES[_p] = [lambda r, lo=_lo, hi=_hi: ([_r(r, 2, 3, low=lo, high=hi)], {})]
     if _p.name not in _REAL_ONLY:
         CASES[_p].append(lambda r: ([T(r.uniform(0.2, 0.6, 3) + 0.3j)], {}))
+
+# i0 and i1 (real only; 0 is where I1' is a limit), and sinc's Maclaurin terms at any order
+CASES[mf.i0_p] = [lambda r: ([_r(r, 2, 3, low=-4.0, high=4.0)], {})]
+CASES[mf.i1_p] = [lambda r: ([_r(r, 2, 3, low=-4.0, high=4.0)], {}),
+                  lambda r: ([T(np.array([0.0, 1.0]))], {})]
+CASES[mf.sinc_maclaurin_p] = [lambda r: ([_r(r, 3)], {"k": 0}), lambda r: ([_r(r, 3)], {"k": 3})]
 
 
 def _with_rules():

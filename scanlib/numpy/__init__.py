@@ -31,7 +31,21 @@ from ..ops import (abs, add, all, allclose, angle, any, arange, arccos, arccosh,
                    squeeze, stack, std, subtract, sum, swapaxes, take, take_along_axis, tan, tanh,
                    tensordot, tile, trace, transpose, tril, triu, trunc, unstack, var, vdot, vstack,
                    where, zeros, zeros_like)
-from ..ops.primitive import promote_types, result_type  # JAX's rules, as the ops'
+from ..ops import (average, bitwise_count, bitwise_left_shift, bitwise_right_shift, copysign,
+                   corrcoef, count_nonzero, cov, cumulative_prod, cumulative_sum, divmod, fabs,
+                   float_power, fmax, fmin, frexp, gcd, heaviside, hypot, i0, lcm, ldexp,
+                   left_shift, logaddexp2, median, modf, nanargmax, nanargmin, nancumprod,
+                   nancumsum, nanmax, nanmedian, nanmin, nanpercentile, nanprod, nanquantile,
+                   nanstd, nanvar, nextafter, percentile, ptp, quantile, right_shift, signbit,
+                   sinc, spacing, unwrap)
+from ..ops import (append, array_equal, array_equiv, array_split, atleast_3d, can_cast,
+                   column_stack, diag_indices, diag_indices_from, diagflat, dsplit, dstack,
+                   ediff1d, fliplr, flipud, geomspace, hsplit, iscomplex, iscomplexobj, isdtype,
+                   isreal, isrealobj, isscalar, iterable, logspace, ravel_multi_index, result_type,
+                   rollaxis, rot90, trapezoid, tri, tril_indices, tril_indices_from, triu_indices,
+                   triu_indices_from, unravel_index, vander, vsplit)
+from ..ops import (bartlett, blackman, hamming, hanning, interp, kaiser)
+from ..ops.primitive import promote_types  # JAX's rule, which the ops follow
 from ..tape import Tensor as ndarray
 from . import fft, linalg
 
@@ -87,7 +101,7 @@ __all__ = [
     "meshgrid", "min", "minimum", "mod", "moveaxis", "multiply", "nan", "nan_to_num", "nanmean",
     "nansum", "ndarray", "ndim", "negative", "newaxis", "not_equal", "number", "ones",
     "ones_like", "outer", "pad", "permute_dims", "pi", "polyval", "positive", "pow", "power",
-    "prod", "promote_types", "result_type", "rad2deg", "radians", "ravel", "real", "reciprocal",
+    "prod", "promote_types", "rad2deg", "radians", "ravel", "real", "reciprocal",
     "remainder",
     "repeat", "reshape", "rint", "roll", "round", "searchsorted", "select", "shape", "sign",
     "signedinteger", "sin", "single", "sinh", "size", "sort", "split", "sqrt", "square",
@@ -96,3 +110,19 @@ __all__ = [
     "uint", "uint16", "uint32", "uint64", "uint8", "unsignedinteger", "unstack", "var", "vdot",
     "vstack", "where", "zeros", "zeros_like",
 ]
+# statistics, nan reductions and the other elementwise functions
+__all__ += ["average", "bitwise_count", "bitwise_left_shift", "bitwise_right_shift", "copysign",
+    "corrcoef", "count_nonzero", "cov", "cumulative_prod", "cumulative_sum", "divmod", "fabs",
+    "float_power", "fmax", "fmin", "frexp", "gcd", "heaviside", "hypot", "i0", "lcm", "ldexp",
+    "left_shift", "logaddexp2", "median", "modf", "nanargmax", "nanargmin", "nancumprod",
+    "nancumsum", "nanmax", "nanmedian", "nanmin", "nanpercentile", "nanprod", "nanquantile",
+    "nanstd", "nanvar", "nextafter", "percentile", "ptp", "quantile", "right_shift", "signbit",
+    "sinc", "spacing", "unwrap"]
+# building and reshaping, index helpers, type predicates, interp and windows
+__all__ += ["append", "array_equal", "array_equiv", "array_split", "atleast_3d", "bartlett",
+    "blackman", "can_cast", "column_stack", "diag_indices", "diag_indices_from", "diagflat",
+    "dsplit", "dstack", "ediff1d", "fliplr", "flipud", "geomspace", "hamming", "hanning", "hsplit",
+    "interp", "iscomplex", "iscomplexobj", "isdtype", "isreal", "isrealobj", "isscalar",
+    "iterable", "kaiser", "logspace", "ravel_multi_index", "result_type", "rollaxis", "rot90",
+    "trapezoid", "tri", "tril_indices", "tril_indices_from", "triu_indices", "triu_indices_from",
+    "unravel_index", "vander", "vsplit"]

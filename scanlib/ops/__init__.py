@@ -5,8 +5,9 @@ Imports backends and tape. Installs the four ops the tape needs into tape.backwa
 """
 
 from ..tape import backward as _backward
-from . import (arrays, elementwise, functions, gathers, matrices, methods, named, nn, reductions,
-               special)
+from . import (arrays, assembly, elementwise, functions, gathers, indices, mathfuncs, matrices,
+               methods, named, nanfunctions, nn, predicates, reductions, signal, special,
+               statistics)
 from .arrays import *  # noqa: F403
 from .functions import *  # noqa: F403
 from .gathers import *  # noqa: F403
@@ -15,6 +16,13 @@ from .named import *  # noqa: F403
 from .nn import *  # noqa: F403
 from .reductions import *  # noqa: F403
 from .special import *  # noqa: F403
+from .statistics import *  # noqa: F403
+from .nanfunctions import *  # noqa: F403
+from .mathfuncs import *  # noqa: F403
+from .assembly import *  # noqa: F403
+from .indices import *  # noqa: F403
+from .predicates import *  # noqa: F403
+from .signal import *  # noqa: F403
 from .primitive import Primitive, bind
 
 methods.install()
@@ -25,6 +33,8 @@ _backward.OPS.real = elementwise.real
 _backward.OPS.stop_gradient = elementwise.stop_gradient
 
 # The public ops, module by module (decompositions are public as scanlib.linalg).
-PUBLIC_MODULES = (functions, special, nn, arrays, reductions, gathers, matrices, named)
+PUBLIC_MODULES = (functions, special, nn, arrays, reductions, gathers, matrices, named,
+                  statistics, nanfunctions, mathfuncs, assembly, indices, predicates,
+                  signal)
 __all__ = ["Primitive", "bind", "elementwise",
            *[name for module in PUBLIC_MODULES for name in module.__all__]]

@@ -13,7 +13,7 @@ from .. import backends
 from ..tape import Tensor
 from . import elementwise as ew
 from . import functions as F
-from . import matrices, reductions, special
+from . import mathfuncs, matrices, reductions, special
 from .at import IndexUpdate
 from .numpy_interop import array_function, array_ufunc
 
@@ -120,6 +120,8 @@ def install():
     T.__and__, T.__rand__ = _method(special.bitwise_and), _swap(special.bitwise_and)
     T.__or__, T.__ror__ = _method(special.bitwise_or), _swap(special.bitwise_or)
     T.__xor__, T.__rxor__ = _method(special.bitwise_xor), _swap(special.bitwise_xor)
+    T.__lshift__, T.__rlshift__ = _method(mathfuncs.left_shift), _swap(mathfuncs.left_shift)
+    T.__rshift__, T.__rrshift__ = _method(mathfuncs.right_shift), _swap(mathfuncs.right_shift)
     T.__getitem__ = F.getitem
     T.at = property(IndexUpdate, doc="JAX's functional indexed updates: x.at[i].set(v), .add(v), "
                     ".multiply(v), .divide(v), .get().")

@@ -14,7 +14,8 @@ import inspect
 import numpy as np
 
 from ..tape import Tensor
-from . import arrays, decompositions, gathers, matrices, nn, reductions, special
+from . import (arrays, decompositions, gathers, mathfuncs, matrices, nanfunctions, nn, reductions,
+               special, statistics)
 from . import elementwise as ew
 from . import functions as F
 from .structural import normalize_axis
@@ -31,7 +32,8 @@ _UFUNCS = {
     np.logical_not: ew.logical_not, np.logical_and: ew.logical_and,
     np.logical_or: ew.logical_or, np.conjugate: ew.conj,
 }
-_EXTENSIONS = (special, nn, arrays, reductions, gathers, matrices, decompositions)
+_EXTENSIONS = (special, nn, arrays, reductions, gathers, matrices, decompositions, statistics,
+               nanfunctions, mathfuncs)
 for _module in _EXTENSIONS:
     _UFUNCS.update(getattr(_module, "NUMPY_UFUNCS", {}))
 # Ufunc keywords that, with these values, change nothing (NumPy passes dtype=None through).

@@ -18,6 +18,7 @@ import numpy as np
 from ...ops import decompositions as dec
 from ...ops import elementwise as ew
 from ...ops import linalg as la
+from ...ops import mathfuncs as mf
 from ...ops import special as sp
 from ...ops import structural as st
 from ...tape import Literal
@@ -163,6 +164,16 @@ def _sigmoid(eqn, args, outs):
     if args[0].dtype.kind != "f":
         raise Unsupported(f"sigmoid of {args[0].dtype}")
     return [f"{outs[0]} = _sigmoid({args[0].code})"]
+
+
+@rule(mf.sinc_maclaurin_p)
+def _sinc_maclaurin(eqn, args, outs):
+    x = args[0]
+    if x.dtype.kind != "f":
+        raise Unsupported(f"sinc_maclaurin of {x.dtype}")
+    c = mf.sinc_maclaurin_p.impl(np.zeros((), x.dtype), **eqn.params)
+    zero, c = literal_code(0.0, x.dtype), literal_code(float(c), x.dtype)
+    return [f"{outs[0]} = ({x.code} * {zero} + {c})"]
 
 
 @rule(sp.rsqrt_p)
