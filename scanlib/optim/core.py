@@ -124,6 +124,25 @@ def _a(name: str) -> str:
     return f"an {name}" if name[:1] in "aeiou" else f"a {name}"
 
 
+def _select(cond: Tensor, a, b):
+    """a where the 0-d bool cond holds, else b, as optax's lax.cond/where: a concrete cond picks
+    one side here (so only it is differentiated); a traced one (scan body, jit, vmap) selects
+    with where."""
+    if cond._trace is None:
+        return a if bool(cond) else b
+    return ops.where(cond, a, b)
+
+
+def _select_tree(cond: Tensor, a, b):
+    """_select over two trees of one structure, leaf by leaf (states, lists of updates)."""
+    if cond._trace is None:
+        return a if bool(cond) else b
+    leaves_a, treedef = pytree.flatten(a)
+    leaves_b = pytree.flatten(b)[0]
+    return pytree.unflatten(treedef, [ops.where(cond, x, y).astype(ops.as_tensor(x).dtype)
+                                      for x, y in zip(leaves_a, leaves_b)])
+
+
 def _count_zero(params: _Flat) -> Tensor:
     device = params.tensors[0].device if params.tensors else None
     return ops.zeros((), dtype=np.int32, device=device)
