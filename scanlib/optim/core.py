@@ -103,7 +103,13 @@ def _rebuild(grads: _Flat, leaves):
     return pytree.unflatten(grads.treedef, leaves)
 
 
-def _number(who: str, name: str, value) -> float:
+def _number(who: str, name: str, value) -> float | Tensor:
+    """A hyperparameter as a Python float; a 0-d real Tensor (what inject_hyperparams passes,
+    in the parameters' dtype, traced inside jit) is kept as it is."""
+    if isinstance(value, Tensor):
+        if value.ndim != 0 or np.dtype(value.dtype).kind not in "iuf":
+            raise TypeError(f"{who}: {name} must be a real scalar, got a Tensor {_type(value)}")
+        return value
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)) \
             or isinstance(value, (complex, np.complexfloating)):
         raise TypeError(f"{who}: {name} must be a real number, got {value!r}")

@@ -372,9 +372,11 @@ def scale_by_radam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
                 t = count.astype(np.promote_types(m.dtype, np.float32))
                 b2t = b2 ** t
                 ro = ro_inf - 2 * t * b2t / (1 - b2t)
+                rectify = ro >= threshold
+                ro = ops.where(rectify, ro, ro_inf)  # r unused there: no sqrt of a negative
                 r = ops.sqrt((ro - 4.0) * (ro - 2.0) * ro_inf
                              / ((ro_inf - 4.0) * (ro_inf - 2.0) * ro))
-                rs[m.dtype] = ro >= threshold, r.astype(m.dtype)
+                rs[m.dtype] = rectify, r.astype(m.dtype)
             rectify, r = rs[m.dtype]
             out.append(ops.where(rectify, r * m / (ops.sqrt(v + eps_root) + eps), m))
         return out, mu, nu

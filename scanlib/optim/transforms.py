@@ -154,14 +154,6 @@ def scale_by_learning_rate(learning_rate: ScalarOrSchedule, *,
     >>> updates
     """
     sign = -1.0 if flip_sign else 1.0
-    if isinstance(learning_rate, Tensor):  # a traced rate (inject_hyperparams inside jit)
-        if learning_rate.ndim != 0 or np.dtype(learning_rate.dtype).kind not in "iuf":
-            raise TypeError(f"scale_by_learning_rate: learning_rate must be a real scalar, "
-                            f"got a Tensor {_type(learning_rate)}")
-        rate = sign * learning_rate
-        return GradientTransformation(
-            "scale_by_learning_rate", _empty_init,
-            lambda leaves, state, params, ctx, where: (_scaled(leaves, rate), state))
     if not callable(learning_rate):
         lr = sign * _number("scale_by_learning_rate", "learning_rate", learning_rate)
         return GradientTransformation(
@@ -264,7 +256,7 @@ def scale_by_adam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
                     _bias_corrections(count + 1, m.dtype, b1) if nesterov else [])
             c1, c2 = corrections[m.dtype][:2]
             v_hat = v / c2
-            if eps_root:
+            if not (isinstance(eps_root, float) and eps_root == 0.0):
                 v_hat = v_hat + eps_root
             if nesterov:
                 m_hat = b1 * (m / corrections[m.dtype][2]) + (1 - b1) * (g / c1)
@@ -317,7 +309,7 @@ def add_decayed_weights(weight_decay: ScalarOrSchedule = 0.0,
             state = WeightDecaySchedule(state.count + 1)
         else:
             s = decay
-            if s == 0.0:
+            if isinstance(s, float) and s == 0.0:
                 return leaves, state
         if isinstance(s, Tensor):
             return [g + s.astype(g.dtype) * p for g, p in zip(leaves, params.tensors)], state

@@ -382,8 +382,8 @@ def inject_hyperparams(inner_factory: Callable[..., GradientTransformation],
     """Make the numeric hyperparameters of inner_factory part of the state, as
     optax.inject_hyperparams: `inject_hyperparams(sl.optim.adam)(learning_rate=schedule)`
     evaluates the schedule each step, and `state.hyperparams["learning_rate"]` reads (or,
-    replaced, sets) the value. Inside jit or a scan body, where the state is traced, only
-    learning_rate may vary (the others must be known numbers there).
+    replaced, sets) the value. The hyperparameters are 0-d Tensors in the parameters' widest
+    float dtype (or hyperparam_dtype), as optax's, so they may be traced (jit, a scan carry).
 
     >>> opt = sl.optim.inject_hyperparams(sl.optim.sgd)(learning_rate=0.1)
     >>> w = sl.tensor([1.0])
@@ -422,24 +422,11 @@ def inject_hyperparams(inner_factory: Callable[..., GradientTransformation],
             v = ops.as_tensor(v)
             return v.astype(dtype) if np.dtype(v.dtype).kind == "f" else v
 
-        def values(hparams, who):
-            out = {}
-            for k, v in hparams.items():
-                if v._trace is None:
-                    out[k] = v.item()
-                elif k == "learning_rate":
-                    out[k] = v
-                else:
-                    raise TypeError(f"{who}: the hyperparameter {k!r} is traced (inside jit or "
-                                    "a scan body); only learning_rate may vary there. Keep "
-                                    f"{k} a number (static_args), or update outside jit.")
-            return out
-
         def init(params):
             dtype = dtype_of(params)
             hparams = {k: as_hyper(v, dtype) for k, v in numeric.items()}
             hparams.update({k: as_hyper(f(0), dtype) for k, f in scheduled.items()})
-            inner = inner_factory(**other, **values(hparams, name))
+            inner = inner_factory(**other, **hparams)
             zero = _count_zero(params)
             return InjectStatefulHyperparamsState(
                 zero, hparams, {k: WrappedScheduleState(zero + 0) for k in scheduled},
@@ -453,7 +440,7 @@ def inject_hyperparams(inner_factory: Callable[..., GradientTransformation],
                 count = state.hyperparams_states[k].count
                 step = int(count.item()) if count._trace is None else count.astype(np.float64)
                 hparams[k] = as_hyper(f(step), dtype)
-            inner = inner_factory(**other, **values(hparams, ctx.who))
+            inner = inner_factory(**other, **hparams)
             out, inner_state = inner._apply(leaves, state.inner_state, params, ctx,
                                             f"{where}.inner_state")
             return out, InjectStatefulHyperparamsState(
