@@ -26,7 +26,8 @@ inside a scan body or jit, where it is traced, as a 0-d float64 Tensor (a Python
 arithmetic below 2**53). Bias corrections are computed in float32 for float16/float32
 parameters (then cast to the parameter's dtype), as optax does in JAX's default mode
 (jax_enable_x64 off), and in float64 for float64 ones, as it does with x64 on. Complex
-parameters, and schedules for weight_decay, are refused.
+parameters are refused, and so is a mu_dtype or accumulator_dtype (the state keeps the
+parameters' dtypes).
 
 Two modes, chosen by where the update runs:
 
