@@ -357,7 +357,11 @@ class MultiSteps(GradientTransformation):
             return self.inner_opt._apply(acc, state.inner_opt_state, params, ctx,
                                          f"{where}.inner_opt_state")
 
-        if emit._trace is None and skip._trace is None and not bool(emit):
+        skipped = MultiStepsState(state.mini_step, state.gradient_step, state.inner_opt_state,
+                                  state.acc_grads, skip_state)
+        if skip._trace is None and bool(skip):  # known now: the inner step would be unused
+            return _zeros_like_all(leaves), skipped
+        if emit._trace is None and not bool(emit):
             updates, inner_state = _zeros_like_all(leaves), state.inner_opt_state
         else:
             new, new_state = inner_step()
@@ -370,8 +374,6 @@ class MultiSteps(GradientTransformation):
                                _rebuild(ctx.grads, _select_tree(emit, _zeros_like_all(acc),
                                                                 acc)),
                                skip_state)
-        skipped = MultiStepsState(state.mini_step, state.gradient_step, state.inner_opt_state,
-                                  state.acc_grads, skip_state)
         return (_select_tree(skip, _zeros_like_all(leaves), updates),
                 _select_tree(skip, skipped, done))
 
