@@ -226,9 +226,17 @@ PRIVATE_USES_ALLOWED = {
         ({"_FIX_STATE", "_a", "_count_zero", "_moments", "_number", "_rebuild", "_type"},
          "optim's own helpers: core.py and transforms.py are one package's two halves"),
     ("scanlib.optim.scaling", "scanlib.optim.core"):
-        ({"_FIX_STATE", "_count_zero", "_flatten", "_moments", "_number", "_rebuild", "_select",
-          "_type"}, "optim's stage helpers (checked flat leaves), shared by its stage modules"),
+        ({"_count_zero", "_moments", "_number", "_rebuild"},
+         "optim's stage helpers (checked flat leaves), shared by its stage modules"),
     ("scanlib.optim.scaling", "scanlib.optim.transforms"):
+        ({"_check_state"}, "optim's stage helpers, shared by its stage modules"),
+    ("scanlib.optim.blockwise", "scanlib.optim.core"):
+        ({"_FIX_STATE", "_count_zero", "_flatten", "_moments", "_rebuild", "_select", "_type"},
+         "optim's stage helpers (checked flat leaves), shared by its stage modules"),
+    ("scanlib.optim.blockwise", "scanlib.optim.scaling"):
+        ({"_no_mu_dtype", "_numbers", "_zeros"},
+         "scaling.py's argument helpers, shared with the stages split from it"),
+    ("scanlib.optim.blockwise", "scanlib.optim.transforms"):
         ({"_check_state", "_empty_init", "_scaled", "_schedule_value"},
          "optim's stage helpers, shared by its stage modules"),
     ("scanlib.optim.stages", "scanlib.optim.core"):

@@ -49,8 +49,8 @@ array could hold neither.
 
 The state is a pytree of Tensors (NamedTuples as in optax: `state[0].mu['W']`), so it can ride
 in a scan carry. The package: core (checked flat trees, GradientTransformation,
-apply_updates, grads_of), transforms (chain and the first stages), scaling (the other
-scale_by_* stages), stages (the small ones: clip, ema, add_noise, ...), wrappers (masked,
+apply_updates, grads_of), transforms (chain and the first stages), scaling and blockwise
+(the other scale_by_* stages), stages (the small ones: clip, ema, add_noise, ...), wrappers (masked,
 multi_transform, apply_if_finite, MultiSteps, inject_hyperparams), optimisers (optax's
 aliases), schedules, losses and tree_utils; it imports backends, tape, ops, random and
 pytree.
@@ -59,19 +59,18 @@ pytree.
 from . import losses, schedules, stages, tree_utils, wrappers
 from .core import GradientTransformation, apply_updates, grads_of
 from .losses import *  # noqa: F403
+from .blockwise import (  # noqa: F401
+    ScaleByNovogradState, ScaleBySM3State, ScaleByTrustRatioState, scale_by_novograd,
+    scale_by_schedule, scale_by_sign, scale_by_sm3, scale_by_trust_ratio)
 from .optimisers import (  # noqa: F401
-    adabelief, adadelta, adagrad, adam, adamax, adamaxw, adamw, amsgrad,
-                         fromage, lamb, lars, lion, momentum, nadam, nadamw, noisy_sgd,
-                         novograd, radam, rmsprop, sgd, sign_sgd, sm3, yogi)
+    adabelief, adadelta, adagrad, adam, adamax, adamaxw, adamw, amsgrad, fromage, lamb, lars,
+    lion, momentum, nadam, nadamw, noisy_sgd, novograd, radam, rmsprop, sgd, sign_sgd, sm3, yogi)
 from .scaling import (  # noqa: F401
-    ScaleByAdaDeltaState, ScaleByAmsgradState, ScaleByBeliefState,
-                      ScaleByLionState, ScaleByNovogradState, ScaleByRmsState,
-                      ScaleByRmsWithCountState, ScaleByRssState, ScaleByRStdDevState,
-                      ScaleByRStdDevWithCountState, ScaleBySM3State, ScaleByTrustRatioState,
-                      scale_by_adadelta, scale_by_adamax, scale_by_amsgrad, scale_by_belief,
-                      scale_by_lion, scale_by_novograd, scale_by_radam, scale_by_rms,
-                      scale_by_rss, scale_by_schedule, scale_by_sign, scale_by_sm3,
-                      scale_by_stddev, scale_by_trust_ratio, scale_by_yogi)
+    ScaleByAdaDeltaState, ScaleByAmsgradState, ScaleByBeliefState, ScaleByLionState,
+    ScaleByRmsState, ScaleByRmsWithCountState, ScaleByRssState, ScaleByRStdDevState,
+    ScaleByRStdDevWithCountState, scale_by_adadelta, scale_by_adamax, scale_by_amsgrad,
+    scale_by_belief, scale_by_lion, scale_by_radam, scale_by_rms, scale_by_rss, scale_by_stddev,
+    scale_by_yogi)
 from .schedules import *  # noqa: F403
 from .stages import *  # noqa: F403
 from .transforms import (  # noqa: F401

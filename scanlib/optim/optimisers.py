@@ -1,18 +1,19 @@
 """The optimisers of scanlib.optim, optax's aliases (sgd, momentum, adam, adamw, nadam(w),
 adamax(w), amsgrad, radam, rmsprop, adagrad, adadelta, adabelief, yogi, lion, lamb, lars,
 novograd, fromage, sign_sgd, noisy_sgd, sm3): chains of the stages in optim.transforms,
-optim.scaling and optim.stages, in optax's order, named after the optimiser.
+optim.scaling, optim.blockwise and optim.stages, in optax's order, named after the optimiser.
 
-Imports optim.core, optim.transforms, optim.scaling, optim.stages and optim.wrappers.
+Imports optim.core, optim.transforms, optim.scaling, optim.blockwise, optim.stages and
+optim.wrappers.
 """
 
 from __future__ import annotations
 
 from .core import GradientTransformation, ScalarOrSchedule
+from .blockwise import scale_by_novograd, scale_by_sign, scale_by_sm3, scale_by_trust_ratio
 from .scaling import (scale_by_adadelta, scale_by_adamax, scale_by_amsgrad, scale_by_belief,
-                      scale_by_lion, scale_by_novograd, scale_by_radam, scale_by_rms,
-                      scale_by_rss, scale_by_sign, scale_by_sm3, scale_by_stddev,
-                      scale_by_trust_ratio, scale_by_yogi)
+                      scale_by_lion, scale_by_radam, scale_by_rms, scale_by_rss, scale_by_stddev,
+                      scale_by_yogi)
 from .stages import add_noise, identity
 from .transforms import (add_decayed_weights, chain, scale, scale_by_adam,
                          scale_by_learning_rate, trace)
