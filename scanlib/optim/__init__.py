@@ -73,11 +73,15 @@ from .scaling import (  # noqa: F401
     scale_by_yogi)
 from .schedules import *  # noqa: F403
 from .stages import *  # noqa: F403
+from .stages import AddNoiseState, ApplyEvery, EmaState, ZeroNansState  # noqa: F401
 from .transforms import (  # noqa: F401
     ScaleByAdamState, ScaleByScheduleState, TraceState,
                          WeightDecaySchedule, add_decayed_weights, chain, clip_by_global_norm,
                          scale, scale_by_adam, scale_by_learning_rate, trace)
 from .wrappers import *  # noqa: F403
+from .wrappers import (  # noqa: F401
+    ApplyIfFiniteState, InjectHyperparamsState, InjectStatefulHyperparamsState, MaskedNode,
+    MaskedState, MultiStepsState, MultiTransformState, PartitionState, WrappedScheduleState)
 
 _OPTIMISERS = ["sgd", "momentum", "adam", "adamw", "nadam", "nadamw", "adamax", "adamaxw",
                "amsgrad", "radam", "rmsprop", "adagrad", "adadelta", "adabelief", "yogi",
@@ -88,14 +92,9 @@ _STAGES = ["chain", "scale", "scale_by_learning_rate", "scale_by_schedule", "tra
            "scale_by_lion", "scale_by_radam", "scale_by_belief", "scale_by_yogi",
            "scale_by_adadelta", "scale_by_novograd", "scale_by_sm3", "scale_by_trust_ratio",
            "scale_by_sign"]
-_STATES = ["ScaleByAdamState", "ScaleByScheduleState", "TraceState", "WeightDecaySchedule",
-           "ScaleByAdaDeltaState", "ScaleByAmsgradState", "ScaleByBeliefState",
-           "ScaleByLionState", "ScaleByNovogradState", "ScaleByRmsState",
-           "ScaleByRmsWithCountState", "ScaleByRssState", "ScaleByRStdDevState",
-           "ScaleByRStdDevWithCountState", "ScaleBySM3State", "ScaleByTrustRatioState"]
-
 __all__ = [
+    # optax's state classes (ScaleByAdamState, MaskedNode, ...) are attributes, not listed
     "GradientTransformation", "apply_updates", "grads_of", "tree_utils", *_OPTIMISERS,
-    *_STAGES, *_STATES, *stages.__all__, *wrappers.__all__, *schedules.__all__,
+    *_STAGES, *stages.__all__, *wrappers.__all__, *schedules.__all__,
     *losses.__all__,
 ]

@@ -146,7 +146,9 @@ def safe_softmax_cross_entropy(logits: ArrayLike, labels: ArrayLike) -> Tensor:
     logits = _floating(logits, "safe_softmax_cross_entropy", "logits")
     labels = as_tensor(labels)
     log_p = log_softmax(logits, -1)
-    weighted = ew.where(ew.not_equal(labels, 0.0), ew.mul(labels, log_p), zeros_like(log_p))
+    nonzero = ew.not_equal(labels, 0.0)
+    safe_log_p = ew.where(nonzero, log_p, zeros_like(log_p))  # no 0 * -inf where unused
+    weighted = ew.where(nonzero, ew.mul(labels, safe_log_p), zeros_like(log_p))
     return ew.neg(_sum(weighted, axis=-1))
 
 

@@ -236,6 +236,6 @@ def periodic_update(new_tensors: PyTree, old_tensors: PyTree, steps, update_peri
     return _select_tree(ops.as_tensor(steps) % update_period == 0, new_tensors, old_tensors)
 
 
-__all__ = ["EmaState", "ZeroNansState", "ApplyEvery", "AddNoiseState", "identity",
-           "set_to_zero", "clip", "clip_by_block_rms", "zero_nans", "ema", "apply_every",
+__all__ = ["identity", "set_to_zero", "clip", "clip_by_block_rms", "zero_nans", "ema",
+           "apply_every",
            "add_noise", "global_norm", "incremental_update", "periodic_update"]

@@ -455,8 +455,5 @@ def inject_hyperparams(inner_factory: Callable[..., GradientTransformation],
     return wrapped
 
 
-__all__ = ["MaskedNode", "MaskedState", "PartitionState", "MultiTransformState",
-           "ApplyIfFiniteState", "MultiStepsState", "InjectHyperparamsState",
-           "InjectStatefulHyperparamsState", "WrappedScheduleState", "masked",
-           "multi_transform", "partition", "apply_if_finite", "skip_not_finite",
+__all__ = ["masked", "multi_transform", "partition", "apply_if_finite", "skip_not_finite",
            "skip_large_updates", "MultiSteps", "inject_hyperparams"]
