@@ -614,3 +614,47 @@ def test_radam_warns_of_nothing_before_rectifying():
         updates, _ = opt.update(sl.tensor([2.0]), opt.init(w), w)
     assert np.isfinite(updates.item())
 
+
+
+def _ctc_problem(rng):
+    batch, steps, classes, length = 3, 7, 5, 4
+    logits = rng.standard_normal((batch, steps, classes))
+    logit_paddings = np.zeros((batch, steps))
+    logit_paddings[1, 6:] = 1.0
+    logit_paddings[2, 5:] = 1.0
+    labels = rng.integers(1, classes, (batch, length))
+    labels[0, 2] = labels[0, 1]  # a repeated label needs a blank between its two
+    label_paddings = np.zeros((batch, length))
+    label_paddings[1, 3:] = 1.0
+    label_paddings[2, 2:] = 1.0
+    return logits, logit_paddings, labels, label_paddings
+
+
+def test_ctc_loss_equals_optax_in_values_forward_probs_and_gradients(rng):
+    optax = pytest.importorskip("optax")
+    jax = pytest.importorskip("jax")
+    logits, *rest = _ctc_problem(rng)
+    with jax.enable_x64(True):
+        want = [np.asarray(v) for v in optax.ctc_loss_with_forward_probs(
+            *map(jax.numpy.asarray, (logits, *rest)))]
+        want_grad = np.asarray(jax.grad(lambda z: optax.ctc_loss(
+            z, *map(jax.numpy.asarray, rest)).sum())(jax.numpy.asarray(logits)))
+    got = optim.ctc_loss_with_forward_probs(sl.tensor(logits), *map(sl.tensor, rest))
+    for a, b in zip(got, want):
+        assert a.shape == b.shape
+        np.testing.assert_allclose(a.numpy(), b, rtol=1e-13, atol=1e-12)
+    grad = sl.grad(lambda z: optim.ctc_loss(z, *map(sl.tensor, rest)).sum())(sl.tensor(logits))
+    np.testing.assert_allclose(grad.numpy(), want_grad, rtol=1e-12, atol=1e-14)
+
+
+def test_ctc_loss_keeps_float32_runs_under_jit_and_has_fd_gradients(rng):
+    logits, *rest = _ctc_problem(rng)
+    rest = [sl.tensor(v) for v in rest]
+    f32 = optim.ctc_loss(sl.tensor(logits.astype(np.float32)), *rest)
+    assert f32.dtype == np.float32
+    eager = optim.ctc_loss(sl.tensor(logits), *rest)
+    np.testing.assert_array_equal(sl.jit(optim.ctc_loss)(sl.tensor(logits), *rest).numpy(),
+                                  eager.numpy())
+    check_grads(lambda z: optim.ctc_loss(z, *rest), (logits,))
+    with pytest.raises(ValueError, match=r"label_paddings must be shaped like labels"):
+        optim.ctc_loss(sl.tensor(logits), rest[0], rest[1], rest[2][:, :2])

@@ -1,8 +1,8 @@
 """optax's losses, with optax's formulas: softmax_cross_entropy (and with integer labels,
 and the safe one), sigmoid_binary_cross_entropy, sigmoid_focal_loss, squared_error, l2_loss,
-huber_loss, log_cosh, hinge_loss, kl_divergence, cosine_similarity, cosine_distance and
-smooth_labels. Each returns the loss per example (no mean), as optax's do. Imports tape, ops
-and scipy.special.
+huber_loss, log_cosh, hinge_loss, kl_divergence, cosine_similarity, cosine_distance,
+smooth_labels and ctc_loss. Each returns the loss per example (no mean), as optax's do.
+Imports tape, ops and scipy.special.
 """
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..ops import elementwise as ew
-from ..ops import logaddexp, ones_like, stack, zeros_like
+from ..ops import (concatenate, einsum, full, logaddexp, one_hot, ones_like, stack, zeros,
+                   zeros_like)
 from ..ops.functions import as_tensor, expand_dims, logsumexp, one_axis, squeeze
 from ..ops.functions import sum as _sum
 from ..ops.gathers import take_along_axis
@@ -26,7 +27,8 @@ if TYPE_CHECKING:
 __all__ = ["softmax_cross_entropy", "softmax_cross_entropy_with_integer_labels",
            "sigmoid_binary_cross_entropy", "squared_error", "l2_loss", "huber_loss",
            "safe_softmax_cross_entropy", "sigmoid_focal_loss", "log_cosh", "hinge_loss",
-           "kl_divergence", "cosine_similarity", "cosine_distance", "smooth_labels"]
+           "kl_divergence", "cosine_similarity", "cosine_distance", "smooth_labels",
+           "ctc_loss", "ctc_loss_with_forward_probs"]
 
 
 def _floating(x, who, name):
@@ -247,3 +249,80 @@ def smooth_labels(labels: ArrayLike, alpha: float, *, axis: int = -1,
     _no_where(where, who)
     labels = _floating(labels, who, "labels")
     return ew.add(ew.mul(1.0 - alpha, labels), alpha / labels.shape[axis])
+
+
+def ctc_loss_with_forward_probs(logits: ArrayLike, logit_paddings: ArrayLike, labels: ArrayLike,
+                                label_paddings: ArrayLike, *, blank_id: int = 0,
+                                log_epsilon: float = -1e5):
+    """ctc_loss and the forward variables: (per-sequence loss, logalpha_phi [T, B, N+1],
+    logalpha_emit [T, B, N]), as optax.ctc_loss_with_forward_probs. The recursion over time
+    runs as a Python loop (what a scan means), so it is recorded and differentiated as such.
+
+    >>> logits = sl.zeros((1, 3, 2))
+    >>> loss, phi, emit = sl.optim.ctc_loss_with_forward_probs(
+    ...     logits, sl.zeros((1, 3)), sl.tensor([[1]]), sl.zeros((1, 1)))
+    >>> loss
+    """
+    who = "ctc_loss"
+    logits = _floating(logits, who, "logits")
+    labels = as_tensor(labels)
+    dtype = np.dtype(logits.dtype)
+    logit_paddings = ew.astype(as_tensor(logit_paddings), dtype=dtype)
+    label_paddings = ew.astype(as_tensor(label_paddings), dtype=dtype)
+    if logits.ndim != 3 or labels.ndim != 2:
+        raise ValueError(f"{who}: logits must be [batch, time, classes] and labels [batch, "
+                         f"length], got logits {logits.shape} and labels {labels.shape}")
+    if labels.shape != label_paddings.shape or logit_paddings.shape != logits.shape[:2]:
+        raise ValueError(f"{who}: label_paddings must be shaped like labels {labels.shape} and "
+                         f"logit_paddings like logits[..., 0] {logits.shape[:2]}, got "
+                         f"{label_paddings.shape} and {logit_paddings.shape}")
+    batch, steps, classes = logits.shape
+    if steps == 0:
+        raise ValueError(f"{who}: logits have no time steps")
+    if labels.shape[0] != batch:
+        raise ValueError(f"{who}: labels must have batch size {batch}, got {labels.shape[0]}")
+    length = labels.shape[1]
+    logprobs = log_softmax(logits, -1)
+    label_lengths = ew.astype(ew.sub(length, _sum(label_paddings, axis=1)), dtype=np.int32)
+    repeat = ew.astype(ew.equal(labels[:, :-1], labels[:, 1:]), dtype=dtype)
+    repeat = concatenate([repeat, zeros((batch, 1), dtype=dtype)], axis=1)
+    logprobs_phi = logprobs[:, :, blank_id:blank_id + 1]  # [B, T, 1]
+    logprobs_emit = einsum("btk,bnk->btn", logprobs, one_hot(labels, classes, dtype=dtype))
+
+    def update_phi_score(phi, added_score):
+        return concatenate([phi[:, :1], logaddexp(phi[:, 1:], added_score)], axis=-1)
+
+    emit = full((batch, length), log_epsilon, dtype=dtype)
+    phi = concatenate([zeros((batch, 1), dtype=dtype), emit], axis=1)
+    phis, emits = [], []
+    for t in range(steps):
+        prev_phi_orig = phi
+        prev_phi = update_phi_score(phi, ew.add(emit, ew.mul(log_epsilon, repeat)))
+        logprob_emit, logprob_phi = logprobs_emit[:, t], logprobs_phi[:, t]
+        next_emit = logaddexp(ew.add(prev_phi[:, :-1], logprob_emit), ew.add(emit, logprob_emit))
+        next_phi = update_phi_score(ew.add(prev_phi, logprob_phi), ew.add(
+            ew.add(emit, logprob_phi), ew.mul(log_epsilon, ew.sub(1.0, repeat))))
+        pad = expand_dims(logit_paddings[:, t], 1)
+        emit = ew.add(ew.mul(pad, emit), ew.mul(ew.sub(1.0, pad), next_emit))
+        phi = ew.add(ew.mul(pad, prev_phi_orig), ew.mul(ew.sub(1.0, pad), next_phi))
+        phis.append(phi)
+        emits.append(emit)
+    last = update_phi_score(phis[-1], emits[-1])
+    logalpha_phi = stack(phis[:-1] + [last], axis=0)
+    per_seq_loss = ew.neg(einsum("bn,bn->b", last, one_hot(label_lengths, length + 1,
+                                                            dtype=dtype)))
+    return per_seq_loss, logalpha_phi, stack(emits, axis=0)
+
+
+def ctc_loss(logits: ArrayLike, logit_paddings: ArrayLike, labels: ArrayLike,
+             label_paddings: ArrayLike, *, blank_id: int = 0,
+             log_epsilon: float = -1e5) -> Tensor:
+    """The connectionist temporal classification loss (Graves et al.) per sequence: logits
+    [batch, time, classes], labels [batch, length] (padded where label_paddings is 1, the
+    time steps where logit_paddings is 1), as optax.ctc_loss.
+
+    >>> sl.optim.ctc_loss(sl.zeros((1, 3, 2)), sl.zeros((1, 3)), sl.tensor([[1]]),
+    ...                   sl.zeros((1, 1)))
+    """
+    return ctc_loss_with_forward_probs(logits, logit_paddings, labels, label_paddings,
+                                       blank_id=blank_id, log_epsilon=log_epsilon)[0]
