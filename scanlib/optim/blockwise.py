@@ -32,7 +32,7 @@ ScaleByTrustRatioState = tuple  # optax's is an EmptyState; scanlib's empty stat
 
 
 def scale_by_novograd(b1: float = 0.9, b2: float = 0.25, eps: float = 1e-8,
-                      eps_root: float = 0.0, weight_decay: float = 0.0, mu_dtype=None
+                      eps_root: float = 0.0, weight_decay: float = 0.0, mu_dtype: Any = None
                       ) -> GradientTransformation:
     """NovoGrad's direction: a second moment per parameter (of its squared norm), and
     m = b1 * m + g / (sqrt(nu + eps_root) + eps) + weight_decay * p, as

@@ -253,7 +253,7 @@ def smooth_labels(labels: ArrayLike, alpha: float, *, axis: int = -1,
 
 def ctc_loss_with_forward_probs(logits: ArrayLike, logit_paddings: ArrayLike, labels: ArrayLike,
                                 label_paddings: ArrayLike, *, blank_id: int = 0,
-                                log_epsilon: float = -1e5):
+                                log_epsilon: float = -1e5) -> tuple[Tensor, Tensor, Tensor]:
     """ctc_loss and the forward variables: (per-sequence loss, logalpha_phi [T, B, N+1],
     logalpha_emit [T, B, N]), as optax.ctc_loss_with_forward_probs. The recursion over time
     runs as a Python loop (what a scan means), so it is recorded and differentiated as such.

@@ -9,6 +9,8 @@ optim.wrappers.
 
 from __future__ import annotations
 
+from typing import Any
+
 from .core import GradientTransformation, ScalarOrSchedule
 from .blockwise import scale_by_novograd, scale_by_sign, scale_by_sm3, scale_by_trust_ratio
 from .scaling import (scale_by_adadelta, scale_by_adamax, scale_by_amsgrad, scale_by_belief,
@@ -59,7 +61,7 @@ def momentum(learning_rate: ScalarOrSchedule,
 
 
 def adam(learning_rate: ScalarOrSchedule, b1: float = 0.9, b2: float = 0.999,
-         eps: float = 1e-8, eps_root: float = 0.0, mu_dtype=None, *,
+         eps: float = 1e-8, eps_root: float = 0.0, mu_dtype: Any = None, *,
          nesterov: bool = False) -> GradientTransformation:
     """Adam (Kingma & Ba), operation for operation as optax.adam: its state is
     `(ScaleByAdamState(count, mu, nu), <the learning rate's state>)`.
@@ -78,8 +80,8 @@ def adam(learning_rate: ScalarOrSchedule, b1: float = 0.9, b2: float = 0.999,
 
 
 def adamw(learning_rate: ScalarOrSchedule, b1: float = 0.9, b2: float = 0.999,
-          eps: float = 1e-8, eps_root: float = 0.0, mu_dtype=None,
-          weight_decay: ScalarOrSchedule = 1e-4, mask=None, *,
+          eps: float = 1e-8, eps_root: float = 0.0, mu_dtype: Any = None,
+          weight_decay: ScalarOrSchedule = 1e-4, mask: Any = None, *,
           nesterov: bool = False) -> GradientTransformation:
     """Adam with decoupled weight decay (Loshchilov & Hutter), as optax.adamw: the update is
     -lr * (adam's direction + weight_decay * p).
@@ -96,7 +98,7 @@ def adamw(learning_rate: ScalarOrSchedule, b1: float = 0.9, b2: float = 0.999,
 
 
 def nadam(learning_rate: ScalarOrSchedule, b1: float = 0.9, b2: float = 0.999,
-          eps: float = 1e-8, eps_root: float = 0.0, mu_dtype=None) -> GradientTransformation:
+          eps: float = 1e-8, eps_root: float = 0.0, mu_dtype: Any = None) -> GradientTransformation:
     """NAdam (Dozat): adam with Nesterov momentum, as optax.nadam.
 
     >>> opt = sl.optim.nadam(1e-2)
@@ -108,8 +110,8 @@ def nadam(learning_rate: ScalarOrSchedule, b1: float = 0.9, b2: float = 0.999,
 
 
 def nadamw(learning_rate: ScalarOrSchedule, b1: float = 0.9, b2: float = 0.999,
-           eps: float = 1e-8, eps_root: float = 0.0, mu_dtype=None,
-           weight_decay: ScalarOrSchedule = 1e-4, mask=None) -> GradientTransformation:
+           eps: float = 1e-8, eps_root: float = 0.0, mu_dtype: Any = None,
+           weight_decay: ScalarOrSchedule = 1e-4, mask: Any = None) -> GradientTransformation:
     """NAdamW: nadam with decoupled weight decay, as optax.nadamw.
 
     >>> opt = sl.optim.nadamw(1e-2, weight_decay=0.1)
@@ -135,7 +137,7 @@ def adamax(learning_rate: ScalarOrSchedule, b1: float = 0.9, b2: float = 0.999,
 
 def adamaxw(learning_rate: ScalarOrSchedule, b1: float = 0.9, b2: float = 0.999,
             eps: float = 1e-8, weight_decay: ScalarOrSchedule = 1e-4,
-            mask=None) -> GradientTransformation:
+            mask: Any = None) -> GradientTransformation:
     """Adamax with decoupled weight decay, as optax.adamaxw.
 
     >>> opt = sl.optim.adamaxw(1e-2, weight_decay=0.1)
@@ -148,7 +150,7 @@ def adamaxw(learning_rate: ScalarOrSchedule, b1: float = 0.9, b2: float = 0.999,
 
 
 def amsgrad(learning_rate: ScalarOrSchedule, b1: float = 0.9, b2: float = 0.999,
-            eps: float = 1e-8, eps_root: float = 0.0, mu_dtype=None,
+            eps: float = 1e-8, eps_root: float = 0.0, mu_dtype: Any = None,
             bias_correction_mu: bool = True,
             bias_correction_nu: bool = True) -> GradientTransformation:
     """AMSGrad (Adam with the running maximum of the second moment), as optax.amsgrad.
@@ -210,7 +212,7 @@ def adagrad(learning_rate: ScalarOrSchedule, initial_accumulator_value: float = 
 
 def adadelta(learning_rate: ScalarOrSchedule | None = None, rho: float = 0.9,
              eps: float = 1e-6, weight_decay: ScalarOrSchedule = 0.0,
-             weight_decay_mask=None) -> GradientTransformation:
+             weight_decay_mask: Any = None) -> GradientTransformation:
     """Adadelta (Zeiler), as optax.adadelta (learning_rate None: no rate, the update is
     Adadelta's own step).
 
@@ -250,8 +252,8 @@ def yogi(learning_rate: ScalarOrSchedule, b1: float = 0.9, b2: float = 0.999,
     return _named("yogi", scale_by_yogi(b1, b2, eps), scale_by_learning_rate(learning_rate))
 
 
-def lion(learning_rate: ScalarOrSchedule, b1: float = 0.9, b2: float = 0.99, mu_dtype=None,
-         weight_decay: ScalarOrSchedule = 1e-3, mask=None) -> GradientTransformation:
+def lion(learning_rate: ScalarOrSchedule, b1: float = 0.9, b2: float = 0.99, mu_dtype: Any = None,
+         weight_decay: ScalarOrSchedule = 1e-3, mask: Any = None) -> GradientTransformation:
     """Lion (Chen et al.): the sign of an interpolated momentum, with decoupled weight decay,
     as optax.lion.
 
@@ -266,7 +268,7 @@ def lion(learning_rate: ScalarOrSchedule, b1: float = 0.9, b2: float = 0.99, mu_
 
 def lamb(learning_rate: ScalarOrSchedule, b1: float = 0.9, b2: float = 0.999,
          eps: float = 1e-6, eps_root: float = 0.0, weight_decay: ScalarOrSchedule = 0.0,
-         mask=None) -> GradientTransformation:
+         mask: Any = None) -> GradientTransformation:
     """LAMB (You et al.): adam's direction plus weight decay, scaled by the trust ratio, as
     optax.lamb.
 
@@ -281,8 +283,8 @@ def lamb(learning_rate: ScalarOrSchedule, b1: float = 0.9, b2: float = 0.999,
 
 
 def lars(learning_rate: ScalarOrSchedule, weight_decay: ScalarOrSchedule = 0.0,
-         weight_decay_mask=True, trust_coefficient: float = 0.001, eps: float = 0.0,
-         trust_ratio_mask=True, momentum: float = 0.9,
+         weight_decay_mask: Any = True, trust_coefficient: float = 0.001, eps: float = 0.0,
+         trust_ratio_mask: Any = True, momentum: float = 0.9,
          nesterov: bool = False) -> GradientTransformation:
     """LARS (You et al.): weight decay, the trust ratio, the learning rate, then momentum, as
     optax.lars.
@@ -347,7 +349,7 @@ def sign_sgd(learning_rate: ScalarOrSchedule) -> GradientTransformation:
 
 
 def noisy_sgd(learning_rate: ScalarOrSchedule, eta: float = 0.01, gamma: float = 0.55,
-              key=None, *, seed: int | None = None) -> GradientTransformation:
+              key: Any = None, *, seed: int | None = None) -> GradientTransformation:
     """SGD with annealed Gaussian noise (Neelakantan et al.), as optax.noisy_sgd: with the
     same key, the same noise as optax's.
 

@@ -107,7 +107,7 @@ def _nesterov_mu(mu, leaves, b1: float, count_inc: Tensor):
 def _no_mu_dtype(who: str, mu_dtype):
     if mu_dtype is not None:
         raise TypeError(f"{who}: mu_dtype is not supported; the moments keep the parameters' "
-                        "dtype. Leave mu_dtype=None.")
+                        "dtype. Leave mu_dtype: Any = None.")
 
 
 def _numbers(who: str, **values) -> list:
@@ -248,7 +248,7 @@ def scale_by_adamax(b1: float = 0.9, b2: float = 0.999,
 
 
 def scale_by_amsgrad(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
-                     eps_root: float = 0.0, mu_dtype=None, bias_correction_mu: bool = True,
+                     eps_root: float = 0.0, mu_dtype: Any = None, bias_correction_mu: bool = True,
                      bias_correction_nu: bool = True) -> GradientTransformation:
     """AMSGrad: Adam's direction with the running maximum of the (bias-corrected) second
     moment, as optax.scale_by_amsgrad.
@@ -282,7 +282,7 @@ def scale_by_amsgrad(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
     return GradientTransformation(who, init, apply, "ScaleByAmsgradState")
 
 
-def scale_by_lion(b1: float = 0.9, b2: float = 0.99, mu_dtype=None, *, mode: str = "hard",
+def scale_by_lion(b1: float = 0.9, b2: float = 0.99, mu_dtype: Any = None, *, mode: str = "hard",
                   smooth_beta: float = 1.0) -> GradientTransformation:
     """Lion's direction: sign((1 - b1) * g + b1 * m) (tanh(smooth_beta * x) for
     mode='smooth', x clipped at |x| < 1 for 'refined'), then m = (1 - b2) * g + b2 * m, as

@@ -234,7 +234,7 @@ def warmup_exponential_decay_schedule(init_value: Scalar, peak_value: Scalar, wa
     ], [warmup_steps])
 
 
-def sgdr_schedule(cosine_kwargs) -> Schedule:
+def sgdr_schedule(cosine_kwargs: Sequence[dict]) -> Schedule:
     """Warm restarts (Loshchilov & Hutter): warmup_cosine_decay_schedule(**kwargs) for each
     dict in turn, each for its decay_steps, as optax.sgdr_schedule.
 

@@ -102,7 +102,7 @@ def zero_nans() -> GradientTransformation:
     return GradientTransformation("zero_nans", init, apply, "ZeroNansState")
 
 
-def ema(decay: float, debias: bool = True, accumulator_dtype=None) -> GradientTransformation:
+def ema(decay: float, debias: bool = True, accumulator_dtype: Any = None) -> GradientTransformation:
     """The exponential moving average of the updates, (1 - decay) * g + decay * ema,
     bias-corrected when debias, as optax.ema.
 
@@ -113,7 +113,7 @@ def ema(decay: float, debias: bool = True, accumulator_dtype=None) -> GradientTr
     who = "ema"
     if accumulator_dtype is not None:
         raise TypeError(f"{who}: accumulator_dtype is not supported; the average keeps the "
-                        "parameters' dtype. Leave accumulator_dtype=None.")
+                        "parameters' dtype. Leave accumulator_dtype: Any = None.")
     decay = _number(who, "decay", decay)
 
     def init(params):
@@ -162,7 +162,7 @@ def apply_every(k: int = 1) -> GradientTransformation:
     return GradientTransformation("apply_every", init, apply, "ApplyEvery")
 
 
-def add_noise(eta: float, gamma: float, key=None, *, seed: int | None = None
+def add_noise(eta: float, gamma: float, key: Any = None, *, seed: int | None = None
               ) -> GradientTransformation:
     """Add Gaussian noise of variance eta / (count + 1) ** gamma to the updates, as
     optax.add_noise: with the same key (an int seed or sl.random.key), the same noise as
@@ -216,7 +216,7 @@ def global_norm(updates: PyTree) -> Tensor:
     return ops.sqrt(total if total is not None else ops.asarray(0.0))
 
 
-def incremental_update(new_tensors: PyTree, old_tensors: PyTree, step_size) -> PyTree:
+def incremental_update(new_tensors: PyTree, old_tensors: PyTree, step_size: Any) -> PyTree:
     """step_size * new + (1 - step_size) * old, leaf by leaf (Polyak averaging of target
     parameters), as optax.incremental_update.
 
@@ -226,7 +226,7 @@ def incremental_update(new_tensors: PyTree, old_tensors: PyTree, step_size) -> P
                            + (1.0 - step_size) * ops.as_tensor(old), new_tensors, old_tensors)
 
 
-def periodic_update(new_tensors: PyTree, old_tensors: PyTree, steps, update_period: int
+def periodic_update(new_tensors: PyTree, old_tensors: PyTree, steps: Any, update_period: int
                     ) -> PyTree:
     """new_tensors when steps is a multiple of update_period, else old_tensors, as
     optax.periodic_update (steps may be traced: a scan body, jit).

@@ -191,7 +191,7 @@ def scale(step_size: float) -> GradientTransformation:
 
 
 def trace(decay: float, nesterov: bool = False,
-          accumulator_dtype=None) -> GradientTransformation:
+          accumulator_dtype: Any = None) -> GradientTransformation:
     """Momentum: t = g + decay * t, the update is t (g + decay * t with nesterov), as
     optax.trace.
 
@@ -201,7 +201,7 @@ def trace(decay: float, nesterov: bool = False,
     """
     if accumulator_dtype is not None:
         raise TypeError("trace: accumulator_dtype is not supported; the trace keeps the "
-                        "parameters' dtype. Leave accumulator_dtype=None.")
+                        "parameters' dtype. Leave accumulator_dtype: Any = None.")
     decay = _number("trace", "decay", decay)
 
     def init(params):
@@ -218,7 +218,7 @@ def trace(decay: float, nesterov: bool = False,
 
 
 def scale_by_adam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
-                  eps_root: float = 0.0, mu_dtype=None, *,
+                  eps_root: float = 0.0, mu_dtype: Any = None, *,
                   nesterov: bool = False) -> GradientTransformation:
     """Adam's direction m_hat / (sqrt(v_hat + eps_root) + eps), with optax.scale_by_adam's
     bias correction; the learning rate is not applied (see adam). nesterov: NAdam's
@@ -231,7 +231,7 @@ def scale_by_adam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
     who = "scale_by_adam"
     if mu_dtype is not None:
         raise TypeError(f"{who}: mu_dtype is not supported; the moments keep the parameters' "
-                        "dtype. Leave mu_dtype=None.")
+                        "dtype. Leave mu_dtype: Any = None.")
     b1, b2 = _number(who, "b1", b1), _number(who, "b2", b2)
     eps, eps_root = _number(who, "eps", eps), _number(who, "eps_root", eps_root)
 
@@ -282,7 +282,7 @@ class WeightDecaySchedule(NamedTuple):
 
 
 def add_decayed_weights(weight_decay: ScalarOrSchedule = 0.0,
-                        mask=None) -> GradientTransformation:
+                        mask: Any = None) -> GradientTransformation:
     """Add weight_decay * params to the updates (decoupled weight decay), as
     optax.add_decayed_weights; it needs params. weight_decay may be a schedule; mask (a
     tree of bools shaped like params, or a callable of them) limits it to some parameters.

@@ -108,7 +108,7 @@ def _masked_flat(flat: _Flat, leaves, flags, root, who) -> _Flat:
     return _flatten(tree, root, who)
 
 
-def masked(inner: GradientTransformation, mask) -> GradientTransformation:
+def masked(inner: GradientTransformation, mask: Any) -> GradientTransformation:
     """Apply inner to the parameters where mask is True and pass the other updates through
     untouched, as optax.masked: mask is a tree of bools shaped like the parameters (a bool
     may stand for a whole subtree) or a callable of the parameters that returns one; the
@@ -143,7 +143,7 @@ def masked(inner: GradientTransformation, mask) -> GradientTransformation:
     return GradientTransformation(name, init, apply, "MaskedState")
 
 
-def multi_transform(transforms: Mapping[Any, GradientTransformation], param_labels
+def multi_transform(transforms: Mapping[Any, GradientTransformation], param_labels: Any
                     ) -> GradientTransformation:
     """Apply transforms[label] to the parameters labelled label, as optax.multi_transform
     (optax.partition): param_labels is a tree of labels shaped like the parameters (or a
@@ -243,7 +243,8 @@ def apply_if_finite(inner: GradientTransformation,
 
 
 # --- MultiSteps -----------------------------------------------------------------------------------
-def skip_not_finite(updates: PyTree, gradient_step, params: PyTree | None):
+def skip_not_finite(updates: PyTree, gradient_step: Any,
+                    params: PyTree | None) -> tuple[Tensor, dict]:
     """For MultiSteps: skip a step whose updates hold a NaN or an inf, as
     optax.skip_not_finite; returns (should_skip, {"should_skip", "num_not_finite"}).
 
@@ -257,8 +258,8 @@ def skip_not_finite(updates: PyTree, gradient_step, params: PyTree | None):
     return skip, {"should_skip": skip, "num_not_finite": count}
 
 
-def skip_large_updates(updates: PyTree, gradient_step, params: PyTree | None,
-                       max_squared_norm: float):
+def skip_large_updates(updates: PyTree, gradient_step: Any, params: PyTree | None,
+                       max_squared_norm: float) -> tuple[Tensor, dict]:
     """For MultiSteps (with functools.partial for max_squared_norm): skip a step whose
     updates' squared norm is not below max_squared_norm, as optax.skip_large_updates.
 
@@ -296,7 +297,7 @@ class MultiSteps(GradientTransformation):
 
     def __init__(self, opt: GradientTransformation, every_k_schedule,
                  use_grad_mean: bool = True, should_skip_update_fn: Callable | None = None,
-                 accumulator_dtype=None):
+                 accumulator_dtype: Any = None):
         if not isinstance(opt, GradientTransformation):
             raise TypeError(f"MultiSteps: opt must be a GradientTransformation, got "
                             f"{_a(type(opt).__name__)}")
@@ -380,7 +381,7 @@ class MultiSteps(GradientTransformation):
 
 # --- inject_hyperparams ---------------------------------------------------------------------------
 def inject_hyperparams(inner_factory: Callable[..., GradientTransformation],
-                       static_args=(), hyperparam_dtype=None) -> Callable:
+                       static_args: Any = (), hyperparam_dtype: Any = None) -> Callable:
     """Make the numeric hyperparameters of inner_factory part of the state, as
     optax.inject_hyperparams: `inject_hyperparams(sl.optim.adam)(learning_rate=schedule)`
     evaluates the schedule each step, and `state.hyperparams["learning_rate"]` reads (or,
