@@ -226,6 +226,31 @@ PRIVATE_USES_ALLOWED = {
     ("scanlib.optim.transforms", "scanlib.optim.core"):
         ({"_FIX_STATE", "_a", "_count_zero", "_moments", "_number", "_rebuild", "_type"},
          "optim's own helpers: core.py and transforms.py are one package's two halves"),
+    ("scanlib.optim.scaling", "scanlib.optim.core"):
+        ({"_count_zero", "_moments", "_number", "_rebuild"},
+         "optim's stage helpers (checked flat leaves), shared by its stage modules"),
+    ("scanlib.optim.scaling", "scanlib.optim.transforms"):
+        ({"_check_state"}, "optim's stage helpers, shared by its stage modules"),
+    ("scanlib.optim.blockwise", "scanlib.optim.core"):
+        ({"_FIX_STATE", "_count_zero", "_flatten", "_moments", "_rebuild", "_select", "_type"},
+         "optim's stage helpers (checked flat leaves), shared by its stage modules"),
+    ("scanlib.optim.blockwise", "scanlib.optim.scaling"):
+        ({"_no_mu_dtype", "_numbers", "_zeros"},
+         "scaling.py's argument helpers, shared with the stages split from it"),
+    ("scanlib.optim.blockwise", "scanlib.optim.transforms"):
+        ({"_check_state", "_empty_init", "_scaled", "_schedule_value"},
+         "optim's stage helpers, shared by its stage modules"),
+    ("scanlib.optim.stages", "scanlib.optim.core"):
+        ({"_count_zero", "_moments", "_number", "_rebuild", "_select_tree"},
+         "optim's stage helpers (checked flat leaves), shared by its stage modules"),
+    ("scanlib.optim.stages", "scanlib.optim.scaling"):
+        ({"_debias"}, "optax's bias correction, written once for ema and the scale_by_* stages"),
+    ("scanlib.optim.stages", "scanlib.optim.transforms"):
+        ({"_check_state", "_empty_init"}, "optim's stage helpers, shared by its stage modules"),
+    ("scanlib.optim.wrappers", "scanlib.optim.core"):
+        ({"_Context", "_Flat", "_a", "_count_zero", "_flatten", "_moments", "_rebuild",
+          "_select_tree"},
+         "a wrapper runs its inner stages on checked flat leaves, core's own form"),
     ("scanlib.scan.api", "scanlib.scan.primitive"):
         ({"_needs_grad"}, "scan_p's own test of what needs a gradient, to become its rule"),
     ("scanlib.scan.plan", "scanlib.scan.primitive"):

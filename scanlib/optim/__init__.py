@@ -1,8 +1,11 @@
-"""scanlib.optim: optimisers in optax's shape (sgd, momentum, adam, adamw, clip_by_global_norm,
-chain) over any pytree of Tensors or arrays, with optax's arithmetic, operation for operation
-(the same bits as optax run op by op; under jax.jit XLA may fuse and round differently).
-clip_by_global_norm is the exception: it agrees with optax to a few ulps, not bit for bit
-(XLA sums the squares in another order and computes t / norm as t * (1 / norm)). Adam's bias
+"""scanlib.optim: optimisers in optax's shape and under optax's names (sgd, adam, adamw, rmsprop,
+adagrad, lion, lamb, ..., their stages, chain, masked, multi_transform, MultiSteps,
+inject_hyperparams, schedules, losses and tree_utils) over any pytree of Tensors or arrays,
+with optax's arithmetic, operation for operation (the same bits as optax run op by op; under
+jax.jit XLA may fuse and round differently). Norms (clip_by_global_norm, the trust ratio) and
+reciprocal square roots (rsqrt) are the exception: they agree with optax to a few ulps, not
+bit for bit (XLA sums the squares in another order, computes t / norm as t * (1 / norm) and
+rounds its rsqrt its own way). Adam's bias
 correction 1 - b ** count calls pow, which is not correctly rounded: with NumPy it is the C
 library's (NumPy's scalar power), and another implementation (XLA's, CuPy's, NumPy's array
 loop on AVX-512) may round b ** count 1 ulp apart.
@@ -23,7 +26,8 @@ inside a scan body or jit, where it is traced, as a 0-d float64 Tensor (a Python
 arithmetic below 2**53). Bias corrections are computed in float32 for float16/float32
 parameters (then cast to the parameter's dtype), as optax does in JAX's default mode
 (jax_enable_x64 off), and in float64 for float64 ones, as it does with x64 on. Complex
-parameters, and schedules for weight_decay, are refused.
+parameters are refused, and so is a mu_dtype or accumulator_dtype (the state keeps the
+parameters' dtypes).
 
 Two modes, chosen by where the update runs:
 
@@ -45,21 +49,52 @@ array could hold neither.
 
 The state is a pytree of Tensors (NamedTuples as in optax: `state[0].mu['W']`), so it can ride
 in a scan carry. The package: core (checked flat trees, GradientTransformation,
-apply_updates, grads_of), transforms (the stages), optimisers (sgd, momentum, adam,
-adamw), schedules and losses; it imports backends, tape, ops and pytree.
+apply_updates, grads_of), transforms (chain and the first stages), scaling and blockwise
+(the other scale_by_* stages), stages (the small ones: clip, ema, add_noise, ...), wrappers (masked,
+multi_transform, apply_if_finite, MultiSteps, inject_hyperparams), optimisers (optax's
+aliases), schedules, losses and tree_utils; it imports backends, tape, ops, random and
+pytree.
 """
 
-from . import losses, schedules
+from . import losses, schedules, stages, tree_utils, wrappers
 from .core import GradientTransformation, apply_updates, grads_of
 from .losses import *  # noqa: F403
-from .optimisers import adam, adamw, momentum, sgd
+from .blockwise import (  # noqa: F401
+    ScaleByNovogradState, ScaleBySM3State, ScaleByTrustRatioState, scale_by_novograd,
+    scale_by_schedule, scale_by_sign, scale_by_sm3, scale_by_trust_ratio)
+from .optimisers import (  # noqa: F401
+    adabelief, adadelta, adagrad, adam, adamax, adamaxw, adamw, amsgrad, fromage, lamb, lars,
+    lion, momentum, nadam, nadamw, noisy_sgd, novograd, radam, rmsprop, sgd, sign_sgd, sm3, yogi)
+from .scaling import (  # noqa: F401
+    ScaleByAdaDeltaState, ScaleByAmsgradState, ScaleByBeliefState, ScaleByLionState,
+    ScaleByRmsState, ScaleByRmsWithCountState, ScaleByRssState, ScaleByRStdDevState,
+    ScaleByRStdDevWithCountState, scale_by_adadelta, scale_by_adamax, scale_by_amsgrad,
+    scale_by_belief, scale_by_lion, scale_by_radam, scale_by_rms, scale_by_rss, scale_by_stddev,
+    scale_by_yogi)
 from .schedules import *  # noqa: F403
-from .transforms import (ScaleByAdamState, ScaleByScheduleState, TraceState,  # noqa: F401
-                         add_decayed_weights, chain, clip_by_global_norm, scale, scale_by_adam,
-                         scale_by_learning_rate, trace)
+from .stages import *  # noqa: F403
+from .stages import AddNoiseState, ApplyEvery, EmaState, ZeroNansState  # noqa: F401
+from .transforms import (  # noqa: F401
+    ScaleByAdamState, ScaleByScheduleState, TraceState,
+                         WeightDecaySchedule, add_decayed_weights, chain, clip_by_global_norm,
+                         scale, scale_by_adam, scale_by_learning_rate, trace)
+from .wrappers import *  # noqa: F403
+from .wrappers import (  # noqa: F401
+    ApplyIfFiniteState, InjectHyperparamsState, InjectStatefulHyperparamsState, MaskedNode,
+    MaskedState, MultiStepsState, MultiTransformState, PartitionState, WrappedScheduleState)
 
+_OPTIMISERS = ["sgd", "momentum", "adam", "adamw", "nadam", "nadamw", "adamax", "adamaxw",
+               "amsgrad", "radam", "rmsprop", "adagrad", "adadelta", "adabelief", "yogi",
+               "lion", "lamb", "lars", "novograd", "fromage", "sign_sgd", "noisy_sgd", "sm3"]
+_STAGES = ["chain", "scale", "scale_by_learning_rate", "scale_by_schedule", "trace",
+           "add_decayed_weights", "clip_by_global_norm", "scale_by_adam", "scale_by_adamax",
+           "scale_by_amsgrad", "scale_by_rms", "scale_by_stddev", "scale_by_rss",
+           "scale_by_lion", "scale_by_radam", "scale_by_belief", "scale_by_yogi",
+           "scale_by_adadelta", "scale_by_novograd", "scale_by_sm3", "scale_by_trust_ratio",
+           "scale_by_sign"]
 __all__ = [
-    "GradientTransformation", "sgd", "momentum", "adam", "adamw", "clip_by_global_norm",
-    "chain", "scale_by_adam", "scale_by_learning_rate", "scale", "add_decayed_weights", "trace",
-    "apply_updates", "grads_of", *schedules.__all__, *losses.__all__,
+    # optax's state classes (ScaleByAdamState, MaskedNode, ...) are attributes, not listed
+    "GradientTransformation", "apply_updates", "grads_of", "tree_utils", *_OPTIMISERS,
+    *_STAGES, *stages.__all__, *wrappers.__all__, *schedules.__all__,
+    *losses.__all__,
 ]

@@ -103,7 +103,13 @@ def _rebuild(grads: _Flat, leaves):
     return pytree.unflatten(grads.treedef, leaves)
 
 
-def _number(who: str, name: str, value) -> float:
+def _number(who: str, name: str, value) -> float | Tensor:
+    """A hyperparameter as a Python float; a 0-d real Tensor (what inject_hyperparams passes,
+    in the parameters' dtype, traced inside jit) is kept as it is."""
+    if isinstance(value, Tensor):
+        if value.ndim != 0 or np.dtype(value.dtype).kind not in "iuf":
+            raise TypeError(f"{who}: {name} must be a real scalar, got a Tensor {_type(value)}")
+        return value
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)) \
             or isinstance(value, (complex, np.complexfloating)):
         raise TypeError(f"{who}: {name} must be a real number, got {value!r}")
@@ -122,6 +128,25 @@ def _recording(differentiable: bool):
 
 def _a(name: str) -> str:
     return f"an {name}" if name[:1] in "aeiou" else f"a {name}"
+
+
+def _select(cond: Tensor, a, b):
+    """a where the 0-d bool cond holds, else b, as optax's lax.cond/where: a concrete cond picks
+    one side here (so only it is differentiated); a traced one (scan body, jit, vmap) selects
+    with where."""
+    if cond._trace is None:
+        return a if bool(cond) else b
+    return ops.where(cond, a, b)
+
+
+def _select_tree(cond: Tensor, a, b):
+    """_select over two trees of one structure, leaf by leaf (states, lists of updates)."""
+    if cond._trace is None:
+        return a if bool(cond) else b
+    leaves_a, treedef = pytree.flatten(a)
+    leaves_b = pytree.flatten(b)[0]
+    return pytree.unflatten(treedef, [ops.where(cond, x, y).astype(ops.as_tensor(x).dtype)
+                                      for x, y in zip(leaves_a, leaves_b)])
 
 
 def _count_zero(params: _Flat) -> Tensor:

@@ -22,7 +22,9 @@ Scalar = Union[float, int, Tensor]  # a hyperparameter: a number (or a 0-d Tenso
 
 __all__ = ["constant_schedule", "polynomial_schedule", "linear_schedule",
            "piecewise_constant_schedule", "exponential_decay", "cosine_decay_schedule",
-           "warmup_cosine_decay_schedule", "join_schedules"]
+           "warmup_cosine_decay_schedule", "join_schedules", "warmup_constant_schedule",
+           "warmup_exponential_decay_schedule", "sgdr_schedule", "piecewise_interpolate_schedule",
+           "linear_onecycle_schedule", "cosine_onecycle_schedule"]
 
 
 # Each helper computes on Python numbers with Python's arithmetic and on Tensors with
@@ -202,3 +204,131 @@ def warmup_cosine_decay_schedule(init_value: Scalar, peak_value: Scalar, warmup_
         linear_schedule(init_value, peak_value, warmup_steps),
         cosine_decay_schedule(peak_value, decay_steps - warmup_steps, alpha, exponent),
     ], [warmup_steps])
+
+
+def warmup_constant_schedule(init_value: Scalar, peak_value: Scalar,
+                             warmup_steps: int) -> Schedule:
+    """A linear warmup from init_value to peak_value over warmup_steps, then peak_value, as
+    optax.warmup_constant_schedule.
+
+    >>> s = sl.optim.warmup_constant_schedule(0.0, 1.0, warmup_steps=4)
+    >>> [s(t) for t in (0, 2, 4, 100)]
+    """
+    return linear_schedule(init_value, peak_value, warmup_steps)
+
+
+def warmup_exponential_decay_schedule(init_value: Scalar, peak_value: Scalar, warmup_steps: int,
+                                      transition_steps: int, decay_rate: float,
+                                      transition_begin: int = 0, staircase: bool = False,
+                                      end_value: Scalar | None = None) -> Schedule:
+    """A linear warmup to peak_value, then exponential_decay from it (counted from the end of
+    the warmup), as optax.warmup_exponential_decay_schedule.
+
+    >>> s = sl.optim.warmup_exponential_decay_schedule(0.0, 1.0, 2, 10, 0.5)
+    >>> [round(s(t), 4) for t in (0, 1, 2, 12)]
+    """
+    return join_schedules([
+        linear_schedule(init_value, peak_value, warmup_steps),
+        exponential_decay(peak_value, transition_steps, decay_rate, transition_begin, staircase,
+                          end_value),
+    ], [warmup_steps])
+
+
+def sgdr_schedule(cosine_kwargs: Sequence[dict]) -> Schedule:
+    """Warm restarts (Loshchilov & Hutter): warmup_cosine_decay_schedule(**kwargs) for each
+    dict in turn, each for its decay_steps, as optax.sgdr_schedule.
+
+    >>> s = sl.optim.sgdr_schedule([dict(init_value=0.0, peak_value=1.0, warmup_steps=1,
+    ...                                  decay_steps=4)] * 2)
+    >>> [round(s(t), 3) for t in range(8)]
+    """
+    schedules, boundaries, step = [], [], 0
+    for kwargs in cosine_kwargs:
+        schedules.append(warmup_cosine_decay_schedule(**kwargs))
+        step += kwargs["decay_steps"]
+        boundaries.append(step)
+    return join_schedules(schedules, boundaries[:-1])
+
+
+def _linear_interpolate(start, end, pct):
+    return (end - start) * pct + start
+
+
+def _cosine_interpolate(start, end, pct):
+    angle = math.pi * pct
+    return end + (start - end) / 2.0 * ((_cos(angle) if _is_tensor(angle) else math.cos(angle))
+                                        + 1)
+
+
+def piecewise_interpolate_schedule(interpolate_type: str, init_value: Scalar,
+                                   boundaries_and_scales: dict | None = None) -> Schedule:
+    """init_value times the scales of the boundaries passed, interpolated ('linear' or
+    'cosine') from one boundary's value to the next, as optax.piecewise_interpolate_schedule.
+
+    >>> s = sl.optim.piecewise_interpolate_schedule("linear", 1.0, {10: 0.5, 20: 0.5})
+    >>> [s(t) for t in (0, 5, 10, 15, 30)]
+    """
+    if interpolate_type == "linear":
+        interpolate = _linear_interpolate
+    elif interpolate_type == "cosine":
+        interpolate = _cosine_interpolate
+    else:
+        raise ValueError("piecewise_interpolate_schedule: interpolate_type must be 'cosine' or "
+                         f"'linear', got {interpolate_type!r}")
+    pairs = sorted((boundaries_and_scales or {}).items())
+    if not builtins.all(scale >= 0.0 for _, scale in pairs):
+        raise ValueError("piecewise_interpolate_schedule: the scales must be non-negative, got "
+                         f"{boundaries_and_scales!r}")
+    bounds = [0] + [b for b, _ in pairs]
+    values = [init_value]
+    for _, scale in pairs:
+        values.append(values[-1] * scale)
+
+    def schedule(count):
+        total = 0.0
+        for i in range(len(bounds) - 1):
+            inside = (bounds[i] <= count) & (count < bounds[i + 1]) if _is_tensor(count) \
+                else float(bounds[i] <= count < bounds[i + 1])
+            pct = (count - bounds[i]) / builtins.max(bounds[i + 1] - bounds[i], 1)
+            value = interpolate(values[i], values[i + 1], pct)
+            total = total + (inside.astype(value.dtype if _is_tensor(value) else "float64")
+                             if _is_tensor(inside) else inside) * value
+        last = (count >= bounds[-1])
+        return total + (last.astype("float64") if _is_tensor(last) else float(last)) * values[-1]
+
+    return schedule
+
+
+def linear_onecycle_schedule(transition_steps: int, peak_value: Scalar, pct_start: float = 0.3,
+                             pct_final: float = 0.85, div_factor: float = 25.0,
+                             final_div_factor: float = 1e4) -> Schedule:
+    """The one-cycle policy (Smith & Topin) with linear pieces: peak / div_factor up to peak at
+    pct_start, back down at pct_final, then to peak / (div_factor * final_div_factor) at
+    transition_steps, as optax.linear_onecycle_schedule.
+
+    >>> s = sl.optim.linear_onecycle_schedule(100, 1.0)
+    >>> [round(s(t), 4) for t in (0, 30, 85, 100)]
+    """
+    if transition_steps <= 0:
+        raise ValueError("linear_onecycle_schedule: transition_steps must be positive, got "
+                         f"{transition_steps!r}")
+    return piecewise_interpolate_schedule("linear", peak_value / div_factor, {
+        int(pct_start * transition_steps): div_factor,
+        int(pct_final * transition_steps): 1.0 / div_factor,
+        transition_steps: 1.0 / final_div_factor})
+
+
+def cosine_onecycle_schedule(transition_steps: int, peak_value: Scalar, pct_start: float = 0.3,
+                             div_factor: float = 25.0, final_div_factor: float = 1e4) -> Schedule:
+    """The one-cycle policy with cosine pieces: peak / div_factor up to peak at pct_start,
+    then down to peak / (div_factor * final_div_factor), as optax.cosine_onecycle_schedule.
+
+    >>> s = sl.optim.cosine_onecycle_schedule(100, 1.0)
+    >>> [round(s(t), 4) for t in (0, 30, 100)]
+    """
+    if transition_steps <= 0:
+        raise ValueError("cosine_onecycle_schedule: transition_steps must be positive, got "
+                         f"{transition_steps!r}")
+    return piecewise_interpolate_schedule("cosine", peak_value / div_factor, {
+        int(pct_start * transition_steps): div_factor,
+        int(transition_steps): 1.0 / (div_factor * final_div_factor)})

@@ -2,7 +2,7 @@
 schedules), scale, trace, scale_by_adam, add_decayed_weights and clip_by_global_norm, with
 their state classes and the messages for a state that does not fit.
 
-Imports tape, ops and optim.core.
+Imports tape, ops, optim.core and optim.wrappers (masked, for add_decayed_weights' mask).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from .. import ops
 from ..tape import Tensor
 from .core import (_FIX_STATE, GradientTransformation, ScalarOrSchedule, _a, _count_zero,
                    _moments, _number, _rebuild, _type)
+from .wrappers import masked
 
 
 class ScaleByAdamState(NamedTuple):
@@ -74,7 +75,7 @@ def chain(*transforms: GradientTransformation) -> GradientTransformation:
     return opt
 
 
-_MADE_BY = {"ScaleByAdamState": "scale_by_adam (adam, adamw)",
+_MADE_BY = {"ScaleByAdamState": "scale_by_adam (adam, adamw, nadam, radam, adamax, yogi)",
             "TraceState": "trace (sgd with momentum, momentum)",
             "ScaleByScheduleState": "scale_by_learning_rate with a schedule"}
 
@@ -189,7 +190,8 @@ def scale(step_size: float) -> GradientTransformation:
         lambda leaves, state, params, ctx, where: (_scaled(leaves, factor), state))
 
 
-def trace(decay: float, nesterov: bool = False) -> GradientTransformation:
+def trace(decay: float, nesterov: bool = False,
+          accumulator_dtype: Any = None) -> GradientTransformation:
     """Momentum: t = g + decay * t, the update is t (g + decay * t with nesterov), as
     optax.trace.
 
@@ -197,6 +199,9 @@ def trace(decay: float, nesterov: bool = False) -> GradientTransformation:
     >>> updates, state = opt.update(sl.tensor([1.0]), opt.init(sl.tensor([0.0])))
     >>> state.trace
     """
+    if accumulator_dtype is not None:
+        raise TypeError("trace: accumulator_dtype is not supported; the trace keeps the "
+                        "parameters' dtype. Leave accumulator_dtype: Any = None.")
     decay = _number("trace", "decay", decay)
 
     def init(params):
@@ -213,15 +218,20 @@ def trace(decay: float, nesterov: bool = False) -> GradientTransformation:
 
 
 def scale_by_adam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
-                  eps_root: float = 0.0) -> GradientTransformation:
+                  eps_root: float = 0.0, mu_dtype: Any = None, *,
+                  nesterov: bool = False) -> GradientTransformation:
     """Adam's direction m_hat / (sqrt(v_hat + eps_root) + eps), with optax.scale_by_adam's
-    bias correction; the learning rate is not applied (see adam).
+    bias correction; the learning rate is not applied (see adam). nesterov: NAdam's
+    m_hat = b1 * m / (1 - b1 ** (t + 1)) + (1 - b1) * g / (1 - b1 ** t).
 
     >>> opt = sl.optim.scale_by_adam()
     >>> updates, state = opt.update(sl.tensor([0.5, -2.0]), opt.init(sl.tensor([0.0, 0.0])))
     >>> updates
     """
     who = "scale_by_adam"
+    if mu_dtype is not None:
+        raise TypeError(f"{who}: mu_dtype is not supported; the moments keep the parameters' "
+                        "dtype. Leave mu_dtype: Any = None.")
     b1, b2 = _number(who, "b1", b1), _number(who, "b2", b2)
     eps, eps_root = _number(who, "eps", eps), _number(who, "eps_root", eps_root)
 
@@ -240,14 +250,19 @@ def scale_by_adam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
         count = state.count + 1
         corrections = {}  # per dtype: 1 - b ** count, as optax computes it, in m's dtype
         out = []
-        for m, v in zip(mu, nu):
+        for g, m, v in zip(leaves, mu, nu):
             if m.dtype not in corrections:
-                corrections[m.dtype] = _bias_corrections(count, m.dtype, b1, b2)
-            c1, c2 = corrections[m.dtype]
+                corrections[m.dtype] = _bias_corrections(count, m.dtype, b1, b2) + (
+                    _bias_corrections(count + 1, m.dtype, b1) if nesterov else [])
+            c1, c2 = corrections[m.dtype][:2]
             v_hat = v / c2
-            if eps_root:
+            if not (isinstance(eps_root, float) and eps_root == 0.0):
                 v_hat = v_hat + eps_root
-            out.append((m / c1) / (ops.sqrt(v_hat) + eps))
+            if nesterov:
+                m_hat = b1 * (m / corrections[m.dtype][2]) + (1 - b1) * (g / c1)
+            else:
+                m_hat = m / c1
+            out.append(m_hat / (ops.sqrt(v_hat) + eps))
         return out, ScaleByAdamState(count, _rebuild(ctx.grads, mu), _rebuild(ctx.grads, nu))
 
     return GradientTransformation(who, init, apply, "ScaleByAdamState")
@@ -262,29 +277,49 @@ def _bias_corrections(count: Tensor, dtype, *decays) -> list:
     return [(1 - b ** t).astype(dtype) for b in decays]
 
 
-def add_decayed_weights(weight_decay: float = 0.0) -> GradientTransformation:
+class WeightDecaySchedule(NamedTuple):
+    count: Any  # 0-d int32: the step the weight decay's schedule is asked about next
+
+
+def add_decayed_weights(weight_decay: ScalarOrSchedule = 0.0,
+                        mask: Any = None) -> GradientTransformation:
     """Add weight_decay * params to the updates (decoupled weight decay), as
-    optax.add_decayed_weights; it needs params.
+    optax.add_decayed_weights; it needs params. weight_decay may be a schedule; mask (a
+    tree of bools shaped like params, or a callable of them) limits it to some parameters.
 
     >>> opt = sl.optim.add_decayed_weights(0.1)
     >>> w = sl.tensor([1.0, 2.0])
     >>> updates, state = opt.update(sl.tensor([0.0, 0.0]), opt.init(w), w)
     >>> updates
     """
-    if callable(weight_decay):
-        raise TypeError("add_decayed_weights: a schedule for weight_decay is not supported; "
-                        "pass a number.")
-    decay = _number("add_decayed_weights", "weight_decay", weight_decay)
+    who = "add_decayed_weights"
+    scheduled = callable(weight_decay)
+    decay = None if scheduled else _number(who, "weight_decay", weight_decay)
+
+    def init(params):
+        return WeightDecaySchedule(_count_zero(params)) if scheduled else ()
 
     def apply(leaves, state, params, ctx, where):
         if params is None:
             raise TypeError(f"{ctx.who}: add_decayed_weights needs params; pass them: "
                             "opt.update(grads, state, params).")
-        if decay == 0.0:
-            return leaves, state
-        return [g + decay * p for g, p in zip(leaves, params.tensors)], state
+        if scheduled:
+            _check_state(ctx, state, where, WeightDecaySchedule)
+            s = _schedule_value(weight_decay, state.count, ctx.who)
+            state = WeightDecaySchedule(state.count + 1)
+        else:
+            s = decay
+            if isinstance(s, float) and s == 0.0:
+                return leaves, state
+        if isinstance(s, Tensor):
+            return [g + s.astype(g.dtype) * p for g, p in zip(leaves, params.tensors)], state
+        return [g + s * p for g, p in zip(leaves, params.tensors)], state
 
-    return GradientTransformation("add_decayed_weights", _empty_init, apply)
+    opt = GradientTransformation(who, init, apply,
+                                 "WeightDecaySchedule" if scheduled else "()")
+    if mask is None:
+        return opt
+    return masked(opt, mask)
 
 
 def clip_by_global_norm(max_norm: float) -> GradientTransformation:

@@ -1,0 +1,241 @@
+"""optax's smaller stages and helpers, with its state classes: identity, set_to_zero, clip,
+clip_by_block_rms, zero_nans, ema, apply_every, add_noise; and the functions global_norm,
+incremental_update and periodic_update.
+
+Imports tape, ops, random, pytree, optim.core, optim.transforms and optim.scaling.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from .. import ops, pytree
+from .. import random as _random
+from ..tape import Tensor
+from ..tape.types import PyTree
+from .core import GradientTransformation, _count_zero, _moments, _number, _rebuild, _select_tree
+from .scaling import _debias
+from .transforms import _check_state, _empty_init
+
+
+class EmaState(NamedTuple):
+    count: Any  # 0-d int32
+    ema: Any  # shaped like params
+
+
+class ZeroNansState(NamedTuple):
+    found_nan: Any  # one 0-d bool per parameter: whether its update held a NaN
+
+
+class ApplyEvery(NamedTuple):
+    count: Any  # 0-d int32, counted modulo k
+    grad_acc: Any  # shaped like params
+
+
+class AddNoiseState(NamedTuple):
+    count: Any  # 0-d int32
+    rng_key: Any  # the key for the next step's noise (uint32[2], jax.random.key_data's)
+
+
+def _stateless(name, fn):
+    return GradientTransformation(
+        name, _empty_init, lambda leaves, state, params, ctx, where: (fn(leaves), state))
+
+
+def identity() -> GradientTransformation:
+    """The updates unchanged, as optax.identity.
+
+    >>> sl.optim.identity().update(sl.tensor([1.0]), ())[0]
+    """
+    return _stateless("identity", lambda leaves: leaves)
+
+
+def set_to_zero() -> GradientTransformation:
+    """Zero updates (parameters left as they are), as optax.set_to_zero: with
+    multi_transform, freezes a group of parameters.
+
+    >>> sl.optim.set_to_zero().update(sl.tensor([1.0]), ())[0]
+    """
+    return _stateless("set_to_zero", lambda leaves: [ops.zeros_like(g) for g in leaves])
+
+
+def clip(max_delta: float) -> GradientTransformation:
+    """Clip each update to [-max_delta, max_delta], as optax.clip.
+
+    >>> sl.optim.clip(1.0).update(sl.tensor([3.0, -0.5, -2.0]), ())[0]
+    """
+    d = _number("clip", "max_delta", max_delta)
+    return _stateless("clip", lambda leaves: [ops.clip(g, -d, d) for g in leaves])
+
+
+def clip_by_block_rms(threshold: float) -> GradientTransformation:
+    """Divide each parameter's update by max(1, rms(u) / threshold), as
+    optax.clip_by_block_rms.
+
+    >>> sl.optim.clip_by_block_rms(1.0).update(sl.tensor([3.0, -4.0]), ())[0]
+    """
+    t = _number("clip_by_block_rms", "threshold", threshold)
+    return _stateless("clip_by_block_rms", lambda leaves: [
+        u / ops.maximum(1.0, ops.sqrt(ops.mean(u * u)) / t) for u in leaves])
+
+
+def zero_nans() -> GradientTransformation:
+    """Replace NaNs in the updates by 0, recording per parameter whether there was one
+    (state.found_nan), as optax.zero_nans.
+
+    >>> opt = sl.optim.zero_nans()
+    >>> g = sl.tensor([1.0, float("nan")])
+    >>> updates, state = opt.update(g, opt.init(g))
+    >>> updates, state.found_nan
+    """
+    def init(params):
+        return ZeroNansState(_rebuild(params, [ops.asarray(False) for _ in params.tensors]))
+
+    def apply(leaves, state, params, ctx, where):
+        _check_state(ctx, state, where, ZeroNansState)
+        found = [ops.any(ops.isnan(g)) for g in leaves]
+        out = [ops.where(ops.isnan(g), ops.zeros_like(g), g) for g in leaves]
+        return out, ZeroNansState(_rebuild(ctx.grads, found))
+
+    return GradientTransformation("zero_nans", init, apply, "ZeroNansState")
+
+
+def ema(decay: float, debias: bool = True, accumulator_dtype: Any = None) -> GradientTransformation:
+    """The exponential moving average of the updates, (1 - decay) * g + decay * ema,
+    bias-corrected when debias, as optax.ema.
+
+    >>> opt = sl.optim.ema(0.9)
+    >>> updates, state = opt.update(sl.tensor([1.0]), opt.init(sl.tensor([0.0])))
+    >>> updates, state.ema
+    """
+    who = "ema"
+    if accumulator_dtype is not None:
+        raise TypeError(f"{who}: accumulator_dtype is not supported; the average keeps the "
+                        "parameters' dtype. Leave accumulator_dtype: Any = None.")
+    decay = _number(who, "decay", decay)
+
+    def init(params):
+        return EmaState(_count_zero(params),
+                        _rebuild(params, [ops.zeros_like(p) for p in params.tensors]))
+
+    def apply(leaves, state, params, ctx, where):
+        _check_state(ctx, state, where, EmaState)
+        avg = _moments(ctx.who, state.ema, f"{where}.ema", ctx.grads)
+        avg = [(1 - decay) * g + decay * t for g, t in zip(leaves, avg)]
+        count = state.count + 1
+        out = _debias(avg, decay, count) if debias else avg
+        return out, EmaState(count, _rebuild(ctx.grads, avg))
+
+    return GradientTransformation(who, init, apply, "EmaState")
+
+
+def apply_every(k: int = 1) -> GradientTransformation:
+    """Accumulate the updates over k steps and emit their sum every k-th step (zeros in
+    between), as optax.apply_every.
+
+    >>> opt = sl.optim.apply_every(2)
+    >>> state = opt.init(sl.tensor([0.0]))
+    >>> u1, state = opt.update(sl.tensor([1.0]), state)
+    >>> u2, state = opt.update(sl.tensor([2.0]), state)
+    >>> u1, u2
+    """
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise ValueError(f"apply_every: k must be a positive int, got {k!r}")
+    k = int(k)
+
+    def init(params):
+        return ApplyEvery(_count_zero(params),
+                          _rebuild(params, [ops.zeros_like(p) for p in params.tensors]))
+
+    def apply(leaves, state, params, ctx, where):
+        _check_state(ctx, state, where, ApplyEvery)
+        acc = _moments(ctx.who, state.grad_acc, f"{where}.grad_acc", ctx.grads)
+        c = state.count % k
+        keep = (c != 0).astype(leaves[0].dtype) if leaves else None
+        acc = [keep.astype(g.dtype) * a + g for g, a in zip(leaves, acc)]
+        emit = c == k - 1
+        out = [emit.astype(a.dtype) * a for a in acc]
+        return out, ApplyEvery((state.count + 1) % k, _rebuild(ctx.grads, acc))
+
+    return GradientTransformation("apply_every", init, apply, "ApplyEvery")
+
+
+def add_noise(eta: float, gamma: float, key: Any = None, *, seed: int | None = None
+              ) -> GradientTransformation:
+    """Add Gaussian noise of variance eta / (count + 1) ** gamma to the updates, as
+    optax.add_noise: with the same key (an int seed or sl.random.key), the same noise as
+    optax's, since scanlib.random draws JAX's numbers.
+
+    >>> opt = sl.optim.add_noise(0.01, 0.55, key=0)
+    >>> updates, state = opt.update(sl.tensor([1.0, 1.0]), opt.init(sl.tensor([0.0, 0.0])))
+    >>> state.count
+    """
+    who = "add_noise"
+    if seed is not None:
+        if key is not None:
+            raise ValueError(f"{who}: pass key or seed, not both")
+        key = seed
+    if key is None:
+        raise TypeError(f"{who}: pass key= (an int seed or sl.random.key(seed)); optax "
+                        "requires it from 0.2.7 on.")
+    eta, gamma = _number(who, "eta", eta), _number(who, "gamma", gamma)
+
+    def init(params):
+        k = key if isinstance(key, Tensor) else _random.key(int(key))
+        return AddNoiseState(_count_zero(params), k)
+
+    def apply(leaves, state, params, ctx, where):
+        _check_state(ctx, state, where, AddNoiseState)
+        count = state.count + 1
+        rng_key, sample_key = _random.split(state.rng_key)
+        keys = _random.split(sample_key, len(leaves)) if leaves else []
+        out, stds = [], {}
+        for i, g in enumerate(leaves):
+            if g.dtype not in stds:  # in float32 (float64 for float64 updates), as optax
+                t = count.astype(np.promote_types(g.dtype, np.float32))
+                stds[g.dtype] = ops.sqrt(eta / t ** gamma).astype(g.dtype)
+            noise = _random.normal(keys[i], g.shape, dtype=g.dtype)
+            out.append(g + stds[g.dtype] * noise)
+        return out, AddNoiseState(count, rng_key)
+
+    return GradientTransformation(who, init, apply, "AddNoiseState")
+
+
+# --- functions on trees ------------------------------------------------------------------------
+def global_norm(updates: PyTree) -> Tensor:
+    """The L2 norm of all the leaves together, as optax.global_norm (optax.tree.norm).
+
+    >>> sl.optim.global_norm({"a": sl.tensor([3.0]), "b": sl.tensor([4.0])})
+    """
+    total = None
+    for leaf in pytree.leaves(updates):
+        s = ops.sum(ops.square(ops.as_tensor(leaf)))
+        total = s if total is None else total + s
+    return ops.sqrt(total if total is not None else ops.asarray(0.0))
+
+
+def incremental_update(new_tensors: PyTree, old_tensors: PyTree, step_size: Any) -> PyTree:
+    """step_size * new + (1 - step_size) * old, leaf by leaf (Polyak averaging of target
+    parameters), as optax.incremental_update.
+
+    >>> sl.optim.incremental_update(sl.tensor([1.0]), sl.tensor([0.0]), 0.1)
+    """
+    return pytree.tree_map(lambda new, old: step_size * ops.as_tensor(new)
+                           + (1.0 - step_size) * ops.as_tensor(old), new_tensors, old_tensors)
+
+
+def periodic_update(new_tensors: PyTree, old_tensors: PyTree, steps: Any, update_period: int
+                    ) -> PyTree:
+    """new_tensors when steps is a multiple of update_period, else old_tensors, as
+    optax.periodic_update (steps may be traced: a scan body, jit).
+
+    >>> sl.optim.periodic_update(sl.tensor([1.0]), sl.tensor([0.0]), 10, 5)
+    """
+    return _select_tree(ops.as_tensor(steps) % update_period == 0, new_tensors, old_tensors)
+
+
+__all__ = ["identity", "set_to_zero", "clip", "clip_by_block_rms", "zero_nans", "ema",
+           "apply_every",
+           "add_noise", "global_norm", "incremental_update", "periodic_update"]
