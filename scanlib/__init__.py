@@ -25,7 +25,7 @@ from .tracing import make_graph
 from .jit import JitFallbackWarning, jit
 from . import numpy  # noqa: F401 - scanlib.numpy, jax.numpy's names (not in __all__)
 from . import lax  # jax.lax's names: `from scanlib import lax`
-from . import debug, flatten_util, nn, scipy, tree, tree_util
+from . import debug, flatten_util, nn, scipy, tree, tree_util, typing
 from .runtime import *  # noqa: F403 - jax's top-level runtime names (config, Array, ...)
 from . import runtime
 
@@ -41,4 +41,5 @@ __all__ = [
     *transforms.__all__, *associative.__all__, *control.__all__, "vmap",
     "custom_vjp", "custom_jvp", "tree_util", "tree", "flatten_util", "scipy", "debug", "nn",
     *runtime.__all__,
+    "typing",
 ]

@@ -12,7 +12,7 @@ from . import (
     interpreters as interpreters, lax as lax, linalg as linalg, logs as logs, loops as loops,
     nn as nn, numpy as numpy, ops as ops, optim as optim, pytree as pytree, random as random,
     runtime as runtime, scipy as scipy, tape as tape, testing as testing, tracing as tracing,
-    transforms as transforms, tree as tree, tree_util as tree_util,
+    transforms as transforms, tree as tree, tree_util as tree_util, typing as typing,
 )
 from .associative import associative_scan as associative_scan
 from .autodiff import (
@@ -698,4 +698,5 @@ __all__ = [
     'clear_caches',
     'enable_x64',
     'jacobian',
+    'typing',
 ]

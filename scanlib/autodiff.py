@@ -158,14 +158,15 @@ def value_and_grad(f: Callable[..., Any], argnums: int | Sequence[int] = 0,
 
     f must return a real scalar (or, with holomorphic=True, a complex one of complex inputs).
     The gradient has the structure of the chosen argument(s) (a tuple when argnums is a
-    tuple). Arguments f does not depend on get zeros, as in JAX. For a real f of complex z
+    tuple). Arguments f does not depend on get zeros, as in JAX. Keyword arguments are passed
+    to f and not differentiated, as in JAX. For a real f of complex z
     the gradient is JAX's: df/dRe(z) - 1j df/dIm(z), the conjugate of torch's.
     """
     multiple = isinstance(argnums, (tuple, list))
     nums = tuple(argnums) if multiple else (argnums,)
 
     @functools.wraps(f)
-    def wrapped(*args):
+    def wrapped(*args, **kwargs):
         for n in nums:
             if not isinstance(n, int) or not -len(args) <= n < len(args):
                 raise ValueError(f"grad: argnums {argnums!r} is out of range for "
@@ -182,7 +183,7 @@ def value_and_grad(f: Callable[..., Any], argnums: int | Sequence[int] = 0,
                 call_args[n] = v
             # asked for explicitly: record f even inside no_grad()
             with enable_grad(), watching("grad", inputs):
-                out = f(*call_args)
+                out = f(*call_args, **kwargs)
         aux = None
         if has_aux:
             out, aux = split_aux(out, "grad")
@@ -259,8 +260,8 @@ def grad(f: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool 
     vg = value_and_grad(f, argnums, has_aux, holomorphic)
 
     @functools.wraps(f)
-    def wrapped(*args):
-        value, g = vg(*args)
+    def wrapped(*args, **kwargs):
+        value, g = vg(*args, **kwargs)
         return (g, value[1]) if has_aux else g
 
     return wrapped

@@ -2,8 +2,9 @@
 scanlib's own objects (`lax.scan is scanlib.scan`, `lax.tanh is scanlib.tanh`). Control flow
 (scan, fori_loop, while_loop, cond, switch, map, associative_scan), selection and dynamic
 indexing (select, dynamic_slice, dynamic_update_slice and their `_in_dim` forms, clamped as
-JAX clamps), lax's cumulative reductions (along axis 0 by default, reverse=, the operand's
-dtype) and the elementwise functions whose meaning is NumPy's too. A name whose lax meaning
+JAX clamps), `complex` (x + iy from its parts), lax's cumulative reductions (along axis 0 by
+default, reverse=, the operand's dtype) and the elementwise functions whose meaning is
+NumPy's too. A name whose lax meaning
 differs from scanlib's function of that name is not here under scanlib's (lax.cumsum is
 lax's; lax.round, lax.pad, lax.sort, lax.argmax, lax.div are left out: their meanings differ).
 
@@ -18,7 +19,7 @@ from .ops import (abs, arccos, arcsin, arctan, arctan2, arccosh, arcsinh, arctan
                   concatenate, conj, cos, cosh, dot, erf, erfc, exp, expm1, floor, full, imag,
                   log, log1p, maximum, minimum, real, reciprocal, reshape, rsqrt, sigmoid, sign,
                   sin, sinh, sqrt, square, tan, tanh, transpose)
-from .ops.dynamic import (dynamic_index_in_dim, dynamic_slice, dynamic_slice_in_dim,
+from .ops.dynamic import (complex, dynamic_index_in_dim, dynamic_slice, dynamic_slice_in_dim,
                           dynamic_update_index_in_dim, dynamic_update_slice,
                           dynamic_update_slice_in_dim, select)
 from .ops.elementwise import add, mul, neg, sub
@@ -42,6 +43,6 @@ __all__ = [
     "abs", "add", "sub", "mul", "neg", "exp", "expm1", "log", "log1p", "sqrt", "rsqrt", "cbrt",
     "square", "reciprocal", "sign", "floor", "ceil", "sin", "cos", "tan", "asin", "acos",
     "atan", "atan2", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "logistic", "erf",
-    "erfc", "max", "min", "real", "imag", "conj", "dot", "concatenate", "reshape", "transpose",
-    "full",
+    "erfc", "max", "min", "real", "imag", "complex", "conj", "dot", "concatenate", "reshape",
+    "transpose", "full",
 ]

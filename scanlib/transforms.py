@@ -242,9 +242,10 @@ def jacfwd(f: Callable[..., Any], argnums: int | Sequence[int] = 0,
             [0., 4.]], dtype=float64)
     """
     @functools.wraps(f)
-    def wrapped(*args):
+    def wrapped(*args, **kwargs):
         nums, multiple, chosen, in_leaves, in_tree = _chosen_inputs("jacfwd", argnums, args)
-        g = _of_chosen(f, args, nums)
+        fk = functools.partial(f, **kwargs) if kwargs else f  # not differentiated, as in JAX
+        g = _of_chosen(fk, args, nums)
         in_infos = [leaf_info(x) for x in in_leaves]
         found = _forward_pushes(g, chosen, has_aux, in_leaves, in_tree, in_infos)
         out, aux, push = found if found is not None else _linearized(g, chosen, has_aux,
@@ -339,9 +340,10 @@ def jacrev(f: Callable[..., Any], argnums: int | Sequence[int] = 0,
     tensor([2., 4.], dtype=float64)
     """
     @functools.wraps(f)
-    def wrapped(*args):
+    def wrapped(*args, **kwargs):
         nums, multiple, chosen, in_leaves, in_tree = _chosen_inputs("jacrev", argnums, args)
-        found = autodiff.vjp_recording(_of_chosen(f, args, nums), chosen, has_aux, None,
+        fk = functools.partial(f, **kwargs) if kwargs else f  # not differentiated, as in JAX
+        found = autodiff.vjp_recording(_of_chosen(fk, args, nums), chosen, has_aux, None,
                                        "jacrev")
         out, vjp_fn = found[0], found[1]
         out_leaves, out_tree = _real_outputs("jacrev", out)

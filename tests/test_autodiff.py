@@ -72,6 +72,24 @@ def test_value_and_grad(backend):
     np.testing.assert_allclose(g.numpy(), 1 - np.tanh(_np(x)) ** 2)
 
 
+def test_grad_passes_keyword_arguments_through_undifferentiated():
+    # JAX's grad and value_and_grad call f(*args, **kwargs) and differentiate args[argnums]
+    # only; a jitted loss with static_argnames is called this way.
+    def f(x, y, *, scale, power=2):
+        return sl.sum(scale * x**power * y)
+
+    x, y = sl.tensor([1.0, 2.0]), sl.tensor([3.0, -1.0])
+    np.testing.assert_allclose(sl.grad(f)(x, y, scale=0.5, power=3).numpy(),
+                               0.5 * 3 * _np(x) ** 2 * _np(y))
+    value, (gx, gy) = sl.value_and_grad(f, argnums=(0, 1))(x, y, scale=2.0)
+    assert float(value) == 2.0 * (3.0 - 4.0)
+    np.testing.assert_allclose(gx.numpy(), 4.0 * _np(x) * _np(y))
+    np.testing.assert_allclose(gy.numpy(), 2.0 * _np(x) ** 2)
+    loss = sl.jit(lambda x, n: sl.sum(x**n), static_argnames="n")
+    with pytest.warns(sl.JitFallbackWarning, match="requires grad"):
+        np.testing.assert_allclose(sl.grad(loss)(x, n=3).numpy(), 3 * _np(x) ** 2)
+
+
 def test_grad_accepts_arrays_and_python_floats(backend):
     g = sl.grad(lambda x: x * x * x)(3.0)
     assert isinstance(g, sl.Tensor) and g.shape == () and g.item() == 27.0

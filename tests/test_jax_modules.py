@@ -598,3 +598,21 @@ def test_norm_at_infinities_and_nan_as_jax():
         for name, values in got.items():
             np.testing.assert_allclose(values, np.asarray(getattr(jax.scipy.stats.norm, name)(x)),
                                        rtol=1e-13)
+
+
+# --- typing ----------------------------------------------------------------------------------
+def test_typing_has_jax_typings_names_for_annotations():
+    import importlib.util
+
+    from scanlib.tape import types
+
+    assert sl.typing.ArrayLike is types.ArrayLike and sl.typing.DTypeLike is types.DTypeLike
+
+    def f(x: sl.typing.ArrayLike, dtype: sl.typing.DTypeLike = None) -> sl.Tensor:
+        return sl.asarray(x, dtype=dtype)
+
+    assert f([1, 2], "float32").dtype == np.float32
+    if importlib.util.find_spec("jax") is not None:
+        import jax.typing
+
+        assert sorted(sl.typing.__all__) == sorted(n for n in dir(jax.typing) if n[0] != "_")

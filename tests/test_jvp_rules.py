@@ -96,6 +96,8 @@ CASES = {
     ew.real: [lambda r: ([_c(r, 2, 3)], {}), lambda r: ([_r(r, 3)], {})],
     ew.imag: [lambda r: ([_c(r, 2, 3)], {}), lambda r: ([_r(r, 3)], {})],
     ew.conj: [lambda r: ([_c(r, 2, 3)], {}), lambda r: ([_r(r, 3)], {})],
+    ew.complex_p: [lambda r: ([_r(r, 2, 3), _r(r, 2, 3)], {}),
+                   lambda r: ([_r(r, 3), _r(r, 2, 3)], {})],
     ew.maximum: [lambda r: (list(_ties(r)), {}),
                  lambda r: ([_r(r, 2, 3), 0.0], {}),
                  lambda r: ([_r(r, 3), _r(r, 2, 3)], {})],

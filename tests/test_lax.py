@@ -283,6 +283,51 @@ def test_select_values_gradients_and_checks():
         lax.select(sl.tensor([True, False]), a, b)
 
 
+def test_complex_from_parts_values_edges_gradients_and_checks():
+    x, y = sl.tensor([1.0, -0.0, 0.0, np.nan]), sl.tensor([2.0, np.inf, -np.inf, 1.0])
+    z = lax.complex(x, y)
+    assert z.dtype == np.complex128
+    np.testing.assert_array_equal(z.numpy().real, x.numpy())  # 0 + 1j * inf would be nan
+    np.testing.assert_array_equal(z.numpy().imag, y.numpy())
+    assert lax.complex(sl.ones(2, dtype="float32"), 2.0).dtype == np.complex64
+    assert lax.complex(1.0, sl.zeros((), dtype="float32")).dtype == np.complex64
+    assert lax.complex(sl.ones((2, 1)), sl.zeros(3)).shape == (2, 3)
+    assert lax.complex(sl.zeros(0), sl.zeros(0)).shape == (0,)
+    c = np.array([2.0 + 3.0j, -1.0 + 0.5j])
+    a, b = RNG.normal(size=2), RNG.normal(size=2)
+    check_grads(lambda a, b: sl.real(lax.complex(a, b) * c) + sl.abs(lax.complex(a, b)) ** 3,
+                (a, b), order=2)
+    ga, gb = sl.grad(lambda a, b: sl.sum(sl.real(lax.complex(a, b) * c)), argnums=(0, 1))(a, b)
+    close(ga, sl.tensor(c.real))
+    close(gb, sl.tensor(-c.imag))
+    primal, tangent = sl.jvp(lax.complex, (sl.tensor(a), sl.tensor(b)),
+                             (sl.tensor([1.0, 0.0]), sl.tensor([0.0, 1.0])))
+    close(tangent, sl.tensor([1.0, 1.0j]))
+    close(sl.vmap(lax.complex, in_axes=(0, None))(sl.ones((3, 2)), sl.tensor(b)),
+          sl.tensor(np.broadcast_to(1.0 + 1j * b, (3, 2))))
+    with pytest.raises(TypeError, match="complex: x and y must be floats of one dtype"):
+        lax.complex(sl.ones(2), sl.ones(2, dtype="float32"))
+    with pytest.raises(TypeError, match="complex: x and y must be floats of one dtype"):
+        lax.complex(sl.ones(2, dtype="int32"), sl.ones(2, dtype="int32"))
+
+
+def test_complex_matches_jax_in_a_scan():
+    jax = pytest.importorskip("jax")
+    a, b = RNG.normal(size=4), RNG.normal(size=4)
+
+    def f(m, ml, a, b):
+        def step(h, ab):
+            h = h * ml.complex(ab[0], ab[1]) + 1.0
+            return h, m.real(h) * m.imag(h)
+        return m.sum(ml.scan(step, ml.complex(0.5, 0.25), (a, b))[1])
+
+    with jax.enable_x64(True):
+        want = jax.value_and_grad(lambda a, b: f(jax.numpy, jax.lax, a, b), argnums=(0, 1))(a, b)
+    got = sl.value_and_grad(lambda a, b: f(sl, lax, a, b), argnums=(0, 1))(a, b)
+    for g, w in zip(sl.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
+        close(g, sl.tensor(np.asarray(w)))
+
+
 # --- dynamic slicing ----------------------------------------------------------------------------
 def np_dynamic_slice(x, starts, sizes):
     starts = [s + d if s < 0 else s for s, d in zip(starts, x.shape)]

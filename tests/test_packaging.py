@@ -109,8 +109,9 @@ def test_public_functions_are_annotated():
     import scanlib as sl
 
     sig = inspect.signature(sl.scan)
-    assert list(sig.parameters)[:3] == ["f", "init", "xs"]
-    assert sig.parameters["length"].kind is inspect.Parameter.KEYWORD_ONLY
+    # jax.lax.scan's positional order; scanlib's own options are keywords
+    assert list(sig.parameters)[:6] == ["f", "init", "xs", "length", "reverse", "unroll"]
+    assert sig.parameters["dim"].kind is inspect.Parameter.KEYWORD_ONLY
     # every public function, scanlib's and scanlib.optim's (an unannotated one is Any, unchecked,
     # to a type checker), and GradientTransformation's methods
     functions = [(f"sl.{n}", getattr(sl, n)) for n in sl.__all__]

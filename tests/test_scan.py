@@ -152,6 +152,22 @@ def test_reverse_runs_backwards_and_keeps_ys_aligned_with_xs(backend):
     np.testing.assert_allclose(as_np(ys), [0.0, 1.0, 11.0])
 
 
+def test_length_reverse_and_unroll_by_position_as_in_jax():
+    def f(c, x):
+        c = c * 0.5 + (1.0 if x is None else x)
+        return c, c
+
+    xs = sl.tensor([1.0, 2.0, 3.0])
+    for args, kwargs in [((None, 4), {"length": 4}), ((xs, None, True), {"reverse": True}),
+                         ((xs, 3, False, 2), {"length": 3, "unroll": 2})]:
+        want = sl.scan(f, sl.tensor(0.0), args[0], **kwargs)
+        got = sl.scan(f, sl.tensor(0.0), *args)
+        for g, w in zip(sl.tree_util.tree_leaves(got), sl.tree_util.tree_leaves(want)):
+            np.testing.assert_array_equal(g.numpy(), w.numpy())
+    with pytest.raises(TypeError):
+        sl.scan(f, sl.tensor(0.0), xs, None, False, 1, 0)  # dim is a keyword
+
+
 def test_docstring_example():
     carry, ys = sl.scan(lambda c, x: (c + x, c * x), 0.0, sl.tensor([1.0, 2.0, 3.0]))
     np.testing.assert_allclose(carry.numpy(), 6.0)

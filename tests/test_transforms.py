@@ -273,6 +273,17 @@ def test_jacobians_has_aux_and_negative_argnums(rng):
         np.testing.assert_allclose(j.numpy(), np.diag(2 * np.cos(x)), rtol=1e-12)
 
 
+def test_jacobians_pass_keyword_arguments_through():
+    def f(x, *, scale):
+        return scale * x * x
+
+    x = sl.tensor([1.0, 2.0])
+    for jac in (sl.jacfwd, sl.jacrev):
+        np.testing.assert_allclose(jac(f)(x, scale=3.0).numpy(), np.diag([6.0, 12.0]))
+    np.testing.assert_allclose(sl.hessian(lambda x, *, c: sl.sum(c * x**3))(x, c=2.0).numpy(),
+                               np.diag([12.0, 24.0]))
+
+
 def test_jacobian_of_zero_size_input():
     j = sl.jacfwd(lambda x, y: sl.sum(x) * y, argnums=(0, 1))(np.zeros((0, 2)), np.ones(2))
     assert j[0].shape == (2, 0, 2) and j[1].shape == (2, 2)

@@ -1,4 +1,4 @@
-"""jax.lax's selection and dynamic indexing: `select`, and `dynamic_slice` /
+"""jax.lax's selection and dynamic indexing: `select`, `complex`, and `dynamic_slice` /
 `dynamic_update_slice` with their `_in_dim` forms, whose start indices may be traced values.
 Starts are clamped so that the slice fits, after a negative start counts from the end, as
 JAX does. A known start is a basic slice; a traced one, an index built from it (a gather
@@ -21,7 +21,7 @@ from .structural import getitem
 if TYPE_CHECKING:
     from ..tape.types import ArrayLike
 
-__all__ = ["select", "dynamic_slice", "dynamic_update_slice", "dynamic_slice_in_dim",
+__all__ = ["select", "complex", "dynamic_slice", "dynamic_update_slice", "dynamic_slice_in_dim",
            "dynamic_index_in_dim", "dynamic_update_slice_in_dim", "dynamic_update_index_in_dim"]
 
 _PYTHON_NUMBER = (bool, int, float, complex)
@@ -55,6 +55,30 @@ def select(pred: ArrayLike, on_true: ArrayLike, on_false: ArrayLike) -> Tensor:
                         f"{type_str(on_true.shape, on_true.dtype)}, got "
                         f"{type_str(pred.shape, pred.dtype)}. Compare to get a bool (x > 0).")
     return where(pred, on_true, on_false)
+
+
+def complex(x: ArrayLike, y: ArrayLike) -> Tensor:
+    """x + iy elementwise, like `jax.lax.complex`: x and y are floats of one dtype (a Python
+    number takes the other's; shapes broadcast), the result complex64 of float32 parts,
+    complex128 of float64 ones. The parts are set, not computed (x + 1j * inf is x + inf j, where
+    `x + 1j * y` gives nan in the real part). The gradient of a real function reaches x as the
+    real part of the cotangent, y as minus its imaginary part (JAX's convention).
+
+    >>> import scanlib as sl
+    >>> sl.lax.complex(sl.tensor([1.0, 0.0]), sl.tensor([2.0, float("inf")]))
+    tensor([1. +2.j, 0.+infj], dtype=complex128)
+    """
+    x_num, y_num = type(x) in _PYTHON_NUMBER, type(y) in _PYTHON_NUMBER
+    x, y = as_tensor(x), as_tensor(y)
+    if x_num and not y_num:
+        x = x.astype(y.dtype)
+    elif y_num and not x_num:
+        y = y.astype(x.dtype)
+    if x.dtype != y.dtype or np.dtype(x.dtype).kind != "f":
+        raise TypeError(f"complex: x and y must be floats of one dtype, got "
+                        f"{type_str(x.shape, x.dtype)} and {type_str(y.shape, y.dtype)}. Cast "
+                        f"with .astype('float64').")
+    return ew.complex_p(x, y)
 
 
 # --- start indices ----------------------------------------------------------------------------

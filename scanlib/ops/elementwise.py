@@ -269,6 +269,22 @@ angle = Primitive("angle", lambda x: _xp(x).angle(x), _angle_vjp, elementwise=Tr
                   doc="angle(x): the argument of a complex number, in radians.")
 
 
+def _complex_impl(x, y):
+    # Parts written in place: x + 1j * y would make inf * 1j = nan + inf j.
+    xp = _xp(x, y)
+    # dtypes of arrays (CuPy's too), Python numbers as weak as NumPy 2 takes them
+    dtype = np.result_type(getattr(x, "dtype", x), getattr(y, "dtype", y), np.complex64)
+    out = xp.empty(np.broadcast_shapes(np.shape(x), np.shape(y)), dtype)
+    out.real[...], out.imag[...] = x, y
+    return out
+
+
+# Re(g * (dx + i dy)) = Re(g) dx - Im(g) dy
+complex_p = Primitive("complex", _complex_impl,
+                      lambda g, out, x, y: (real(g), neg(imag(g))), elementwise=True,
+                      linear=True, doc="complex(x, y): x + iy, of real x and y.")
+
+
 def _picked(x_wins, y_wins):
     """The VJP of maximum (x_wins = greater) or minimum (less), as JAX's: the cotangent goes to
     the winner, split evenly at a tie, and to neither where the result is NaN (no side wins

@@ -26,10 +26,11 @@ if TYPE_CHECKING:
     from ..tape.types import PyTree
 
 
-def scan(f: Callable[..., tuple[PyTree, PyTree]], init: PyTree, xs: PyTree = None, *,
-         length: int | None = None, reverse: bool = False, dim: int = 0,
-         interpret: bool | None = None, checkpoint: str | int | tuple[str, int] | None = None,
-         unroll: int | bool = 1, compiler: str | None = None) -> tuple[PyTree, PyTree]:
+def scan(f: Callable[..., tuple[PyTree, PyTree]], init: PyTree, xs: PyTree = None,
+         length: int | None = None, reverse: bool = False, unroll: int | bool = 1, *,
+         dim: int = 0, interpret: bool | None = None,
+         checkpoint: str | int | tuple[str, int] | None = None,
+         compiler: str | None = None) -> tuple[PyTree, PyTree]:
     """Loop f over xs carrying state, like `jax.lax.scan`, differentiably.
 
     `f(carry, x) -> (new_carry, y)`. Returns `(final_carry, ys)` where each leaf of ys stacks
@@ -43,9 +44,11 @@ def scan(f: Callable[..., tuple[PyTree, PyTree]], init: PyTree, xs: PyTree = Non
     init, xs, the carry and y are pytrees (tuples, lists, dicts, namedtuples, None) of
     Tensors, arrays or Python numbers. Every xs leaf is scanned along `dim` (negative counts
     from that leaf's end); with `xs=None`, give `length` and f receives `x=None`. ys stays
-    aligned with xs when `reverse=True`. A Python-number leaf of init takes the dtype the
-    loop's first steps give it (so `0.0` works as a float32 accumulator), as in JAX; to find
-    it, f is traced once more per such leaf at most. A carry f keeps as a Python number at
+    aligned with xs when `reverse=True`. `length`, `reverse` and `unroll` may be passed by
+    position, in JAX's order (`scan(f, init, None, 10)`); the rest are keywords. A
+    Python-number leaf of init takes the dtype the loop's first steps give it (so `0.0` works
+    as a float32 accumulator), as in JAX; to find it, f is traced once more per such leaf at
+    most. A carry f keeps as a Python number at
     every step (`b * 2` with b = 0), or one f cannot take as a number (it calls a Tensor
     method on it), gets NumPy's default dtype: give it a typed init if that matters.
 
