@@ -157,7 +157,7 @@ def _erfinv64(xp, x):
     return p * x
 
 
-def _raw_normal(key, shape, dtype):
+def raw_normal(key, shape, dtype):
     """JAX's normal: sqrt(2) erfinv(u), u uniform on (-1, 1); erfinv in float32 unless float64."""
     xp = backends.xp_of(key)
     lo = np.nextafter(np.array(-1.0, dtype), np.array(0.0, dtype))
@@ -205,7 +205,7 @@ bits_p = Primitive("random_bits", lambda key, shape, width: raw_bits(key, shape,
 uniform_p = Primitive("random_uniform", lambda key, shape, dtype: _unit_floats(key, shape, dtype),
                       doc="random_uniform(key, shape, dtype): uniform floats in [0, 1).",
                       batch=keys_rule)
-normal_p = Primitive("random_normal", _raw_normal,
+normal_p = Primitive("random_normal", raw_normal,
                      doc="random_normal(key, shape, dtype): standard normal floats.",
                      batch=keys_rule)
 

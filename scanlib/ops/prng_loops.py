@@ -16,9 +16,9 @@ import numpy as np
 from .. import backends
 from ..tape.graph import on_stand_ins
 from . import batching
-from .gamma import _gammaln64, _polygamma64
+from .gamma import digamma64, gammaln64
 from .primitive import Primitive
-from .prng import _raw_normal, flat_unit_floats, raw_split
+from .prng import raw_normal, flat_unit_floats, raw_split
 
 
 def _c(dtype, v):
@@ -78,7 +78,7 @@ def _normal_positive_v(keys, c, dtype):
     while todo.size:
         pair = raw_split(key[todo], (2,))
         key[todo] = pair[:, 0]
-        x[todo] = _raw_normal(pair[:, 1], (), dtype)
+        x[todo] = raw_normal(pair[:, 1], (), dtype)
         v[todo] = _c(dtype, 1) + x[todo] * c[todo]
         todo = todo[v[todo] <= 0]
     return x, v
@@ -113,7 +113,7 @@ def _igamma_series_derivative(ax, x, a, enabled):
             dc_da, dans_da = (xp.where(enabled, n, o)
                               for n, o in ((dc_da_n, dc_da), (dans_da_n, dans_da)))
             enabled = enabled & (xp.abs(dc_da_n / dans_da_n) > eps)
-        dlogax_da = xp.log(x) - _polygamma64(0, a + 1.0, xp)
+        dlogax_da = xp.log(x) - digamma64(a + 1.0, xp)
         return -(dans_da + ans * dlogax_da) * x / a
 
 
@@ -148,7 +148,7 @@ def _igammac_fraction_derivative(ax, x, a, enabled):
             (ans, y, z, pkm1, qkm1, pkm2, qkm2, dpkm1, dqkm1, dpkm2, dqkm2, dans) = (
                 xp.where(enabled, n, o) for n, o in zip(new, old))
             enabled = enabled & converging
-        dlogax_da = xp.log(x) - _polygamma64(0, a, xp)
+        dlogax_da = xp.log(x) - digamma64(a, xp)
         return -(dans + ans * dlogax_da) * x
 
 
@@ -163,7 +163,7 @@ def gamma_sample_grad(a, x):
         x_zero = x64 == 0
         domain_error = (x64 < 0) | (a64 <= 0)
         use_c = (x64 > 1) & (x64 > a64)
-        ax = a64 * xp.log(x64) - x64 - _gammaln64(a64, xp)
+        ax = a64 * xp.log(x64) - x64 - gammaln64(a64, xp)
         underflow = ax < -np.log(np.finfo(np.float64).max)
         enabled = ~(x_zero | domain_error | underflow | is_nan)
         safe_a, safe_x = xp.where(enabled, a64, 1.0), xp.where(enabled, x64, 1.0)
@@ -245,7 +245,7 @@ def _uniform(key, shape, dtype):
 
 
 def _lgamma(xp, x):
-    return _gammaln64(x.astype(np.float64), xp).astype(x.dtype)
+    return gammaln64(x.astype(np.float64), xp).astype(x.dtype)
 
 
 def _poisson_one(key, lam, dtype):
