@@ -37,6 +37,10 @@ import scanlib as sl
 # name -> (signature or None, one-line description or None, example source or None).
 # None means "take it from the docstring".
 FALLBACK = {
+    "tree_util.PyTreeDef": ("PyTreeDef", "The type of a treedef (optree's PyTreeSpec), as "
+                           "jax.tree_util.PyTreeDef.",
+                           "isinstance(sl.tree_util.tree_structure((1.0, [2.0])), "
+                           "sl.tree_util.PyTreeDef)"),
     "lax.add": ("add(x, y)", "x + y elementwise (lax.add).", "sl.lax.add(sl.ones(2), 2.0)"),
     "lax.sub": ("sub(x, y)", "x - y elementwise (lax.sub).", "sl.lax.sub(sl.ones(2), 2.0)"),
     "lax.mul": ("mul(x, y)", "x * y elementwise (lax.mul).", "sl.lax.mul(sl.ones(2), 2.0)"),

@@ -94,7 +94,10 @@ pytree.register_node(
 # --- key paths: JAX's key types and the functions that give them ---------------------------
 @dataclasses.dataclass(frozen=True)
 class SequenceKey:
-    """The key of an item of a tuple or list: `[0]`, as jax.tree_util.SequenceKey."""
+    """The key of an item of a tuple or list: `[0]`, as jax.tree_util.SequenceKey.
+
+    >>> str(sl.tree_util.SequenceKey(0)), sl.tree_util.SequenceKey(0)
+    """
     idx: int
 
     def __str__(self):
@@ -103,7 +106,10 @@ class SequenceKey:
 
 @dataclasses.dataclass(frozen=True)
 class DictKey:
-    """The key of a dict's value: `['h']`, as jax.tree_util.DictKey."""
+    """The key of a dict's value: `['h']`, as jax.tree_util.DictKey.
+
+    >>> str(sl.tree_util.DictKey('h')), sl.tree_util.DictKey('h')
+    """
     key: object
 
     def __str__(self):
@@ -113,7 +119,10 @@ class DictKey:
 @dataclasses.dataclass(frozen=True)
 class GetAttrKey:
     """The key of an attribute (a namedtuple's field, a dataclass'): `.h`, as
-    jax.tree_util.GetAttrKey."""
+    jax.tree_util.GetAttrKey.
+
+    >>> str(sl.tree_util.GetAttrKey('h')), sl.tree_util.GetAttrKey('h')
+    """
     name: str
 
     def __str__(self):
@@ -123,7 +132,10 @@ class GetAttrKey:
 @dataclasses.dataclass(frozen=True)
 class FlattenedIndexKey:
     """The key of the i-th child of a node registered without keys: `[<flat index 0>]`, as
-    jax.tree_util.FlattenedIndexKey."""
+    jax.tree_util.FlattenedIndexKey.
+
+    >>> str(sl.tree_util.FlattenedIndexKey(0)), sl.tree_util.FlattenedIndexKey(0)
+    """
     key: int
 
     def __str__(self):
@@ -237,8 +249,7 @@ def register_pytree_with_keys_class(cls):
     `tree_unflatten(aux_data, children)` becomes a keyed pytree node, as
     jax.tree_util.register_pytree_with_keys_class.
 
-    >>> @sl.tree_util.register_pytree_with_keys_class
-    ... class Box:
+    >>> class Box:
     ...     def __init__(self, v):
     ...         self.v = v
     ...     def tree_flatten_with_keys(self):
@@ -246,6 +257,8 @@ def register_pytree_with_keys_class(cls):
     ...     @classmethod
     ...     def tree_unflatten(cls, aux, children):
     ...         return cls(*children)
+    >>> Box = sl.tree_util.register_pytree_with_keys_class(Box)  # or as a decorator, @...
+    >>> sl.tree_util.tree_leaves_with_path(Box(1.0))
     """
     return register_pytree_with_keys(cls, lambda node: node.tree_flatten_with_keys(),
                                      cls.tree_unflatten)
@@ -257,14 +270,12 @@ def register_dataclass(nodetype, data_fields=None, meta_fields=None, drop_fields
     given, the fields marked static (`sl.tree.static()`, metadata static=True) are meta and
     the other init fields are data.
 
-    >>> import dataclasses
-    >>> @sl.tree_util.register_dataclass
-    ... @dataclasses.dataclass
-    ... class Params:
+    >>> from dataclasses import dataclass
+    >>> class Params:
     ...     w: object
     ...     name: str = sl.tree.static(default="layer")
-    >>> sl.tree_util.tree_leaves(Params(w=1.0))
-    [1.0]
+    >>> Params = sl.tree_util.register_dataclass(dataclass(Params))  # or decorators, @...
+    >>> sl.tree_util.tree_leaves_with_path(Params(w=1.0))
     """
     if data_fields is None and meta_fields is None:
         if not dataclasses.is_dataclass(nodetype):
@@ -302,11 +313,10 @@ def register_static(cls):
     """Make cls a pytree node with no leaves, its instance the aux data (static under jit,
     never traced or differentiated), as jax.tree_util.register_static. cls must be hashable.
 
-    >>> @sl.tree_util.register_static
-    ... class Name(str):
+    >>> class Name(str):
     ...     pass
+    >>> Name = sl.tree_util.register_static(Name)  # or as a decorator, @...
     >>> sl.tree_util.tree_leaves([Name("a"), 1.0])
-    [1.0]
     """
     optree.register_pytree_node(cls, lambda node: ((), node), lambda node, _: node,
                                 namespace=pytree.NAMESPACE)
@@ -380,7 +390,6 @@ def static(**kwargs):
     """A dataclass field that register_dataclass makes static (aux data, not a leaf): the
     arguments of dataclasses.field, with metadata static=True, as jax.tree.static.
 
-    >>> import dataclasses
     >>> f = sl.tree.static(default="add")
     """
     metadata = {**kwargs.pop("metadata", {}), "static": True}
