@@ -18,6 +18,8 @@ import functools
 import optree
 
 from . import pytree
+from .pytree import KEY_TYPES as _KEYS
+from .pytree import DictKey, FlattenedIndexKey, GetAttrKey, SequenceKey
 from .pytree import flatten as tree_flatten
 from .pytree import leaves as tree_leaves
 from .pytree import reduce as tree_reduce
@@ -92,57 +94,6 @@ pytree.register_node(
 
 
 # --- key paths: JAX's key types and the functions that give them ---------------------------
-@dataclasses.dataclass(frozen=True)
-class SequenceKey:
-    """The key of an item of a tuple or list: `[0]`, as jax.tree_util.SequenceKey.
-
-    >>> str(sl.tree_util.SequenceKey(0)), sl.tree_util.SequenceKey(0)
-    """
-    idx: int
-
-    def __str__(self):
-        return f"[{self.idx!r}]"
-
-
-@dataclasses.dataclass(frozen=True)
-class DictKey:
-    """The key of a dict's value: `['h']`, as jax.tree_util.DictKey.
-
-    >>> str(sl.tree_util.DictKey('h')), sl.tree_util.DictKey('h')
-    """
-    key: object
-
-    def __str__(self):
-        return f"[{self.key!r}]"
-
-
-@dataclasses.dataclass(frozen=True)
-class GetAttrKey:
-    """The key of an attribute (a namedtuple's field, a dataclass'): `.h`, as
-    jax.tree_util.GetAttrKey.
-
-    >>> str(sl.tree_util.GetAttrKey('h')), sl.tree_util.GetAttrKey('h')
-    """
-    name: str
-
-    def __str__(self):
-        return f".{self.name}"
-
-
-@dataclasses.dataclass(frozen=True)
-class FlattenedIndexKey:
-    """The key of the i-th child of a node registered without keys: `[<flat index 0>]`, as
-    jax.tree_util.FlattenedIndexKey.
-
-    >>> str(sl.tree_util.FlattenedIndexKey(0)), sl.tree_util.FlattenedIndexKey(0)
-    """
-    key: int
-
-    def __str__(self):
-        return f"[<flat index {self.key}>]"
-
-
-_KEYS = (SequenceKey, DictKey, GetAttrKey, FlattenedIndexKey)
 _SEQUENCES = {optree.PyTreeKind.TUPLE, optree.PyTreeKind.LIST, optree.PyTreeKind.DEQUE}
 _MAPPINGS = {optree.PyTreeKind.DICT, optree.PyTreeKind.ORDEREDDICT,
              optree.PyTreeKind.DEFAULTDICT}

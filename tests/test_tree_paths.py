@@ -91,6 +91,10 @@ def test_register_dataclass_works_under_grad_scan_and_jit():
     out = tu.tree_map(lambda x: x * 2, p)
     assert isinstance(out, Cell) and out.name == "cell"
 
+    with pytest.raises(TypeError, match=r"init\.w is f64\[2\] and the returned carry\.w is "
+                                         r"f64\[3\]"):
+        sl.scan(lambda c, x: (Cell(sl.zeros(3), c.b), x), Cell(sl.zeros(2), p.b), sl.ones(2))
+
     @dataclasses.dataclass
     class Two:
         a: object
