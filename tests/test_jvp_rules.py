@@ -20,6 +20,7 @@ from scanlib.interpreters import forward
 from scanlib.ops import decompositions as dc
 from scanlib.ops import elementwise as ew
 from scanlib.ops import linalg as la
+from scanlib.ops import prng, prng_loops
 from scanlib.ops import reductions as rd
 from scanlib.ops import special as sp
 from scanlib.ops import structural as st
@@ -178,6 +179,13 @@ for _p in (sp.square_p, sp.expm1_p, sp.log2_p, sp.log10_p, sp.tan_p, sp.sinh_p, 
     CASES[_p] = [lambda r, lo=_lo, hi=_hi: ([_r(r, 2, 3, low=lo, high=hi)], {})]
     if _p.name not in _REAL_ONLY:
         CASES[_p].append(lambda r: ([T(r.uniform(0.2, 0.6, 3) + 0.3j)], {}))
+
+# scanlib.random's differentiable primitives: erfinv (truncated_normal's) and the gamma draw
+# (its implicit gradient in a; the key is an integer input, with no tangent)
+CASES[prng.erfinv_p] = [lambda r: ([_r(r, 2, 3, low=-0.9, high=0.9)], {})]
+CASES[prng_loops.gamma_p] = [
+    lambda r: ([sl.random.key(3), _r(r, 2, 3, low=0.3, high=4.0)], {"log_space": False}),
+    lambda r: ([sl.random.key(4), _r(r, 3, low=0.3, high=4.0)], {"log_space": True})]
 
 
 def _with_rules():
