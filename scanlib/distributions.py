@@ -10,7 +10,8 @@ import numpy as np
 
 from . import linalg
 from .ops import (as_tensor, broadcast_to, clip, exp, expand_dims, floor, log, log1p, matmul,
-                  maximum, power, sign, softmax, sqrt, stop_gradient, swapaxes, tan, where)
+                  maximum, power, sign, softmax, sqrt, stop_gradient, swapaxes, tan, tensor,
+                  where)
 from .ops import abs as absolute
 from .ops import sum as total
 from .ops.prng import erfinv_p, nextafter_p
@@ -32,9 +33,23 @@ def _dtype(dtype, who):
     return _float_dtype(np.float64 if dtype is None else dtype, who)
 
 
-def _tensor(x, dtype, shape=None):
-    """x as a Tensor of dtype (differentiably), broadcast to shape if given."""
-    x = as_tensor(x)
+def _on(key, x) -> Tensor:
+    """x as a Tensor: data that is not one yet (a number, a NumPy array) is placed where the
+    key lives, as the draws are (a Tensor on another device stays an error)."""
+    return x if isinstance(x, Tensor) else tensor(x, device=key.device)
+
+
+def _number_or_tensor(key, x, dtype):
+    """A Python number as a float holding dtype's value (arithmetic stays in dtype, as in
+    JAX), anything else as _tensor gives it."""
+    return _param(x, dtype) if isinstance(x, (bool, int, float, np.number)) else _tensor(
+        key, x, dtype)
+
+
+def _tensor(key, x, dtype, shape=None):
+    """x as a Tensor of dtype (differentiably) on the key's device, broadcast to shape if
+    given."""
+    x = _on(key, x)
     if x.dtype.kind not in "fiub":
         raise TypeError(f"expected a real parameter, got {type_str(x.shape, x.dtype)}")
     x = x if x.dtype == dtype else x.astype(dtype)
@@ -61,7 +76,7 @@ def truncated_normal(key, lower, upper, shape=None, dtype=None) -> Tensor:
     """
     key, dtype = _check_key(key, "truncated_normal"), _dtype(dtype, "truncated_normal")
     shape = _param_shape("truncated_normal", shape, lower, upper)
-    lower, upper = _tensor(lower, dtype), _tensor(upper, dtype)
+    lower, upper = _tensor(key, lower, dtype), _tensor(key, upper, dtype)
     sqrt2 = float(dtype.type(np.sqrt(2)))
     a, b = erf(lower / sqrt2), erf(upper / sqrt2)
     u = uniform(key, shape, dtype, minval=a, maxval=b)
@@ -87,7 +102,7 @@ def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky
         raise NotImplementedError("multivariate_normal: method='svd' needs an SVD, which "
                                   "scanlib.linalg does not have; method='eigh' also handles "
                                   "singular covariances")
-    mean, cov = as_tensor(mean), as_tensor(cov)
+    mean, cov = _on(key, mean), _on(key, cov)
     if dtype is None:
         dtype = np.result_type(mean.dtype, cov.dtype, np.float16)
         dtype = np.dtype(np.float64) if dtype.kind != "f" else dtype
@@ -104,7 +119,7 @@ def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky
     else:
         shape = _shape(shape, "multivariate_normal")
         _check_shape("multivariate_normal", shape, mean.shape[:-1], cov.shape[:-2])
-    mean, cov = _tensor(mean, dtype), _tensor(cov, dtype)
+    mean, cov = _tensor(key, mean, dtype), _tensor(key, cov, dtype)
     if method == "cholesky":
         factor = linalg.cholesky(cov)
     else:
@@ -151,7 +166,7 @@ def lognormal(key, sigma=1.0, shape=None, dtype=None) -> Tensor:
     """
     key, dtype = _check_key(key, "lognormal"), _dtype(dtype, "lognormal")
     shape = _param_shape("lognormal", shape, sigma)
-    return exp(normal(key, shape, dtype) * _param(sigma, dtype))
+    return exp(normal(key, shape, dtype) * _number_or_tensor(key, sigma, dtype))
 
 
 def pareto(key, b, shape=None, dtype=None) -> Tensor:
@@ -162,7 +177,7 @@ def pareto(key, b, shape=None, dtype=None) -> Tensor:
     """
     key, dtype = _check_key(key, "pareto"), _dtype(dtype, "pareto")
     shape = _param_shape("pareto", shape, b)
-    return exp(exponential(key, shape, dtype) / _param(b, dtype))
+    return exp(exponential(key, shape, dtype) / _number_or_tensor(key, b, dtype))
 
 
 def weibull_min(key, scale, concentration, shape=(), dtype=None) -> Tensor:
@@ -173,7 +188,8 @@ def weibull_min(key, scale, concentration, shape=(), dtype=None) -> Tensor:
     key, dtype = _check_key(key, "weibull_min"), _dtype(dtype, "weibull_min")
     shape = _shape(shape, "weibull_min")
     u = uniform(key, shape, dtype)
-    return power(-log1p(-u), 1.0 / _tensor(concentration, dtype)) * _param(scale, dtype)
+    scale = _number_or_tensor(key, scale, dtype)
+    return power(-log1p(-u), 1.0 / _tensor(key, concentration, dtype)) * scale
 
 
 def rayleigh(key, scale, shape=None, dtype=None) -> Tensor:
@@ -184,7 +200,7 @@ def rayleigh(key, scale, shape=None, dtype=None) -> Tensor:
     key, dtype = _check_key(key, "rayleigh"), _dtype(dtype, "rayleigh")
     shape = _param_shape("rayleigh", shape, scale)
     u = uniform(key, shape, dtype)
-    return _tensor(scale, dtype, shape) * sqrt(log(u) * -2.0)
+    return _tensor(key, scale, dtype, shape) * sqrt(log(u) * -2.0)
 
 
 def maxwell(key, shape=(), dtype=None) -> Tensor:
@@ -214,11 +230,11 @@ def geometric(key, p, shape=None, dtype=np.int64) -> Tensor:
     """
     key = _check_key(key, "geometric")
     shape = _param_shape("geometric", shape, p)
-    p = stop_gradient(as_tensor(p))
+    p = stop_gradient(_on(key, p))
     fdtype = p.dtype if p.dtype.kind == "f" else np.dtype(np.float64)
     u = uniform(key, shape, fdtype)
     u = where(u == 0, 1.0, u)
-    return (floor(log(u) / log1p(-_tensor(p, fdtype))) + 1.0).astype(dtype)
+    return (floor(log(u) / log1p(-_tensor(key, p, fdtype))) + 1.0).astype(dtype)
 
 
 # --- from gamma draws ----------------------------------------------------------------------
@@ -245,7 +261,7 @@ def loggamma(key, a, shape=None, dtype=None) -> Tensor:
 def _gamma(key, a, shape, dtype, who, log_space):
     key, dtype = _check_key(key, who), _dtype(dtype, who)
     shape = _param_shape(who, shape, a)
-    return gamma_p(key, _tensor(a, dtype, shape), log_space=log_space)
+    return gamma_p(key, _tensor(key, a, dtype, shape), log_space=log_space)
 
 
 def chisquare(key, df, shape=None, dtype=None) -> Tensor:
@@ -255,7 +271,7 @@ def chisquare(key, df, shape=None, dtype=None) -> Tensor:
     """
     key, dtype = _check_key(key, "chisquare"), _dtype(dtype, "chisquare")
     shape = _param_shape("chisquare", shape, df)
-    return exp(loggamma(key, _tensor(df, dtype) / 2.0, shape, dtype)) * 2.0
+    return exp(loggamma(key, _tensor(key, df, dtype) / 2.0, shape, dtype)) * 2.0
 
 
 def t(key, df, shape=None, dtype=None) -> Tensor:
@@ -267,7 +283,7 @@ def t(key, df, shape=None, dtype=None) -> Tensor:
     key, dtype = _check_key(key, "t"), _dtype(dtype, "t")
     shape = _param_shape("t", shape, df)
     key_n, key_g = split(key)
-    half_df = _tensor(df, dtype) / 2.0
+    half_df = _tensor(key, df, dtype) / 2.0
     z = normal(key_n, shape, dtype)
     return z * sqrt(half_df / gamma(key_g, half_df, shape, dtype))
 
@@ -281,8 +297,8 @@ def beta(key, a, b, shape=None, dtype=None) -> Tensor:
     key, dtype = _check_key(key, "beta"), _dtype(dtype, "beta")
     shape = _param_shape("beta", shape, a, b)
     key_a, key_b = split(key)
-    log_a = loggamma(key_a, _tensor(a, dtype, shape), shape, dtype)
-    log_b = loggamma(key_b, _tensor(b, dtype, shape), shape, dtype)
+    log_a = loggamma(key_a, _tensor(key, a, dtype, shape), shape, dtype)
+    log_b = loggamma(key_b, _tensor(key, b, dtype, shape), shape, dtype)
     log_max = maximum(log_a, log_b)
     scaled_a, scaled_b = exp(log_a - log_max), exp(log_b - log_max)
     return scaled_a / (scaled_a + scaled_b)
@@ -295,7 +311,7 @@ def dirichlet(key, alpha, shape=None, dtype=None) -> Tensor:
     >>> x = sl.random.dirichlet(sl.random.key(0), sl.tensor([1.0, 2.0, 3.0]), (2,))
     """
     key, dtype = _check_key(key, "dirichlet"), _dtype(dtype, "dirichlet")
-    alpha = as_tensor(alpha)
+    alpha = _on(key, alpha)
     if alpha.ndim < 1:
         raise ValueError(f"dirichlet: alpha must have at least 1 dimension, got "
                          f"{type_str(alpha.shape, alpha.dtype)}")
@@ -304,7 +320,8 @@ def dirichlet(key, alpha, shape=None, dtype=None) -> Tensor:
     else:
         shape = _shape(shape, "dirichlet")
         _check_shape("dirichlet", shape, alpha.shape[:-1])
-    return softmax(loggamma(key, _tensor(alpha, dtype), shape + alpha.shape[-1:], dtype), -1)
+    draws = loggamma(key, _tensor(key, alpha, dtype), shape + alpha.shape[-1:], dtype)
+    return softmax(draws, -1)
 
 
 def generalized_normal(key, p, shape=(), dtype=None) -> Tensor:
@@ -317,7 +334,7 @@ def generalized_normal(key, p, shape=(), dtype=None) -> Tensor:
     shape = _shape(shape, "generalized_normal")
     _check_shape("generalized_normal", shape, _shape_of(p))
     keys = split(key)
-    inv_p = 1.0 / _tensor(p, dtype)
+    inv_p = 1.0 / _tensor(key, p, dtype)
     g = gamma(keys[0], inv_p, shape, dtype)
     return rademacher(keys[1], shape, dtype) * power(g, inv_p)
 
@@ -334,7 +351,7 @@ def ball(key, d, p=2, shape=(), dtype=None) -> Tensor:
     k1, k2 = split(key)
     g = generalized_normal(k1, p, shape + (int(d),), dtype)
     e = exponential(k2, shape, dtype)
-    pp = _param(p, dtype)
+    pp = _number_or_tensor(key, p, dtype)
     return g / expand_dims(power(total(power(absolute(g), pp), axis=-1) + e, 1.0 / pp), -1)
 
 
@@ -370,7 +387,7 @@ def poisson(key, lam, shape=None, dtype=np.int64) -> Tensor:
     dtype = np.dtype(dtype)
     if dtype.kind not in "iu":
         raise TypeError(f"poisson: dtype must be an integer dtype, got {dtype}")
-    lam = stop_gradient(_tensor(lam, np.dtype(np.float32), shape))
+    lam = stop_gradient(_tensor(key, lam, np.dtype(np.float32), shape))
     return poisson_p(key, lam, dtype=dtype)
 
 
@@ -383,10 +400,10 @@ def binomial(key, n, p, shape=None, dtype=None) -> Tensor:
     """
     key, dtype = _check_key(key, "binomial"), _dtype(dtype, "binomial")
     shape = _param_shape("binomial", shape, n, p)
-    p = stop_gradient(as_tensor(p))
+    p = stop_gradient(_on(key, p))
     pdtype = p.dtype if p.dtype.kind == "f" else np.dtype(np.float64)
-    count = stop_gradient(_tensor(n, pdtype, shape))
-    out = binomial_p(key, count, _tensor(p, pdtype, shape))
+    count = stop_gradient(_tensor(key, n, pdtype, shape))
+    out = binomial_p(key, count, _tensor(key, p, pdtype, shape))
     return out if out.dtype == dtype else out.astype(dtype)
 
 

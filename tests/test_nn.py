@@ -275,3 +275,23 @@ def test_nn_is_a_view_of_scanlib():
     import scanlib.nn.initializers as inits
 
     assert inits is nn.initializers
+
+
+def test_on_the_device_of_the_data(backend):
+    rng = np.random.default_rng(3)
+    q = rng.normal(size=(2, 3, 2, 4))
+    bias, mask = rng.normal(size=(1, 2, 3, 3)), rng.uniform(size=(2, 1, 3, 3)) > 0.3
+    out = nn.dot_product_attention(backend.tensor(q), backend.tensor(q), backend.tensor(q),
+                                   bias, mask, is_causal=True)
+    backend.check_device(out)
+    expected = nn.dot_product_attention(sl.tensor(q), sl.tensor(q), sl.tensor(q), bias, mask,
+                                        is_causal=True)
+    np.testing.assert_allclose(backend.numpy(out), _np(expected), rtol=1e-13)
+    key = backend.tensor(_np(sl.random.key(0)))
+    for name in sorted(INITS):
+        w = INITS[name](nn.initializers)(key, (4, 3, 2))
+        backend.check_device(w)
+        np.testing.assert_array_equal(
+            backend.numpy(w), _np(INITS[name](nn.initializers)(sl.random.key(0), (4, 3, 2))))
+    for f in (nn.mish, nn.glu, nn.standardize, nn.log1mexp, nn.logmeanexp):
+        backend.check_device(f(backend.tensor(np.abs(q[0, 0]) + 0.5)))

@@ -266,3 +266,20 @@ def test_errors():
         r.wrap_key_data(np.zeros(3, np.uint32))
     with pytest.raises(ValueError, match="at least 1 dimension"):
         r.dirichlet(K, 1.0)
+
+
+def test_draws_are_made_where_the_key_lives(backend):
+    key = backend.tensor(_np(K))
+    for name in sorted(CASES):
+        dtype = np.float64
+        here, there = CASES[name](r, K, dtype), CASES[name](r, key, dtype)
+        backend.check_device(there)
+        np.testing.assert_array_equal(backend.numpy(there), _np(here), err_msg=name)
+    a = backend.tensor(np.array([0.5, 2.0, 7.0]))
+    g = sl.grad(lambda a: sl.sum(r.gamma(key, a) + r.beta(key, a, 2.0)))(a)
+    backend.check_device(g)
+    expected = sl.grad(lambda a: sl.sum(r.gamma(K, a) + r.beta(K, a, 2.0)))(
+        sl.tensor([0.5, 2.0, 7.0]))
+    np.testing.assert_allclose(backend.numpy(g), _np(expected), rtol=1e-13)
+    vm = sl.vmap(lambda k: r.poisson(k, 3.0, (4,)))(r.split(key, 2))
+    backend.check_device(vm)

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..ops import (
     as_tensor, broadcast_to, clip, einsum, exp, expm1, log, log1p, logsumexp, relu6,
-    repeat, rsqrt, sigmoid, softplus, split, sqrt, square, stop_gradient, tanh,
+    repeat, rsqrt, sigmoid, softplus, split, sqrt, square, stop_gradient, tanh, tensor,
 )
 from ..ops import max as amax
 from ..ops import mean as average  # `mean` is also a keyword argument here
@@ -202,16 +202,17 @@ def dot_product_attention(query, key, value, bias=None, mask=None, *, scale=None
     scale = 1.0 / math.sqrt(H) if scale is None else scale
     logits = einsum("btnh,bsnh->bnts", q, k) * float(np.asarray(scale, q.dtype))
     if bias is not None:
+        bias = bias if isinstance(bias, Tensor) else tensor(bias, device=q.device)
         logits = (logits + _ensure_4d(bias)).astype(logits.dtype)
     keep = None
     if mask is not None:
-        mask = _ensure_4d(mask)
+        mask = _ensure_4d(mask if isinstance(mask, Tensor) else tensor(mask, device=q.device))
         if mask.dtype != np.bool_:
             raise ValueError(f"dot_product_attention: mask must be boolean (True: attend), "
                              f"got {type_str(mask.shape, mask.dtype)}")
         keep = mask
     if is_causal:
-        causal = as_tensor(np.tril(np.ones((T, S), bool))[None, None])
+        causal = tensor(np.tril(np.ones((T, S), bool))[None, None], device=q.device)
         keep = causal if keep is None else keep & causal
     if keep is not None:
         big = -0.7 * min(float(np.finfo(logits.dtype).max), float(np.finfo(np.float32).max))

@@ -26,29 +26,36 @@ def _dtype(dtype):
     return np.dtype(np.float64 if dtype is None else dtype)
 
 
+def _device(key):
+    """Where the weights go: the key's device (weights drawn from a key live there too)."""
+    return key.device if isinstance(key, Tensor) else None
+
+
 def zeros(key, shape, dtype=None) -> Tensor:
-    """Zeros of shape (the key is unused), as jax.nn.initializers.zeros.
+    """Zeros of shape on the key's device (its values unused), as
+    jax.nn.initializers.zeros.
 
     >>> b = sl.nn.initializers.zeros(sl.random.key(0), (3,))
     """
-    return _zeros(tuple(shape), _dtype(dtype))
+    return _zeros(tuple(shape), _dtype(dtype), device=_device(key))
 
 
 def ones(key, shape, dtype=None) -> Tensor:
-    """Ones of shape (the key is unused), as jax.nn.initializers.ones.
+    """Ones of shape on the key's device (its values unused), as jax.nn.initializers.ones.
 
     >>> s = sl.nn.initializers.ones(sl.random.key(0), (3,))
     """
-    return _ones(tuple(shape), _dtype(dtype))
+    return _ones(tuple(shape), _dtype(dtype), device=_device(key))
 
 
 def constant(value, dtype=None):
-    """An initializer filling with value, as jax.nn.initializers.constant.
+    """An initializer filling with value (on the key's device), as
+    jax.nn.initializers.constant.
 
     >>> b = sl.nn.initializers.constant(0.1)(sl.random.key(0), (3,))
     """
     def init(key, shape, dtype=dtype) -> Tensor:
-        return full(tuple(shape), value, dtype=_dtype(dtype))
+        return full(tuple(shape), value, dtype=_dtype(dtype), device=_device(key))
 
     return init
 
@@ -171,7 +178,7 @@ def orthogonal(scale=1.0, column_axis=-1, dtype=None):
             raise ValueError(f"orthogonal: the initializer needs a shape of at least 2 "
                              f"dimensions, got {shape}")
         if 0 in shape:
-            return _zeros(shape, dtype)
+            return _zeros(shape, dtype, device=_device(key))
         n_cols = shape[column_axis]
         n_rows = math.prod(shape) // n_cols
         q = random.orthogonal(key, n_rows, (), dtype, n_cols)
