@@ -1,7 +1,7 @@
 """scanlib.random's distributions beyond uniform and normal, each with jax.random's name,
 signature and algorithm (so the same key gives JAX's numbers; docs/random.md says how
 closely), differentiable in their float parameters where JAX's are. Re-exported by
-scanlib.random. Imports ops, linalg and random (its checks and basic draws).
+scanlib.random. Imports tape, ops, linalg and random (its checks and basic draws).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The activations, normalisation and attention of jax.nn that scanlib has no older name
 for, written with scanlib's ops (so their gradients, batching and graphs come from them), as
-JAX writes them. Imports ops only.
+JAX writes them. Imports tape and ops.
 """
 
 from __future__ import annotations

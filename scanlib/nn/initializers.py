@@ -1,7 +1,7 @@
 """scanlib.nn.initializers: jax.nn.initializers' names. Each factory returns
 `init(key, shape, dtype=float64)`, drawing from scanlib.random exactly as JAX's draws from
 jax.random (so the same key gives JAX's numbers, to the precision docs/random.md gives for
-the draw). Imports ops and random.
+the draw). Imports tape, ops and random.
 """
 
 from __future__ import annotations

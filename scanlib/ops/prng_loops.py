@@ -3,8 +3,8 @@ Marsaglia and Tsang's gamma (one key per element, JAX's while_loop over keys), t
 of a gamma draw in its shape parameter (JAX's implicit reparameterisation), Poisson (Knuth's
 product of uniforms, Hormann's transformed rejection) and binomial (inversion, BTRS).
 
-Imports backends, tape.graph, ops.batching, ops.gamma, ops.prng and ops.primitive; the draws are
-primitives with the gamma draw's VJP in its shape parameter only.
+Imports backends, tape.graph and ops (batching, elementwise, gamma, prng, primitive); the
+draws are primitives, with the gamma draw's VJP in its shape parameter only.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import numpy as np
 from .. import backends
 from ..tape.graph import on_stand_ins
 from . import batching
+from .elementwise import exp, where
 from .gamma import digamma64, gammaln64
 from .primitive import Primitive
 from .prng import raw_normal, flat_unit_floats, raw_split
@@ -189,7 +190,6 @@ gamma_grad_p = Primitive("random_gamma_grad", gamma_sample_grad,
 def _gamma_vjp(g, out, key, a, log_space):
     if not log_space:
         return None, g * gamma_grad_p(a, out)
-    from .elementwise import exp, where
     sample = exp(out)
     tiny = float(np.finfo(out.dtype).tiny)
     sample = where(sample == 0, tiny, sample)
