@@ -45,6 +45,10 @@ FALLBACK = {
                "sl.config.update('jax_enable_x64', True)\nsl.config.jax_enable_x64"),
     "jacobian": ("jacobian(f, argnums=0)", "jax.jacobian: jacrev itself.",
                  "sl.jacobian(lambda x: x ** 2)(sl.tensor([1.0, 3.0]))"),
+    "tree_util.PyTreeDef": ("PyTreeDef", "The type of a treedef (optree's PyTreeSpec), as "
+                           "jax.tree_util.PyTreeDef.",
+                           "isinstance(sl.tree_util.tree_structure((1.0, [2.0])), "
+                           "sl.tree_util.PyTreeDef)"),
     "lax.add": ("add(x, y)", "x + y elementwise (lax.add).", "sl.lax.add(sl.ones(2), 2.0)"),
     "lax.sub": ("sub(x, y)", "x - y elementwise (lax.sub).", "sl.lax.sub(sl.ones(2), 2.0)"),
     "lax.mul": ("mul(x, y)", "x * y elementwise (lax.mul).", "sl.lax.mul(sl.ones(2), 2.0)"),

@@ -6,6 +6,7 @@ Imports optree only; any object that is not a container (a Tensor, an array) is 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import optree
@@ -123,8 +124,63 @@ def _has_other_nodes(treedef) -> bool:
 
 
 def keystr(root: str, path) -> str:
-    """A path as written in error messages: `keystr("init", ("h", 0))` is `init['h'][0]`."""
-    return root + "".join(f"[{k!r}]" for k in path)
+    """A path as written in error messages: `keystr("init", ("h", 0))` is `init['h'][0]`
+    (a node registered with keys gives its keys' own text: `init.w`)."""
+    return root + "".join(str(k) if isinstance(k, KEY_TYPES) else f"[{k!r}]" for k in path)
+
+
+# --- JAX's key types (scanlib.tree_util's), which nodes registered with keys give ---------
+@dataclasses.dataclass(frozen=True)
+class SequenceKey:
+    """The key of an item of a tuple or list: `[0]`, as jax.tree_util.SequenceKey.
+
+    >>> str(sl.tree_util.SequenceKey(0)), sl.tree_util.SequenceKey(0)
+    """
+    idx: int
+
+    def __str__(self):
+        return f"[{self.idx!r}]"
+
+
+@dataclasses.dataclass(frozen=True)
+class DictKey:
+    """The key of a dict's value: `['h']`, as jax.tree_util.DictKey.
+
+    >>> str(sl.tree_util.DictKey('h')), sl.tree_util.DictKey('h')
+    """
+    key: object
+
+    def __str__(self):
+        return f"[{self.key!r}]"
+
+
+@dataclasses.dataclass(frozen=True)
+class GetAttrKey:
+    """The key of an attribute (a namedtuple's field, a dataclass'): `.h`, as
+    jax.tree_util.GetAttrKey.
+
+    >>> str(sl.tree_util.GetAttrKey('h')), sl.tree_util.GetAttrKey('h')
+    """
+    name: str
+
+    def __str__(self):
+        return f".{self.name}"
+
+
+@dataclasses.dataclass(frozen=True)
+class FlattenedIndexKey:
+    """The key of the i-th child of a node registered without keys: `[<flat index 0>]`, as
+    jax.tree_util.FlattenedIndexKey.
+
+    >>> str(sl.tree_util.FlattenedIndexKey(0)), sl.tree_util.FlattenedIndexKey(0)
+    """
+    key: int
+
+    def __str__(self):
+        return f"[<flat index {self.key}>]"
+
+
+KEY_TYPES = (SequenceKey, DictKey, GetAttrKey, FlattenedIndexKey)
 
 
 def unflatten(treedef, leaves):

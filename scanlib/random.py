@@ -4,8 +4,9 @@ carry draws fresh numbers at every step. Threefry-2x32 (20 rounds) on uint32 arr
 "partitionable" layout: keys and raw bits equal jax.random's bit for bit.
 
 The public API: argument checks and distributions built on the generator of ops.prng, plus
-the randint, shuffle and choice primitives. Imports backends, tape and ops; the primitives
-here have no VJP (keys have no gradient).
+the randint, shuffle and choice primitives; the other distributions (gamma, beta, poisson,
+...) live in scanlib.distributions and are re-exported here. Imports backends, tape, ops and
+(last) distributions; the primitives here have no VJP (keys have no gradient).
 """
 
 from __future__ import annotations
@@ -27,6 +28,10 @@ from .tape.graph import on_stand_ins
 __all__ = [
     "key", "PRNGKey", "split", "fold_in", "bits", "uniform", "normal", "bernoulli",
     "categorical", "gumbel", "exponential", "randint", "choice", "permutation",
+    "truncated_normal", "multivariate_normal", "gamma", "loggamma", "beta", "dirichlet",
+    "laplace", "logistic", "cauchy", "lognormal", "t", "chisquare", "pareto", "weibull_min",
+    "rademacher", "poisson", "binomial", "geometric", "rayleigh", "maxwell", "orthogonal",
+    "generalized_normal", "ball", "key_data", "wrap_key_data", "clone",
 ]
 
 
@@ -597,3 +602,12 @@ def _checked_weights_impl(p, n_draws, replace):
 checked_weights_p = Primitive("checked_weights", _checked_weights_impl,
                               doc="checked_weights(p): p, or choice's ValueError for bad weights",
                               batch=keys_rule)
+
+
+# The other distributions, written on the functions above (and so imported after them).
+from .distributions import (  # noqa: E402
+    ball, beta, binomial, cauchy, chisquare, clone, dirichlet, gamma, generalized_normal,
+    geometric, key_data, laplace, loggamma, logistic, lognormal, maxwell, multivariate_normal,
+    orthogonal, pareto, poisson, rademacher, rayleigh, t, truncated_normal, weibull_min,
+    wrap_key_data,
+)

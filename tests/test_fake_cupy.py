@@ -42,8 +42,8 @@ def test_linalg_everyday_ops_random_and_optim_on_the_fake_cupy_backend():
     """Dispatch and device discipline of the newer op families; their finite-difference and
     float32-vs-float64 checks, which test numerics rather than devices, run on NumPy only."""
     _run_on_the_fake(["test_linalg.py", "test_linalg_more.py", "test_fft.py",
-                      "test_ops_special.py", "test_ops_arrays.py", "test_random.py", "test_at.py",
-                      "test_complex.py", "test_optim.py"],
+                      "test_ops_special.py", "test_ops_arrays.py", "test_random.py",
+                      "test_random_more.py", "test_at.py", "test_complex.py", "test_optim.py"],
                      "-k", "not finite_differences and not float32_matches_float64 and not jax")
 
 
@@ -70,4 +70,4 @@ def test_demo_runs_with_device_cuda_on_the_fake_cupy(tmp_path):
 @pytest.mark.skipif(importlib.util.find_spec("cupy") is not None,
                     reason="a real CuPy is installed: the backend fixture covers it")
 def test_lax_on_the_fake_cupy_backend():
-    _run_on_the_fake(["test_lax.py"], "-k", "device_of_the_data")
+    _run_on_the_fake(["test_lax.py", "test_nn.py"], "-k", "device_of_the_data")

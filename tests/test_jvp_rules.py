@@ -22,6 +22,7 @@ from scanlib.ops import elementwise as ew
 from scanlib.ops import fft as ff
 from scanlib.ops import linalg as la
 from scanlib.ops import mathfuncs as mf
+from scanlib.ops import prng, prng_loops
 from scanlib.ops import reductions as rd
 from scanlib.ops import special as sp
 from scanlib.ops import spectral as sv
@@ -202,6 +203,12 @@ CASES[mf.i0_p] = [lambda r: ([_r(r, 2, 3, low=-4.0, high=4.0)], {})]
 CASES[mf.i1_p] = [lambda r: ([_r(r, 2, 3, low=-4.0, high=4.0)], {}),
                   lambda r: ([T(np.array([0.0, 1.0]))], {})]
 CASES[mf.sinc_maclaurin_p] = [lambda r: ([_r(r, 3)], {"k": 0}), lambda r: ([_r(r, 3)], {"k": 3})]
+# scanlib.random's differentiable primitives: erfinv (truncated_normal's) and the gamma draw
+# (its implicit gradient in a; the key is an integer input, with no tangent)
+CASES[prng.erfinv_p] = [lambda r: ([_r(r, 2, 3, low=-0.9, high=0.9)], {})]
+CASES[prng_loops.gamma_p] = [
+    lambda r: ([sl.random.key(3), _r(r, 2, 3, low=0.3, high=4.0)], {"log_space": False}),
+    lambda r: ([sl.random.key(4), _r(r, 3, low=0.3, high=4.0)], {"log_space": True})]
 
 
 def _with_rules():

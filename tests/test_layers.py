@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[1] / "scanlib"
 # A module may import scanlib modules of its own rank or lower.
 RANKS = {"backends": 0, "logs": 0, "generated": 0, "tape": 1, "ops": 2, "pytree": 2,
          "autodiff": 3, "tracing": 3,
-         "testing": 3, "linalg": 3, "random": 3, "optim": 3, "remat": 3,
+         "testing": 3, "linalg": 3, "random": 3, "distributions": 3, "optim": 3, "remat": 3,
          "checkpoint_policies": 3, "interpreters": 3, "numpy": 3, "scan": 4,
          "transforms": 5, "associative": 5, "control": 5, "loops": 5, "vmap": 5,
          "jit": 5, "custom": 5, "branching": 5, "lax": 6,
@@ -223,6 +223,9 @@ PRIVATE_USES_ALLOWED = {
     ("scanlib.ops.reductions", "scanlib.ops.arrays"):
         ({"_along", "_constant", "_flat", "_is_one_int_axis_of_0d", "_xp", "_zero_d_as_1d"},
          "arrays.py's argument helpers, shared by the op modules split from it"),
+    ("scanlib.distributions", "scanlib.random"):
+        ({"_check_key", "_check_shape", "_float_dtype", "_param", "_shape", "_shape_of"},
+         "random's argument checks: distributions.py is scanlib.random's second half"),
     ("scanlib.optim.transforms", "scanlib.optim.core"):
         ({"_FIX_STATE", "_a", "_count_zero", "_moments", "_number", "_rebuild", "_type"},
          "optim's own helpers: core.py and transforms.py are one package's two halves"),

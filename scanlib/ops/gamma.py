@@ -85,6 +85,16 @@ def _gammaln64(x, xp):
     return xp.where(xp.isnan(x), xp.nan, out)
 
 
+def gammaln64(x, xp):
+    """log|Gamma(x)| in float64 for an array x (for other modules' raw-array code)."""
+    return _gammaln64(x, xp)
+
+
+def digamma64(x, xp):
+    """digamma(x) in float64 for an array x (for other modules' raw-array code)."""
+    return _polygamma64(0, x, xp)
+
+
 def _polygamma64(n, x, xp):
     """The n-th derivative of digamma (n = 0: digamma itself) in float64 for an array x."""
     neg = x < 0.5 if n == 0 else xp.zeros(x.shape, bool)

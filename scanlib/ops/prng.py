@@ -2,8 +2,8 @@
 layout, raw bits, unit floats and uniforms, erfinv and normals, and the key-derivation (seed,
 split, fold_in) and draw (bits, uniform, normal) primitives. The public API is scanlib.random.
 
-Imports backends, ops.batching and ops.primitive; the primitives here have no VJP (keys have
-no gradient).
+Imports backends, ops.batching, ops.elementwise and ops.primitive; the primitives here have
+no VJP (keys have no gradient), except erfinv's (truncated_normal's inverse CDF).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import numpy as np
 
 from .. import backends
 from . import batching
+from .elementwise import exp, mul
 from .primitive import Primitive
 
 U32 = np.dtype(np.uint32)
@@ -156,7 +157,7 @@ def _erfinv64(xp, x):
     return p * x
 
 
-def _raw_normal(key, shape, dtype):
+def raw_normal(key, shape, dtype):
     """JAX's normal: sqrt(2) erfinv(u), u uniform on (-1, 1); erfinv in float32 unless float64."""
     xp = backends.xp_of(key)
     lo = np.nextafter(np.array(-1.0, dtype), np.array(0.0, dtype))
@@ -204,6 +205,29 @@ bits_p = Primitive("random_bits", lambda key, shape, width: raw_bits(key, shape,
 uniform_p = Primitive("random_uniform", lambda key, shape, dtype: _unit_floats(key, shape, dtype),
                       doc="random_uniform(key, shape, dtype): uniform floats in [0, 1).",
                       batch=keys_rule)
-normal_p = Primitive("random_normal", _raw_normal,
+normal_p = Primitive("random_normal", raw_normal,
                      doc="random_normal(key, shape, dtype): standard normal floats.",
                      batch=keys_rule)
+
+
+# --- erfinv as a differentiable primitive (truncated_normal's), and nextafter -------------
+def _erfinv_impl(x):
+    """XLA's erfinv: its float64 polynomial for float64, its float32 one otherwise."""
+    xp = backends.xp_of(x)
+    if x.dtype == np.float64:
+        return _erfinv64(xp, x)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return _erfinv32(xp, x.astype(np.float32)).astype(x.dtype)
+
+
+def _erfinv_vjp(g, out, x):
+    return (mul(g, mul(exp(mul(out, out)), math.sqrt(math.pi) / 2)),)
+
+
+erfinv_p = Primitive("erfinv", _erfinv_impl, _erfinv_vjp, elementwise=True,
+                     tangent=lambda ts, out, x: None if ts[0] is None else
+                     _erfinv_vjp(ts[0], out, x)[0],
+                     doc="erfinv(x): the inverse error function (XLA's polynomials).")
+nextafter_p = Primitive("nextafter", lambda x, y: backends.xp_of(x).nextafter(x, y),
+                        elementwise=True,
+                        doc="nextafter(x, y): the float after x towards y (no gradient).")
