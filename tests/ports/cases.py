@@ -40,3 +40,38 @@ def gae(program, jax, jnp):
     trained, losses = program.train(params, batch)
     return {"advantages": advantages, "targets": targets, "loss": loss, "grads": grads,
             "trained": trained, "losses": losses}
+
+
+def _lgssm_params(program, jnp, r, state_dim, emission_dim):
+    P = program
+    return P.ParamsLGSSM(
+        initial=P.ParamsLGSSMInitial(
+            mean=jnp.asarray(r.normal(size=state_dim)),
+            cov_chol=jnp.asarray(np.eye(state_dim) + 0.1 * r.normal(size=(state_dim,) * 2))),
+        dynamics=P.ParamsLGSSMDynamics(
+            weights=jnp.asarray(0.9 * np.eye(state_dim) + 0.1 * r.normal(size=(state_dim,) * 2)),
+            bias=jnp.asarray(0.1 * r.normal(size=state_dim)),
+            cov_chol=jnp.asarray(0.5 * np.eye(state_dim) + 0.1 * r.normal(size=(state_dim,) * 2))),
+        emissions=P.ParamsLGSSMEmissions(
+            weights=jnp.asarray(r.normal(size=(emission_dim, state_dim))),
+            bias=jnp.asarray(0.1 * r.normal(size=emission_dim)),
+            cov_chol=jnp.asarray(0.7 * np.eye(emission_dim)
+                                 + 0.1 * r.normal(size=(emission_dim,) * 2))))
+
+
+@case
+def kalman(program, jax, jnp):
+    r = rng(2)
+    B, T, S, D = 3, 9, 3, 2
+    params = _lgssm_params(program, jnp, r, S, D)
+    emissions = jnp.asarray(r.normal(size=(B, T, D)))
+    masks = jnp.asarray(r.uniform(size=(B, T)) > 0.2)
+    loss, grads = jax.value_and_grad(program.batch_loss)(params, emissions, masks)
+    post = program.lgssm_smoother(params, emissions[0], masks[0])
+    moment, moment_grads = jax.value_and_grad(program.smoothed_second_moment)(
+        params, emissions[1], masks[1])
+    white = program.whitened_innovations(params, emissions[2])
+    white_grads = jax.grad(lambda p: jnp.sum(program.whitened_innovations(p, emissions[2]) ** 2))(
+        params)
+    return {"loss": loss, "grads": grads, "posterior": tuple(post), "moment": moment,
+            "moment_grads": moment_grads, "white": white, "white_grads": white_grads}
