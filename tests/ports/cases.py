@@ -75,3 +75,30 @@ def kalman(program, jax, jnp):
         params)
     return {"loss": loss, "grads": grads, "posterior": tuple(post), "moment": moment,
             "moment_grads": moment_grads, "white": white, "white_grads": white_grads}
+
+
+@case
+def ekf(program, jax, jnp):
+    r = rng(3)
+    T = 15
+    params = program.PendulumParams(
+        log_gravity=jnp.asarray(np.log(9.0)), log_damping=jnp.asarray(np.log(0.3)),
+        log_q=jnp.asarray(np.log(0.5)), log_r=jnp.asarray(np.log(0.2)),
+        init_mean=jnp.asarray([1.0, 0.0]))
+    inputs = jnp.asarray(0.3 * np.sin(np.arange(T) / 3.0))
+    angles = 1.0 * np.cos(np.sqrt(9.0) * program.DT * np.arange(T))
+    emissions = jnp.asarray(np.stack([np.sin(angles), 0.1 * np.cos(angles)], axis=1)
+                            + 0.2 * r.normal(size=(T, 2)))
+    out = {}
+    for num_iter in (1, 3):
+        nll, grads = jax.value_and_grad(program.neg_log_likelihood)(params, emissions, inputs,
+                                                                    num_iter)
+        post = program.extended_kalman_filter(params, emissions, inputs, num_iter=num_iter)
+        means, covs = program.extended_kalman_smoother(params, emissions, inputs, num_iter)
+        out[f"iter{num_iter}"] = {"nll": nll, "grads": grads, "filtered": tuple(post),
+                                  "smoothed": (means, covs)}
+    smooth_grads = jax.grad(lambda p: jnp.sum(program.extended_kalman_smoother(
+        p, emissions, inputs, 2)[0][:, 0] ** 2))(params)
+    out["smooth_grads"] = smooth_grads
+    return out
+
