@@ -102,3 +102,26 @@ def ekf(program, jax, jnp):
     out["smooth_grads"] = smooth_grads
     return out
 
+
+
+@case
+def hmm(program, jax, jnp):
+    r = rng(4)
+    B, T, K, D, V = 3, 11, 3, 2, 4
+    params = program.HMMParams(
+        initial_logits=jnp.asarray(r.normal(size=K)),
+        transition_logits=jnp.asarray(2.0 * np.eye(K) + 0.5 * r.normal(size=(K, K))),
+        emission_means=jnp.asarray(2.0 * r.normal(size=(K, D))),
+        emission_log_scales=jnp.asarray(0.2 * r.normal(size=(K, D))),
+        symbol_logits=jnp.asarray(r.normal(size=(K, V))))
+    obs = jnp.asarray(2.0 * r.normal(size=(B, T, D)))
+    symbols = jnp.asarray(r.integers(0, V, size=(B, T)))
+    nll, grads = jax.value_and_grad(program.batch_nll)(params, obs, symbols)
+    log_pi, log_A = program.normalized(params)
+    log_liks = program.emission_log_probs(params, obs[0], symbols[0])
+    ll, smoothed, counts = program.hmm_smoother(log_pi, log_A, log_liks)
+    by_grad = program.posterior_marginals_by_grad(params, obs[0], symbols[0])
+    states, best = program.decode(params, obs, symbols)
+    em, em_grads = jax.value_and_grad(program.em_objective)(params, obs[1], symbols[1])
+    return {"nll": nll, "grads": grads, "smoother": (ll, smoothed, counts), "by_grad": by_grad,
+            "viterbi": (states, best), "em": em, "em_grads": em_grads}
