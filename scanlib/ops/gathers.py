@@ -168,15 +168,20 @@ def take_along_axis(arr: ArrayLike, indices: ArrayLike, axis: Axis = -1) -> Tens
 
 
 _SIDES = ("left", "right")
+_SEARCH_METHODS = ("scan", "scan_unrolled", "sort", "compare_all")
 searchsorted_p = Primitive(
     "searchsorted",
-    lambda a, v, side: _xp(a, v).searchsorted(a, v, side=side).astype(np.int64, copy=False),
+    lambda a, v, side, dtype: _xp(a, v).searchsorted(a, v, side=side).astype(dtype, copy=False),
     batch=batching.first_free_rule)
 
 
-def searchsorted(a: ArrayLike, v: ArrayLike, side: str = "left") -> Tensor:
-    """Indices (int64) where the elements of v would be inserted into the sorted 1-d a to
-    keep it sorted ('left': before equal values, 'right': after). Not differentiable.
+def searchsorted(a: ArrayLike, v: ArrayLike, side: str = "left", sorter: ArrayLike = None,
+                 *, method: str = "scan") -> Tensor:
+    """Indices where the elements of v would be inserted into the sorted 1-d a to keep it
+    sorted ('left': before equal values, 'right': after), as jnp.searchsorted: int32 (int64
+    only where a is longer than int32 can count), with or without x64, where NumPy gives int64.
+    `sorter` (argsort(a)) searches an unsorted a; `method` is JAX's choice of algorithm, one
+    result. Not differentiable.
 
     >>> sl.searchsorted(sl.tensor([1.0, 2.0, 3.0]), sl.tensor([2.0, 2.5]))
     """
@@ -185,8 +190,13 @@ def searchsorted(a: ArrayLike, v: ArrayLike, side: str = "left") -> Tensor:
         raise ValueError(f"searchsorted: a must be 1-d, got shape {a.shape}")
     if side not in _SIDES:
         raise ValueError(f"searchsorted: side must be 'left' or 'right', got {side!r}")
+    if method not in _SEARCH_METHODS:
+        raise ValueError(f"searchsorted: method must be one of {_SEARCH_METHODS}, got {method!r}")
+    if sorter is not None:
+        a = take(a, sorter)
     v = _on_device_of(v, a)
-    return searchsorted_p(a, v, side=side)
+    dtype = np.dtype(np.int32 if a.shape[0] <= np.iinfo(np.int32).max else np.int64)
+    return searchsorted_p(a, v, side=side, dtype=dtype)
 
 
 _SORT_KINDS = (None, "stable", "mergesort", "quicksort", "heapsort")
@@ -216,7 +226,7 @@ def _sort_axis(axis, kind, stable, who):
 NUMPY_FUNCTIONS: dict = {
     np.take: lambda a, indices, axis=None, mode="raise": take(a, indices, axis, mode),
     np.take_along_axis: lambda arr, indices, axis=-1: take_along_axis(arr, indices, axis),
-    np.searchsorted: lambda a, v, side="left": searchsorted(a, v, side),
+    np.searchsorted: lambda a, v, side="left", sorter=None: searchsorted(a, v, side, sorter),
     np.sort: lambda a, axis=-1, kind=None, *, stable=None: sort(
         a, _sort_axis(axis, kind, stable, "sort")),
     np.argsort: lambda a, axis=-1, kind=None, *, stable=None: argsort(
