@@ -125,3 +125,21 @@ def hmm(program, jax, jnp):
     em, em_grads = jax.value_and_grad(program.em_objective)(params, obs[1], symbols[1])
     return {"nll": nll, "grads": grads, "smoother": (ll, smoothed, counts), "by_grad": by_grad,
             "viterbi": (states, best), "em": em, "em_grads": em_grads}
+
+
+@case
+def particle_filter(program, jax, jnp):
+    params = program.SVParams(mu=jnp.asarray(-0.5), logit_phi=jnp.asarray(1.2),
+                              log_sigma=jnp.asarray(np.log(0.4)))
+    _, y = program.simulate(params, jax.random.PRNGKey(7), 12)
+    logw = jnp.asarray(rng(5).normal(size=10))
+    out = {"y": y, "systematic_indices": program.resample_systematic(jax.random.PRNGKey(1), logw),
+           "multinomial_indices": program.resample_multinomial(jax.random.PRNGKey(1), logw)}
+    keys = jax.random.split(jax.random.PRNGKey(3), 3)
+    for method in ("systematic", "multinomial"):
+        run = program.particle_filter(params, jax.random.PRNGKey(5), y, n_particles=16,
+                                      method=method)
+        value, grads = jax.value_and_grad(program.mean_loglik)(params, keys, y, method)
+        out[method] = {"run": run, "means": program.filtered_means(run), "mean_loglik": value,
+                       "grads": grads}
+    return out
