@@ -143,3 +143,22 @@ def particle_filter(program, jax, jnp):
         out[method] = {"run": run, "means": program.filtered_means(run), "mean_loglik": value,
                        "grads": grads}
     return out
+
+
+@case
+def hmc(program, jax, jnp):
+    r = rng(6)
+    N, D, C = 20, 3, 3
+    X = jnp.asarray(r.normal(size=(N, D)))
+    y = jnp.asarray((r.uniform(size=N) < 0.5).astype(np.float64))
+    positions = {"w": jnp.asarray(0.3 * r.normal(size=(C, D))),
+                 "b": jnp.asarray(0.3 * r.normal(size=C))}
+    key = jax.random.PRNGKey(11)
+    prior_scale, step_size = jnp.asarray(1.5), jnp.asarray(0.6)
+    states, infos = program.run_chains(key, positions, X, y, prior_scale, step_size)
+    acc, d_step = jax.value_and_grad(program.mean_acceptance)(step_size, key, positions, X, y,
+                                                               prior_scale)
+    jac_prior = jax.jacrev(program.posterior_mean_w)(prior_scale, key, positions, X, y, step_size)
+    return {"states": tuple(states), "acceptance": infos.acceptance_rate,
+            "accepted": infos.is_accepted, "energy": infos.energy, "momentum": infos.momentum,
+            "mean_acceptance": acc, "d_step": d_step, "jac_prior": jac_prior}
