@@ -21,6 +21,7 @@ from .control import *  # noqa: F403
 from .transforms import *  # noqa: F403
 from .vmap import vmap
 from .custom import custom_jvp, custom_vjp
+from .closure import closure_convert
 from .tracing import make_graph
 from .jit import JitFallbackWarning, jit
 from . import numpy  # noqa: F401 - scanlib.numpy, jax.numpy's names (not in __all__)
@@ -37,5 +38,6 @@ __all__ = [
     "cuda_available", "scan", "scan_plan", "ScanPlan", "set_loop_compiler",
     "NumbaFallbackWarning", "JitFallbackWarning", "jit",
     *transforms.__all__, *associative.__all__, *control.__all__, "vmap",
-    "custom_vjp", "custom_jvp", "tree_util", "tree", "flatten_util", "scipy", "debug", "nn",
+    "custom_vjp", "custom_jvp", "closure_convert", "tree_util", "tree", "flatten_util", "scipy",
+    "debug", "nn",
 ]

@@ -7,8 +7,8 @@
 from .tape.types import ArrayLike, Axis
 from . import (
     associative as associative, autodiff as autodiff, backends as backends, branching as branching,
-    checkpoint_policies as checkpoint_policies, control as control, custom as custom,
-    debug as debug, flatten_util as flatten_util, generated as generated,
+    checkpoint_policies as checkpoint_policies, closure as closure, control as control,
+    custom as custom, debug as debug, flatten_util as flatten_util, generated as generated,
     interpreters as interpreters, lax as lax, linalg as linalg, logs as logs, loops as loops,
     nn as nn, numpy as numpy, ops as ops, optim as optim, pytree as pytree, random as random,
     scipy as scipy, tape as tape, testing as testing, tracing as tracing, transforms as transforms,
@@ -19,6 +19,7 @@ from .autodiff import (
     grad as grad, stop_gradient as stop_gradient, value_and_grad as value_and_grad, vjp as vjp,
 )
 from .backends import cuda_available as cuda_available
+from .closure import closure_convert as closure_convert
 from .control import fori_loop as fori_loop, while_loop as while_loop
 from .custom import custom_jvp as custom_jvp, custom_vjp as custom_vjp
 from .jit import JitFallbackWarning as JitFallbackWarning, jit as jit
@@ -497,6 +498,7 @@ __all__ = [
     'vmap',
     'custom_vjp',
     'custom_jvp',
+    'closure_convert',
     'tree_util',
     'tree',
     'flatten_util',
