@@ -35,6 +35,8 @@ CASES = [
     case("power_int_exponent", lambda x: jnp.power(x, 3), (N, (4,)), ref=lambda x: x**3),
     case("polyval", jnp.polyval, (N, (4,)), (N, (2, 3)), ref=_np_polyval),
     case("polyval_0d_x", jnp.polyval, (N, (3,)), (N, ()), ref=_np_polyval),
+    case("polyval_stacked_p", jnp.polyval, (N, (4, 2)), (N, (3, 1)), ref=_np_polyval),
+    case("polyval_stacked_p_0d_x", jnp.polyval, (N, (5, 3)), (N, ()), ref=_np_polyval),
     case("array_of_tensor", lambda x: jnp.array(x) * x, (N, (3,)), ref=lambda x: x * x),
     case("array_stacks_a_list", lambda x, y: jnp.array([x, y, 2.0 * x]), (N, (3,)), (N, (3,)),
          ref=lambda x, y: np.array([x, y, 2.0 * x])),
@@ -365,7 +367,7 @@ def test_polyval_edges():
     assert jnp.polyval(sl.tensor([1, 2]), sl.tensor([3])).dtype == np.int64
     assert jnp.polyval(sl.tensor([1.0, 2.0], dtype="float32"), 3.0).dtype == np.float32
     with pytest.raises(ValueError, match="one-dimensional"):
-        jnp.polyval(sl.ones((2, 2)), 1.0)
+        jnp.polyval(sl.tensor(2.0), 1.0)
 
 
 def test_polyval_under_vmap_and_grad_of_grad():
@@ -498,6 +500,7 @@ def _agree(ours, theirs):
 
 JAX_CASES = [
     ("polyval", lambda m, p, x: m.polyval(p, x), [(4,), (2, 3)]),
+    ("polyval_stacked", lambda m, p, x: m.polyval(p, x), [(4, 3), (2, 1)]),
     ("power", lambda m, x, y: m.power(m.abs(x) + 0.5, y), [(2, 3), (3,)]),
     ("einsum_diag", lambda m, x, y: m.einsum("bii,ij->bj", x, y), [(2, 3, 3), (3, 2)]),
     ("einsum_ellipsis", lambda m, x, y: m.einsum("...ij,...jk", x, y), [(2, 1, 2, 3), (4, 3, 2)]),
