@@ -162,3 +162,24 @@ def hmc(program, jax, jnp):
     return {"states": tuple(states), "acceptance": infos.acceptance_rate,
             "accepted": infos.is_accepted, "energy": infos.energy, "momentum": infos.momentum,
             "mean_acceptance": acc, "d_step": d_step, "jac_prior": jac_prior}
+
+
+@case
+def ode(program, jax, jnp):
+    r = rng(7)
+    ts = jnp.asarray(np.linspace(0.0, 3.0, 7))
+    params = jnp.asarray([1.1, 0.4, 0.9, 0.3])
+    y0 = {"prey": jnp.asarray(2.0), "predator": jnp.asarray(1.0)}
+    observed = jnp.asarray(np.abs(r.normal(size=(7, 2))) + 1.0)
+    ys = program.odeint(program.lotka_volterra, y0, ts, params, rtol=1e-10, atol=1e-10)
+    loss, grads = jax.value_and_grad(program.fit_loss, argnums=(0, 1, 2))(params, y0, ts,
+                                                                          observed)
+    rk_ys = program.rk4(program.lotka_volterra, y0, ts, params)
+    rk_loss, rk_grads = jax.value_and_grad(program.rk4_loss, argnums=(0, 1))(params, y0, ts,
+                                                                             observed)
+    W = jnp.asarray(0.5 * r.normal(size=(3, 3)))
+    b, z0 = jnp.asarray(r.normal(size=3)), jnp.asarray(r.normal(size=3))
+    node_loss, node_grads = jax.value_and_grad(program.neural_ode_loss, argnums=(0, 1, 2))(
+        W, b, z0, ts[:4])
+    return {"ys": ys, "loss": loss, "grads": grads, "rk_ys": rk_ys, "rk_loss": rk_loss,
+            "rk_grads": rk_grads, "node_loss": node_loss, "node_grads": node_grads}
