@@ -26,7 +26,7 @@ from .tracing import make_graph
 from .jit import JitFallbackWarning, jit
 from . import numpy  # noqa: F401 - scanlib.numpy, jax.numpy's names (not in __all__)
 from . import lax  # jax.lax's names: `from scanlib import lax`
-from . import debug, flatten_util, nn, scipy, tree, tree_util
+from . import custom_derivatives, debug, flatten_util, nn, scipy, tree, tree_util
 
 __version__ = "0.1.0"
 
@@ -38,6 +38,6 @@ __all__ = [
     "cuda_available", "scan", "scan_plan", "ScanPlan", "set_loop_compiler",
     "NumbaFallbackWarning", "JitFallbackWarning", "jit",
     *transforms.__all__, *associative.__all__, *control.__all__, "vmap",
-    "custom_vjp", "custom_jvp", "closure_convert", "tree_util", "tree", "flatten_util", "scipy",
-    "debug", "nn",
+    "custom_vjp", "custom_jvp", "closure_convert", "custom_derivatives", "tree_util", "tree",
+    "flatten_util", "scipy", "debug", "nn",
 ]

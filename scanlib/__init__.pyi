@@ -8,11 +8,12 @@ from .tape.types import ArrayLike, Axis
 from . import (
     associative as associative, autodiff as autodiff, backends as backends, branching as branching,
     checkpoint_policies as checkpoint_policies, closure as closure, control as control,
-    custom as custom, debug as debug, flatten_util as flatten_util, generated as generated,
-    interpreters as interpreters, lax as lax, linalg as linalg, logs as logs, loops as loops,
-    nn as nn, numpy as numpy, ops as ops, optim as optim, pytree as pytree, random as random,
-    scipy as scipy, tape as tape, testing as testing, tracing as tracing, transforms as transforms,
-    tree as tree, tree_util as tree_util,
+    custom as custom, custom_derivatives as custom_derivatives, debug as debug,
+    flatten_util as flatten_util, generated as generated, interpreters as interpreters, lax as lax,
+    linalg as linalg, logs as logs, loops as loops, nn as nn, numpy as numpy, ops as ops,
+    optim as optim, pytree as pytree, random as random, scipy as scipy, tape as tape,
+    testing as testing, tracing as tracing, transforms as transforms, tree as tree,
+    tree_util as tree_util,
 )
 from .associative import associative_scan as associative_scan
 from .autodiff import (
@@ -499,6 +500,7 @@ __all__ = [
     'custom_vjp',
     'custom_jvp',
     'closure_convert',
+    'custom_derivatives',
     'tree_util',
     'tree',
     'flatten_util',

@@ -729,3 +729,11 @@ def test_closure_convert_refuses_other_arguments():
         f(sl.ones(2))
     with pytest.raises(TypeError, match="takes fun's 1 argument"):
         f(sl.ones(3), sl.ones(3))
+
+
+def test_custom_derivatives_module_is_a_view():
+    from scanlib import custom_derivatives
+
+    assert custom_derivatives.custom_vjp is sl.custom_vjp
+    assert custom_derivatives.custom_jvp is sl.custom_jvp
+    assert custom_derivatives.closure_convert is sl.closure_convert
