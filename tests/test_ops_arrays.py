@@ -635,3 +635,38 @@ def test_flatten_and_ravel_orders(backend):
     for order in ("A", "K", "X"):
         with pytest.raises(ValueError, match="'C'.*'F'"):
             x.flatten(order)
+
+
+def test_sort_and_argsort_take_jax_keywords(backend):
+    a = np.array([[1.0, 3.0, 3.0, 2.0, 3.0], [0.0, -1.0, 0.0, 5.0, -1.0]])
+    t = backend.tensor(a)
+    for axis in (-1, 0, None):
+        flat = a.ravel() if axis is None else a
+        ax = 0 if axis is None else axis
+        # descending, ties in their original order: a stable sort on the negated keys
+        want = np.argsort(-flat, axis=ax, kind="stable")
+        np.testing.assert_array_equal(sl.argsort(t, axis, descending=True).numpy(), want)
+        np.testing.assert_array_equal(sl.sort(t, axis, descending=True).numpy(),
+                                      -np.sort(-flat, axis=ax, kind="stable"))
+        np.testing.assert_array_equal(sl.argsort(t, axis, stable=False).numpy(),
+                                      np.argsort(flat, axis=ax, kind="stable"))
+    assert sl.argsort(t, dtype="int32").dtype == np.int32
+    g = sl.grad(lambda x: (sl.sort(x, descending=True) * sl.arange(5.0)).sum())(t[0])
+    np.testing.assert_array_equal(g.numpy(), [4.0, 0.0, 1.0, 3.0, 2.0])
+    with pytest.raises(TypeError, match="order="):
+        sl.sort(t, order="x")
+    with pytest.raises(ValueError, match="kind must be"):
+        sl.argsort(t, kind="bogo")
+
+
+def test_sort_and_argsort_keywords_agree_with_jax():
+    jax = pytest.importorskip("jax")
+    a = np.array([1.0, 3.0, 3.0, 2.0, 3.0, np.nan, -np.inf])
+    with jax.enable_x64(True):
+        for kw in ({"descending": True}, {"descending": False}, {"stable": True}):
+            want = jax.numpy.argsort(a, **kw)
+            got = sl.argsort(sl.tensor(a), **kw)
+            assert got.dtype == want.dtype
+            np.testing.assert_array_equal(got.numpy(), np.asarray(want))
+            np.testing.assert_array_equal(sl.sort(sl.tensor(a), **kw).numpy(),
+                                          np.asarray(jax.numpy.sort(a, **kw)))

@@ -13,13 +13,14 @@ import numpy as np
 
 from ..tape import Tensor
 from . import batching
-from .arrays import _along, _flat, _on_device_of, _xp, _zero_d_as_1d
+from . import elementwise as ew
+from .arrays import _along, _flat, _on_device_of, _xp, _zero_d_as_1d, flip
 from .functions import one_axis, as_tensor
 from .primitive import Primitive
 from .structural import getitem
 
 if TYPE_CHECKING:
-    from ..tape.types import ArrayLike, Axis
+    from ..tape.types import ArrayLike, Axis, DTypeLike
 
 __all__ = ["sort", "argsort", "take", "take_along_axis", "searchsorted"]
 
@@ -46,29 +47,55 @@ def _argsort_impl(x, axis):
 argsort_p = Primitive("argsort", _argsort_impl, batch=batching.axis_rule)  # indices: no gradient
 
 
-def argsort(a: ArrayLike, axis: Axis = -1) -> Tensor:
-    """Indices (int64) that sort a along axis (of the flattened tensor when None); stable:
-    equal values keep their order. Not differentiable.
+def _jax_sort_options(who, kind, order, stable):
+    if kind is not None and kind not in _SORT_KINDS:
+        raise ValueError(f"{who}: kind must be one of {_SORT_KINDS[1:]}, got {kind!r}")
+    if order is not None:
+        raise TypeError(f"{who}: order= is for structured arrays, which tensors are not; "
+                        "leave it out")
+    if stable not in (True, False):
+        raise TypeError(f"{who}: stable must be True or False, got {stable!r}")
+
+
+def _argsort_along(a, axis, descending):
+    """Stable sorting indices; descending ones keep equal values in their order too, as JAX's:
+    the ascending ones of a reversed, reversed back and renumbered."""
+    if not descending:
+        return argsort_p(a, axis=axis)
+    flipped = argsort_p(flip(a, axis), axis=axis)
+    return ew.sub(a.shape[axis] - 1, flip(flipped, axis))
+
+
+def argsort(a: ArrayLike, axis: Axis = -1, *, kind: str | None = None, order: None = None,
+            stable: bool = True, descending: bool = False, dtype: DTypeLike = None) -> Tensor:
+    """Indices (int64, or dtype) that sort a along axis (of the flattened tensor when None),
+    as jnp.argsort: ascending, or descending=True; equal values keep their order either way
+    (stable=False allows any order of them, and this one is it). Not differentiable.
 
     >>> sl.argsort(sl.tensor([3.0, 1.0, 2.0]))
     """
+    _jax_sort_options("argsort", kind, order, stable)
     a, axis = _zero_d_as_1d(as_tensor(a), axis)
     if axis is None:
         a, axis = _flat(a), 0
-    return argsort_p(a, axis=one_axis(axis, a.ndim, "argsort"))
+    idx = _argsort_along(a, one_axis(axis, a.ndim, "argsort"), descending)
+    return idx if dtype is None else ew.astype(idx, dtype=np.dtype(dtype))
 
 
-def sort(a: ArrayLike, axis: Axis = -1) -> Tensor:
-    """a sorted along axis (flattened when None); differentiable: the cotangent goes back
-    through the sorting permutation (equal values by the stable order).
+def sort(a: ArrayLike, axis: Axis = -1, *, kind: str | None = None, order: None = None,
+         stable: bool = True, descending: bool = False) -> Tensor:
+    """a sorted along axis (flattened when None), ascending or descending=True, as jnp.sort;
+    differentiable: the cotangent goes back through the sorting permutation (equal values by
+    the stable order).
 
     >>> sl.sort(sl.tensor([3.0, 1.0, 2.0]))
     """
+    _jax_sort_options("sort", kind, order, stable)
     a = as_tensor(a)
     if axis is None:
         a, axis = _flat(a), 0
     axis = one_axis(axis, a.ndim, "sort")
-    return _gather_along(a, argsort_p(a, axis=axis), axis)
+    return _gather_along(a, _argsort_along(a, axis, descending), axis)
 
 
 # --- gathers --------------------------------------------------------------------------------
