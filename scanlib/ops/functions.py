@@ -330,10 +330,16 @@ def one_axis(axis, ndim, who):
 
 
 def expand_dims(x: ArrayLike, axis: Axis) -> Tensor:
-    """x with a new axis of length 1 at position axis."""
+    """x with a new axis of length 1 at position axis, or at each of a tuple or list of
+    positions (in the result), as np.expand_dims and jnp.expand_dims."""
     x = as_tensor(x)
-    axis = one_axis(axis, x.ndim + 1, "expand_dims")
-    return reshape_p(x, shape=x.shape[:axis] + (1,) + x.shape[axis:])
+    if not isinstance(axis, (tuple, list)):
+        axis = one_axis(axis, x.ndim + 1, "expand_dims")
+        return reshape_p(x, shape=x.shape[:axis] + (1,) + x.shape[axis:])
+    ndim = x.ndim + len(axis)
+    shape = iter(x.shape)
+    new = normalize_axis(axis, ndim, "expand_dims: axis")
+    return reshape_p(x, shape=tuple(1 if i in new else next(shape) for i in range(ndim)))
 
 
 def squeeze(x: ArrayLike, axis: Axis = None) -> Tensor:
