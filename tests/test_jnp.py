@@ -61,6 +61,19 @@ CASES = [
          (lambda rng, s: rng.choice([-0.9, -0.2, 0.1, 0.8], s), (5,)),
          ref=lambda x: np.clip(x, None, 0.5)),
     case("tensor_dot", lambda x, y: x.dot(y), (N, (2, 3)), (N, (3, 4)), ref=np.dot),
+    case("tensor_diagonal", lambda x: x.diagonal(1, -2, -1), (N, (2, 3, 4)),
+         ref=lambda x: x.diagonal(1, -2, -1).copy()),
+    case("tensor_trace", lambda x: x.trace(-1), (N, (3, 4)), ref=lambda x: x.trace(-1)),
+    case("tensor_mT", lambda x: x.mT, (N, (2, 3, 4)), ref=lambda x: np.swapaxes(x, -1, -2)),
+    case("tensor_swapaxes", lambda x: x.swapaxes(0, 2), (N, (2, 3, 4)),
+         ref=lambda x: x.swapaxes(0, 2)),
+    case("tensor_sort_descending", lambda x: x.sort(axis=0, descending=True), (N, (4, 3)),
+         ref=lambda x: -np.sort(-x, axis=0)),
+    case("tensor_take", lambda x: x.take(np.array([2, 0, 2]), axis=1), (N, (2, 3)),
+         ref=lambda x: x.take([2, 0, 2], axis=1)),
+    case("tensor_repeat", lambda x: x.repeat(2, axis=0), (N, (2, 3)),
+         ref=lambda x: x.repeat(2, axis=0)),
+    case("tensor_copy", lambda x: x.copy() * x, (N, (3,)), ref=lambda x: x * x),
     case("full_like", lambda x, f: jnp.full_like(x, f) * x, (N, (2, 3)), (N, (3,)),
          ref=lambda x, f: np.broadcast_to(f, x.shape) * x),
     case("full_of_tensor", lambda f: jnp.full((2, 3), f) * 2.0, (N, (3,)),
@@ -586,3 +599,20 @@ def test_forward_mode_through_the_new_functions():
     numeric_h = np.stack([(g(sl.tensor(x + eps * e)).numpy() - g(sl.tensor(x - eps * e)).numpy())
                           / (2 * eps) for e in np.eye(3)])
     np.testing.assert_allclose(h, numeric_h, rtol=1e-5, atol=1e-6)
+
+
+def test_tensor_methods_agree_with_jax_arrays(jax_x64):
+    import jax.numpy as J
+
+    a = np.random.default_rng(3).standard_normal((2, 3, 4))
+    t, ja = sl.tensor(a), J.asarray(a)
+    calls = [lambda x: x.diagonal(), lambda x: x.diagonal(1, -2, -1), lambda x: x[0].trace(1),
+             lambda x: x.mT, lambda x: x.swapaxes(0, -1), lambda x: x.sort(),
+             lambda x: x.sort(axis=None, descending=True), lambda x: x.argsort(axis=1),
+             lambda x: x.argsort(axis=0, descending=True), lambda x: x.take(np.array([1, 0])),
+             lambda x: x.take(np.array([3, 1]), axis=-1), lambda x: x.repeat(2, axis=1),
+             lambda x: x.round(2), lambda x: x.copy(), lambda x: x[0, 0].sort().searchsorted(
+                 x[1, 1], side="right")]
+    for call in calls:
+        _agree(call(t), call(ja))
+    assert (t.itemsize, t.nbytes) == (ja.itemsize, ja.nbytes)
