@@ -183,3 +183,19 @@ def ode(program, jax, jnp):
         W, b, z0, ts[:4])
     return {"ys": ys, "loss": loss, "grads": grads, "rk_ys": rk_ys, "rk_loss": rk_loss,
             "rk_grads": rk_grads, "node_loss": node_loss, "node_grads": node_grads}
+
+
+@case
+def parallel_kalman(program, jax, jnp):
+    r = rng(8)
+    T, S, D = 11, 3, 2
+    params = {"m0": r.normal(size=S), "L0": np.eye(S) + 0.1 * r.normal(size=(S, S)),
+              "F": 0.9 * np.eye(S) + 0.1 * r.normal(size=(S, S)),
+              "LQ": 0.5 * np.eye(S) + 0.1 * r.normal(size=(S, S)),
+              "H": r.normal(size=(D, S)), "LR": 0.7 * np.eye(D) + 0.1 * r.normal(size=(D, D))}
+    params = jax.tree_util.tree_map(jnp.asarray, params)
+    emissions = jnp.asarray(r.normal(size=(T, D)))
+    model = program.make_model(params)
+    smoothed = program.parallel_smoother(model, emissions)
+    value, grads = jax.value_and_grad(program.loss)(params, emissions)
+    return {"smoothed": smoothed, "loss": value, "grads": grads}
