@@ -12,6 +12,20 @@ from ports import cases, harness
 
 RTOL, ATOL = 1e-10, 1e-12
 
+# Programs that do not agree yet, with why; strict, so that the fix shows up as a failure here.
+KNOWN_FAILURES = {
+    "holt_winters": "JAX divides an int32 by a Python int into float32 even with x64 (optax's "
+                    "schedules divide their int32 step count), so its learning rates are "
+                    "float32-rounded; scanlib's are float64: the fitted weights differ at 1e-8",
+}
+
+
+def _known(name):
+    if name in KNOWN_FAILURES:
+        return pytest.param(name, marks=pytest.mark.xfail(strict=True,
+                                                          reason=KNOWN_FAILURES[name]))
+    return name
+
 
 def test_translation_changes_import_lines_only():
     source = (
@@ -36,7 +50,7 @@ def test_every_program_has_a_case_and_jax_results():
             f"no JAX results for {name}: run python tests/ports/gen_golden.py {name}")
 
 
-@pytest.mark.parametrize("name", harness.names())
+@pytest.mark.parametrize("name", [_known(n) for n in harness.names()])
 def test_port_agrees_with_jax(name):
     rtol, atol = cases.TOLERANCES.get(name, (RTOL, ATOL))
     got = harness.run(name, "scanlib")

@@ -199,3 +199,17 @@ def parallel_kalman(program, jax, jnp):
     smoothed = program.parallel_smoother(model, emissions)
     value, grads = jax.value_and_grad(program.loss)(params, emissions)
     return {"smoothed": smoothed, "loss": value, "grads": grads}
+
+
+@case
+def holt_winters(program, jax, jnp):
+    r = rng(9)
+    B, T, period = 3, 28, 4
+    t = np.arange(T)
+    ys = jnp.asarray(10.0 + 0.3 * t + 2.0 * np.sin(2 * np.pi * t / period)[None]
+                     + 0.5 * r.normal(size=(B, T)))
+    params = {"alpha": jnp.asarray(0.0), "beta": jnp.asarray(-1.0), "gamma": jnp.asarray(-0.5)}
+    value, grads = jax.value_and_grad(program.loss)(params, ys, period)
+    fitted, losses = program.fit(params, ys, period)
+    return {"loss": value, "grads": grads, "fitted": fitted, "losses": losses,
+            "forecast": program.predict(fitted, ys, period, 6)}
