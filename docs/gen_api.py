@@ -37,6 +37,14 @@ import scanlib as sl
 # name -> (signature or None, one-line description or None, example source or None).
 # None means "take it from the docstring".
 FALLBACK = {
+    "Array": ("Array", "jax.Array: the array type, scanlib.Tensor itself (for isinstance).",
+              "isinstance(sl.ones(2), sl.Array)"),
+    "config": ("config.update(name, value)", ("jax.config: update and read the settings a "
+               "program sets at its top. 64-bit types are always on; a setting scanlib "
+               "cannot honour raises, naming what to write instead."),
+               "sl.config.update('jax_enable_x64', True)\nsl.config.jax_enable_x64"),
+    "jacobian": ("jacobian(f, argnums=0)", "jax.jacobian: jacrev itself.",
+                 "sl.jacobian(lambda x: x ** 2)(sl.tensor([1.0, 3.0]))"),
     "lax.add": ("add(x, y)", "x + y elementwise (lax.add).", "sl.lax.add(sl.ones(2), 2.0)"),
     "lax.sub": ("sub(x, y)", "x - y elementwise (lax.sub).", "sl.lax.sub(sl.ones(2), 2.0)"),
     "lax.mul": ("mul(x, y)", "x * y elementwise (lax.mul).", "sl.lax.mul(sl.ones(2), 2.0)"),
@@ -492,7 +500,7 @@ def numpy_markdown() -> list[str]:
         views, others = [], []
         for name in module.__all__:
             obj = getattr(module, name)
-            if name == "linalg":
+            if name in ("linalg", "fft"):
                 continue
             places = [("", sl)] if module is jnp else [("linalg.", sl.linalg), ("", sl)]
             same = [(p, n) for p, where in places
@@ -509,7 +517,7 @@ def numpy_markdown() -> list[str]:
                   + ", ".join(views) + ".", ""]
         if others:
             lines += [f"NumPy's dtypes and constants under JAX's names: {', '.join(others)}.", ""]
-    return lines
+    return lines + submodule_markdown("numpy.fft", jnp.fft, "###")
 
 
 def tensor_markdown() -> list[str]:

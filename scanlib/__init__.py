@@ -27,6 +27,8 @@ from .jit import JitFallbackWarning, jit
 from . import numpy  # noqa: F401 - scanlib.numpy, jax.numpy's names (not in __all__)
 from . import lax  # jax.lax's names: `from scanlib import lax`
 from . import custom_derivatives, debug, flatten_util, nn, scipy, tree, tree_util
+from .runtime import *  # noqa: F403 - jax's top-level runtime names (config, Array, ...)
+from . import runtime
 
 __version__ = "0.1.0"
 
@@ -40,4 +42,5 @@ __all__ = [
     *transforms.__all__, *associative.__all__, *control.__all__, "vmap",
     "custom_vjp", "custom_jvp", "closure_convert", "custom_derivatives", "tree_util", "tree",
     "flatten_util", "scipy", "debug", "nn",
+    *runtime.__all__,
 ]

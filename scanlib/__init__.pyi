@@ -11,8 +11,8 @@ from . import (
     custom as custom, custom_derivatives as custom_derivatives, debug as debug,
     flatten_util as flatten_util, generated as generated, interpreters as interpreters, lax as lax,
     linalg as linalg, logs as logs, loops as loops, nn as nn, numpy as numpy, ops as ops,
-    optim as optim, pytree as pytree, random as random, scipy as scipy, tape as tape,
-    testing as testing, tracing as tracing, transforms as transforms, tree as tree,
+    optim as optim, pytree as pytree, random as random, runtime as runtime, scipy as scipy,
+    tape as tape, testing as testing, tracing as tracing, transforms as transforms, tree as tree,
     tree_util as tree_util,
 )
 from .associative import associative_scan as associative_scan
@@ -23,7 +23,7 @@ from .backends import cuda_available as cuda_available
 from .closure import closure_convert as closure_convert
 from .control import fori_loop as fori_loop, while_loop as while_loop
 from .custom import custom_jvp as custom_jvp, custom_vjp as custom_vjp
-from .jit import JitFallbackWarning as JitFallbackWarning, jit as jit
+from .jit import JitFallbackWarning as JitFallbackWarning, disable_jit as disable_jit, jit as jit
 from .ops import elementwise as elementwise
 from .ops.arrays import (
     atleast_1d as atleast_1d, atleast_2d as atleast_2d, diff as diff, flip as flip,
@@ -73,15 +73,23 @@ from .ops.special import (
 )
 from .ops.structural import getitem as getitem, sum_to as sum_to
 from .remat import checkpoint as checkpoint, checkpoint as remat, checkpoint_name as checkpoint_name
+from .runtime import (
+    ShapeDtypeStruct as ShapeDtypeStruct, block_until_ready as block_until_ready,
+    clear_caches as clear_caches, config as config, default_backend as default_backend,
+    device_get as device_get, device_put as device_put, devices as devices,
+    enable_x64 as enable_x64, eval_shape as eval_shape, make_jaxpr as make_jaxpr,
+    named_call as named_call, named_scope as named_scope,
+)
 from .scan.api import scan as scan, set_loop_compiler as set_loop_compiler
 from .scan.executor import NumbaFallbackWarning as NumbaFallbackWarning
 from .scan.plan import ScanPlan as ScanPlan, scan_plan as scan_plan
 from .tape.graph import Graph as Graph
 from .tape.state import enable_grad as enable_grad, no_grad as no_grad
-from .tape.tensor import Tensor as Tensor
+from .tape.tensor import Tensor as Array, Tensor as Tensor
 from .tracing import make_graph as make_graph
 from .transforms import (
-    hessian as hessian, jacfwd as jacfwd, jacrev as jacrev, jvp as jvp, linearize as linearize,
+    hessian as hessian, jacfwd as jacfwd, jacrev as jacobian, jacrev as jacrev, jvp as jvp,
+    linearize as linearize,
 )
 from .vmap import vmap as vmap
 
@@ -222,10 +230,12 @@ def logical_xor(x: ArrayLike, y: ArrayLike) -> Tensor:
     """Elementwise x xor y, by truth value (a bool tensor)."""
 
 def maximum(x: ArrayLike, y: ArrayLike, /) -> Tensor:
-    """maximum(x, y): elementwise larger value; ties split the gradient evenly."""
+    """maximum(x, y): elementwise larger value (NaN if either is); ties split the gradient
+    evenly, and a NaN result gives neither any."""
 
 def minimum(x: ArrayLike, y: ArrayLike, /) -> Tensor:
-    """minimum(x, y): elementwise smaller value; ties split the gradient evenly."""
+    """minimum(x, y): elementwise smaller value (NaN if either is); ties split the gradient
+    evenly, and a NaN result gives neither any."""
 
 def multiply(x: ArrayLike, y: ArrayLike) -> Tensor:
     """Elementwise x * y, as jnp.multiply."""
@@ -507,4 +517,20 @@ __all__ = [
     'scipy',
     'debug',
     'nn',
+    'Array',
+    'config',
+    'block_until_ready',
+    'device_put',
+    'device_get',
+    'devices',
+    'default_backend',
+    'eval_shape',
+    'ShapeDtypeStruct',
+    'make_jaxpr',
+    'disable_jit',
+    'named_scope',
+    'named_call',
+    'clear_caches',
+    'enable_x64',
+    'jacobian',
 ]

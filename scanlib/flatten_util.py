@@ -7,6 +7,7 @@ Imports ops and pytree.
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable
 
 import numpy as np
@@ -14,6 +15,7 @@ import numpy as np
 from . import pytree
 from .ops import elementwise as ew
 from .ops.functions import as_tensor, concatenate, reshape
+from .ops.primitive import promote_types
 from .tape import Tensor
 
 __all__ = ["ravel_pytree"]
@@ -24,9 +26,9 @@ def ravel_pytree(tree: Any) -> tuple[Tensor, Callable[[Tensor], Any]]:
     the function that gives back a tree of tree's structure, shapes and dtypes from a vector
     of flat's length and dtype, as jax.flatten_util.ravel_pytree.
 
-    flat's dtype is the leaves' promoted dtype (NumPy's promotion: an int32 leaf beside a
-    float32 one makes float64, where JAX makes float32); unravel casts each part back to its
-    leaf's dtype. A tree with no leaves gives an empty float64 vector (JAX: float32).
+    flat's dtype is the leaves' promoted dtype (JAX's promotion, as scanlib's ops: an int32
+    leaf beside a float32 one makes float32); unravel casts each part back to its leaf's
+    dtype. A tree with no leaves gives an empty float64 vector (JAX: float32).
 
     >>> flat, unravel = sl.flatten_util.ravel_pytree({'b': sl.zeros(2), 'W': sl.ones((2, 2))})
     >>> flat
@@ -41,7 +43,7 @@ def ravel_pytree(tree: Any) -> tuple[Tensor, Callable[[Tensor], Any]]:
         return Tensor(np.zeros(0)), unravel_empty
     shapes = [x.shape for x in leaves]
     dtypes = [np.dtype(x.dtype) for x in leaves]
-    to_dtype = np.result_type(*dtypes)
+    to_dtype = functools.reduce(promote_types, dtypes)
     sizes = [x.size for x in leaves]
     flat = concatenate([reshape(x if x.dtype == to_dtype else ew.astype(x, dtype=to_dtype), -1)
                         for x in leaves])

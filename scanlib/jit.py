@@ -15,6 +15,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import collections
+import contextlib
+import contextvars
 import functools
 import inspect
 import threading
@@ -34,7 +36,7 @@ from .tracing import closure_names, trace_function
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
-    from typing import Any
+    from typing import Any, Iterator
 
 _MAX_TRACES = 256  # per jitted function; the least recently used trace goes first
 _RETRACES = 8  # traces that differ only in Python numbers' values: then a warning, once
@@ -123,6 +125,27 @@ def jit(f: Callable[..., Any] | None = None, *, static_argnums: int | Sequence[i
     return Jitted(f, static_argnums, static_argnames)
 
 
+_DISABLED = contextvars.ContextVar("scanlib_jit_disabled", default=False)
+
+
+@contextlib.contextmanager
+def disable_jit(disable: bool = True) -> Iterator[None]:
+    """Within it, jitted functions run f itself, eagerly (print and inspect values inside
+    f, step through it in a debugger), as `jax.disable_jit()`; the results are the same.
+
+    >>> f = sl.jit(lambda x: x * 2)
+    >>> with sl.disable_jit():
+    ...     y = f(np.ones(2))
+    >>> f.cache_info().misses
+    0
+    """
+    token = _DISABLED.set(bool(disable))
+    try:
+        yield
+    finally:
+        _DISABLED.reset(token)
+
+
 class Jitted:
     """A jitted function: call it as f. Holds one replayable trace per signature."""
 
@@ -165,6 +188,8 @@ class Jitted:
     def __call__(self, *args, **kwargs):
         if current_builder() is not None:  # inside a scan body or another trace: inline
             return self.fun(*args, **kwargs)
+        if _DISABLED.get():
+            return self._call_eagerly(args, kwargs)
         sig = _Signature(self, args, kwargs)
         if sig.eager is not None:
             self._fall_back(*sig.eager)
@@ -178,6 +203,19 @@ class Jitted:
             return self.fun(*args, **kwargs)
         self._hits += hit
         return trace(sig.arrays, sig.callers)
+
+    def _call_eagerly(self, args, kwargs):
+        """f on args as a trace would see them (arrays as Tensors, static ones as given),
+        under disable_jit."""
+        static = set(self._static_positions(len(args)))
+
+        def seen(leaf):
+            return Tensor(leaf) if isinstance(leaf, (np.ndarray, np.generic)) else leaf
+
+        args = [a if i in static else pytree.tree_map(seen, a) for i, a in enumerate(args)]
+        kwargs = {k: v if k in self.static_argnames else pytree.tree_map(seen, v)
+                  for k, v in kwargs.items()}
+        return self.fun(*args, **kwargs)
 
     def _fall_back(self, reason, where):
         """Count a call that runs f eagerly, and say why the first time for each reason."""

@@ -503,9 +503,12 @@ def test_against_jax():
 
 
 def test_fori_loop_index_promotion_error_says_how_to_cast():
+    # the int64 index widens an int32 carry (a float32 one takes i as float32, as in JAX)
     with pytest.raises(TypeError, match=r"i\.astype\(v\.dtype\)"):
-        sl.fori_loop(0, 3, lambda i, v: v + i, sl.tensor(np.float32(1.0)))
-    out = sl.fori_loop(0, 3, lambda i, v: v + i.astype(v.dtype), sl.tensor(np.float32(1.0)))
+        sl.fori_loop(0, 3, lambda i, v: v + i, sl.tensor(np.int32(1)))
+    out = sl.fori_loop(0, 3, lambda i, v: v + i.astype(v.dtype), sl.tensor(np.int32(1)))
+    assert out.dtype == np.int32 and out.item() == 4
+    out = sl.fori_loop(0, 3, lambda i, v: v + i, sl.tensor(np.float32(1.0)))
     assert out.dtype == np.float32 and out.item() == 4.0
 
 

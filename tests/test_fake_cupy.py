@@ -41,8 +41,9 @@ def test_scan_and_ops_on_the_fake_cupy_backend():
 def test_linalg_everyday_ops_random_and_optim_on_the_fake_cupy_backend():
     """Dispatch and device discipline of the newer op families; their finite-difference and
     float32-vs-float64 checks, which test numerics rather than devices, run on NumPy only."""
-    _run_on_the_fake(["test_linalg.py", "test_ops_special.py", "test_ops_arrays.py",
-                      "test_random.py", "test_at.py", "test_complex.py", "test_optim.py"],
+    _run_on_the_fake(["test_linalg.py", "test_linalg_more.py", "test_fft.py",
+                      "test_ops_special.py", "test_ops_arrays.py", "test_random.py", "test_at.py",
+                      "test_complex.py", "test_optim.py"],
                      "-k", "not finite_differences and not float32_matches_float64 and not jax")
 
 

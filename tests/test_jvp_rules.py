@@ -19,9 +19,11 @@ from scanlib import pytree
 from scanlib.interpreters import forward
 from scanlib.ops import decompositions as dc
 from scanlib.ops import elementwise as ew
+from scanlib.ops import fft as ff
 from scanlib.ops import linalg as la
 from scanlib.ops import reductions as rd
 from scanlib.ops import special as sp
+from scanlib.ops import spectral as sv
 from scanlib.ops import structural as st
 from scanlib.ops.primitive import Primitive
 from scanlib.tape import is_differentiable_dtype
@@ -165,6 +167,19 @@ CASES.update({
     dc.det_p: [lambda r: ([_square(r, 2, 3, 3)], {}),
                lambda r: ([_square(r, 3, 3, complex_=True)], {}),
                lambda r: ([T(np.array([[1.0, 2.0], [2.0, 4.0]]))], {})],  # singular
+    sv.svd_p: [lambda r: ([_r(r, 4, 3)], {"full_matrices": False}),
+               lambda r: ([_r(r, 2, 2, 3)], {"full_matrices": False}),
+               lambda r: ([_r(r, 3, 3)], {"full_matrices": True})],
+    sv.pinv_p: [lambda r: ([_r(r, 4, 3)], {"rtol": 1e-10}),
+                lambda r: ([_r(r, 2, 2, 3)], {"rtol": 1e-10})],
+    sv.eigvals_p: [lambda r: ([_square(r, 2, 3, 3)], {}),
+                   lambda r: ([_square(r, 3, 3, complex_=True)], {})],
+    ff.fft_p: [lambda r: ([_c(r, 3, 4)], {"inverse": False, "axes": (-1,)}),
+               lambda r: ([_c(r, 3, 4)], {"inverse": True, "axes": (-2, -1)})],
+    ff.rfft_p: [lambda r: ([_r(r, 3, 4)], {"axes": (-1,)}),
+                lambda r: ([_r(r, 3, 5)], {"axes": (-1, -2)})],
+    ff.irfft_p: [lambda r: ([_c(r, 3, 5)], {"axes": (-1,), "n": 8}),
+                 lambda r: ([_c(r, 3, 5)], {"axes": (-2, -1), "n": 9})],
 })
 
 _UNIT = {"arcsin": (-0.9, 0.9), "arccos": (-0.9, 0.9), "arctanh": (-0.9, 0.9),

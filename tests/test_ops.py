@@ -237,7 +237,8 @@ def test_ties_share_the_cotangent(backend):
 def test_relu_and_abs_at_zero(backend):
     x = backend.tensor([0.0, -1.0, 2.0])
     np.testing.assert_array_equal(sl.grad(lambda x: sl.relu(x).sum())(x).numpy(), [0, 0, 1])
-    np.testing.assert_array_equal(sl.grad(lambda x: sl.abs(x).sum())(x).numpy(), [0, -1, 1])
+    # abs: JAX's subgradient, 1 at 0 (torch's is 0)
+    np.testing.assert_array_equal(sl.grad(lambda x: sl.abs(x).sum())(x).numpy(), [1, -1, 1])
 
 
 def test_stable_functions_at_extremes(backend):
@@ -283,12 +284,12 @@ def test_python_scalars_do_not_upcast(backend, dtype):
         assert (x + backend.tensor(np.ones(3, np.float64))).dtype == np.float64
 
 
-def test_mixed_dtypes_promote_like_numpy(backend):
+def test_mixed_dtypes_promote_like_jax(backend):
     x32 = backend.tensor(np.ones(3, np.float32), requires_grad=True)
     x64 = backend.tensor(np.full(3, 2.0), requires_grad=True)
     i = backend.tensor(np.arange(3))
     assert (x32 * x64).dtype == np.float64
-    assert (x32 + i).dtype == np.float64  # float32 + int64 -> float64 in NumPy 2
+    assert (x32 + i).dtype == np.float32  # JAX's rule (NumPy 2 would give float64)
     assert (i * 2).dtype == i.dtype
     g32, g64 = sl.grad(lambda a, b: (a * b).sum(), argnums=(0, 1))(x32, x64)
     assert g32.dtype == np.float32 and g64.dtype == np.float64

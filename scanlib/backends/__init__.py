@@ -72,6 +72,13 @@ def cuda_available() -> bool:
     return _cupy.available()
 
 
+def gpu_devices() -> list[str]:
+    """The GPUs CuPy sees, as device strings ("cuda:0", ...); none without CuPy."""
+    if not cuda_available():
+        return []
+    return [f"cuda:{i}" for i in range(_cupy.require("cuda:0").cuda.runtime.getDeviceCount())]
+
+
 def namespace(device: str):
     """The array module for a device: numpy for 'cpu', cupy for 'cuda:N' (a clear error when
     CuPy or the GPU is missing)."""

@@ -5,8 +5,8 @@ Every function here is scanlib's own object under jax.numpy's name (`jnp.tanh is
 differentiated through. The dtype names are NumPy's scalar types (`x.astype(jnp.float32)`,
 `jnp.zeros(3, jnp.float32)`), `jnp.ndarray` is `scanlib.Tensor`, and the default float is
 float64 (JAX with `jax_enable_x64`). jax.numpy's names that scanlib lacks are not here, so a
-port that needs one fails at its first use; docs/porting.md lists them. Imports ops, linalg
-and tape.
+port that needs one fails at its first use; docs/porting.md lists them. Imports ops, linalg,
+fft and tape.
 """
 
 import math as _math
@@ -31,8 +31,9 @@ from ..ops import (abs, add, all, allclose, angle, any, arange, arccos, arccosh,
                    squeeze, stack, std, subtract, sum, swapaxes, take, take_along_axis, tan, tanh,
                    tensordot, tile, trace, transpose, tril, triu, trunc, unstack, var, vdot, vstack,
                    where, zeros, zeros_like)
+from ..ops.primitive import promote_types, result_type  # JAX's rules, as the ops'
 from ..tape import Tensor as ndarray
-from . import linalg
+from . import fft, linalg
 
 # The array API's and NumPy's other names for the same functions.
 absolute = abs
@@ -60,7 +61,6 @@ generic, number, inexact, floating = _np.generic, _np.number, _np.inexact, _np.f
 complexfloating, integer = _np.complexfloating, _np.integer
 signedinteger, unsignedinteger = _np.signedinteger, _np.unsignedinteger
 finfo, iinfo, issubdtype = _np.finfo, _np.iinfo, _np.issubdtype
-promote_types = _np.promote_types  # NumPy's table, which scanlib's ops follow
 
 # constants
 pi, e, inf, nan, euler_gamma = _math.pi, _math.e, _math.inf, _math.nan, _np.euler_gamma
@@ -76,19 +76,20 @@ __all__ = [
     "complex64", "complex_", "complexfloating", "concat", "concatenate", "conj", "conjugate",
     "copy", "cos", "cosh", "csingle", "cumprod", "cumsum", "deg2rad", "degrees", "diag",
     "diagonal", "diff", "divide", "dot", "double", "dtype", "e", "einsum", "empty",
-    "empty_like", "equal", "euler_gamma", "exp", "exp2", "expand_dims", "expm1", "eye", "finfo",
-    "flip", "float16", "float32", "float64", "float_", "floating", "floor", "floor_divide",
-    "fmod", "from_dlpack", "full", "full_like", "generic", "greater", "greater_equal", "hstack",
-    "identity", "iinfo", "imag", "inexact", "inf", "inner", "int16", "int32", "int64", "int8",
-    "int_", "integer", "invert", "isclose", "isfinite", "isinf", "isnan", "isneginf",
-    "isposinf", "issubdtype", "kron", "less", "less_equal", "linalg", "linspace", "log",
-    "log10", "log1p", "log2", "logaddexp", "logical_and", "logical_not", "logical_or",
-    "logical_xor", "matmul", "matrix_transpose", "max", "maximum", "mean", "meshgrid", "min",
-    "minimum", "mod", "moveaxis", "multiply", "nan", "nan_to_num", "nanmean", "nansum",
-    "ndarray", "ndim", "negative", "newaxis", "not_equal", "number", "ones", "ones_like",
-    "outer", "pad", "permute_dims", "pi", "polyval", "positive", "pow", "power", "prod",
-    "promote_types", "rad2deg", "radians", "ravel", "real", "reciprocal", "remainder", "repeat",
-    "reshape", "rint", "roll", "round", "searchsorted", "select", "shape", "sign",
+    "empty_like", "equal", "euler_gamma", "exp", "exp2", "expand_dims", "expm1", "eye", "fft",
+    "finfo", "flip", "float16", "float32", "float64", "float_", "floating", "floor",
+    "floor_divide", "fmod", "from_dlpack", "full", "full_like", "generic", "greater",
+    "greater_equal", "hstack", "identity", "iinfo", "imag", "inexact", "inf", "inner", "int16",
+    "int32", "int64", "int8", "int_", "integer", "invert", "isclose", "isfinite", "isinf",
+    "isnan", "isneginf", "isposinf", "issubdtype", "kron", "less", "less_equal", "linalg",
+    "linspace", "log", "log10", "log1p", "log2", "logaddexp", "logical_and", "logical_not",
+    "logical_or", "logical_xor", "matmul", "matrix_transpose", "max", "maximum", "mean",
+    "meshgrid", "min", "minimum", "mod", "moveaxis", "multiply", "nan", "nan_to_num", "nanmean",
+    "nansum", "ndarray", "ndim", "negative", "newaxis", "not_equal", "number", "ones",
+    "ones_like", "outer", "pad", "permute_dims", "pi", "polyval", "positive", "pow", "power",
+    "prod", "promote_types", "result_type", "rad2deg", "radians", "ravel", "real", "reciprocal",
+    "remainder",
+    "repeat", "reshape", "rint", "roll", "round", "searchsorted", "select", "shape", "sign",
     "signedinteger", "sin", "single", "sinh", "size", "sort", "split", "sqrt", "square",
     "squeeze", "stack", "std", "subtract", "sum", "swapaxes", "take", "take_along_axis", "tan",
     "tanh", "tensordot", "tile", "trace", "transpose", "tril", "triu", "true_divide", "trunc",

@@ -4,10 +4,14 @@ jax.scipy.linalg's solve_triangular and cho_solve are not jax.numpy.linalg's, so
 here. Imports ops and linalg.
 """
 
-from ..linalg import (cholesky, det, diagonal, eigh, eigvalsh, inv, matrix_power,
-                      matrix_transpose, multi_dot, norm, outer, qr, slogdet, solve, trace)
+from ..linalg import (cholesky, cond, cross, det, diagonal, eig, eigh, eigvals, eigvalsh, inv,
+                      lstsq, matrix_norm, matrix_power, matrix_rank, matrix_transpose, multi_dot,
+                      norm, outer, pinv, qr, slogdet, solve, svd, svdvals, tensorinv, tensorsolve,
+                      trace, vecdot, vector_norm)
 from ..ops import matmul, tensordot
 
-__all__ = ["cholesky", "det", "diagonal", "eigh", "eigvalsh", "inv", "matmul", "matrix_power",
-           "matrix_transpose", "multi_dot", "norm", "outer", "qr", "slogdet", "solve", "tensordot",
-           "trace"]
+__all__ = ["cholesky", "cond", "cross", "det", "diagonal", "eig", "eigh", "eigvals", "eigvalsh",
+           "inv", "lstsq", "matmul", "matrix_norm", "matrix_power", "matrix_rank",
+           "matrix_transpose", "multi_dot", "norm", "outer", "pinv", "qr", "slogdet", "solve",
+           "svd", "svdvals", "tensordot", "tensorinv", "tensorsolve", "trace", "vecdot",
+           "vector_norm"]

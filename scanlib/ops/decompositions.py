@@ -124,7 +124,7 @@ def _minus(x, y):
 
 
 solve_p = Primitive("solve", _solve_impl, _solve_vjp, tangent=_solve_tangent,
-                    batch=batching.elementwise_rule,
+                    batch=batching.elementwise_rule, promote=True,
                     doc="solve(a, b): x with a x = b, for a [..., n, n] and b [..., n, k].")
 
 
@@ -163,7 +163,7 @@ def _triangular_tangent(ts, out, a, b, lower, unit_diagonal):
 
 triangular_solve_p = Primitive(
     "triangular_solve", _triangular_impl, _triangular_vjp, tangent=_triangular_tangent,
-    batch=batching.elementwise_rule,
+    batch=batching.elementwise_rule, promote=True,
     doc="triangular_solve(a, b, lower, unit_diagonal): x with tri(a) x = b, reading only "
         "a's lower (or upper) triangle, its diagonal taken as ones when unit_diagonal.")
 
@@ -324,17 +324,38 @@ def _qr_impl(a, mode):
 
 def _qr_vjp(cts, outs, a, mode, _saved=None):
     """For a = q r (m >= n, q [m, n]): with M = g_r r^T - q^T g_q, a's cotangent is
-    (g_q + q copyltu(M)) r^-T, copyltu(M) = triu(M) + triu(M, 1)^T."""
+    (g_q + q copyltu(M)) r^-T, copyltu(M) = triu(M) + triu(M, 1)^T. A wide a = [a1 a2] (m < n)
+    is q r1 = a1, square, and r2 = q^T a2, as JAX's rule: a2's cotangent is q g_r2, and a1's
+    the square rule's with g_q + a2 g_r2^T."""
     m, n = a.shape[-2:]
-    if m < n or (mode == "complete" and m != n):
+    if mode == "complete" and m > n:
         raise NotImplementedError(
-            f"qr: the gradient is implemented for square and tall matrices (m >= n) in mode "
-            f"'reduced' or 'r', but this one is {m}x{n} in mode {mode!r}. For a wide matrix, "
-            "differentiate the qr of its first m columns, or of its transpose.")
+            f"qr: the gradient of mode 'complete' is implemented for square and wide matrices "
+            f"(m <= n), but this one is {m}x{n}: its extra columns of Q are any orthonormal "
+            "completion. Use mode 'reduced' (the default) for a tall matrix.")
     g_q, g_r = cts
     q, r = outs
     if q is None or r is None:  # an output the caller dropped: recompute both
         q, r = qr_p(a, mode=mode)
+    if m >= n:
+        return (_qr_square_vjp(q, r, g_q, g_r),)
+    a2 = F.getitem(a, (Ellipsis, slice(None), slice(m, None)))
+    r1 = F.getitem(r, (Ellipsis, slice(None), slice(0, m)))
+    g_r1 = g_a2 = None
+    if g_r is not None:
+        g_r1 = F.getitem(g_r, (Ellipsis, slice(None), slice(0, m)))
+        g_r2 = F.getitem(g_r, (Ellipsis, slice(None), slice(m, None)))
+        g_a2 = matmul_p(q, g_r2)
+        from_r2 = matmul_p(a2, _mT(g_r2))
+        g_q = from_r2 if g_q is None else ew.add(g_q, from_r2)
+    g_a1 = _qr_square_vjp(q, r1, g_q, g_r1)
+    if g_a2 is None:
+        g_a2 = ew.mul(a2, 0.0)
+    return (F.concatenate([g_a1, g_a2], axis=-1),)
+
+
+def _qr_square_vjp(q, r, g_q, g_r):
+    """a's cotangent for a = q r with r [..., n, n] square (the m >= n rule)."""
     inner = matmul_p(g_r, _mT(r)) if g_r is not None else None
     if g_q is not None:
         qt_gq = matmul_p(_mT(q), g_q)
@@ -342,7 +363,7 @@ def _qr_vjp(cts, outs, a, mode, _saved=None):
     upper = triu(inner)
     lifted = matmul_p(q, ew.add(upper, _mT(triu(inner, 1))))
     b = lifted if g_q is None else ew.add(g_q, lifted)
-    return (_mT(triangular_solve_p(r, _mT(b), lower=False, unit_diagonal=False)),)
+    return _mT(triangular_solve_p(r, _mT(b), lower=False, unit_diagonal=False))
 
 
 qr_p = Primitive("qr", _qr_impl, _qr_vjp, multiple_results=True,
@@ -511,8 +532,9 @@ def eigh(a, UPLO="L"):
 def qr(a, mode="reduced"):
     """The QR decomposition a = Q @ R as a named tuple (R alone for mode='r'), as numpy.linalg.qr.
 
-    The gradient needs a square or tall a (m >= n) in mode 'reduced' or 'r' (or a square
-    one in mode 'complete'); otherwise it raises NotImplementedError. Real matrices only.
+    The gradient is JAX's, for any shape in mode 'reduced' or 'r', and for square and wide
+    matrices in mode 'complete' (a tall one there raises NotImplementedError). Real matrices
+    only.
 
     >>> sl.linalg.qr(sl.tensor([[3.0, 1.0], [4.0, 2.0]])).R
     """
@@ -593,3 +615,6 @@ NUMPY_FUNCTIONS: dict = {
     np.linalg.matrix_power: matrix_power,
 }
 NUMPY_UFUNCS: dict = {}
+
+# The seams ops/spectral.py shares: its inputs are checked as these, and its rules transpose.
+floating_input, square_input, transpose_matrices = _floating, _square, _mT

@@ -214,8 +214,8 @@ sign = Primitive("sign", lambda x: _xp(x).sign(x), elementwise=True,
 
 
 def _abs_vjp(g, out, x):
-    if not _is_complex(x):
-        return (mul(g, sign(x)),)
+    if not _is_complex(x):  # JAX's: g where x >= 0 (so 1 at 0, a subgradient), else -g
+        return (where(greater_equal(x, 0), g, neg(g)),)
     # JAX's convention: g * conj(z) / |z| (0 at 0), written differentiably for second order
     zero = equal(out, 0)
     return (where(zero, 0.0, mul(g, div(conj(x), where(zero, 1.0, out)))),)
@@ -223,7 +223,7 @@ def _abs_vjp(g, out, x):
 
 def _abs_tangent(ts, out, x):
     if not _is_complex(x):
-        return mul(ts[0], sign(x))
+        return where(greater_equal(x, 0), ts[0], neg(ts[0]))
     zero = equal(out, 0)  # d|z| = Re(conj(z) dz) / |z|, 0 at 0 as the VJP
     return where(zero, 0.0, div(real(mul(conj(x), ts[0])), where(zero, 1.0, out)))
 
@@ -269,39 +269,61 @@ angle = Primitive("angle", lambda x: _xp(x).angle(x), _angle_vjp, elementwise=Tr
                   doc="angle(x): the argument of a complex number, in radians.")
 
 
-def _max_vjp(g, out, x, y):
-    # Ties split the cotangent evenly, as JAX does.
-    gx = where(greater(x, y), g, where(equal(x, y), mul(g, 0.5), 0.0))
-    return gx, sub(g, gx)
+def _picked(x_wins, y_wins):
+    """The VJP of maximum (x_wins = greater) or minimum (less), as JAX's: the cotangent goes to
+    the winner, split evenly at a tie, and to neither where the result is NaN (no side wins
+    or ties), so a NaN's gradient does not land on the other operand."""
+    def vjp(g, out, x, y):
+        tie = equal(x, y)
+        half = mul(g, 0.5)
+        return (where(x_wins(x, y), g, where(tie, half, 0.0)) if _is_tensor(x) else None,
+                where(y_wins(x, y), g, where(tie, half, 0.0)) if _is_tensor(y) else None)
+    return vjp
 
 
-def _min_vjp(g, out, x, y):
-    gx = where(less(x, y), g, where(equal(x, y), mul(g, 0.5), 0.0))
-    return gx, sub(g, gx)
-
-
-def _picked_tangent(x_wins):
-    """The tangent of maximum (x_wins = greater) or minimum (less): the winner's, the mean of
-    the two at a tie, as the VJP splits the cotangent."""
+def _picked_tangent(x_wins, y_wins):
+    """The tangent of maximum or minimum: the winner's, the mean of the two at a tie, zero
+    where the result is NaN, as the VJP splits the cotangent."""
     def tangent(ts, out, x, y):
         tx, ty = (0.0 if t is None else t for t in ts)
-        return where(x_wins(x, y), tx, where(equal(x, y), mul(add(tx, ty), 0.5), ty))
+        return where(x_wins(x, y), tx,
+                     where(equal(x, y), mul(add(tx, ty), 0.5), where(y_wins(x, y), ty, 0.0)))
     return tangent
 
 
-maximum = Primitive("maximum", lambda x, y: _xp(x, y).maximum(x, y), _max_vjp,
-                    doc="maximum(x, y): elementwise larger value; ties split the gradient "
-                        "evenly.", elementwise=True, ufunc="maximum",
-                    tangent=_picked_tangent(lambda x, y: greater(x, y)))
-minimum = Primitive("minimum", lambda x, y: _xp(x, y).minimum(x, y), _min_vjp,
-                    doc="minimum(x, y): elementwise smaller value; ties split the gradient "
-                        "evenly.", elementwise=True, ufunc="minimum",
-                    tangent=_picked_tangent(lambda x, y: less(x, y)))
+def _greater(x, y):
+    return greater(x, y)
+
+
+def _less(x, y):
+    return less(x, y)
+
+
+def _greater_of_y(x, y):
+    return greater(y, x)
+
+
+def _less_of_y(x, y):
+    return less(y, x)
+
+
+maximum = Primitive("maximum", lambda x, y: _xp(x, y).maximum(x, y),
+                    _picked(_greater, _greater_of_y),
+                    doc="maximum(x, y): elementwise larger value (NaN if either is); ties "
+                        "split the gradient evenly, and a NaN result gives neither any.",
+                    elementwise=True, ufunc="maximum",
+                    tangent=_picked_tangent(_greater, _greater_of_y))
+minimum = Primitive("minimum", lambda x, y: _xp(x, y).minimum(x, y),
+                    _picked(_less, _less_of_y),
+                    doc="minimum(x, y): elementwise smaller value (NaN if either is); ties "
+                        "split the gradient evenly, and a NaN result gives neither any.",
+                    elementwise=True, ufunc="minimum",
+                    tangent=_picked_tangent(_less, _less_of_y))
 
 where = Primitive(
     "where", lambda c, x, y: _xp(c, x, y).where(c, x, y),
     lambda g, out, c, x, y: (None, where(c, g, 0.0), where(c, 0.0, g)), elementwise=True,
-    linear=(1, 2))
+    linear=(1, 2), promote=(1, 2))
 
 
 # --- comparisons (not differentiable: bool results) ------------------------------------------

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import builtins
+import warnings
 
 import numpy as np
 
@@ -46,15 +47,22 @@ def tensor(data: ArrayLike, *, dtype: DTypeLike = None, device: Device | None = 
 
     Of a Tensor it makes a new one with no gradient history, also inside a traced scan body
     (where it is a stop_gradient of the traced value, cast and moved as asked), as
-    torch.tensor(t) copies without history. JAX's `jnp.array(x)` is differentiated through
-    instead: in a port, keep `x` itself (or `x.astype(dtype)`) where x is being
-    differentiated. A NumPy or
+    torch.tensor(t) copies without history, and of one that requires grad it warns, as torch
+    does. JAX's `jnp.array(x)` is differentiated through instead: in a port, write
+    `scanlib.array(x)` (`jnp.array`). A NumPy or
     CuPy array is copied (as torch.tensor and jnp.array copy), so writing into it later cannot
     change what the tape saved; `as_tensor` shares it instead.
     """
     if isinstance(data, Tensor) and data._trace is not None:
         return _traced_tensor(data, dtype, device, requires_grad)
     if isinstance(data, Tensor):
+        if data.requires_grad:
+            warnings.warn(
+                "scanlib.tensor(x) of a tensor that requires grad is a copy without gradient "
+                "history (torch.tensor's meaning): no gradient flows back to x through it. "
+                "For jnp.array's meaning (differentiated through) write scanlib.array(x); to "
+                "say the copy is meant, x.detach() or scanlib.stop_gradient(x).",
+                UserWarning, stacklevel=2)
         data = data._value
     if device is None:
         device = backends.device_of(data) if backends.is_array(data) else "cpu"
@@ -188,8 +196,9 @@ def where(condition: ArrayLike, x: ArrayLike, y: ArrayLike) -> Tensor:
 
 
 def relu(x: ArrayLike) -> Tensor:
-    """max(x, 0); its gradient at 0 is 0, as in JAX and PyTorch."""
-    return ew.where(ew.greater(x, 0), x, 0.0)
+    """max(x, 0); its gradient at 0 is 0, as in JAX and PyTorch. NaN stays NaN (with gradient
+    0, as JAX's), so a diverging value is not hidden."""
+    return ew.where(ew.greater(x, 0), x, ew.stop_gradient(ew.maximum(x, 0)))
 
 
 def softplus(x: ArrayLike) -> Tensor:

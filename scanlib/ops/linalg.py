@@ -27,7 +27,8 @@ def _mT(x):
 matmul_p = Primitive(
     "matmul", lambda x, y: x @ y,
     lambda g, out, x, y: (matmul_p(g, _mT(y)), matmul_p(_mT(x), g)),  # the walk sums batch axes
-    batch=batching.matmul_rule, ufunc="matmul", inline="({0} @ {1})", multilinear=True)
+    batch=batching.matmul_rule, ufunc="matmul", inline="({0} @ {1})", multilinear=True,
+    promote=True)
 
 
 def _vdot_vjp(g, out, x, y):
@@ -61,7 +62,7 @@ _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 # Real operands of one size; sum(x * y) without materializing x * y (a loss over a [T, ...]
 # stack of outputs then needs no second [T, ...] array).
 vdot_p = Primitive("vdot", lambda x, y: _xp(x, y).asarray(_xp(x, y).vdot(x, y)), _vdot_vjp,
-                   batch=_vdot_batch, multilinear=True)
+                   batch=_vdot_batch, multilinear=True, promote=True)
 
 
 def _einsum_vjp_operand(g, out_sub, others, target_sub, target_shape):
@@ -91,7 +92,7 @@ def _einsum_vjp(g, out, *xs, spec):
 
 
 einsum_p = Primitive("einsum", lambda *xs, spec: _xp(*xs).einsum(spec, *xs), _einsum_vjp,
-                     batch=batching.einsum_rule, multilinear=True)
+                     batch=batching.einsum_rule, multilinear=True, promote=True)
 
 
 def parse_einsum(spec, n_operands):

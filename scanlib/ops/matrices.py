@@ -293,9 +293,12 @@ def _matrix_norm(x, ord, rows, cols):
         return pick(F.sum(ew.absolute(x), axis=summed, keepdims=True), axis=other,
                     keepdims=True)
     if ord in ("nuc", 2, -2):
-        raise NotImplementedError(f"norm: the matrix norm ord={ord!r} needs singular values "
-                                  "(an SVD), which scanlib.linalg does not have yet; 'fro', 1, "
-                                  "-1, inf and -inf are supported")
+        from .spectral import svdvals  # spectral's cond imports this module
+
+        rest = [i for i in range(x.ndim) if i not in (rows, cols)]
+        s = svdvals(F.transpose(x, tuple(rest) + (rows, cols)))
+        out = F.sum(s, axis=-1) if ord == "nuc" else (F.max if ord == 2 else F.min)(s, axis=-1)
+        return F.reshape(out, tuple(1 if i in (rows, cols) else d for i, d in enumerate(x.shape)))
     raise ValueError(f"norm: invalid order {ord!r} for a matrix norm; use None, 'fro', 1, -1, "
                      "inf or -inf")
 
@@ -303,8 +306,8 @@ def _matrix_norm(x, ord, rows, cols):
 def norm(x, ord=None, axis=None, keepdims=False):
     """A vector or matrix norm, as numpy.linalg.norm.
 
-    Vector norms of any order, and the Frobenius, 1, -1, inf and -inf matrix norms (the
-    nuclear and 2-norms need an SVD and raise NotImplementedError). Integers are taken as
+    Vector norms of any order, and the Frobenius, nuclear, 1, -1, 2, -2, inf and -inf matrix
+    norms (the nuclear and 2-norms from svd's singular values). Integers are taken as
     float64. The gradient of a 2-norm (or Frobenius norm) at 0 is 0, a subgradient.
 
     >>> sl.linalg.norm(sl.tensor([3.0, 4.0]))

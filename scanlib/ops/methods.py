@@ -167,6 +167,7 @@ def install():
     T.nbytes = property(lambda self: np.dtype(self.dtype).itemsize * self.size)
     T.astype = _astype
     T.to = _to
+    T.block_until_ready = lambda self: self  # jax.Array's: NumPy has computed it already
     T.exp, T.log, T.tanh, T.sqrt = (_method(f) for f in (ew.exp, ew.log, ew.tanh, ew.sqrt))
     T.conj = T.conjugate = _method(ew.conj)
     T.real = property(ew.real, doc="The real part (JAX's and NumPy's x.real).")

@@ -19,6 +19,7 @@ from .arrays import moveaxis
 from .functions import (as_tensor, broadcast_to, reshape, stack, sum, swapaxes, tensor, transpose,
                         zeros)
 from .matrices import eye, tensordot
+from .primitive import result_type
 from .special import isnan
 
 if TYPE_CHECKING:
@@ -162,9 +163,8 @@ def _from_parts(obj, dtype):
     if isinstance(obj, (list, tuple)) and _holds_tensor(obj):
         leaves = list(_leaves(obj))
         if dtype is None:
-            # NumPy's promotion with Python numbers weak: [x_f32, 2.0] stays float32, as in JAX
-            dtype = np.result_type(*[e.dtype if isinstance(e, (Tensor, np.ndarray, np.generic))
-                                     else e for e in leaves])
+            # JAX's promotion, Python numbers weak: [x_f32, 2.0] and [x_f32, i_int32] are float32
+            dtype = result_type(*leaves)
         return _stacked(obj, np.dtype(dtype))
     return tensor(obj, dtype=dtype)
 
@@ -212,7 +212,7 @@ def isclose(a: ArrayLike, b: ArrayLike, rtol: float = 1e-05, atol: float = 1e-08
     """
     a, b = _operands(a, b)
     a, b = (ew.stop_gradient(t) if isinstance(t, Tensor) else t for t in (a, b))
-    dtype = np.result_type(*[t.dtype if isinstance(t, Tensor) else t for t in (a, b)])
+    dtype = result_type(a, b)
     if dtype.kind not in "fc":  # JAX's promote_args_inexact: integers compare as floats
         dtype = np.result_type(dtype, 1.0)
     a, b = (ew.astype(t, dtype=dtype) if isinstance(t, Tensor) and t.dtype != dtype

@@ -8,6 +8,7 @@ Imports backends and tape.
 
 from __future__ import annotations
 
+import functools
 import inspect
 
 import numpy as np
@@ -68,6 +69,12 @@ class Primitive:
     - `rebinding(params) -> (key, extended_key)`: for jit's merging of an equation bound
       again, extended, by a derivative (tape/graph.py merge_rebound): scan's.
 
+    `promote`: which inputs take part in JAX's promotion of integers with floats (True: all;
+    a tuple of positions, as where's (1, 2), whose mask does not): an integer array among them
+    is cast to the dtype of the float arrays among them, where NumPy would widen int64 with
+    float32 to float64. Python numbers stay weak, as in both. Elementwise primitives default
+    to True; others promote nothing unless they say so (matmul, concatenate).
+
     `effect`: the primitive is run for what it does, not for its result (debug printing):
     dead-code elimination keeps its equations (graph.used_vars), and a loop runs them at every
     step, never once for all steps.
@@ -81,7 +88,7 @@ class Primitive:
                  doc=None, *, elementwise=False, batch=None, ufunc=None, out_impl=None,
                  view=False, inline=None, prune=None, reach=None, multilinear=False,
                  linear=False, tangent=None, jvp=None, vmap=None, vmap_flags=None,
-                 bind_recorded=None, rebinding=None, effect=False):
+                 bind_recorded=None, rebinding=None, effect=False, promote=None):
         self.name = self.__name__ = self.__qualname__ = name
         if doc:
             self.__doc__ = doc
@@ -100,6 +107,7 @@ class Primitive:
         self.vmap, self.vmap_flags = vmap, vmap_flags
         self.bind_recorded, self.rebinding = bind_recorded, rebinding
         self.effect = effect
+        self.promote = elementwise if promote is None else promote
 
     def __call__(self, *args, **params):
         return bind(self, *args, **params)
@@ -219,8 +227,81 @@ def _cut(tracers, multiple):
     return cut if multiple else cut[0]
 
 
+def promote_types(a, b) -> np.dtype:
+    """The dtype two arrays of dtypes a and b combine into, by JAX's rule: NumPy's, except
+    that an integer with a float (or complex) gives the float's dtype (int32 with float32:
+    float32, where NumPy gives float64)."""
+    a, b = np.dtype(a), np.dtype(b)
+    if a.kind in "iu" and b.kind in "fc":
+        return b
+    if b.kind in "iu" and a.kind in "fc":
+        return a
+    return np.promote_types(a, b)
+
+
+def result_type(*operands) -> np.dtype:
+    """The dtype operands (arrays, Tensors, dtypes, Python numbers) combine into, as
+    jnp.result_type with 64-bit types: arrays and dtypes by `promote_types`, Python numbers
+    weak (a float32 array with 2.0 stays float32; an integer one with 2.5 is float64)."""
+    strong, weak = [], []
+    for o in operands:
+        if isinstance(o, (np.dtype, type, str)):
+            strong.append(np.dtype(o))
+        elif hasattr(o, "dtype"):  # Tensors, arrays, NumPy scalars
+            strong.append(np.dtype(o.dtype))
+        else:
+            weak.append(o)
+    if not strong:
+        return np.result_type(*weak)
+    return np.result_type(functools.reduce(promote_types, strong), *weak)
+
+
+_WEAK = (float, int, bool)
+
+
+def _alike(a, b):
+    """The common case, decided fast: two tensors of one dtype, or a tensor and a Python
+    number (weak), need no promotion."""
+    ta, tb = type(a), type(b)
+    if ta is Tensor:
+        return b._value.dtype is a._value.dtype if tb is Tensor else tb in _WEAK
+    return tb is Tensor and ta in _WEAK
+
+
+def _promoted(positions, args):
+    """args with JAX's promotion of integers with floats applied to those at `positions` (all
+    when True): the integer arrays take the float arrays' dtype. Python numbers (no dtype) are
+    weak and left to NumPy's rule, which matches JAX's with 64-bit types."""
+    has_float = has_int = False
+    for i in range(len(args)) if positions is True else positions:
+        a = args[i]
+        if type(a) in (list, tuple):  # [1, 2] beside a float32 tensor is an integer array
+            return _promoted(positions, _lists_as_tensors(args))
+        kind = getattr(getattr(a, "dtype", None), "kind", None)  # Python numbers have none
+        if kind == "f" or kind == "c":
+            has_float = True
+        elif kind == "i" or kind == "u":
+            has_int = True
+    if not (has_float and has_int):  # the common case: one kind, nothing to do
+        return args
+    chosen = [args[i] for i in (range(len(args)) if positions is True else positions)]
+    dtypes = [a.dtype for a in chosen if hasattr(a, "dtype")]
+    target = np.result_type(*[d for d in dtypes if d.kind in "fc"])
+    if np.result_type(*dtypes) == target:  # NumPy agrees (int64 with float64): no cast
+        return args
+    from .elementwise import astype  # elementwise imports this module
+
+    args = list(args)
+    for i in range(len(args)) if positions is True else positions:
+        if getattr(args[i], "dtype", np.dtype("f8")).kind in "iu":
+            args[i] = astype(args[i], dtype=target)
+    return args
+
+
 def bind(prim, *args, **params):
     """Apply `prim` to args (Tensors, arrays or Python scalars)."""
+    if prim.promote and len(args) > 1 and not (len(args) == 2 and _alike(*args)):
+        args = _promoted(prim.promote, args)
     builders = _STATE.builders
     builder = builders[-1] if builders else None
     if builder is None:

@@ -297,7 +297,7 @@ concatenate_p = Primitive(
     "concatenate", lambda *xs, axis: _xp(*xs).concatenate(xs, axis=axis),
     lambda g, out, *xs, axis: split_p(g, sizes=tuple(x.shape[axis] for x in xs), axis=axis),
     out_impl=lambda *xs, axis, out: _xp(*xs).concatenate(xs, axis=axis, out=out),
-    batch=batching.joining_rule, linear=True)
+    batch=batching.joining_rule, linear=True, promote=True)
 split_p = Primitive(
     "split", _split_impl,
     lambda cts, outs, x, sizes, axis, _saved=None: (
@@ -323,7 +323,7 @@ _STACKS_BY_ARRAY = frozenset(np.dtype(c) for c in "?bBhHiIlLqQefdFD")
 stack_p = Primitive(
     "stack", _stack_impl,
     lambda g, out, *xs, axis: unstack_p(g, axis=axis), batch=batching.joining_rule,
-    linear=True)
+    linear=True, promote=True)
 unstack_p = Primitive(
     "unstack", _unstack_impl,
     lambda cts, outs, x, axis, _saved=None: (
