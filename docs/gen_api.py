@@ -362,8 +362,8 @@ itself), and `jitted.cache_clear()` drops its traces.
 
 
 # Public submodules: a section each, with a ### entry for every name in their __all__.
-SUBMODULES = ("linalg", "random", "optim", "lax", "tree_util", "tree", "flatten_util",
-              "scipy", "debug", "nn")
+SUBMODULES = ("linalg", "random", "optim", "lax", "custom_derivatives", "tree_util", "tree",
+              "flatten_util", "scipy", "debug", "nn")
 
 
 def submodule_markdown(name, module, level="##"):

@@ -21,11 +21,12 @@ from .control import *  # noqa: F403
 from .transforms import *  # noqa: F403
 from .vmap import vmap
 from .custom import custom_jvp, custom_vjp
+from .closure import closure_convert
 from .tracing import make_graph
 from .jit import JitFallbackWarning, jit
 from . import numpy  # noqa: F401 - scanlib.numpy, jax.numpy's names (not in __all__)
 from . import lax  # jax.lax's names: `from scanlib import lax`
-from . import debug, flatten_util, nn, scipy, tree, tree_util, typing
+from . import custom_derivatives, debug, flatten_util, nn, scipy, tree, tree_util, typing
 from .runtime import *  # noqa: F403 - jax's top-level runtime names (config, Array, ...)
 from . import runtime
 
@@ -39,7 +40,8 @@ __all__ = [
     "cuda_available", "scan", "scan_plan", "ScanPlan", "set_loop_compiler",
     "NumbaFallbackWarning", "JitFallbackWarning", "jit",
     *transforms.__all__, *associative.__all__, *control.__all__, "vmap",
-    "custom_vjp", "custom_jvp", "tree_util", "tree", "flatten_util", "scipy", "debug", "nn",
+    "custom_vjp", "custom_jvp", "closure_convert", "custom_derivatives", "tree_util", "tree",
+    "flatten_util", "scipy", "debug", "nn",
     *runtime.__all__,
     "typing",
 ]

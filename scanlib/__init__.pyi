@@ -7,19 +7,20 @@
 from .tape.types import ArrayLike, Axis
 from . import (
     associative as associative, autodiff as autodiff, backends as backends, branching as branching,
-    checkpoint_policies as checkpoint_policies, control as control, custom as custom,
-    debug as debug, distributions as distributions, flatten_util as flatten_util,
-    generated as generated, interpreters as interpreters, lax as lax, linalg as linalg,
-    logs as logs, loops as loops, nn as nn, numpy as numpy, ops as ops, optim as optim,
-    pytree as pytree, random as random, runtime as runtime, scipy as scipy, tape as tape,
-    testing as testing, tracing as tracing, transforms as transforms, tree as tree,
-    tree_util as tree_util, typing as typing,
+    checkpoint_policies as checkpoint_policies, closure as closure, control as control,
+    custom as custom, custom_derivatives as custom_derivatives, debug as debug,
+    distributions as distributions, flatten_util as flatten_util, generated as generated,
+    interpreters as interpreters, lax as lax, linalg as linalg, logs as logs, loops as loops,
+    nn as nn, numpy as numpy, ops as ops, optim as optim, pytree as pytree, random as random,
+    runtime as runtime, scipy as scipy, tape as tape, testing as testing, tracing as tracing,
+    transforms as transforms, tree as tree, tree_util as tree_util, typing as typing,
 )
 from .associative import associative_scan as associative_scan
 from .autodiff import (
     grad as grad, stop_gradient as stop_gradient, value_and_grad as value_and_grad, vjp as vjp,
 )
 from .backends import cuda_available as cuda_available
+from .closure import closure_convert as closure_convert
 from .control import fori_loop as fori_loop, while_loop as while_loop
 from .custom import custom_jvp as custom_jvp, custom_vjp as custom_vjp
 from .jit import JitFallbackWarning as JitFallbackWarning, disable_jit as disable_jit, jit as jit
@@ -677,6 +678,8 @@ __all__ = [
     'vmap',
     'custom_vjp',
     'custom_jvp',
+    'closure_convert',
+    'custom_derivatives',
     'tree_util',
     'tree',
     'flatten_util',

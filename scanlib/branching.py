@@ -28,7 +28,7 @@ from .tracing import closure_names, trace_function
 if TYPE_CHECKING:
     from .tape.types import ArrayLike
 
-__all__ = ["cond", "switch"]
+__all__ = ["cond", "switch", "platform_dependent"]
 
 _PYTHON_NUMBER = (bool, int, float, complex)  # exact types: np.float64 is typed
 
@@ -116,6 +116,31 @@ def switch(index: ArrayLike, branches: Sequence[Callable[..., Any]], *operands: 
                           [f"branches[{k}]" for k in range(len(branches))])
     value = _concrete_scalar("switch", "index", index, "integer")
     return branches[min(max(value, 0), len(branches) - 1)](*operands)
+
+
+def platform_dependent(*args: Any, default: Callable[..., Any] | None = None,
+                       **per_platform: Callable[..., Any]) -> Any:
+    """The branch for the platform the arguments live on, called on them, as
+    `jax.lax.platform_dependent(*args, cpu=f, cuda=g, default=h)`: "cuda" for CuPy tensors,
+    "cpu" otherwise (NumPy, or no tensor among args); `default` where that platform has no
+    branch of its own.
+
+    >>> import scanlib as sl
+    >>> sl.lax.platform_dependent(sl.tensor(2.0), cpu=lambda x: x + 1, default=lambda x: x)
+    tensor(3., dtype=float64)
+    """
+    for name, fn in [("default", default), *per_platform.items()]:
+        if fn is not None and not callable(fn):
+            raise TypeError(f"platform_dependent: {name} must be callable, got "
+                            f"{type(fn).__name__}")
+    devices = [x.device if isinstance(x, Tensor) else backends.device_of(x)
+               for x in pytree.flatten(args)[0] if isinstance(x, Tensor) or backends.is_array(x)]
+    platform = "cuda" if devices and str(devices[0]).startswith("cuda") else "cpu"
+    fn = per_platform.get(platform, default)
+    if fn is None:
+        raise NotImplementedError(f"platform_dependent: no branch for the platform {platform!r} "
+                                  f"(given: {sorted(per_platform)}) and no default")
+    return fn(*args)
 
 
 # --- the predicate or index ------------------------------------------------------------------

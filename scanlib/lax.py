@@ -13,7 +13,7 @@ Imports the modules of scanlib that define these names (it is imported by scanli
 
 from .associative import associative_scan, cumlogsumexp, cummax, cummin, cumprod, cumsum
 from .autodiff import stop_gradient
-from .branching import cond, switch
+from .branching import cond, platform_dependent, switch
 from .control import fori_loop, map, while_loop
 from .ops import (abs, arccos, arcsin, arctan, arctan2, arccosh, arcsinh, arctanh, cbrt, ceil,
                   concatenate, conj, cos, cosh, dot, erf, erfc, exp, expm1, floor, full, imag,
@@ -33,7 +33,7 @@ logistic, max, min = sigmoid, maximum, minimum
 __all__ = [
     # control flow
     "scan", "fori_loop", "while_loop", "cond", "switch", "map", "associative_scan",
-    "stop_gradient",
+    "stop_gradient", "platform_dependent",
     # selection and dynamic indexing
     "select", "dynamic_slice", "dynamic_update_slice", "dynamic_slice_in_dim",
     "dynamic_index_in_dim", "dynamic_update_slice_in_dim", "dynamic_update_index_in_dim",

@@ -35,6 +35,8 @@ CASES = [
     case("power_int_exponent", lambda x: jnp.power(x, 3), (N, (4,)), ref=lambda x: x**3),
     case("polyval", jnp.polyval, (N, (4,)), (N, (2, 3)), ref=_np_polyval),
     case("polyval_0d_x", jnp.polyval, (N, (3,)), (N, ()), ref=_np_polyval),
+    case("polyval_stacked_p", jnp.polyval, (N, (4, 2)), (N, (3, 1)), ref=_np_polyval),
+    case("polyval_stacked_p_0d_x", jnp.polyval, (N, (5, 3)), (N, ()), ref=_np_polyval),
     case("array_of_tensor", lambda x: jnp.array(x) * x, (N, (3,)), ref=lambda x: x * x),
     case("array_stacks_a_list", lambda x, y: jnp.array([x, y, 2.0 * x]), (N, (3,)), (N, (3,)),
          ref=lambda x, y: np.array([x, y, 2.0 * x])),
@@ -59,8 +61,25 @@ CASES = [
          (lambda rng, s: rng.choice([-0.9, -0.2, 0.1, 0.8], s), (5,)),
          ref=lambda x: np.clip(x, None, 0.5)),
     case("tensor_dot", lambda x, y: x.dot(y), (N, (2, 3)), (N, (3, 4)), ref=np.dot),
+    case("tensor_diagonal", lambda x: x.diagonal(1, -2, -1), (N, (2, 3, 4)),
+         ref=lambda x: x.diagonal(1, -2, -1).copy()),
+    case("tensor_trace", lambda x: x.trace(-1), (N, (3, 4)), ref=lambda x: x.trace(-1)),
+    case("tensor_mT", lambda x: x.mT, (N, (2, 3, 4)), ref=lambda x: np.swapaxes(x, -1, -2)),
+    case("tensor_swapaxes", lambda x: x.swapaxes(0, 2), (N, (2, 3, 4)),
+         ref=lambda x: x.swapaxes(0, 2)),
+    case("tensor_sort_descending", lambda x: x.sort(axis=0, descending=True), (N, (4, 3)),
+         ref=lambda x: -np.sort(-x, axis=0)),
+    case("tensor_take", lambda x: x.take(np.array([2, 0, 2]), axis=1), (N, (2, 3)),
+         ref=lambda x: x.take([2, 0, 2], axis=1)),
+    case("tensor_repeat", lambda x: x.repeat(2, axis=0), (N, (2, 3)),
+         ref=lambda x: x.repeat(2, axis=0)),
+    case("tensor_copy", lambda x: x.copy() * x, (N, (3,)), ref=lambda x: x * x),
     case("full_like", lambda x, f: jnp.full_like(x, f) * x, (N, (2, 3)), (N, (3,)),
          ref=lambda x, f: np.broadcast_to(f, x.shape) * x),
+    case("full_of_tensor", lambda f: jnp.full((2, 3), f) * 2.0, (N, (3,)),
+         ref=lambda f: np.broadcast_to(f, (2, 3)) * 2.0),
+    case("full_of_0d_tensor_dtype", lambda f: jnp.full(4, f[0], dtype=f.dtype) * f, (N, (4,)),
+         ref=lambda f: np.full(4, f[0]) * f),
     case("copy", lambda x: jnp.copy(x) * x, (N, (3,)), ref=lambda x: x * x),
     case("astype", lambda x: jnp.astype(x, x.dtype) * 2.0, (N, (3,)), ref=lambda x: x * 2.0),
     case("permute_dims", lambda x: jnp.permute_dims(x, (2, 0, 1)), (N, (2, 3, 4)),
@@ -361,7 +380,7 @@ def test_polyval_edges():
     assert jnp.polyval(sl.tensor([1, 2]), sl.tensor([3])).dtype == np.int64
     assert jnp.polyval(sl.tensor([1.0, 2.0], dtype="float32"), 3.0).dtype == np.float32
     with pytest.raises(ValueError, match="one-dimensional"):
-        jnp.polyval(sl.ones((2, 2)), 1.0)
+        jnp.polyval(sl.tensor(2.0), 1.0)
 
 
 def test_polyval_under_vmap_and_grad_of_grad():
@@ -494,6 +513,7 @@ def _agree(ours, theirs):
 
 JAX_CASES = [
     ("polyval", lambda m, p, x: m.polyval(p, x), [(4,), (2, 3)]),
+    ("polyval_stacked", lambda m, p, x: m.polyval(p, x), [(4, 3), (2, 1)]),
     ("power", lambda m, x, y: m.power(m.abs(x) + 0.5, y), [(2, 3), (3,)]),
     ("einsum_diag", lambda m, x, y: m.einsum("bii,ij->bj", x, y), [(2, 3, 3), (3, 2)]),
     ("einsum_ellipsis", lambda m, x, y: m.einsum("...ij,...jk", x, y), [(2, 1, 2, 3), (4, 3, 2)]),
@@ -503,6 +523,8 @@ JAX_CASES = [
     ("divide", lambda m, x, y: m.divide(x, m.exp(y)), [(2, 3), (3,)]),
     ("select", lambda m, x, y: m.select([x < 0, y < 0], [x * y, m.sin(y)], x), [(6,), (6,)]),
     ("full_like", lambda m, x, y: m.full_like(x, y[0]) * x, [(2, 3), (1,)]),
+    ("full", lambda m, x, y: m.full((2, 3), x) * y + m.full(3, y[0, 0], dtype=m.float32),
+     [(3,), (2, 3)]),
     ("nanmean", lambda m, x, y: m.nanmean(m.where(x < -1.0, m.nan, x * y), axis=0), [(4, 3),
                                                                                    (4, 3)]),
     ("inner", lambda m, x, y: m.inner(x, y), [(2, 3), (4, 3)]),
@@ -577,3 +599,20 @@ def test_forward_mode_through_the_new_functions():
     numeric_h = np.stack([(g(sl.tensor(x + eps * e)).numpy() - g(sl.tensor(x - eps * e)).numpy())
                           / (2 * eps) for e in np.eye(3)])
     np.testing.assert_allclose(h, numeric_h, rtol=1e-5, atol=1e-6)
+
+
+def test_tensor_methods_agree_with_jax_arrays(jax_x64):
+    import jax.numpy as J
+
+    a = np.random.default_rng(3).standard_normal((2, 3, 4))
+    t, ja = sl.tensor(a), J.asarray(a)
+    calls = [lambda x: x.diagonal(), lambda x: x.diagonal(1, -2, -1), lambda x: x[0].trace(1),
+             lambda x: x.mT, lambda x: x.swapaxes(0, -1), lambda x: x.sort(),
+             lambda x: x.sort(axis=None, descending=True), lambda x: x.argsort(axis=1),
+             lambda x: x.argsort(axis=0, descending=True), lambda x: x.take(np.array([1, 0])),
+             lambda x: x.take(np.array([3, 1]), axis=-1), lambda x: x.repeat(2, axis=1),
+             lambda x: x.round(2), lambda x: x.copy(), lambda x: x[0, 0].sort().searchsorted(
+                 x[1, 1], side="right")]
+    for call in calls:
+        _agree(call(t), call(ja))
+    assert (t.itemsize, t.nbytes) == (ja.itemsize, ja.nbytes)

@@ -665,3 +665,27 @@ def test_jacobians_and_linearize_through_a_scan_of_conds():
     close(sl.hessian(lambda x: f(x, ts).sum())(x), sl.hessian(lambda x: python(x, ts).sum())(x))
     _, lin = sl.linearize(lambda x: f(x, ts), x)
     close(lin(sl.ones(3)), sl.jvp(lambda x: python(x, ts), (x,), (sl.ones(3),))[1])
+
+
+# --- platform_dependent -------------------------------------------------------------------------
+def test_platform_dependent_calls_the_branch_of_the_arguments_platform():
+    branches = {"cpu": lambda x, y: x * y, "cuda": lambda x, y: x - y}
+    x, y = sl.tensor([1.0, 2.0]), sl.tensor(3.0)
+    close(lax.platform_dependent(x, y, **branches), [3.0, 6.0])
+    close(lax.platform_dependent(x, y, cuda=branches["cuda"], default=lambda x, y: x + y),
+          [4.0, 5.0])
+    close(sl.jit(lambda x: lax.platform_dependent(x, y, **branches))(x), [3.0, 6.0])
+    close(sl.grad(lambda x: lax.platform_dependent(x, y, **branches).sum())(x), [3.0, 3.0])
+    close(sl.vmap(lambda x: lax.platform_dependent(x, y, **branches))(x), [3.0, 6.0])
+    with pytest.raises(NotImplementedError, match="no branch for the platform 'cpu'"):
+        lax.platform_dependent(x, cuda=lambda x: x)
+    with pytest.raises(TypeError, match="cpu must be callable"):
+        lax.platform_dependent(x, cpu=1.0)
+
+
+def test_platform_dependent_agrees_with_jax_on_cpu():
+    jax = pytest.importorskip("jax")
+    x = np.array([1.0, 2.0])
+    theirs = jax.lax.platform_dependent(x, cpu=lambda x: x * 3.0, default=lambda x: x)
+    ours = lax.platform_dependent(sl.tensor(x), cpu=lambda x: x * 3.0, default=lambda x: x)
+    close(ours, np.asarray(theirs))

@@ -302,11 +302,39 @@ def test_searchsorted(backend):
     v = np.array([[0.0, 2.0], [2.5, 9.0]])
     for side in ("left", "right"):
         out = sl.searchsorted(a, backend.tensor(v), side=side)
-        assert out.dtype == np.int64
+        assert out.dtype == np.int32  # jnp.searchsorted's, with or without x64
         np.testing.assert_array_equal(out.numpy(), np.searchsorted(a.numpy(), v, side=side))
     assert sl.searchsorted(a, 2.0).item() == 1
     with pytest.raises(ValueError, match="side"):
         sl.searchsorted(a, v, side="middle")
+    with pytest.raises(ValueError, match="method"):
+        sl.searchsorted(a, v, method="bisect")
+    unsorted = np.array([3.0, 1.0, 2.0, 2.0])
+    for method in ("scan", "sort", "compare_all"):
+        out = sl.searchsorted(backend.tensor(unsorted), backend.tensor(v),
+                              sorter=sl.argsort(backend.tensor(unsorted)), method=method)
+        np.testing.assert_array_equal(out.numpy(), np.searchsorted(
+            unsorted, v, sorter=np.argsort(unsorted, kind="stable")))
+
+
+@pytest.mark.parametrize("x64", [False, True])
+def test_searchsorted_agrees_with_jax(x64):
+    jax = pytest.importorskip("jax")
+    with jax.enable_x64(x64):
+        _searchsorted_against(jax.numpy)
+
+
+def _searchsorted_against(J):
+
+    a, v = np.array([1.0, 2.0, 2.0, 3.0]), np.array([[0.0, 2.0], [2.5, 9.0]])
+    for side in ("left", "right"):
+        want = J.searchsorted(a, v, side=side)
+        got = sl.searchsorted(sl.tensor(a), sl.tensor(v), side=side)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got.numpy(), np.asarray(want))
+        batched = sl.vmap(lambda u, s=side: sl.searchsorted(sl.tensor(a), u, side=s))(sl.tensor(v))
+        assert batched.dtype == want.dtype
+        np.testing.assert_array_equal(batched.numpy(), np.asarray(want))
 
 
 def test_any_all(backend):
@@ -607,3 +635,38 @@ def test_flatten_and_ravel_orders(backend):
     for order in ("A", "K", "X"):
         with pytest.raises(ValueError, match="'C'.*'F'"):
             x.flatten(order)
+
+
+def test_sort_and_argsort_take_jax_keywords(backend):
+    a = np.array([[1.0, 3.0, 3.0, 2.0, 3.0], [0.0, -1.0, 0.0, 5.0, -1.0]])
+    t = backend.tensor(a)
+    for axis in (-1, 0, None):
+        flat = a.ravel() if axis is None else a
+        ax = 0 if axis is None else axis
+        # descending, ties in their original order: a stable sort on the negated keys
+        want = np.argsort(-flat, axis=ax, kind="stable")
+        np.testing.assert_array_equal(sl.argsort(t, axis, descending=True).numpy(), want)
+        np.testing.assert_array_equal(sl.sort(t, axis, descending=True).numpy(),
+                                      -np.sort(-flat, axis=ax, kind="stable"))
+        np.testing.assert_array_equal(sl.argsort(t, axis, stable=False).numpy(),
+                                      np.argsort(flat, axis=ax, kind="stable"))
+    assert sl.argsort(t, dtype="int32").dtype == np.int32
+    g = sl.grad(lambda x: (sl.sort(x, descending=True) * sl.arange(5.0)).sum())(t[0])
+    np.testing.assert_array_equal(g.numpy(), [4.0, 0.0, 1.0, 3.0, 2.0])
+    with pytest.raises(TypeError, match="order="):
+        sl.sort(t, order="x")
+    with pytest.raises(ValueError, match="kind must be"):
+        sl.argsort(t, kind="bogo")
+
+
+def test_sort_and_argsort_keywords_agree_with_jax():
+    jax = pytest.importorskip("jax")
+    a = np.array([1.0, 3.0, 3.0, 2.0, 3.0, np.nan, -np.inf])
+    with jax.enable_x64(True):
+        for kw in ({"descending": True}, {"descending": False}, {"stable": True}):
+            want = jax.numpy.argsort(a, **kw)
+            got = sl.argsort(sl.tensor(a), **kw)
+            assert got.dtype == want.dtype
+            np.testing.assert_array_equal(got.numpy(), np.asarray(want))
+            np.testing.assert_array_equal(sl.sort(sl.tensor(a), **kw).numpy(),
+                                          np.asarray(jax.numpy.sort(a, **kw)))

@@ -433,6 +433,7 @@ def test_axes_are_checked_not_wrapped():
     a = sl.tensor(np.arange(6.0).reshape(3, 2))
     for bad in (lambda: sl.concatenate([a, a], 2), lambda: sl.stack([a, a], 3),
                 lambda: sl.expand_dims(a, 5), lambda: np.expand_dims(a, (0, 0)),
+                lambda: sl.expand_dims(a, [1, -3]), lambda: sl.expand_dims(a, (0, 4)),
                 lambda: np.concatenate([a, a], -3), lambda: sl.sum(a, axis=(0, 0)),
                 lambda: sl.swapaxes(a, 0, 2)):
         with pytest.raises(ValueError):

@@ -153,8 +153,15 @@ def ones(shape: int | tuple[int, ...], dtype: DTypeLike = np.float64,
 
 def full(shape: int | tuple[int, ...], fill_value: ArrayLike, dtype: DTypeLike = None,
          device: Device | None = None) -> Tensor:
-    """A Tensor filled with fill_value."""
-    return make_array("full", shape, dtype, device, fill_value)
+    """A Tensor filled with fill_value, broadcast to shape, as jnp.full; a tensor fill_value
+    keeps its gradient (and its history inside a scan body or under grad)."""
+    if not isinstance(fill_value, Tensor):
+        return make_array("full", shape, dtype, device, fill_value)
+    if device is not None and backends.parse_device(device) != fill_value.device:
+        raise ValueError(f"full: fill_value is on {fill_value.device} but device={device!r}; "
+                         "move it first with fill_value.to(device)")
+    fill = fill_value if dtype is None else ew.astype(fill_value, dtype=np.dtype(dtype))
+    return broadcast_to(fill, (shape,) if isinstance(shape, int) else tuple(shape))
 
 
 def arange(start: float, stop: float | None = None, step: float = 1, dtype: DTypeLike = None,
@@ -332,10 +339,16 @@ def one_axis(axis, ndim, who):
 
 
 def expand_dims(x: ArrayLike, axis: Axis) -> Tensor:
-    """x with a new axis of length 1 at position axis."""
+    """x with a new axis of length 1 at position axis, or at each of a tuple or list of
+    positions (in the result), as np.expand_dims and jnp.expand_dims."""
     x = as_tensor(x)
-    axis = one_axis(axis, x.ndim + 1, "expand_dims")
-    return reshape_p(x, shape=x.shape[:axis] + (1,) + x.shape[axis:])
+    if not isinstance(axis, (tuple, list)):
+        axis = one_axis(axis, x.ndim + 1, "expand_dims")
+        return reshape_p(x, shape=x.shape[:axis] + (1,) + x.shape[axis:])
+    ndim = x.ndim + len(axis)
+    shape = iter(x.shape)
+    new = normalize_axis(axis, ndim, "expand_dims: axis")
+    return reshape_p(x, shape=tuple(1 if i in new else next(shape) for i in range(ndim)))
 
 
 def squeeze(x: ArrayLike, axis: Axis = None) -> Tensor:

@@ -13,13 +13,14 @@ import numpy as np
 
 from ..tape import Tensor
 from . import batching
-from .arrays import _along, _flat, _on_device_of, _xp, _zero_d_as_1d
+from . import elementwise as ew
+from .arrays import _along, _flat, _on_device_of, _xp, _zero_d_as_1d, flip
 from .functions import one_axis, as_tensor
 from .primitive import Primitive
 from .structural import getitem
 
 if TYPE_CHECKING:
-    from ..tape.types import ArrayLike, Axis
+    from ..tape.types import ArrayLike, Axis, DTypeLike
 
 __all__ = ["sort", "argsort", "take", "take_along_axis", "searchsorted"]
 
@@ -46,29 +47,55 @@ def _argsort_impl(x, axis):
 argsort_p = Primitive("argsort", _argsort_impl, batch=batching.axis_rule)  # indices: no gradient
 
 
-def argsort(a: ArrayLike, axis: Axis = -1) -> Tensor:
-    """Indices (int64) that sort a along axis (of the flattened tensor when None); stable:
-    equal values keep their order. Not differentiable.
+def _jax_sort_options(who, kind, order, stable):
+    if kind is not None and kind not in _SORT_KINDS:
+        raise ValueError(f"{who}: kind must be one of {_SORT_KINDS[1:]}, got {kind!r}")
+    if order is not None:
+        raise TypeError(f"{who}: order= is for structured arrays, which tensors are not; "
+                        "leave it out")
+    if stable not in (True, False):
+        raise TypeError(f"{who}: stable must be True or False, got {stable!r}")
+
+
+def _argsort_along(a, axis, descending):
+    """Stable sorting indices; descending ones keep equal values in their order too, as JAX's:
+    the ascending ones of a reversed, reversed back and renumbered."""
+    if not descending:
+        return argsort_p(a, axis=axis)
+    flipped = argsort_p(flip(a, axis), axis=axis)
+    return ew.sub(a.shape[axis] - 1, flip(flipped, axis))
+
+
+def argsort(a: ArrayLike, axis: Axis = -1, *, kind: str | None = None, order: None = None,
+            stable: bool = True, descending: bool = False, dtype: DTypeLike = None) -> Tensor:
+    """Indices (int64, or dtype) that sort a along axis (of the flattened tensor when None),
+    as jnp.argsort: ascending, or descending=True; equal values keep their order either way
+    (stable=False allows any order of them, and this one is it). Not differentiable.
 
     >>> sl.argsort(sl.tensor([3.0, 1.0, 2.0]))
     """
+    _jax_sort_options("argsort", kind, order, stable)
     a, axis = _zero_d_as_1d(as_tensor(a), axis)
     if axis is None:
         a, axis = _flat(a), 0
-    return argsort_p(a, axis=one_axis(axis, a.ndim, "argsort"))
+    idx = _argsort_along(a, one_axis(axis, a.ndim, "argsort"), descending)
+    return idx if dtype is None else ew.astype(idx, dtype=np.dtype(dtype))
 
 
-def sort(a: ArrayLike, axis: Axis = -1) -> Tensor:
-    """a sorted along axis (flattened when None); differentiable: the cotangent goes back
-    through the sorting permutation (equal values by the stable order).
+def sort(a: ArrayLike, axis: Axis = -1, *, kind: str | None = None, order: None = None,
+         stable: bool = True, descending: bool = False) -> Tensor:
+    """a sorted along axis (flattened when None), ascending or descending=True, as jnp.sort;
+    differentiable: the cotangent goes back through the sorting permutation (equal values by
+    the stable order).
 
     >>> sl.sort(sl.tensor([3.0, 1.0, 2.0]))
     """
+    _jax_sort_options("sort", kind, order, stable)
     a = as_tensor(a)
     if axis is None:
         a, axis = _flat(a), 0
     axis = one_axis(axis, a.ndim, "sort")
-    return _gather_along(a, argsort_p(a, axis=axis), axis)
+    return _gather_along(a, _argsort_along(a, axis, descending), axis)
 
 
 # --- gathers --------------------------------------------------------------------------------
@@ -168,15 +195,20 @@ def take_along_axis(arr: ArrayLike, indices: ArrayLike, axis: Axis = -1) -> Tens
 
 
 _SIDES = ("left", "right")
+_SEARCH_METHODS = ("scan", "scan_unrolled", "sort", "compare_all")
 searchsorted_p = Primitive(
     "searchsorted",
-    lambda a, v, side: _xp(a, v).searchsorted(a, v, side=side).astype(np.int64, copy=False),
+    lambda a, v, side, dtype: _xp(a, v).searchsorted(a, v, side=side).astype(dtype, copy=False),
     batch=batching.first_free_rule)
 
 
-def searchsorted(a: ArrayLike, v: ArrayLike, side: str = "left") -> Tensor:
-    """Indices (int64) where the elements of v would be inserted into the sorted 1-d a to
-    keep it sorted ('left': before equal values, 'right': after). Not differentiable.
+def searchsorted(a: ArrayLike, v: ArrayLike, side: str = "left", sorter: ArrayLike = None,
+                 *, method: str = "scan") -> Tensor:
+    """Indices where the elements of v would be inserted into the sorted 1-d a to keep it
+    sorted ('left': before equal values, 'right': after), as jnp.searchsorted: int32 (int64
+    only where a is longer than int32 can count), with or without x64, where NumPy gives int64.
+    `sorter` (argsort(a)) searches an unsorted a; `method` is JAX's choice of algorithm, one
+    result. Not differentiable.
 
     >>> sl.searchsorted(sl.tensor([1.0, 2.0, 3.0]), sl.tensor([2.0, 2.5]))
     """
@@ -185,8 +217,13 @@ def searchsorted(a: ArrayLike, v: ArrayLike, side: str = "left") -> Tensor:
         raise ValueError(f"searchsorted: a must be 1-d, got shape {a.shape}")
     if side not in _SIDES:
         raise ValueError(f"searchsorted: side must be 'left' or 'right', got {side!r}")
+    if method not in _SEARCH_METHODS:
+        raise ValueError(f"searchsorted: method must be one of {_SEARCH_METHODS}, got {method!r}")
+    if sorter is not None:
+        a = take(a, sorter)
     v = _on_device_of(v, a)
-    return searchsorted_p(a, v, side=side)
+    dtype = np.dtype(np.int32 if a.shape[0] <= np.iinfo(np.int32).max else np.int64)
+    return searchsorted_p(a, v, side=side, dtype=dtype)
 
 
 _SORT_KINDS = (None, "stable", "mergesort", "quicksort", "heapsort")
@@ -216,7 +253,7 @@ def _sort_axis(axis, kind, stable, who):
 NUMPY_FUNCTIONS: dict = {
     np.take: lambda a, indices, axis=None, mode="raise": take(a, indices, axis, mode),
     np.take_along_axis: lambda arr, indices, axis=-1: take_along_axis(arr, indices, axis),
-    np.searchsorted: lambda a, v, side="left": searchsorted(a, v, side),
+    np.searchsorted: lambda a, v, side="left", sorter=None: searchsorted(a, v, side, sorter),
     np.sort: lambda a, axis=-1, kind=None, *, stable=None: sort(
         a, _sort_axis(axis, kind, stable, "sort")),
     np.argsort: lambda a, axis=-1, kind=None, *, stable=None: argsort(

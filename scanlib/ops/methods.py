@@ -13,7 +13,7 @@ from .. import backends
 from ..tape import Tensor
 from . import elementwise as ew
 from . import functions as F
-from . import mathfuncs, matrices, reductions, special
+from . import arrays, gathers, mathfuncs, matrices, named, reductions, special
 from .at import IndexUpdate
 from .numpy_interop import array_function, array_ufunc
 
@@ -150,6 +150,23 @@ def install():
     T.T = property(lambda self: F.transpose(self))
     T.clip = _clip
     T.dot = _dot
+    # jax.Array's methods that call a function of the same name
+    T.diagonal = lambda self, offset=0, axis1=0, axis2=1: matrices.diagonal(
+        self, offset, axis1, axis2)
+    T.trace = lambda self, offset=0, axis1=0, axis2=1: matrices.trace(self, offset, axis1, axis2)
+    T.swapaxes = lambda self, axis1, axis2: F.swapaxes(self, axis1, axis2)
+    T.mT = property(lambda self: F.swapaxes(self, -1, -2),
+                    doc="The matrix transpose of the last two axes, as jax.Array.mT.")
+    T.sort = lambda self, axis=-1, **options: gathers.sort(self, axis, **options)
+    T.argsort = lambda self, axis=-1, **options: gathers.argsort(self, axis, **options)
+    T.searchsorted = lambda self, v, side="left", sorter=None, **options: gathers.searchsorted(
+        self, v, side, sorter, **options)
+    T.take = lambda self, indices, axis=None, mode=None: gathers.take(self, indices, axis, mode)
+    T.repeat = lambda self, repeats, axis=None: arrays.repeat(self, repeats, axis)
+    T.round = lambda self, decimals=0: special.round(self, decimals)
+    T.copy = lambda self: named.copy(self)
+    T.itemsize = property(lambda self: np.dtype(self.dtype).itemsize)
+    T.nbytes = property(lambda self: np.dtype(self.dtype).itemsize * self.size)
     T.astype = _astype
     T.to = _to
     T.block_until_ready = lambda self: self  # jax.Array's: NumPy has computed it already

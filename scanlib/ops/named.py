@@ -237,20 +237,23 @@ def allclose(a: ArrayLike, b: ArrayLike, rtol: float = 1e-05, atol: float = 1e-0
 
 
 def polyval(p: ArrayLike, x: ArrayLike) -> Tensor:
-    """The polynomial with coefficients p (highest power first) at x, by Horner's rule, as
-    jnp.polyval; differentiable in p and x (and again).
+    """The polynomial with coefficients p (highest power first, along p's first axis) at x, by
+    Horner's rule, as jnp.polyval; a p of shape [M, ...] holds M coefficient arrays, which
+    broadcast with x (so one call evaluates several polynomials). Differentiable in p and x
+    (and again).
 
     >>> sl.polyval(sl.tensor([1.0, 0.0, -2.0]), sl.tensor([0.0, 2.0]))  # x**2 - 2
     """
     p = as_tensor(p)
-    if p.ndim != 1:
-        raise ValueError(f"polyval: p must be one-dimensional (the coefficients, highest power "
-                         f"first), got shape {p.shape}")
+    if p.ndim == 0:
+        raise ValueError("polyval: p must be at least one-dimensional (the coefficients, highest "
+                         "power first, along its first axis), got a 0-d value")
     if isinstance(x, _NUMBER):  # weak, as in JAX: polyval(p_f32, 3.0) is float32
-        y = zeros((), np.result_type(p.dtype, x), p.device)
+        y = zeros(p.shape[1:], np.result_type(p.dtype, x), p.device)
     else:
         x = as_tensor(x)
-        y = zeros(x.shape, np.result_type(p.dtype, x.dtype), x.device)
+        y = zeros(np.broadcast_shapes(p.shape[1:], x.shape),
+                  np.result_type(p.dtype, x.dtype), x.device)
     for k in range(p.shape[0]):
         y = ew.add(ew.mul(y, x), p[k])
     return y

@@ -18,7 +18,6 @@ from . import (arrays, decompositions, gathers, mathfuncs, matrices, nanfunction
                special, statistics)
 from . import elementwise as ew
 from . import functions as F
-from .structural import normalize_axis
 
 # NumPy ufuncs called on Tensors (np.exp(t), ndarray + t) dispatch to scanlib's ops.
 _UFUNCS = {
@@ -86,15 +85,6 @@ def _clip(a, a_min=None, a_max=None, min=None, max=None):
     return F.clip(a, a_min if min is None else min, a_max if max is None else max)
 
 
-def _expand_dims(a, axis):
-    if not isinstance(axis, (tuple, list)):
-        return F.expand_dims(a, axis)
-    ndim = F.as_tensor(a).ndim + len(axis)
-    for ax in normalize_axis(axis, ndim, "np.expand_dims: axis"):  # in the result, in order
-        a = F.expand_dims(a, ax)
-    return a
-
-
 def _einsum(*operands, optimize=False):  # optimize only picks an order; scanlib has its own
     if not operands or not isinstance(operands[0], str):
         raise TypeError("np.einsum on Tensors takes the subscripts string first, as in "
@@ -131,7 +121,7 @@ _FUNCTIONS = {
     np.vdot: lambda a, b: F.vdot(a, b),
     np.einsum: _einsum,
     np.swapaxes: lambda a, axis1, axis2: F.swapaxes(a, axis1, axis2),
-    np.expand_dims: _expand_dims,
+    np.expand_dims: lambda a, axis: F.expand_dims(a, axis),
     np.squeeze: lambda a, axis=None: F.squeeze(a, axis),
     np.broadcast_to: lambda array, shape: F.broadcast_to(array, shape),
     np.zeros_like: lambda a, dtype=None: F.zeros_like(a, dtype),
