@@ -180,7 +180,7 @@ def _prepare(who, tree, param, comm, problem):
     for path, leaf in zip(paths, leaves):
         problem = problem or _leaf_problem(who, path, leaf, param if who == "allreduce" else None)
     layout = () if problem else tuple((np.shape(v), _dtype_str(v)) for v in leaves)
-    key = (who, param, treedef, layout)
+    key = (who, repr(param), treedef, layout)  # param may be anything a user passed
 
     def describe():
         return {"param": param, "structure": pytree.structure_str(treedef),

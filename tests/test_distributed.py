@@ -135,6 +135,7 @@ def test_gradient_through_allreduce_at_size_one(dist):
 @pytest.mark.parametrize("call, kind, words", [
     (lambda d: d.allreduce(np.ones(2), op="avg"), ValueError,
      ["op='avg' is not known", "'sum', 'mean', 'max', 'min'"]),
+    (lambda d: d.allreduce(np.ones(2), op=["sum"]), ValueError, ["op=['sum'] is not known"]),
     (lambda d: d.allreduce({"k": np.arange(3)}, op="mean"), TypeError,
      ["tree['k']", "int64", "would change its dtype"]),
     (lambda d: d.allreduce([np.ones(2, dtype=np.float16)]), TypeError,
