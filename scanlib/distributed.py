@@ -269,7 +269,7 @@ def _allreduce_vjp(cts, outs, *inputs, op, comm, _saved=None):
 
 
 allreduce_p = Primitive(
-    "allreduce", lambda *xs, op, comm: reduce_arrays(xs, op, comm),
+    "mpi_allreduce", lambda *xs, op, comm: reduce_arrays(xs, op, comm),
     vjp=_allreduce_vjp, multiple_results=True)
 
 
@@ -284,7 +284,7 @@ def _broadcast_vjp(cts, outs, *inputs, root, comm, _saved=None):
 
 
 broadcast_p = Primitive(
-    "broadcast", lambda *xs, root, comm: broadcast_arrays(xs, root, comm),
+    "mpi_broadcast", lambda *xs, root, comm: broadcast_arrays(xs, root, comm),
     vjp=_broadcast_vjp, multiple_results=True)
 
 
