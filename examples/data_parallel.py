@@ -57,24 +57,26 @@ def quiet_barrier(comm=None):
 
 def fit(ys, n_obs, steps, lr, reduce):
     """Adam on -log-likelihood / n_obs of the series ys [T, N]; `reduce(grads)` combines the
-    ranks' gradients. Returns (parameters, first gradient, seconds per step, allreduce share)."""
+    ranks' gradients. Returns (parameters, first gradient, seconds per step, allreduce share,
+    CPU seconds per step of the gradient)."""
     theta, opt = to_theta({"rho": 0.8, "omega": 0.5, "q": 1.0, "r": 0.5}), sl.optim.adam(lr)
     state = opt.init(theta)
     objective = sl.grad(lambda th: -log_likelihood(th, ys) / n_obs)
-    first, compute, communicate = None, 0.0, 0.0
+    first, compute, communicate, cpu = None, 0.0, 0.0, 0.0
     for step in range(steps + 1):
         if step == 1:  # step 0 warms up (the scan's first run compiles its loop)
-            compute = communicate = 0.0
-        t0 = time.perf_counter()
+            compute = communicate = cpu = 0.0
+        t0, c0 = time.perf_counter(), time.process_time()
         g = objective(theta)
         t1 = time.perf_counter()
+        cpu += time.process_time() - c0
         g = reduce(g)
         communicate += time.perf_counter() - t1
         theta, state = opt.step(g, state, theta)
         compute += time.perf_counter() - t0
         first = first or {k: v.numpy() for k, v in g.items()}
     per_step = compute / steps
-    return theta, first, per_step, communicate / steps / per_step
+    return theta, first, per_step, communicate / steps / per_step, cpu / steps
 
 
 def main(argv=None) -> int:
@@ -99,15 +101,16 @@ def main(argv=None) -> int:
     shard = np.array_split(np.arange(args.sequences), size)[rank]
     mine = sl.tensor(ys[:, shard])
 
-    theta, g0, t_ranks, share = fit(mine, n_obs, args.steps, args.lr,
-                                    lambda g: dist.allreduce(g, op="sum"))
+    theta, g0, t_ranks, share, cpu = fit(mine, n_obs, args.steps, args.lr,
+                                         lambda g: dist.allreduce(g, op="sum"))
+    cpu_slowest = float(dist.allreduce(np.array(cpu), op="max"))
     quiet_barrier()
     if rank != 0:
         quiet_barrier()  # while rank 0 runs the one-process fit
         return 0
     print(f"{size} rank(s), {args.sequences} sequences x {args.length} steps "
           f"({len(shard)} sequences on rank 0), {args.steps} Adam steps")
-    theta1, g1, t_one, _ = fit(sl.tensor(ys), n_obs, args.steps, args.lr, lambda g: g)
+    theta1, g1, t_one, _, cpu_one = fit(sl.tensor(ys), n_obs, args.steps, args.lr, lambda g: g)
     quiet_barrier()
 
     print(f"  1 process,  full batch: {1e3 * t_one:7.1f} ms per step, "
@@ -115,6 +118,10 @@ def main(argv=None) -> int:
     print(f"  {size} rank(s), sharded:    {1e3 * t_ranks:7.1f} ms per step, "
           f"{args.sequences / t_ranks:9.0f} sequences/s  ({t_one / t_ranks:.2f}x), "
           f"allreduce {share:.1%} of a step (waiting for the slowest rank included)")
+    # CPU time does not count the time other processes held the core, so on a busy host it
+    # says what the wall clock would on idle cores (without the allreduce)
+    print(f"  CPU time of a step's gradient: 1 process {1e3 * cpu_one:.1f} ms, slowest rank "
+          f"{1e3 * cpu_slowest:.1f} ms ({cpu_one / cpu_slowest:.2f}x)")
     g_err = max(np.max(np.abs(g0[k] - g1[k])) / np.max(np.abs(g1[k])) for k in g1)
     p_err = max(abs(float(theta[k]) - float(theta1[k])) / abs(float(theta1[k])) for k in theta1)
     ok = _util.check(g_err <= 1e-12, f"the summed shard gradients equal the full-batch "
