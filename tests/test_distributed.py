@@ -44,6 +44,7 @@ def _mpiexec_command(n):
 
 MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
            "OMPI_MCA_btl": "self,sm", "OMPI_MCA_rmaps_base_oversubscribe": "1",
+           "OMPI_MCA_mpi_yield_when_idle": "1",  # a shared CI machine: waiting ranks yield
            "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
 
 
