@@ -47,9 +47,9 @@ def main() -> int:
     rank, size = dist.rank(), dist.size()
     rows = []
     for name, leaves in TREES.items():
-        packed = timed(lambda: dist.reduce_arrays(leaves, "sum", COMM, packed=True))
-        per_leaf = timed(lambda: dist.reduce_arrays(leaves, "sum", COMM, packed=False))
-        whole = timed(lambda: dist.allreduce(leaves, op="sum"))
+        packed = timed(lambda ls=leaves: dist.reduce_arrays(ls, "sum", COMM, packed=True))
+        per_leaf = timed(lambda ls=leaves: dist.reduce_arrays(ls, "sum", COMM, packed=False))
+        whole = timed(lambda ls=leaves: dist.allreduce(ls, op="sum"))
         rows.append((name, packed, per_leaf, whole))
     check = timed(lambda: dist._agree(COMM, "allreduce", ("bench",), dict, None))
     if rank == 0:

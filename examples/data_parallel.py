@@ -82,7 +82,7 @@ def fit(ys, n_obs, steps, lr, reduce):
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--length", type=int, default=50, help="time steps per sequence")
-    p.add_argument("--sequences", type=int, default=8000,
+    p.add_argument("--sequences", type=int, default=32000,
                    help="independent sequences in the whole batch, split across the ranks")
     p.add_argument("--steps", type=int, default=20, help="Adam steps")
     p.add_argument("--lr", type=float, default=0.05)
