@@ -267,7 +267,7 @@ def anchors(names) -> dict:
     return out
 
 
-def api_markdown() -> str:
+def api_markdown(old: str = "") -> str:
     lines = [
         "# API reference",
         "",
@@ -284,7 +284,9 @@ def api_markdown() -> str:
     ]
     links = anchors(sl.__all__)
     index = ", ".join(f"[`{n}`](#{links[n]})" for n in sl.__all__)
-    lines += [index, "", ("Further down: [Tensor's methods and properties]"
+    lines += [index, "", ("Further down: [scanlib.numpy]"
+                          "(#scanlibnumpy-import-scanlibnumpy-as-jnp), [scanlib.distributed]"
+                          f"(#{DISTRIBUTED_ANCHOR}), [Tensor's methods and properties]"
                           "(#tensor-methods-and-properties) and the [pytree helpers](#pytree)."),
               ""]
     for name in sl.__all__:
@@ -295,7 +297,7 @@ def api_markdown() -> str:
         lines += entry_markdown(name, obj, "##")
         if name in FULL_DOC:
             lines += full_doc_markdown(name, obj)
-    lines += numpy_markdown() + tensor_markdown() + pytree_markdown()
+    lines += numpy_markdown() + distributed_markdown(old) + tensor_markdown() + pytree_markdown()
     for title, text, example in GUIDES:
         lines += [f"## {title}", "", text, "", "```python", as_doctest(example, new_namespace()),
                   "```", ""]
@@ -363,7 +365,7 @@ itself), and `jitted.cache_clear()` drops its traces.
 
 # Public submodules: a section each, with a ### entry for every name in their __all__.
 SUBMODULES = ("linalg", "random", "optim", "lax", "custom_derivatives", "tree_util", "tree",
-              "flatten_util", "scipy", "debug", "nn")
+              "flatten_util", "scipy", "debug", "nn", "distributed")
 
 
 def submodule_markdown(name, module, level="##"):
@@ -489,6 +491,28 @@ def _member_signature(name, obj) -> str:
         return f"Tensor.{name}(...)"
     text = str(inspect.Signature(params))
     return f"Tensor.{name}" + re.sub(r"'([\w.\[\], |]+)'", r"\1", text)
+
+
+DISTRIBUTED_HEADING = "## scanlib.distributed (import scanlib.distributed as dist)"
+DISTRIBUTED_ANCHOR = "scanlibdistributed-import-scanlibdistributed-as-dist"
+
+
+def distributed_markdown(old: str) -> list[str]:
+    """scanlib.distributed (not imported by `import scanlib`: it needs the [mpi] extra), run at
+    size 1. Where mpi4py is not installed its examples cannot run, so the section already in
+    docs/api.md (old) is kept as it is."""
+    try:
+        import mpi4py  # noqa: F401
+    except ImportError:
+        if DISTRIBUTED_HEADING not in old:
+            raise SystemExit("gen_api: scanlib.distributed's section needs mpi4py to run its "
+                             "examples; pip install -e '.[mpi]'") from None
+        section = old.split(DISTRIBUTED_HEADING + "\n", 1)[1].split("\n## ", 1)[0]
+        return [DISTRIBUTED_HEADING, *section.rstrip("\n").split("\n"), ""]
+    import scanlib.distributed as dist
+
+    lines = submodule_markdown("distributed", dist)
+    return [DISTRIBUTED_HEADING, *lines[1:]]
 
 
 def numpy_markdown() -> list[str]:
@@ -688,6 +712,7 @@ def _declared_stub(name, prim) -> str:
     return f"def {name}{sig}:{body}"
 
 
+NOT_IMPORTED = ("distributed",)  # needs the [mpi] extra: `import scanlib.distributed`
 TYPE_NAMES = ("ArrayLike", "Axis", "DTypeLike", "Device", "PyTree", "Shape")
 
 
@@ -695,7 +720,8 @@ def stub_text() -> str:
     """scanlib/__init__.pyi: every public attribute of scanlib, as it is at run time."""
     from scanlib.ops.primitive import Primitive
 
-    names = sorted(n for n in dir(sl) if not n.startswith("_"))
+    # (a submodule that `import scanlib` does not import is no attribute of it until imported)
+    names = sorted(n for n in dir(sl) if not n.startswith("_") and n not in NOT_IMPORTED)
     imports, defs = {}, []
     for name in names:
         obj = getattr(sl, name)
@@ -741,7 +767,7 @@ def read(path: str) -> str:
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     check = "--check" in argv
-    targets = {os.path.join(HERE, "api.md"): lambda _: api_markdown(),
+    targets = {os.path.join(HERE, "api.md"): api_markdown,
                os.path.join(HERE, "tutorial.md"): refresh_markdown,
                os.path.join(HERE, "internals.md"): refresh_markdown,
                os.path.join(HERE, "porting.md"): refresh_markdown,

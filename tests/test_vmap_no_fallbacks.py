@@ -300,6 +300,8 @@ TAPE_ONLY = "bound only on the tape (no trace open), so never an equation vmap i
 NO_RULE_NEEDED: dict = {
     "reused": f"checkpoint's replay of a value a saving policy kept: {TAPE_ONLY}",
     "revolve_scan": f"scan(checkpoint=('revolve', s)) outside a trace: {TAPE_ONLY}",
+    "mpi_allreduce": "scanlib.distributed's collective, refused inside vmap and every trace",
+    "mpi_broadcast": "scanlib.distributed's collective, refused inside vmap and every trace",
 }
 
 
