@@ -5,6 +5,7 @@ JAX's live where JAX is installed."""
 from __future__ import annotations
 
 import importlib.util
+import os
 
 import pytest
 
@@ -60,7 +61,11 @@ def test_port_agrees_with_jax(name):
     assert not problems, f"{name} on scanlib:\n" + "\n".join(problems)
 
 
+# JAX compiles each program for seconds (minutes for all): run where asked, as
+# `SCANLIB_TEST_JAX_PORTS=1 python -m pytest tests/test_ports.py`, or gen_golden.py --check.
 @pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="JAX is not installed")
+@pytest.mark.skipif(not os.environ.get("SCANLIB_TEST_JAX_PORTS"),
+                    reason="set SCANLIB_TEST_JAX_PORTS=1 to rerun the programs on JAX")
 @pytest.mark.parametrize("name", harness.names())
 def test_golden_is_jax_today(name):
     problems = harness.compare(harness.run(name, "jax"), harness.read_golden(name),
