@@ -72,9 +72,10 @@ def fori_loop(lower: ArrayLike, upper: ArrayLike, body_fun: Callable[[Any, PyTre
     except TypeError as e:
         if "must match init" not in str(e):
             raise
-        raise TypeError(f"fori_loop: {e} The index i is a 0-d {index.dtype} tensor, and NumPy "
-                        f"promotes float32 + {index.dtype} to float64 (a Python int i would "
-                        "not): cast it in body_fun, e.g. i.astype(v.dtype).") from None
+        raise TypeError(f"fori_loop: {e} The index i is a 0-d {index.dtype} tensor: with an "
+                        f"integer carry of fewer bits it widens the carry to {index.dtype} (a "
+                        "Python int i would not): cast it in body_fun, e.g. "
+                        "i.astype(v.dtype).") from None
     return val
 
 

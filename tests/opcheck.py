@@ -8,6 +8,8 @@ float64 (to second order), and the op inside a scan body against the Python loop
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import pytest
 
@@ -181,3 +183,21 @@ def table_tests(cases):
 
     return (test_forward_matches_numpy, test_vjp_float32_matches_float64,
             test_grads_match_finite_differences, test_inside_a_scan_body_matches_the_loop)
+
+
+@contextlib.contextmanager
+def jax_x64(jax):
+    """JAX with 64-bit types on, for this block only (other tests compare with its float32)."""
+    enable = getattr(jax, "enable_x64", None)
+    if enable is None:
+        from jax.experimental import enable_x64 as enable
+    with enable(True):
+        yield
+
+
+def jax_with_scanlibs_threefry():
+    """JAX, skipping where its Threefry layout is not the partitionable one scanlib matches."""
+    jax = pytest.importorskip("jax")
+    if not jax.config.jax_threefry_partitionable:
+        pytest.skip("JAX uses the non-partitionable Threefry layout; scanlib matches the other")
+    return jax

@@ -19,6 +19,15 @@ def test_relu_keeps_nan_with_a_zero_gradient():
     assert sl.relu(sl.arange(-2, 3)).dtype == np.int64
 
 
+def test_a_nan_extreme_makes_its_slices_gradient_nan():
+    g = sl.grad(sl.max)(sl.tensor([1.0, np.nan, 3.0, 2.0]))
+    assert np.isnan(g.numpy()).all()  # JAX's: not a silent zero
+    g = sl.grad(lambda x: sl.sum(sl.min(x, axis=1)))(sl.tensor([[1.0, np.nan], [3.0, 2.0]]))
+    np.testing.assert_array_equal(g.numpy(), [[np.nan, np.nan], [0.0, 1.0]])
+    g = sl.grad(sl.max)(sl.tensor([1.0, 3.0, 3.0]))  # ties still share
+    np.testing.assert_array_equal(g.numpy(), [0.0, 0.5, 0.5])
+
+
 def test_abs_has_jaxs_subgradient_at_zero():
     g = sl.grad(lambda x: sl.sum(sl.abs(x)))(sl.tensor([0.0, -0.0, -2.0, 3.0]))
     np.testing.assert_array_equal(g.numpy(), [1, 1, -1, 1])

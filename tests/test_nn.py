@@ -6,7 +6,6 @@ numbers from the same key.
 
 from __future__ import annotations
 
-import contextlib
 
 import numpy as np
 import pytest
@@ -14,7 +13,7 @@ import pytest
 import scanlib as sl
 from scanlib import nn
 
-from opcheck import fd_grad
+from opcheck import fd_grad, jax_x64
 
 X = np.array([-4.0, -2.5, -1.0, -0.3, 0.2, 0.9, 1.0, 2.0, 3.5, 7.0])
 POS = np.array([1e-6, 0.1, 0.6, 0.7, 1.0, 5.0, 40.0])
@@ -42,13 +41,6 @@ def _np(t):
     return t.numpy() if isinstance(t, sl.Tensor) else np.asarray(t)
 
 
-@contextlib.contextmanager
-def _x64(jax):
-    enable = getattr(jax, "enable_x64", None)
-    if enable is None:
-        from jax.experimental import enable_x64 as enable
-    with enable(True):
-        yield
 
 
 @pytest.mark.parametrize("name", sorted(ELEMENTWISE))
@@ -72,7 +64,7 @@ def test_elementwise_values_gradients_and_dtypes(name):
 def test_elementwise_equal_jax_with_gradients(name):
     jax = pytest.importorskip("jax")
     f, x, _ = ELEMENTWISE[name]
-    with _x64(jax):
+    with jax_x64(jax):
         jf = getattr(jax.nn, name)
         theirs = np.asarray(jf(x))
         their_grad = np.asarray(jax.grad(lambda t: jf(t).sum())(x))
@@ -132,7 +124,7 @@ def test_standardize_and_logmeanexp_equal_jax():
     jax = pytest.importorskip("jax")
     rng = np.random.default_rng(1)
     x, w = rng.normal(size=(3, 5)), rng.uniform(size=(3, 5)) > 0.3
-    with _x64(jax):
+    with jax_x64(jax):
         s = np.asarray(jax.nn.standardize(x, where=w))
         gs = np.asarray(jax.grad(lambda t: (jax.nn.standardize(t, 0) ** 3).sum())(x))
         lme = np.asarray(jax.nn.logmeanexp(x, axis=1, where=w))
@@ -244,7 +236,7 @@ INITS = {
 def test_initializers_equal_jax(name, dtype):
     jax = pytest.importorskip("jax")
     shape = (4, 3, 2)
-    with _x64(jax):
+    with jax_x64(jax):
         theirs = np.asarray(INITS[name](jax.nn.initializers)(jax.random.PRNGKey(1), shape,
                                                              dtype))
     ours = _np(INITS[name](nn.initializers)(sl.random.key(1), shape, dtype))

@@ -7,7 +7,6 @@ and bad keys, shapes and dtypes raise.
 
 from __future__ import annotations
 
-import contextlib
 import math
 
 import numpy as np
@@ -17,7 +16,7 @@ import scanlib as sl
 from scanlib import random as r
 from scanlib.testing import check_grads
 
-from opcheck import N, P, case, table_tests
+from opcheck import N, P, case, table_tests, jax_x64, jax_with_scanlibs_threefry
 
 K = r.key(0)
 # jax.random with jax_threefry_partitionable=True (JAX >= 0.5), recorded from JAX 0.10.2.
@@ -59,21 +58,11 @@ def test_threefry2x32_matches_the_random123_known_answer():
 
 
 # --- against JAX, where it is installed ----------------------------------------------------
-@contextlib.contextmanager
-def _x64(jax):
-    enable = getattr(jax, "enable_x64", None)
-    if enable is None:
-        from jax.experimental import enable_x64 as enable
-    with enable(True):
-        yield
 
 
 @pytest.fixture(scope="module")
 def jax():
-    jax = pytest.importorskip("jax")
-    if not jax.config.jax_threefry_partitionable:
-        pytest.skip("JAX uses the non-partitionable Threefry layout; scanlib matches the other")
-    return jax
+    return jax_with_scanlibs_threefry()
 
 
 def _exact(ours, theirs):
@@ -102,7 +91,7 @@ def test_keys_split_fold_in_bits_equal_jax(jax, seed):
 @pytest.mark.parametrize("seed", [0, -1, 2**40 + 3])
 def test_64_bit_draws_equal_jax_with_x64(jax, seed):
     jr = jax.random
-    with _x64(jax):
+    with jax_x64(jax):
         k, jk = r.key(seed), jr.PRNGKey(seed)
         _exact(k, jk)
         _exact(r.bits(k, (9,), np.uint64), jr.bits(jk, (9,), np.uint64))
@@ -119,7 +108,7 @@ def test_64_bit_draws_equal_jax_with_x64(jax, seed):
 
 def test_permutation_choice_and_categorical_equal_jax(jax):
     jr = jax.random
-    with _x64(jax):
+    with jax_x64(jax):
         k, jk = r.key(3), jr.PRNGKey(3)
         for n in (1, 5, 100, 3000):  # 3000 items take two sorting rounds
             _exact(r.permutation(k, n), jr.permutation(jk, n))
@@ -143,7 +132,7 @@ def test_normal_and_bounded_uniform_agree_with_jax_to_a_few_ulps(jax, dtype):
     """Not bit-exact: erfinv and log1p are XLA's own, and XLA fuses u * span + lo into one
     multiply-add; the uniforms underneath are exact (test above)."""
     jr = jax.random
-    with _x64(jax):
+    with jax_x64(jax):
         k, jk = r.key(5), jr.PRNGKey(5)
         eps = np.finfo(dtype).eps
         ours, theirs = _np(r.normal(k, (20000,), dtype)), np.asarray(jr.normal(jk, (20000,), dtype))
@@ -491,7 +480,7 @@ def test_categorical_broadcasts_a_size_1_batch_axis_to_shape(logits_shape, axis,
 
 def test_categorical_with_a_size_1_batch_axis_equals_jax(jax):
     jr = jax.random
-    with _x64(jax):
+    with jax_x64(jax):
         k, jk = r.key(5), jr.PRNGKey(5)
         logits = np.log(np.array([[0.2, 0.3, 0.5]]))
         _exact(r.categorical(k, logits, shape=(4,)), jr.categorical(jk, logits, shape=(4,)))
@@ -508,7 +497,7 @@ def test_numpy_integer_seeds_keep_their_dtype_as_tensor_seeds_do():
 
 
 def test_numpy_integer_seeds_equal_jax(jax):
-    with _x64(jax):
+    with jax_x64(jax):
         for seed in (np.uint64(2**63 + 1), np.int32(-1), np.int64(-1), np.uint16(7)):
             _exact(r.key(seed), jax.random.PRNGKey(seed))
 
@@ -525,17 +514,17 @@ def test_small_integer_randint_clips_bounds_beyond_int32_instead_of_wrapping():
 
 def test_small_integer_randint_equals_jax_for_bounds_within_int32(jax):
     jr = jax.random
-    with _x64(jax):
+    with jax_x64(jax):
         k, jk = r.key(3), jr.PRNGKey(3)
         for dtype in ("int8", "int16", "uint8", "uint16"):
             for lo, hi in [(0, 1000), (-5000, 70000), (-2**31, 2**31 - 1)]:
                 _exact(r.randint(k, (64,), lo, hi, dtype), jr.randint(jk, (64,), lo, hi, dtype))
 
 
-def test_bits_defaults_to_uint32_as_jax_without_x64(jax):
+def test_bits_defaults_to_uint32_as_jax_withoutjax_x64(jax):
     jr = jax.random
     _exact(r.bits(K, (5,)), jr.bits(jr.PRNGKey(0), (5,)))
-    with _x64(jax):  # JAX's default follows x64 mode; scanlib's stays uint32
+    with jax_x64(jax):  # JAX's default follows x64 mode; scanlib's stays uint32
         assert r.bits(K, (5,)).dtype == np.uint32
         _exact(r.bits(K, (5,), np.uint64), jr.bits(jr.PRNGKey(0), (5,)))
 

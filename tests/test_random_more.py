@@ -6,7 +6,6 @@ batch under vmap and run in scan bodies, and bad arguments raise.
 
 from __future__ import annotations
 
-import contextlib
 
 import numpy as np
 import pytest
@@ -14,7 +13,7 @@ import pytest
 import scanlib as sl
 from scanlib import random as r
 
-from opcheck import fd_grad
+from opcheck import fd_grad, jax_x64, jax_with_scanlibs_threefry
 
 K = r.key(0)
 
@@ -23,21 +22,11 @@ def _np(t):
     return t.numpy() if isinstance(t, sl.Tensor) else np.asarray(t)
 
 
-@contextlib.contextmanager
-def _x64(jax):
-    enable = getattr(jax, "enable_x64", None)
-    if enable is None:
-        from jax.experimental import enable_x64 as enable
-    with enable(True):
-        yield
 
 
 @pytest.fixture(scope="module")
 def jax():
-    jax = pytest.importorskip("jax")
-    if not jax.config.jax_threefry_partitionable:
-        pytest.skip("JAX uses the non-partitionable Threefry layout; scanlib matches the other")
-    return jax
+    return jax_with_scanlibs_threefry()
 
 
 A = np.array([0.3, 1.0, 2.5, 10.0, 0.05, 100.0])
@@ -86,7 +75,7 @@ EXACT = {"rademacher", "geometric", "poisson", "binomial"}
 @pytest.mark.parametrize("name", sorted(CASES))
 @pytest.mark.parametrize("seed", [0, 7])
 def test_draws_equal_jax(jax, name, dtype, seed):
-    with _x64(jax):
+    with jax_x64(jax):
         theirs = np.asarray(CASES[name](jax.random, jax.random.PRNGKey(seed), dtype))
     ours = _np(CASES[name](r, r.key(seed), dtype))
     assert ours.shape == theirs.shape and ours.dtype == theirs.dtype, name
@@ -123,7 +112,7 @@ def test_gradients_equal_jax_and_finite_differences(jax, name):
     K_ = r.key(3)
     f = GRAD_CASES[name]
     ours = _np(sl.grad(lambda a: f(r, a))(sl.tensor(A_GRAD)))
-    with _x64(jax):
+    with jax_x64(jax):
         K_ = jax.random.PRNGKey(3)
         theirs = np.asarray(jax.grad(lambda a: f(jax.random, a))(jax.numpy.asarray(A_GRAD)))
     np.testing.assert_allclose(ours, theirs, rtol=1e-9, atol=1e-12)

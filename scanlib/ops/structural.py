@@ -364,7 +364,9 @@ def _max_vjp(g, out, x, axis, keepdims):
         g, out = reshape_p(g, shape=kshape), reshape_p(out, shape=kshape)
     hit = equal(x, out)  # ties share the cotangent evenly
     count = sum_p(astype(hit, dtype=g.dtype), axis=axis, keepdims=True)
-    return (where(hit, div(g, count), 0.0),)
+    # A NaN extreme is hit by no entry (count 0): 0 / 0 makes the whole slice's gradient NaN,
+    # as JAX's, rather than a silent zero.
+    return (where(hit, div(g, count), div(0.0, count)),)
 
 
 def _max_tangent(ts, out, x, axis, keepdims):
