@@ -300,8 +300,13 @@ def _promoted(positions, args):
 
 def bind(prim, *args, **params):
     """Apply `prim` to args (Tensors, arrays or Python scalars)."""
-    if prim.promote and len(args) > 1 and not (len(args) == 2 and _alike(*args)):
-        args = _promoted(prim.promote, args)
+    promote = prim.promote
+    if promote and len(args) > 1:
+        if promote is True:
+            if not (len(args) == 2 and _alike(args[0], args[1])):
+                args = _promoted(promote, args)
+        elif not (len(promote) == 2 and _alike(args[promote[0]], args[promote[1]])):
+            args = _promoted(promote, args)
     builders = _STATE.builders
     builder = builders[-1] if builders else None
     if builder is None:
