@@ -32,7 +32,7 @@ from .tape import Tensor, current_builder, grad_enabled
 from .tape.graph import (Literal, merge_rebound, param_fingerprint,
                           prune_outputs)
 from .tape.tensor import type_str
-from .tracing import closure_names, trace_function
+from .tracing import closure_names, int_positions, trace_function
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -65,7 +65,9 @@ class JitFallbackWarning(UserWarning):
 
 
 def jit(f: Callable[..., Any] | None = None, *, static_argnums: int | Sequence[int] = (),
-        static_argnames: str | Sequence[str] = ()) -> Callable[..., Any]:
+        static_argnames: str | Sequence[str] = (), donate_argnums: int | Sequence[int] = (),
+        donate_argnames: str | Sequence[str] = (), keep_unused: bool = False,
+        inline: bool = False) -> Callable[..., Any]:
     """f compiled once per signature, like `jax.jit`: the same results as f, faster to call
     again; `jitted.cache_info()` counts its traces, replays and eager calls.
 
@@ -110,6 +112,10 @@ def jit(f: Callable[..., Any] | None = None, *, static_argnums: int | Sequence[i
     the whole call runs as one numba kernel, each scan as the plain loop over its body, so
     a gradient's sums are taken in the loop's order and results agree with f's to rounding.
 
+    `donate_argnums`, `donate_argnames`, `keep_unused` and `inline` are accepted, as JAX's
+    hints, and change nothing: scanlib never writes into an argument's buffer (a donated
+    array stays valid, where JAX may delete it), and every argument is kept.
+
     >>> import scanlib as sl
     >>> f = sl.jit(sl.value_and_grad(lambda w: sl.sum(sl.tanh(w) ** 2)))
     >>> value, g = f(sl.tensor([0.5, -1.0]))
@@ -119,6 +125,10 @@ def jit(f: Callable[..., Any] | None = None, *, static_argnums: int | Sequence[i
     >>> f.cache_info()
     CacheInfo(hits=1, misses=1, eager=0, maxsize=256, currsize=1)
     """
+    int_positions("jit", "donate_argnums", donate_argnums)  # checked, as JAX checks them
+    if not isinstance(donate_argnames, str) and not all(
+            isinstance(n, str) for n in donate_argnames):
+        raise TypeError(f"jit: donate_argnames must be strings, got {donate_argnames!r}")
     if f is None:  # @jit(static_argnums=...)
         return functools.partial(jit, static_argnums=static_argnums,
                                  static_argnames=static_argnames)

@@ -111,3 +111,16 @@ def test_tensor_of_a_tensor_that_requires_grad_warns_and_array_differentiates():
         sl.tensor(x)  # no gradient wanted: no warning
         sl.tensor(np.ones(2))
         sl.tensor(sl.tensor(1.0, requires_grad=True).detach())
+
+
+def test_jit_accepts_jaxs_hints_and_they_change_nothing():
+    x = np.ones(3)
+    f = sl.jit(lambda a, b: a * b, donate_argnums=(0,), keep_unused=True, inline=True)
+    np.testing.assert_array_equal(f(x, 2.0).numpy(), [2.0, 2.0, 2.0])
+    np.testing.assert_array_equal(x, 1.0)  # the donated buffer is untouched and still valid
+    g = sl.jit(donate_argnames="a")(lambda a: a + 1)
+    np.testing.assert_array_equal(g(x).numpy(), [2.0, 2.0, 2.0])
+    with pytest.raises(TypeError, match="donate_argnums"):
+        sl.jit(lambda a: a, donate_argnums="a")
+    with pytest.raises(TypeError, match="donate_argnames"):
+        sl.jit(lambda a: a, donate_argnames=[0])
