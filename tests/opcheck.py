@@ -201,3 +201,12 @@ def jax_with_scanlibs_threefry():
     if not jax.config.jax_threefry_partitionable:
         pytest.skip("JAX uses the non-partitionable Threefry layout; scanlib matches the other")
     return jax
+
+
+def optax_loop(lib, opt, params, grads, asarray):
+    """optax's training loop, word for word: `lib` is optax or scanlib.optim."""
+    state = opt.init(params)
+    for g in grads:
+        updates, state = opt.update(sl.pytree.tree_map(asarray, g), state, params)
+        params = lib.apply_updates(params, updates)
+    return params, state

@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 
 import scanlib as sl
+
+from opcheck import optax_loop
 from scanlib import optim
 from scanlib.testing import check_grads
 
@@ -493,13 +495,6 @@ def test_bad_arguments_are_refused():
 
 
 # --- optax's idiom ----------------------------------------------------------------------------
-def _optax_loop(lib, opt, params, grads, asarray):
-    """optax's training loop, word for word: `lib` is optax or scanlib.optim."""
-    state = opt.init(params)
-    for g in grads:
-        updates, state = opt.update(sl.pytree.tree_map(asarray, g), state, params)
-        params = lib.apply_updates(params, updates)
-    return params, state
 
 
 @pytest.mark.parametrize("name", ["sgd", "sgd_momentum", "adamw", "adam_schedule"])
@@ -509,7 +504,7 @@ def test_optax_idiom_adds_the_updates_once(rng, name):
     make, ref = OPTIMISERS[name]
     p0 = rng.standard_normal(5)
     grads = gradient_sequence(rng, (5,), np.float64)
-    p, state = _optax_loop(optim, make(), sl.tensor(p0), grads, sl.tensor)
+    p, state = optax_loop(optim, make(), sl.tensor(p0), grads, sl.tensor)
     np.testing.assert_array_equal(p.numpy(), ref(p0, grads))
 
 
@@ -614,10 +609,10 @@ def test_optax_idiom_gives_optax_trajectory(rng, name, dtype):
              for _ in range(OPTAX_STEPS)]
     with jax.enable_x64(dtype == np.float64):
         ours, theirs, exact = _optax_pairs(optax)[name]
-        q, t = _optax_loop(optax, theirs, {k: jax.numpy.asarray(v) for k, v in p0.items()},
+        q, t = optax_loop(optax, theirs, {k: jax.numpy.asarray(v) for k, v in p0.items()},
                            grads, jax.numpy.asarray)
         q, t = jax.tree.map(np.asarray, (q, t))
-    p, s = _optax_loop(optim, ours, {k: sl.tensor(v) for k, v in p0.items()}, grads, sl.tensor)
+    p, s = optax_loop(optim, ours, {k: sl.tensor(v) for k, v in p0.items()}, grads, sl.tensor)
     for k in p0:
         _assert_same_trajectory(p[k].numpy(), q[k], exact, OPTAX_STEPS, dtype)
     ours_state, theirs_state = sl.pytree.flatten(s)[0], jax.tree.leaves(t)
@@ -636,8 +631,8 @@ def test_float16_trajectory_equals_optax():
     rng = np.random.default_rng(3)
     p0 = rng.standard_normal(16).astype(np.float16)
     grads = [rng.standard_normal(16).astype(np.float16) for _ in range(12)]
-    q, _ = _optax_loop(optax, optax.adam(1e-2, eps=1e-4), jnp.asarray(p0), grads, jnp.asarray)
-    p, _ = _optax_loop(optim, optim.adam(1e-2, eps=1e-4), sl.tensor(p0), grads, sl.tensor)
+    q, _ = optax_loop(optax, optax.adam(1e-2, eps=1e-4), jnp.asarray(p0), grads, jnp.asarray)
+    p, _ = optax_loop(optim, optim.adam(1e-2, eps=1e-4), sl.tensor(p0), grads, sl.tensor)
     assert p.dtype == np.float16
     # the bias correction is computed in float32 (pow: 1 ulp apart at most) and rounded to
     # float16, where the difference disappears but for a rounding at a tie

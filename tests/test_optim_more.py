@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 
 import scanlib as sl
+
+from opcheck import optax_loop
 from scanlib import optim
 from scanlib.testing import check_grads
 
@@ -94,15 +96,6 @@ def _problem(rng, dtype):
     return p0, grads
 
 
-def _loop(lib, opt, params, grads, asarray):
-    """optax's training loop, word for word."""
-    state = opt.init(params)
-    for g in grads:
-        updates, state = opt.update(sl.pytree.tree_map(asarray, g), state, params)
-        params = lib.apply_updates(params, updates)
-    return params, state
-
-
 def _bound(name, dtype, want):
     """Each step may round differently where the operations are not IEEE's correctly rounded
     ones (sqrt, rsqrt, pow, norms summed in another order): a few ulps of the largest value
@@ -151,10 +144,10 @@ def test_trajectory_and_state_equal_optax(rng, name, dtype):
             theirs = optax.MultiSteps(theirs.inner_opt, theirs._every_k_schedule(0),
                                       use_grad_mean=name == "multi_steps",
                                       accumulator_dtype=dtype)
-        q, t = _loop(optax, theirs, {k: jax.numpy.asarray(v) for k, v in p0.items()}, grads,
+        q, t = optax_loop(optax, theirs, {k: jax.numpy.asarray(v) for k, v in p0.items()}, grads,
                      jax.numpy.asarray)
         q, their_leaves = jax.tree.map(np.asarray, q), _state_leaves(jax, t)
-    p, s = _loop(optim, _make(optim, name), {k: sl.tensor(v) for k, v in p0.items()}, grads,
+    p, s = optax_loop(optim, _make(optim, name), {k: sl.tensor(v) for k, v in p0.items()}, grads,
                  sl.tensor)
     for k in p0:
         got = p[k].numpy()
@@ -177,7 +170,7 @@ def test_jit_and_scan_carry_take_the_eager_steps(rng, name):
     """The same bits under sl.jit (one trace) and with params and state in a scan carry."""
     p0, grads = _problem(rng, np.float32)
     opt = _make(optim, name)
-    want, _ = _loop(optim, opt, {k: sl.tensor(v) for k, v in p0.items()}, grads, sl.tensor)
+    want, _ = optax_loop(optim, opt, {k: sl.tensor(v) for k, v in p0.items()}, grads, sl.tensor)
 
     def step(p, s, g):
         updates, s = opt.update(g, s, p)
@@ -223,7 +216,7 @@ def test_apply_updates_adds_the_updates_once_for_the_new_optimisers(rng):
     p0, grads = _problem(rng, np.float64)
     for name in ["rmsprop", "lamb", "novograd", "multi_transform", "multi_steps"]:
         opt = _make(optim, name)
-        a, _ = _loop(optim, opt, {k: sl.tensor(v) for k, v in p0.items()}, grads, sl.tensor)
+        a, _ = optax_loop(optim, opt, {k: sl.tensor(v) for k, v in p0.items()}, grads, sl.tensor)
         b, s = {k: sl.tensor(v) for k, v in p0.items()}, opt.init(p0)
         for g in grads:
             b, s = opt.step({k: sl.tensor(v) for k, v in g.items()}, s, b)
@@ -613,7 +606,6 @@ def test_radam_warns_of_nothing_before_rectifying():
         warnings.simplefilter("error")
         updates, _ = opt.update(sl.tensor([2.0]), opt.init(w), w)
     assert np.isfinite(updates.item())
-
 
 
 def _ctc_problem(rng):

@@ -307,34 +307,27 @@ def _picked_tangent(x_wins, y_wins):
     return tangent
 
 
-def _greater(x, y):
+# The comparisons are defined below: these read them when called.
+def _x_greater(x, y):
     return greater(x, y)
 
 
-def _less(x, y):
+def _x_less(x, y):
     return less(x, y)
 
 
-def _greater_of_y(x, y):
-    return greater(y, x)
-
-
-def _less_of_y(x, y):
-    return less(y, x)
-
-
 maximum = Primitive("maximum", lambda x, y: _xp(x, y).maximum(x, y),
-                    _picked(_greater, _greater_of_y),
+                    _picked(_x_greater, _x_less),
                     doc="maximum(x, y): elementwise larger value (NaN if either is); ties "
                         "split the gradient evenly, and a NaN result gives neither any.",
                     elementwise=True, ufunc="maximum",
-                    tangent=_picked_tangent(_greater, _greater_of_y))
+                    tangent=_picked_tangent(_x_greater, _x_less))
 minimum = Primitive("minimum", lambda x, y: _xp(x, y).minimum(x, y),
-                    _picked(_less, _less_of_y),
+                    _picked(_x_less, _x_greater),
                     doc="minimum(x, y): elementwise smaller value (NaN if either is); ties "
                         "split the gradient evenly, and a NaN result gives neither any.",
                     elementwise=True, ufunc="minimum",
-                    tangent=_picked_tangent(_less, _less_of_y))
+                    tangent=_picked_tangent(_x_less, _x_greater))
 
 where = Primitive(
     "where", lambda c, x, y: _xp(c, x, y).where(c, x, y),
