@@ -324,7 +324,8 @@ def real(x: ArrayLike, /) -> Tensor:
     """real(x): the real part (x itself for real x)."""
 
 def reciprocal(x: ArrayLike) -> Tensor:
-    """Elementwise 1 / x, as numpy.reciprocal (integer input stays integer, as in NumPy)."""
+    """Elementwise 1 / x, as jnp.reciprocal: integers are divided in floating point (float32 for
+    int32), where numpy.reciprocal truncates to 0."""
 
 def right_shift(x1: ArrayLike, x2: ArrayLike) -> Tensor:
     """Elementwise x1 >> x2 on integers (arithmetic: the sign fills in), as jnp.right_shift and

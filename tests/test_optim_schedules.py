@@ -64,7 +64,13 @@ def test_schedule_of_a_traced_step_equals_the_python_step(name):
                                atol=1e-18)
 
 
-@pytest.mark.parametrize("name", ["exponential", "cosine", "warmup_cosine", "piecewise"])
+WEAK_COSINE = pytest.mark.xfail(strict=True, reason="the warmup's float32 rate and the cosine's "
+                                "weakly typed float64 one meet in a where: JAX's result is "
+                                "float32, scanlib's float64 (no weakly typed arrays yet)")
+
+
+@pytest.mark.parametrize("name", ["exponential", "cosine",
+                                  pytest.param("warmup_cosine", marks=WEAK_COSINE), "piecewise"])
 def test_schedule_as_adams_learning_rate_matches_optax(name):
     optax = pytest.importorskip("optax")
     jax = pytest.importorskip("jax")
@@ -72,10 +78,9 @@ def test_schedule_as_adams_learning_rate_matches_optax(name):
     p0 = {"W": rng.standard_normal((3, 2)), "b": rng.standard_normal(2)}
     grads = [{k: rng.standard_normal(v.shape) for k, v in p0.items()} for _ in range(STEPS)]
     with jax.enable_x64(True):
-        # optax's count is int32, and JAX divides int32 by an int in float32 even with x64 on;
-        # scanlib computes the schedule in float64, so optax is given the count as int64.
-        schedule = _schedules(optax)[name]
-        opt = optax.adam(lambda count: schedule(count.astype(jax.numpy.int64)))
+        # both schedules see the int32 count, whose true division and float functions give
+        # float32 even with x64 on
+        opt = optax.adam(_schedules(optax)[name])
         q = jax.tree.map(jax.numpy.asarray, p0)
         state = opt.init(q)
         for g in grads:
@@ -234,6 +239,9 @@ def _training_program(jax, jnp, optax, tree_util, ravel_pytree, special, X, Y, p
     return losses, flat, special.logsumexp(flat), unravel(flat * 2)["b"]
 
 
+@pytest.mark.xfail(strict=True, reason="optax's cosine decay is weakly typed float64, which "
+                   "join_schedules' where brings down to the warmup's float32: scanlib has no "
+                   "weakly typed arrays yet")
 def test_a_jax_training_program_ports_by_its_imports():
     optax = pytest.importorskip("optax")
     jax = pytest.importorskip("jax")
@@ -250,8 +258,7 @@ def test_a_jax_training_program_ports_by_its_imports():
         want = jax.tree.map(np.asarray, want)
     got = _training_program(sl, sl, sl.optim, sl.tree_util, sl.flatten_util.ravel_pytree,
                             sl.scipy.special, X, Y, {k: sl.tensor(v) for k, v in p0.items()})
-    # optax's step count is int32, so its schedule is float32 even with x64 on (see
-    # docs/porting.md): the two trajectories agree to float32's precision of the rate
-    np.testing.assert_allclose([float(v) for v in got[0]], want[0], rtol=1e-6)
+    # both step counts are int32: the warmup's division is float32, the cosine float64
+    np.testing.assert_allclose([float(v) for v in got[0]], want[0], rtol=1e-12)
     for g, w in zip(got[1:], want[1:]):
-        np.testing.assert_allclose(g.numpy(), w, rtol=1e-6, atol=1e-8)
+        np.testing.assert_allclose(g.numpy(), w, rtol=1e-12, atol=1e-14)

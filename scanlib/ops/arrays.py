@@ -19,6 +19,7 @@ from .. import backends
 from ..tape import Tensor
 from . import elementwise as ew
 from .functions import one_axis, as_tensor, concatenate, transpose
+from .primitive import inexact_dtype
 from .structural import broadcast_to_p, getitem, normalize_axis, reshape_p, split_p
 
 if TYPE_CHECKING:
@@ -301,7 +302,7 @@ def repeat(a: ArrayLike, repeats: ArrayLike, axis: Axis = None) -> Tensor:
 def linspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = True,
              dtype: DTypeLike = None, device: Device | None = None) -> Tensor:
     """num evenly spaced values from start to stop (stop included unless endpoint=False), as
-    numpy.linspace: float64 unless dtype is given or start/stop are float32 tensors.
+    numpy.linspace: float64 unless dtype is given or start/stop are float32 (or int32) tensors.
 
     Tensors that require grad (or are traced) for start/stop are differentiable, computed as
     NumPy does: arange(num) * step + start, with the last value set to stop.
@@ -317,6 +318,8 @@ def linspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = 
     device = backends.parse_device(device)
     if not builtins.any(_is_graph_tensor(t) for t in tensors):
         host = [t.numpy() if isinstance(t, Tensor) else t for t in (start, stop)]
+        if dtype is None and np.result_type(*host).kind in "biu":
+            dtype = inexact_dtype(np.result_type(*host))  # int32 ends: float32, as in JAX
         values = np.linspace(*host, num, endpoint=endpoint, dtype=dtype)
         return Tensor(backends.asarray_on(values, device))
     return _linspace_traced(start, stop, num, endpoint, dtype, device)
@@ -325,7 +328,7 @@ def linspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = 
 def _linspace_traced(start, stop, num, endpoint, dtype, device):
     # Python numbers are weak, as in NumPy 2: a float32 start with stop=3.0 stays float32.
     dt = np.result_type(*(t.dtype if isinstance(t, Tensor) else t for t in (start, stop)))
-    dt = dt if dt.kind in "fc" else np.dtype(np.float64)
+    dt = inexact_dtype(dt)
     start, stop = (t if isinstance(t, Tensor) else Tensor(backends.asarray_on(t, device, dt))
                    for t in (start, stop))
     if dtype is not None and np.dtype(dtype).kind not in "fc":

@@ -15,7 +15,7 @@ import numpy as np
 from ..tape import Tensor
 from . import elementwise as ew
 from .arrays import diff, flip, linspace, moveaxis, ravel, split
-from .functions import as_tensor, concatenate, reshape, sum, tensor, transpose
+from .functions import as_inexact, as_tensor, concatenate, reshape, sum, tensor, transpose
 from .matrices import diag
 from .special import log10
 
@@ -265,9 +265,7 @@ def trapezoid(y: ArrayLike, x: ArrayLike | None = None, dx: float = 1.0,
 
     >>> sl.trapezoid(sl.tensor([1.0, 2.0, 3.0]), dx=0.5)
     """
-    y = as_tensor(y)
-    if y.dtype.kind in "biu":
-        y = ew.astype(y, dtype=np.dtype(np.float64))
+    y = as_inexact(y)
     axis = _axis(axis, y.ndim, "trapezoid")
     y = moveaxis(y, axis, -1)
     if x is None:

@@ -373,10 +373,10 @@ qr_p = Primitive("qr", _qr_impl, _qr_vjp, multiple_results=True,
 
 # --- the checked functions (public as scanlib.linalg) ----------------------------------------
 def _floating(a, who, complex_ok=True):
-    """a as a float or complex tensor: integers become float64, as NumPy's linalg makes them."""
+    """a as a float or complex tensor: integers become JAX's float for them (`as_inexact`)."""
     kind = np.dtype(a.dtype).kind
     if kind in "biu":
-        return ew.astype(a, dtype=np.dtype(np.float64))
+        return F.as_inexact(a)
     if kind == "c" and not complex_ok:
         raise TypeError(f"{who}: complex input ({a.dtype}) is not supported; scanlib's {who} "
                         "and its gradient are for real matrices")

@@ -85,7 +85,7 @@ def _div_tangent(ts, out, x, y):
 div = _arith("div", lambda x, y: x / y, lambda g, out, x, y: (
     div(g, y) if _is_tensor(x) else None,
     neg(div(mul(g, out), y)) if _is_tensor(y) else None), "true_divide", "({0} / {1})",
-    tangent=_div_tangent)
+    tangent=_div_tangent, inexact=True)
 neg = _arith("neg", lambda x: -x, lambda g, out, x: (neg(g),), "negative", "(-{0})",
              linear=True)
 
@@ -128,11 +128,11 @@ power = _arith("pow", lambda x, y: x**y, _pow_vjp, "power", "({0} ** {1})",
 
 
 # --- transcendental -----------------------------------------------------------------------
-def _ufunc(name, vjp, tangent, doc, ufunc=None):
+def _ufunc(name, vjp, tangent, doc, ufunc=None, inexact=True):
     """A primitive computed by the array namespace's function of that name."""
     ufunc = ufunc or name
     return Primitive(name, lambda x: getattr(_xp(x), ufunc)(x), vjp, doc=doc, elementwise=True,
-                     ufunc=ufunc, tangent=tangent)
+                     ufunc=ufunc, tangent=tangent, inexact=inexact)
 
 
 # A holomorphic function's VJP is g * f'(x) (JAX's convention, no conjugate) and its tangent
@@ -207,7 +207,7 @@ sigmoid = Primitive(
     "sigmoid", _sigmoid_impl, lambda g, out, x: (mul(g, mul(out, sub(1.0, out))),),
     doc="sigmoid(x): 1 / (1 + exp(-x)), as e / (1 + e) with e = exp(x) for x < 0 (accurate "
         "in the tail, nothing overflows); VJP g * out * (1 - out).",
-    elementwise=True, out_impl=_sigmoid_out,
+    elementwise=True, out_impl=_sigmoid_out, inexact=True,
     tangent=lambda ts, out, x: mul(ts[0], mul(out, sub(1.0, out))))
 sign = Primitive("sign", lambda x: _xp(x).sign(x), elementwise=True,
                  doc="sign(x): -1, 0 or 1 elementwise (not differentiable).")
@@ -230,7 +230,7 @@ def _abs_tangent(ts, out, x):
 
 absolute = _ufunc("abs", _abs_vjp, _abs_tangent,
                   "abs(x): elementwise |x|; VJP g * sign(x) for real x (0 at 0), g * conj(z) "
-                  "/ |z| for complex z (JAX's convention).", ufunc="absolute")
+                  "/ |z| for complex z (JAX's convention).", ufunc="absolute", inexact=False)
 
 
 # --- complex parts ------------------------------------------------------------------------

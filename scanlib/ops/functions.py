@@ -18,6 +18,7 @@ from .. import backends
 from ..tape import Tensor, is_differentiable_dtype
 from . import elementwise as ew
 from .linalg import einsum_p, matmul_p, parse_einsum, vdot_p
+from .primitive import inexact_dtype
 from .structural import (broadcast_to_p, concatenate_p, getitem, max_p, min_p, normalize_axis,
                          reshape_p, stack_p, sum_p, sum_to, transpose_p)
 
@@ -201,12 +202,20 @@ def relu(x: ArrayLike) -> Tensor:
     return ew.where(ew.greater(x, 0), x, ew.stop_gradient(ew.maximum(x, 0)))
 
 
+def as_inexact(x: ArrayLike) -> Tensor:
+    """x as a Tensor of an inexact dtype, as JAX's promote_dtypes_inexact: bools and integers
+    of up to 32 bits become float32, 64-bit integers float64; floats and complex stay."""
+    x = as_tensor(x)
+    return ew.astype(x, dtype=inexact_dtype(x.dtype)) if x.dtype.kind in "biu" else x
+
+
 def softplus(x: ArrayLike) -> Tensor:
     """log(1 + exp(x)), computed without overflow, as jax.nn.softplus.
 
     x + log1p(exp(-x)) for x > 0, else log1p(exp(x)): each piece is smooth at 0 (so the second
     derivative there is 1/4), and each sees only the x of its side (the other gets 0), so
-    neither overflows nor sends nan back. Integers and bools compute in float64.
+    neither overflows nor sends nan back. Integers and bools compute in floating point
+    (`as_inexact`).
 
     >>> sl.softplus(sl.tensor([-1000.0, 0.0, 1000.0]))
     """
@@ -214,8 +223,7 @@ def softplus(x: ArrayLike) -> Tensor:
     if x.dtype.kind == "c":
         raise TypeError(f"softplus: got complex input ({x.dtype}); it is defined here for real "
                         "numbers only. Apply it to the real part or the magnitude.")
-    if x.dtype.kind in "biu":
-        x = ew.astype(x, dtype=np.dtype(np.float64))
+    x = as_inexact(x)
     positive = ew.greater(x, 0)
     above = ew.where(positive, x, 0.0)
     below = ew.where(positive, 0.0, x)
@@ -251,8 +259,11 @@ def sum(x: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Tensor:
 
 
 def mean(x: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Tensor:
-    """Mean over axis (an int, a tuple, or None for all axes)."""
+    """Mean over axis (an int, a tuple, or None for all axes). Integers are averaged in
+    floating point, in float32 for int32 as JAX does (`inexact_dtype`)."""
     x = as_tensor(x)
+    if x.dtype.kind in "biu":
+        x = ew.astype(x, dtype=inexact_dtype(x.dtype))
     axes = normalize_axis(axis, x.ndim)
     count = x.size if axes is None else int(np.prod([x.shape[a] for a in axes]))
     return ew.div(sum_p(x, axis=axes, keepdims=bool(keepdims)), float(count))
@@ -276,7 +287,7 @@ def min(x: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Tensor:
 
 def logsumexp(x: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Tensor:
     """log(sum(exp(x))) along axis, stable for large values."""
-    x = as_tensor(x)
+    x = as_inexact(x)
     axes = normalize_axis(axis, x.ndim)
     m = ew.stop_gradient(max_p(x, axis=axes, keepdims=True))
     m = ew.where(ew.isfinite(m), m, 0.0)  # all -inf: keep -inf, not nan

@@ -5,8 +5,9 @@ xlogy / xlog1py with JAX's derivatives. Public as scanlib.scipy.special.
 Numerics for whole arrays on the data's backend: the argument is shifted up by the recurrence
 (Gamma(x + 1) = x Gamma(x)) until the asymptotic (Stirling) series is accurate, and negative
 arguments are reflected. Float16/float32 inputs compute in float64 and are rounded once;
-integers and bools compute in float64, as scipy.special does. Edge values are JAX's:
-gammaln is +inf at the poles (0, -1, -2, ...) and at -inf; digamma is nan at the poles.
+integers and bools compute in float64 and give JAX's float dtype for them (float32 for int32).
+Edge values are JAX's: gammaln is +inf at the poles (0, -1, -2, ...) and at -inf; digamma is
+nan at the poles.
 None has a numba rule: a numba scan whose step computes one runs as the NumPy loop, with a
 NumbaFallbackWarning.
 
@@ -22,7 +23,7 @@ import numpy as np
 from .. import backends
 from ..tape import Tensor
 from . import elementwise as ew
-from .primitive import Primitive
+from .primitive import Primitive, inexact_dtype
 
 __all__: list[str] = []  # public as scanlib.scipy.special
 
@@ -38,12 +39,13 @@ def _xp(*a):
 
 
 def _compute_dtype(x):
-    """The dtype the result has: the float dtype of x, float64 for integers and bools."""
+    """The dtype the result has: the float dtype of x, JAX's float for integers and bools
+    (`inexact_dtype`: float32 for int32)."""
     dt = np.dtype(x.dtype) if hasattr(x, "dtype") else np.asarray(x).dtype
     if dt.kind == "c":
         raise TypeError(f"got complex input ({dt}); gammaln, digamma and polygamma are "
                         "defined here for real numbers only")
-    return dt if dt.kind == "f" else np.dtype(np.float64)
+    return inexact_dtype(dt)
 
 
 def _shift_count(xp, x):
@@ -156,12 +158,13 @@ def _polygamma_impl(x, n):
 
 
 gammaln_p = Primitive("gammaln", _in_float64(_gammaln64),
-                      lambda g, out, x: (ew.mul(g, digamma_p(x)),), elementwise=True)
+                      lambda g, out, x: (ew.mul(g, digamma_p(x)),), elementwise=True, inexact=True)
 digamma_p = Primitive("digamma", _in_float64(lambda x, xp: _polygamma64(0, x, xp)),
-                      lambda g, out, x: (ew.mul(g, polygamma_p(x, n=1)),), elementwise=True)
+                      lambda g, out, x: (ew.mul(g, polygamma_p(x, n=1)),), elementwise=True,
+                      inexact=True)
 polygamma_p = Primitive("polygamma", _polygamma_impl,
                         lambda g, out, x, n: (ew.mul(g, polygamma_p(x, n=n + 1)),),
-                        elementwise=True)
+                        elementwise=True, inexact=True)
 
 
 # --- xlogy and xlog1py: 0 where x == 0, with JAX's derivatives (log(y) and x / y) ------------
@@ -187,9 +190,9 @@ xlogy_p = Primitive(
     "xlogy", _xlogy_impl,
     lambda g, out, x, y: (ew.mul(g, ew.log(y)) if _is_tensor(x) else None,
                           ew.mul(g, ew.div(x, y)) if _is_tensor(y) else None),
-    elementwise=True)
+    elementwise=True, inexact=True)
 xlog1py_p = Primitive(
     "xlog1py", _xlog1py_impl,
     lambda g, out, x, y: (ew.mul(g, ew.log1p(y)) if _is_tensor(x) else None,
                           ew.mul(g, ew.div(x, ew.add(y, 1.0))) if _is_tensor(y) else None),
-    elementwise=True)
+    elementwise=True, inexact=True)

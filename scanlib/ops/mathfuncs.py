@@ -21,7 +21,7 @@ from . import elementwise as ew
 from .arrays import diff
 from .functions import as_tensor, concatenate, getitem
 from .named import isposinf
-from .primitive import Primitive
+from .primitive import Primitive, inexact_dtype
 from .reductions import cumsum
 from .special import ceil, floor, floor_divide, isnan, logaddexp, remainder
 
@@ -42,7 +42,8 @@ def _xp(*a):
 
 def _real(name, x, inexact=True):
     """x as a Tensor (a Python number stays a number, keeping its weak type), real, and of a
-    float dtype where `inexact` (bools and integers become float64, as sl.mean makes them)."""
+    float dtype where `inexact` (bools and integers become `inexact_dtype`'s float, as in
+    sl.mean: float32 for int32)."""
     if isinstance(x, _NUMBER):
         return float(x) if inexact else x
     x = as_tensor(x)
@@ -50,7 +51,7 @@ def _real(name, x, inexact=True):
         raise TypeError(f"{name}: got complex input ({x.dtype}); {name} is defined for real "
                         "numbers. Apply it to the real part or the magnitude (sl.abs).")
     if inexact and x.dtype.kind in "biu":
-        x = ew.astype(x, dtype=np.dtype(np.float64))
+        x = ew.astype(x, dtype=inexact_dtype(x.dtype))
     return x
 
 
@@ -151,7 +152,7 @@ def _sinc_maclaurin_vjp(g, out, x, k):
 sinc_maclaurin_p = Primitive(
     "sinc_maclaurin",
     lambda x, k: x * 0 + (0 if k % 2 else (-1) ** (k // 2) / (k + 1)),
-    _sinc_maclaurin_vjp, elementwise=True,
+    _sinc_maclaurin_vjp, elementwise=True, inexact=True,
     tangent=lambda ts, out, x, k: ew.mul(ts[0], sinc_maclaurin_p(x, k=k + 1)))
 
 
@@ -181,7 +182,7 @@ def logaddexp2(x1: ArrayLike, x2: ArrayLike) -> Tensor:
 
 
 def float_power(x1: ArrayLike, x2: ArrayLike) -> Tensor:
-    """Elementwise x1 ** x2 computed in a float dtype (integers become float64), as
+    """Elementwise x1 ** x2 computed in a float dtype (int32 becomes float32, int64 float64), as
     jnp.float_power (float32 stays float32 there, where numpy.float_power gives float64).
 
     >>> sl.float_power(sl.tensor([2, 3]), -1)
@@ -190,7 +191,7 @@ def float_power(x1: ArrayLike, x2: ArrayLike) -> Tensor:
 
 
 def fabs(x: ArrayLike) -> Tensor:
-    """Elementwise |x| in a float dtype (integers become float64), as jnp.fabs.
+    """Elementwise |x| in a float dtype (int32 becomes float32, int64 float64), as jnp.fabs.
 
     >>> sl.fabs(sl.tensor([-1, 2]))
     """
@@ -236,7 +237,7 @@ def signbit(x: ArrayLike) -> Tensor:
 nextafter_p = Primitive(
     "nextafter", lambda x, y: _xp(x, y).nextafter(x, y),
     lambda g, out, x, y: (g if isinstance(x, Tensor) else None, None),
-    elementwise=True, ufunc="nextafter")
+    elementwise=True, inexact=True, ufunc="nextafter")
 
 
 def nextafter(x1: ArrayLike, x2: ArrayLike) -> Tensor:
@@ -274,7 +275,7 @@ ldexp_p = Primitive(
     elementwise=True, promote=False)  # e is an integer exponent, not a value to promote
 frexp_mantissa_p = Primitive(
     "frexp_mantissa", lambda x: _frexp_impl(x)[0],
-    lambda g, out, x: (ldexp_p(g, ew.neg(frexp_exponent_p(x))),), elementwise=True)
+    lambda g, out, x: (ldexp_p(g, ew.neg(frexp_exponent_p(x))),), elementwise=True, inexact=True)
 
 
 def frexp(x: ArrayLike) -> tuple[Tensor, Tensor]:
@@ -387,9 +388,9 @@ def _i1_vjp(g, out, x):
 
 
 i0_p = Primitive("i0", lambda x: _bessel_series(x, 0),
-                 lambda g, out, x: (ew.mul(g, i1_p(x)),), elementwise=True,
+                 lambda g, out, x: (ew.mul(g, i1_p(x)),), elementwise=True, inexact=True,
                  tangent=lambda ts, out, x: ew.mul(ts[0], i1_p(x)))
-i1_p = Primitive("i1", lambda x: _bessel_series(x, 1), _i1_vjp, elementwise=True,
+i1_p = Primitive("i1", lambda x: _bessel_series(x, 1), _i1_vjp, elementwise=True, inexact=True,
                  tangent=lambda ts, out, x: _i1_vjp(ts[0], out, x)[0])
 
 
@@ -419,7 +420,7 @@ def unwrap(p: ArrayLike, discont: float | None = None, axis: int = -1,
         raise ValueError("unwrap: p must have at least one dimension, got a 0-d tensor")
     if p.shape[axis] == 0:
         return p
-    if p.dtype.kind in "biu":
+    if p.dtype.kind in "biu":  # float64 even for int32, as jnp.unwrap
         p = ew.astype(p, dtype=np.dtype(np.float64))
     half = period / 2
     discont = half if discont is None else discont

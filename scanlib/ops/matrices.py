@@ -307,14 +307,13 @@ def norm(x, ord=None, axis=None, keepdims=False):
     """A vector or matrix norm, as numpy.linalg.norm.
 
     Vector norms of any order, and the Frobenius, nuclear, 1, -1, 2, -2, inf and -inf matrix
-    norms (the nuclear and 2-norms from svd's singular values). Integers are taken as
-    float64. The gradient of a 2-norm (or Frobenius norm) at 0 is 0, a subgradient.
+    norms (the nuclear and 2-norms from svd's singular values). Integers are taken as floats
+    (float32 for int32, as in JAX). The gradient of a 2-norm (or Frobenius norm) at 0 is 0, a
+    subgradient.
 
     >>> sl.linalg.norm(sl.tensor([3.0, 4.0]))
     """
-    x = F.as_tensor(x)
-    if np.dtype(x.dtype).kind in "biu":  # NumPy computes the norm of integers in float64
-        x = ew.astype(x, dtype=np.dtype(np.float64))
+    x = F.as_inexact(x)
     if axis is None:
         if ord is None:
             out = _sqrt_at_zero_is_zero(F.sum(_abs_squared(x), axis=None, keepdims=True))

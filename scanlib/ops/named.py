@@ -16,8 +16,8 @@ from ..tape import Tensor
 from . import elementwise as ew
 from . import reductions
 from .arrays import moveaxis
-from .functions import (as_tensor, broadcast_to, reshape, stack, sum, swapaxes, tensor, transpose,
-                        zeros)
+from .functions import (as_inexact, as_tensor, broadcast_to, reshape, stack, sum, swapaxes,
+                        tensor, transpose, zeros)
 from .matrices import eye, tensordot
 from .primitive import result_type
 from .special import isnan
@@ -423,17 +423,12 @@ def isneginf(x: ArrayLike) -> Tensor:
     return ew.equal(as_tensor(x), -np.inf)
 
 
-def _floating(x):
-    x = as_tensor(x)
-    return ew.astype(x, dtype=np.dtype(np.float64)) if x.dtype.kind in "biu" else x
-
-
 def exp2(x: ArrayLike) -> Tensor:
-    """Elementwise 2 ** x, as jnp.exp2 (integers compute in float64).
+    """Elementwise 2 ** x, as jnp.exp2 (int32 computes in float32, int64 in float64).
 
     >>> sl.exp2(sl.tensor([0.0, 3.0, -1.0]))
     """
-    return ew.power(2.0, _floating(x))
+    return ew.power(2.0, as_inexact(x))
 
 
 def deg2rad(x: ArrayLike) -> Tensor:
@@ -441,7 +436,7 @@ def deg2rad(x: ArrayLike) -> Tensor:
 
     >>> sl.deg2rad(sl.tensor([180.0, 90.0]))
     """
-    return ew.mul(_floating(x), np.pi / 180)
+    return ew.mul(as_inexact(x), np.pi / 180)
 
 
 def rad2deg(x: ArrayLike) -> Tensor:
@@ -449,7 +444,7 @@ def rad2deg(x: ArrayLike) -> Tensor:
 
     >>> sl.rad2deg(sl.tensor([np.pi, np.pi / 2]))
     """
-    return ew.mul(_floating(x), 180 / np.pi)
+    return ew.mul(as_inexact(x), 180 / np.pi)
 
 
 def nansum(a: ArrayLike, axis: Any = None, keepdims: bool = False) -> Tensor:
@@ -468,7 +463,7 @@ def nanmean(a: ArrayLike, axis: Any = None, keepdims: bool = False) -> Tensor:
 
     >>> sl.nanmean(sl.tensor([1.0, np.nan, 2.0]))
     """
-    a = _floating(a)
+    a = as_inexact(a)
     count = sum(ew.logical_not(isnan(a)), axis, keepdims)
     real = np.empty(0, a.dtype).real.dtype
     with np.errstate(invalid="ignore", divide="ignore"):

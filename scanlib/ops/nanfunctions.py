@@ -14,11 +14,10 @@ import numpy as np
 
 from ..tape import Tensor
 from . import elementwise as ew
-from .functions import as_tensor, max, min, sum
+from .functions import as_inexact, as_tensor, max, min, sum
 from .named import nanmean
 from .reductions import all, argmax, argmin, cumprod, cumsum, prod
 from .special import isnan
-from .statistics import floating
 
 if TYPE_CHECKING:
     from ..tape.types import ArrayLike, Axis, DTypeLike
@@ -69,11 +68,11 @@ def nanprod(a: ArrayLike, axis: Axis = None, keepdims: bool = False, *,
 def nanvar(a: ArrayLike, axis: Axis = None, ddof: int = 0, keepdims: bool = False) -> Tensor:
     """Variance over axis of the elements that are not nan, sum((a - nanmean)**2) / (n - ddof)
     with n their count, as jnp.nanvar: nan where n - ddof <= 0 (and so for a slice of nans).
-    Integers compute in float64.
+    Integers compute in float (float32 for int32, as JAX).
 
     >>> sl.nanvar(sl.tensor([1.0, np.nan, 3.0]))
     """
-    a = floating(a)
+    a = as_inexact(a)
     if a.dtype.kind == "c":
         raise TypeError(f"nanvar/nanstd of complex input ({a.dtype}) is not supported; take "
                         "nanvar of the real and imaginary parts and add them.")

@@ -41,7 +41,7 @@ def gelu(x: ArrayLike, approximate: bool = True) -> Tensor:
 
     >>> sl.gelu(sl.tensor([-1.0, 0.0, 1.0])), sl.gelu(sl.tensor([1.0]), approximate=False)
     """
-    x = F.as_tensor(x)
+    x = F.as_inexact(x)
     if approximate:
         inner = ew.mul(ew.add(x, ew.mul(ew.mul(ew.mul(x, x), x), 0.044715)), _SQRT_2_OVER_PI)
         return ew.mul(x, ew.mul(ew.add(ew.tanh(inner), 1.0), 0.5))
@@ -64,6 +64,7 @@ def elu(x: ArrayLike, alpha: float = 1.0) -> Tensor:
 
     >>> sl.elu(sl.tensor([-1.0, 0.0, 2.0]))
     """
+    x = F.as_inexact(x)
     positive = ew.greater(x, 0)
     safe = ew.where(positive, 0.0, x)  # expm1 of large positive x would overflow unused
     return ew.where(positive, x, ew.mul(expm1(safe), alpha))
@@ -82,6 +83,7 @@ def celu(x: ArrayLike, alpha: float = 1.0) -> Tensor:
 
     >>> sl.celu(sl.tensor([-1.0, 0.0, 2.0]))
     """
+    x = F.as_inexact(x)
     return ew.add(ew.maximum(x, 0.0), ew.mul(expm1(ew.div(ew.minimum(x, 0.0), alpha)), alpha))
 
 
@@ -106,6 +108,7 @@ def softsign(x: ArrayLike) -> Tensor:
 
     >>> sl.softsign(sl.tensor([-3.0, 0.0, 1.0]))
     """
+    x = F.as_inexact(x)
     return ew.div(x, ew.add(ew.absolute(x), 1.0))
 
 
@@ -142,7 +145,7 @@ def log_softmax(x: ArrayLike, axis: Axis = -1) -> Tensor:
 
     >>> sl.log_softmax(sl.tensor([1000.0, 1000.0]))
     """
-    x = F.as_tensor(x)
+    x = F.as_inexact(x)
     axes = normalize_axis(axis, x.ndim)
     shifted = ew.sub(x, ew.stop_gradient(max_p(x, axis=axes, keepdims=True)))
     return ew.sub(shifted, ew.log(sum_p(ew.exp(shifted), axis=axes, keepdims=True)))

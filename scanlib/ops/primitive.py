@@ -75,6 +75,11 @@ class Primitive:
     float32 to float64. Python numbers stay weak, as in both. Elementwise primitives default
     to True; others promote nothing unless they say so (matmul, concatenate).
 
+    `inexact`: the primitive computes in floating point (sqrt, exp, true division, ...): where
+    its inputs combine into an integer or bool dtype, they are cast first to JAX's float for
+    it, float32 for types of 32 bits or fewer and float64 for 64-bit ones, where NumPy would
+    compute int32 in float64 and int8 or bool in float16 (`inexact_dtype`).
+
     `effect`: the primitive is run for what it does, not for its result (debug printing):
     dead-code elimination keeps its equations (graph.used_vars), and a loop runs them at every
     step, never once for all steps.
@@ -88,7 +93,8 @@ class Primitive:
                  doc=None, *, elementwise=False, batch=None, ufunc=None, out_impl=None,
                  view=False, inline=None, prune=None, reach=None, multilinear=False,
                  linear=False, tangent=None, jvp=None, vmap=None, vmap_flags=None,
-                 bind_recorded=None, rebinding=None, effect=False, promote=None):
+                 bind_recorded=None, rebinding=None, effect=False, promote=None,
+                 inexact=False):
         self.name = self.__name__ = self.__qualname__ = name
         if doc:
             self.__doc__ = doc
@@ -108,6 +114,7 @@ class Primitive:
         self.bind_recorded, self.rebinding = bind_recorded, rebinding
         self.effect = effect
         self.promote = elementwise if promote is None else promote
+        self.inexact = inexact
 
     def __call__(self, *args, **params):
         return bind(self, *args, **params)
@@ -298,8 +305,42 @@ def _promoted(positions, args):
     return args
 
 
+def inexact_dtype(dtype) -> np.dtype:
+    """The float dtype JAX computes a float function of `dtype` in: itself when inexact,
+    float32 for integers and bools of 32 bits or fewer, float64 for 64-bit integers."""
+    dtype = np.dtype(dtype)
+    if dtype.kind in "fc":
+        return dtype
+    return np.dtype(np.float32 if dtype.itemsize <= 4 else np.float64)
+
+
+def _as_inexact(args):
+    """args of a float function, with integer and bool arrays cast to the float JAX computes
+    it in, when the args combine into an integer type (int32 / 2 is float32). Once a float
+    array or a Python float is among them, the promotion rules decide as for any op."""
+    dtypes = []
+    for a in args:
+        dtype = getattr(a, "dtype", None)
+        if dtype is None:
+            if type(a) is float or type(a) is complex:
+                return args
+        elif dtype.kind in "fc":
+            return args
+        else:
+            dtypes.append(dtype)
+    if not dtypes:  # Python numbers alone: NumPy's float64, as JAX's default float
+        return args
+    target = inexact_dtype(np.result_type(*dtypes, *[a for a in args if type(a) in _WEAK]))
+    from .elementwise import astype  # elementwise imports this module
+
+    return [astype(a, dtype=target) if getattr(a, "dtype", None) is not None else a
+            for a in args]
+
+
 def bind(prim, *args, **params):
     """Apply `prim` to args (Tensors, arrays or Python scalars)."""
+    if prim.inexact:
+        args = _as_inexact(args)
     promote = prim.promote
     if promote and len(args) > 1:
         if promote is True:

@@ -224,10 +224,10 @@ def _erfinv_vjp(g, out, x):
     return (mul(g, mul(exp(mul(out, out)), math.sqrt(math.pi) / 2)),)
 
 
-erfinv_p = Primitive("erfinv", _erfinv_impl, _erfinv_vjp, elementwise=True,
+erfinv_p = Primitive("erfinv", _erfinv_impl, _erfinv_vjp, elementwise=True, inexact=True,
                      tangent=lambda ts, out, x: None if ts[0] is None else
                      _erfinv_vjp(ts[0], out, x)[0],
                      doc="erfinv(x): the inverse error function (XLA's polynomials).")
 nextafter_p = Primitive("nextafter", lambda x, y: backends.xp_of(x).nextafter(x, y),
-                        elementwise=True,
+                        elementwise=True, inexact=True,
                         doc="nextafter(x, y): the float after x towards y (no gradient).")

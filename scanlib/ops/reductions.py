@@ -16,7 +16,7 @@ from . import batching
 from . import elementwise as ew
 from .arrays import _along, _constant, _flat, _is_one_int_axis_of_0d, _xp, _zero_d_as_1d
 from .functions import one_axis, as_tensor, concatenate, reshape, transpose
-from .primitive import Primitive
+from .primitive import Primitive, inexact_dtype
 from .structural import getitem, normalize_axis, reshape_p, sum_p
 
 if TYPE_CHECKING:
@@ -132,7 +132,8 @@ def prod(a: ArrayLike, axis: Axis = None, keepdims: bool = False, *,
 
 def var(a: ArrayLike, axis: Axis = None, ddof: int = 0, keepdims: bool = False) -> Tensor:
     """Variance over axis, sum((a - mean)**2) / (n - ddof), as numpy.var (integers give
-    float64). With n - ddof <= 0 the result is inf or nan, as in NumPy.
+    float32 for int32 and float64 for int64, as in JAX). With n - ddof <= 0 the result is inf
+    or nan, as in NumPy.
 
     >>> sl.var(sl.tensor([1.0, 2.0, 4.0]))
     """
@@ -141,7 +142,7 @@ def var(a: ArrayLike, axis: Axis = None, ddof: int = 0, keepdims: bool = False) 
         raise TypeError(f"var/std of complex input ({a.dtype}) is not supported; take "
                         "var of the real and imaginary parts and add them.")
     if a.dtype.kind not in "f":
-        a = ew.astype(a, dtype=np.dtype(np.float64))
+        a = ew.astype(a, dtype=inexact_dtype(a.dtype))
     axes = normalize_axis(axis, a.ndim)
     n = a.size if axes is None else int(np.prod([a.shape[i] for i in axes]))
     mean = ew.div(sum_p(a, axis=axes, keepdims=True), float(n))

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..tape import Tensor
 from . import elementwise as ew
-from .functions import arange, as_tensor, concatenate, full, getitem
+from .functions import arange, as_inexact, as_tensor, concatenate, full, getitem
 from .gathers import argsort, searchsorted, take
 from .mathfuncs import i0
 from .special import remainder
@@ -30,7 +30,7 @@ def _floating(x):
     x = as_tensor(x)
     if x.dtype.kind == "c":
         raise TypeError(f"interp: got complex input ({x.dtype}); interp takes real x and xp")
-    return ew.astype(x, dtype=np.dtype(np.float64)) if x.dtype.kind in "biu" else x
+    return as_inexact(x)
 
 
 def _end(value, name):

@@ -84,11 +84,12 @@ def _zeros_like(g):
     return broadcast_to_p(Tensor(_xp(g._value).zeros((), g.dtype)), shape=g.shape)
 
 
-def _unary(name, vjp, ufunc=None):
-    """A primitive computed by the array namespace's function `ufunc` (default: name)."""
+def _unary(name, vjp, ufunc=None, inexact=True):
+    """A primitive computed by the array namespace's function `ufunc` (default: name), in
+    floating point unless `inexact` is False (see Primitive)."""
     ufunc = ufunc or name
     return Primitive(name, lambda x: getattr(_xp(x), ufunc)(x), vjp, elementwise=True,
-                     ufunc=ufunc, tangent=_tangent_of(vjp))
+                     ufunc=ufunc, tangent=_tangent_of(vjp), inexact=inexact)
 
 
 def _tangent_of(vjp):
@@ -98,7 +99,7 @@ def _tangent_of(vjp):
 
 
 # --- holomorphic unary functions: VJP g * f'(x), no conjugate (JAX's convention) ------------
-square_p = _unary("square", lambda g, out, x: (ew.mul(g, ew.mul(x, 2.0)),))
+square_p = _unary("square", lambda g, out, x: (ew.mul(g, ew.mul(x, 2.0)),), inexact=False)
 expm1_p = _unary("expm1", lambda g, out, x: (ew.mul(g, ew.add(out, 1.0)),))
 log2_p = _unary("log2", lambda g, out, x: (ew.div(g, ew.mul(x, _LN2)),))
 log10_p = _unary("log10", lambda g, out, x: (ew.div(g, ew.mul(x, _LN10)),))
@@ -125,7 +126,7 @@ def _rsqrt_vjp(g, out, x):
 
 
 rsqrt_p = Primitive("rsqrt", lambda x: 1 / _xp(x).sqrt(x), _rsqrt_vjp, elementwise=True,
-                    tangent=_tangent_of(_rsqrt_vjp))
+                    inexact=True, tangent=_tangent_of(_rsqrt_vjp))
 cbrt_p = _unary("cbrt", lambda g, out, x: (ew.div(g, ew.mul(square_p(out), 3.0)),))
 
 square = _public(square_p, """Elementwise x * x.
@@ -180,8 +181,8 @@ arctanh = _public(arctanh_p, """Elementwise inverse hyperbolic tangent (real inp
 
     >>> sl.arctanh(sl.tensor([0.0, 0.5]))
     """)
-reciprocal = _public(reciprocal_p, """Elementwise 1 / x, as numpy.reciprocal (integer input
-    stays integer, as in NumPy).
+reciprocal = _public(reciprocal_p, """Elementwise 1 / x, as jnp.reciprocal: integers are
+    divided in floating point (float32 for int32), where numpy.reciprocal truncates to 0.
 
     >>> sl.reciprocal(sl.tensor([2.0, 4.0]))
     """)
@@ -204,8 +205,9 @@ def _erfc_vjp(g, out, x):
     return (ew.neg(_erf_vjp(g, out, x)[0]),)
 
 
-erf_p = Primitive("erf", erf_impl, _erf_vjp, elementwise=True, tangent=_tangent_of(_erf_vjp))
-erfc_p = Primitive("erfc", erfc_impl, _erfc_vjp, elementwise=True,
+erf_p = Primitive("erf", erf_impl, _erf_vjp, elementwise=True, inexact=True,
+                  tangent=_tangent_of(_erf_vjp))
+erfc_p = Primitive("erfc", erfc_impl, _erfc_vjp, elementwise=True, inexact=True,
                    tangent=_tangent_of(_erfc_vjp))
 erf = _public(erf_p, """The error function 2/sqrt(pi) * integral of exp(-t**2) from 0 to x, as
     jax.scipy.special.erf: below 1 ulp in float64, rounded once in float32.
@@ -243,7 +245,8 @@ def _rounding(name):
 
 
 floor_p, ceil_p, trunc_p = _rounding("floor"), _rounding("ceil"), _rounding("trunc")
-rint_p = _unary("rint", lambda g, out, x: (_zeros_like(g),))
+# rint of integers is float64 as in NumPy (and in JAX, whose rint takes its default float)
+rint_p = _unary("rint", lambda g, out, x: (_zeros_like(g),), inexact=False)
 round_p = Primitive("round", lambda x, decimals: _xp(x).around(x, decimals),
                     lambda g, out, x, decimals: (_zeros_like(g),), elementwise=True)
 
@@ -418,7 +421,7 @@ def _arctan2_vjp(g, out, y, x):
 
 
 arctan2_p = Primitive("arctan2", lambda y, x: _xp(y, x).arctan2(y, x), _arctan2_vjp,
-                      elementwise=True, ufunc="arctan2")
+                      elementwise=True, inexact=True, ufunc="arctan2")
 
 
 def _logaddexp_vjp(g, out, x, y):
@@ -439,7 +442,7 @@ def _logaddexp_vjp(g, out, x, y):
 
 
 logaddexp_p = Primitive("logaddexp", lambda x, y: _xp(x, y).logaddexp(x, y), _logaddexp_vjp,
-                        elementwise=True, ufunc="logaddexp")
+                        elementwise=True, inexact=True, ufunc="logaddexp")
 
 
 def _zero_pair(g, out, x, y):

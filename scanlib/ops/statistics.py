@@ -15,8 +15,8 @@ import numpy as np
 from ..tape import Tensor
 from . import elementwise as ew
 from .arrays import atleast_2d, moveaxis
-from .functions import (as_tensor, broadcast_to, clip, concatenate, full, matmul, max, mean, min,
-                        reshape, sum, transpose, zeros)
+from .functions import (as_inexact, as_tensor, broadcast_to, clip, concatenate, full, matmul,
+                        max, mean, min, reshape, sum, transpose, zeros)
 from .gathers import sort, take_along_axis
 from .matrices import diag
 from .reductions import any, cumprod, cumsum
@@ -31,13 +31,6 @@ if TYPE_CHECKING:
 __all__ = ["average", "quantile", "percentile", "median", "nanquantile", "nanpercentile",
            "nanmedian", "ptp", "count_nonzero", "cov", "corrcoef", "cumulative_sum",
            "cumulative_prod"]
-
-
-def floating(a: ArrayLike) -> Tensor:
-    """a as a Tensor of an inexact dtype: bools and integers become float64, as JAX's
-    promote_dtypes_inexact does with x64 (float32 stays float32)."""
-    a = as_tensor(a)
-    return ew.astype(a, dtype=np.dtype(np.float64)) if a.dtype.kind in "biu" else a
 
 
 def _axes_as_given(axis, ndim):
@@ -57,14 +50,14 @@ def average(a: ArrayLike, axis: Axis = None, weights: ArrayLike | None = None,
 
     >>> sl.average(sl.tensor([1.0, 2.0, 4.0]), weights=sl.tensor([1.0, 1.0, 2.0]))
     """
-    a = floating(a)
+    a = as_inexact(a)
     given = _axes_as_given(axis, a.ndim)
     if weights is None:
         avg = mean(a, axis, keepdims)
         n = int(np.prod([a.shape[i] for i in given]))
         total = full((), n, dtype=avg.dtype)
     else:
-        w = floating(weights)
+        w = as_inexact(weights)
         if w.shape != a.shape:
             if axis is None:
                 raise ValueError(f"average: weights of shape {w.shape} differ from a's shape "
@@ -112,7 +105,7 @@ def _quantile(a, q, axis, method, keepdims, skip_nans, name):
     if method not in _METHODS:
         raise ValueError(f"{name}: method must be one of {', '.join(map(repr, _METHODS))}, got "
                          f"{method!r}")
-    a = floating(a)
+    a = as_inexact(a)
     if a.dtype.kind == "c":
         raise TypeError(f"{name}: got complex input ({a.dtype}); quantiles of complex numbers "
                         "are not defined. Take the real part or the magnitude first.")
@@ -160,8 +153,8 @@ _QUANTILE_DOC = """{what}, as jnp.{name}: the sorted values along axis (an int, 
     None for all) are read at position q{scale} * (n - 1){nan}. `method` says how a position
     between two elements reads: 'linear' (interpolates), 'lower', 'higher', 'nearest',
     'midpoint'. q may be a number or a 1-d list (the result then has q's axis first).
-    Integers compute in float64. The gradient goes to the elements read (through the sort),
-    and to q where it is a tensor, as in JAX.
+    Integers compute in float (float32 for int32, as JAX). The gradient goes to the elements
+    read (through the sort), and to q where it is a tensor, as in JAX.
 
     >>> sl.{name}(sl.tensor([[1.0, 5.0, 2.0], [4.0, 3.0, 6.0]]), {q}, axis=1)
     """
@@ -174,7 +167,7 @@ def quantile(a: ArrayLike, q: ArrayLike, axis: Axis = None, method: str = "linea
 
 def percentile(a: ArrayLike, q: ArrayLike, axis: Axis = None, method: str = "linear",
                keepdims: bool = False) -> Tensor:
-    a = floating(a)
+    a = as_inexact(a)
     q = ew.div(_q_tensor(q, a.dtype, "percentile"), 100.0)
     return _quantile(a, q, axis, method, keepdims, False, "percentile")
 
@@ -196,7 +189,7 @@ def nanquantile(a: ArrayLike, q: ArrayLike, axis: Axis = None, method: str = "li
 
 def nanpercentile(a: ArrayLike, q: ArrayLike, axis: Axis = None, method: str = "linear",
                   keepdims: bool = False) -> Tensor:
-    a = floating(a)
+    a = as_inexact(a)
     q = ew.div(_q_tensor(q, a.dtype, "nanpercentile"), 100.0)
     return _quantile(a, q, axis, method, keepdims, True, "nanpercentile")
 
@@ -262,7 +255,7 @@ def cov(m: ArrayLike, y: ArrayLike | None = None, rowvar: bool = True, bias: boo
 
     >>> sl.cov(sl.tensor([[0.0, 1.0, 2.0], [2.0, 1.0, 0.0]]))
     """
-    m = floating(m)
+    m = as_inexact(m)
     if m.ndim > 2:
         raise ValueError(f"cov: m must have at most 2 dimensions, got shape {m.shape}")
     x = atleast_2d(m)
@@ -271,7 +264,7 @@ def cov(m: ArrayLike, y: ArrayLike | None = None, rowvar: bool = True, bias: boo
     if x.shape[0] == 0:
         return zeros((0, 0), dtype=x.dtype)
     if y is not None:
-        y = floating(y)
+        y = as_inexact(y)
         if y.ndim > 2:
             raise ValueError(f"cov: y must have at most 2 dimensions, got shape {y.shape}")
         y2 = atleast_2d(y)

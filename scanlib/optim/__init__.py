@@ -21,9 +21,9 @@ loop on AVX-512) may round b ** count 1 ulp apart.
 warmup_cosine_decay_schedule, ...) and losses (softmax_cross_entropy, l2_loss, huber_loss, ...)
 are here too, under optax's names and with its formulas.
 
-A schedule receives the step count as a Python int (so optax's own schedules work too), or,
-inside a scan body or jit, where it is traced, as a 0-d float64 Tensor (a Python int's
-arithmetic below 2**53). Bias corrections are computed in float32 for float16/float32
+A schedule receives the step count as optax gives it, a 0-d int32 Tensor: int32 arithmetic,
+and float32 from true division and float functions (as JAX, even with x64 on); its value is
+cast to each update's dtype. Bias corrections are computed in float32 for float16/float32
 parameters (then cast to the parameter's dtype), as optax does in JAX's default mode
 (jax_enable_x64 off), and in float64 for float64 ones, as it does with x64 on. Complex
 parameters are refused, and so is a mu_dtype or accumulator_dtype (the state keeps the

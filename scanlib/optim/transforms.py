@@ -117,13 +117,12 @@ def _check_state(ctx, state, where, kind):
 
 
 def _schedule_value(schedule, count: Tensor, who: str):
-    """schedule(step) as a Python float or a 0-d Tensor. The step is a Python int when the
-    count is known now; traced (inside a scan body or jit) it is the count as a float64
-    Tensor, whose arithmetic is a Python int's for counts below 2**53 (the int32 count's
-    would wrap: s * s * s at step 2000)."""
-    step = int(count.item()) if count._trace is None else count.astype(np.float64)
-    value = schedule(step)
-    at = f"at step {step}" if count._trace is None else "at a traced step"
+    """schedule(count) as a Python float or a 0-d Tensor. The schedule gets the int32 count
+    itself, as optax gives it: its arithmetic is int32's (s * s * s wraps past step 1290, as
+    in JAX), and its float functions and true division are float32 (`inexact_dtype`), so a
+    schedule's value is the float32 one optax computes, cast to each update's dtype."""
+    value = schedule(count)
+    at = f"at step {int(count.item())}" if count._trace is None else "at a traced step"
     if isinstance(value, Tensor):
         if value.ndim != 0 or np.dtype(value.dtype).kind not in "iuf":
             raise TypeError(f"{who}: the schedule must return a real scalar, but {at} it "

@@ -15,6 +15,7 @@ from ..ops import elementwise as ew
 from ..ops import gamma as _gamma
 from ..ops.functions import as_tensor, logsumexp as _logsumexp
 from ..ops.functions import sigmoid as expit
+from ..ops.primitive import inexact_dtype
 from ..ops.special import erf, erfc
 from ..ops.structural import broadcast_to_p, max_p, normalize_axis, reshape_p, sum_p
 from ..tape import Tensor
@@ -24,8 +25,8 @@ __all__ = ["expit", "logit", "erf", "erfc", "ndtr", "gammaln", "digamma", "polyg
 
 
 def _real_float(x, who):
-    """x as a Tensor of a real float dtype: integers and bools become float64 (JAX: its
-    default float), complex is refused."""
+    """x as a Tensor of a real float dtype: integers and bools become JAX's float for them
+    (float32 for int32, `inexact_dtype`), complex is refused."""
     return promote_inexact(who, x)[0]
 
 
@@ -65,13 +66,16 @@ def polygamma(n: int, x) -> Tensor:
 
 def promote_inexact(who, *args):
     """args as Tensors of one real float dtype, as JAX's promote_args_inexact: the arrays'
-    promoted dtype (NumPy's rule), float64 if that is not a float; Python numbers are weak
-    (they take the arrays' dtype, as in JAX and NumPy)."""
+    promoted dtype (NumPy's rule), JAX's float for it if that is not a float (float32 for
+    int32, float64 beside a Python float); Python numbers are weak (they take the arrays'
+    dtype, as in JAX and NumPy)."""
     strong = [np.dtype(a.dtype) for a in args if hasattr(a, "dtype")]
     dtype = np.result_type(*strong) if strong else np.dtype(np.float64)
     if dtype.kind == "c" or any(isinstance(a, complex) for a in args):
         raise TypeError(f"{who}: got complex input; it is defined here for real numbers only")
-    dtype = dtype if dtype.kind == "f" else np.dtype(np.float64)
+    if dtype.kind != "f":
+        python_float = any(type(a) is float for a in args)
+        dtype = np.dtype(np.float64) if python_float else inexact_dtype(dtype)
     out = []
     for a in args:
         a = as_tensor(a) if hasattr(a, "dtype") else Tensor(np.asarray(a, dtype))
