@@ -214,7 +214,7 @@ def while_loop(cond_fun: Callable[[PyTree], Any], body_fun: Callable[[PyTree], P
     if not traced and any(type(x) in _PYTHON_NUMBER for x in leaves):
         return _while_weak(cond_fun, body_fun, init_val, max_steps)  # dtypes settle as it runs
     init_t = [as_tensor(x) for x in leaves]
-    if traced and any(type(x) in _PYTHON_NUMBER for x in leaves):
+    if any(_weakly_typed(x) for x in leaves):  # Python numbers here only when traced
         init_t = _typed_numbers(body_fun, init_t, leaves, paths, tree)
     cond, cond_consts, body, body_consts = _trace_loop(cond_fun, body_fun, tree, init_t)
     nc = len(init_t)
@@ -275,11 +275,16 @@ def _saving_loop(cond, body, init_t, q_values, body_consts, max_steps):
 _PYTHON_NUMBER = (bool, int, float, complex)  # exact types: np.float64 is typed
 
 
+def _weakly_typed(x):
+    return type(x) in _PYTHON_NUMBER or (isinstance(x, Tensor) and x._weak)
+
+
 def _typed_numbers(body_fun, init_t, leaves, paths, tree):
     """Inside a trace the loop cannot settle a Python number's dtype as it runs (the
-    _while_weak path): give it the dtype body_fun makes of it, as scan does for its init
-    (0.0 + float32 data -> float32, which every step of the Python loop computes)."""
-    weak = [type(x) in _PYTHON_NUMBER for x in leaves]
+    _while_weak path), nor anywhere a weakly typed tensor's: give it the dtype body_fun makes
+    of it, as scan does for its init (0.0 + float32 data -> float32, which every step of the
+    Python loop computes)."""
+    weak = [_weakly_typed(x) for x in leaves]
     device = next((t.device for t, w in zip(init_t, weak) if not w),
                   getattr(current_builder(), "device", "cpu"))
     return adopt_weak_dtypes(lambda c, _: (body_fun(c), None), init_t, weak, leaves, paths, [],

@@ -15,7 +15,7 @@ import numpy as np
 from . import pytree
 from .ops import elementwise as ew
 from .ops.functions import as_tensor, concatenate, reshape
-from .ops.primitive import promote_types
+from .ops.promotion import promote_types
 from .tape import Tensor
 
 __all__ = ["ravel_pytree"]

@@ -343,6 +343,7 @@ class _Signature:
         # arrays: the traced leaves' values; callers: those that are the caller's own arrays
         # eager: None, or (reason, where) when f must run itself (Jitted._fall_back)
         self.arrays, self.callers, self.eager = [], [], None
+        self.weak = set()  # positions in arrays of weakly typed tensors (part of the key)
         self._dynamic = dynamic
         leaf_keys, devices = [], set()
         for i, leaf in enumerate(leaves):
@@ -360,6 +361,9 @@ class _Signature:
                 value = leaf._value
                 if isinstance(value, np.generic):  # a 0-d result of NumPy: a 0-d array
                     value = np.asarray(value)
+                if leaf._weak:
+                    self.weak.add(len(self.arrays))
+                    leaf_keys.append("weak")
             elif backends.is_array(leaf):
                 if isinstance(leaf, np.ma.MaskedArray):
                     path = pytree.flatten_with_paths(dynamic, "args")[0][i]
@@ -485,9 +489,10 @@ class Trace:
             return fun(*args, **kwargs)
 
         name = getattr(fun, "__name__", "f").replace("<lambda>", "f")
-        self.graph, self.out_tree, _ = trace_function(
+        self.graph, self.out_tree, out_leaves = trace_function(
             flat, sig.avals, flat_tree, device=sig.device, name=name,
-            const_names=closure_names(fun))
+            const_names=closure_names(fun), weak=sig.weak)
+        self._weak_out = [i for i, t in enumerate(out_leaves) if type(t) is Tensor and t._weak]
         for v in self.graph.outvars:
             if isinstance(v, Literal) and not (backends.is_array(v.value)
                                                or isinstance(v.value, _PY_SCALARS)):
@@ -528,6 +533,8 @@ class Trace:
             outs = _not_sharing(outs, callers, self._const_roots)
         leaves = [Tensor(o) if not isinstance(v, Literal) else Tensor(o.copy())
                   if backends.is_array(o) else o for v, o in zip(self.graph.outvars, outs)]
+        for i in self._weak_out:  # weakly typed as f's own result would be
+            leaves[i]._weak = True
         return pytree.unflatten(self.out_tree, leaves)
 
 

@@ -64,11 +64,12 @@ def _cell_full(cell):
 
 
 def trace_function(fn, in_avals, in_tree, *, device="cpu", hints=None, name="f",
-                   split_args=False, const_names=None, interpret=False):
+                   split_args=False, const_names=None, interpret=False, weak=()):
     """Run fn once on traced inputs with the given (shape, dtype) and record a Graph.
 
     Returns (graph, out_treedef, out_leaves) where out_leaves are the traced outputs (tracers
-    or outside values the function returned unchanged).
+    or outside values the function returned unchanged). The inputs at positions in `weak`
+    are weakly typed (JAX's weak types, ops/primitive.py).
     """
     builder = GraphBuilder(device)
     builder.const_names = const_names if const_names is not None else closure_names(fn)
@@ -77,6 +78,8 @@ def trace_function(fn, in_avals, in_tree, *, device="cpu", hints=None, name="f",
     with tracing(builder):
         tracers = [builder.new_input(shape, dtype, hint)
                    for (shape, dtype), hint in zip(in_avals, hints)]
+        for i in weak:
+            tracers[i]._weak = True
         args = pytree.unflatten(in_tree, tracers)
         out = fn(*args) if split_args else fn(args)
         out_leaves, out_tree = pytree.flatten(out)

@@ -8,7 +8,7 @@ import scanlib as sl
 import scanlib.nn as snn
 import scanlib.numpy as jnp
 import scanlib.scipy.special as sps
-from scanlib.ops.primitive import inexact_dtype
+from scanlib.ops.promotion import inexact_dtype
 
 from opcheck import jax_x64
 

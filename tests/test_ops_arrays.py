@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import scanlib as sl
-from scanlib.ops.primitive import inexact_dtype
+from scanlib.ops.promotion import inexact_dtype
 from scanlib.testing import check_grads
 
 from opcheck import D, N, P, case, table_tests

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import scanlib as sl
-from scanlib.ops.primitive import inexact_dtype
+from scanlib.ops.promotion import inexact_dtype
 
 from opcheck import A, N, P, U, case, table_tests
 

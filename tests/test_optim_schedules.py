@@ -64,13 +64,7 @@ def test_schedule_of_a_traced_step_equals_the_python_step(name):
                                atol=1e-18)
 
 
-WEAK_COSINE = pytest.mark.xfail(strict=True, reason="the warmup's float32 rate and the cosine's "
-                                "weakly typed float64 one meet in a where: JAX's result is "
-                                "float32, scanlib's float64 (no weakly typed arrays yet)")
-
-
-@pytest.mark.parametrize("name", ["exponential", "cosine",
-                                  pytest.param("warmup_cosine", marks=WEAK_COSINE), "piecewise"])
+@pytest.mark.parametrize("name", ["exponential", "cosine", "warmup_cosine", "piecewise"])
 def test_schedule_as_adams_learning_rate_matches_optax(name):
     optax = pytest.importorskip("optax")
     jax = pytest.importorskip("jax")
@@ -239,9 +233,6 @@ def _training_program(jax, jnp, optax, tree_util, ravel_pytree, special, X, Y, p
     return losses, flat, special.logsumexp(flat), unravel(flat * 2)["b"]
 
 
-@pytest.mark.xfail(strict=True, reason="optax's cosine decay is weakly typed float64, which "
-                   "join_schedules' where brings down to the warmup's float32: scanlib has no "
-                   "weakly typed arrays yet")
 def test_a_jax_training_program_ports_by_its_imports():
     optax = pytest.importorskip("optax")
     jax = pytest.importorskip("jax")
@@ -258,7 +249,8 @@ def test_a_jax_training_program_ports_by_its_imports():
         want = jax.tree.map(np.asarray, want)
     got = _training_program(sl, sl, sl.optim, sl.tree_util, sl.flatten_util.ravel_pytree,
                             sl.scipy.special, X, Y, {k: sl.tensor(v) for k, v in p0.items()})
-    # both step counts are int32: the warmup's division is float32, the cosine float64
+    # both step counts are int32: the warmup's division is float32, and the cosine's weakly
+    # typed float64 yields to it in join_schedules' where
     np.testing.assert_allclose([float(v) for v in got[0]], want[0], rtol=1e-12)
     for g, w in zip(got[1:], want[1:]):
         np.testing.assert_allclose(g.numpy(), w, rtol=1e-12, atol=1e-14)

@@ -15,11 +15,7 @@ RTOL, ATOL = 1e-10, 1e-12
 
 # name -> why the program does not agree with JAX yet (each one an xfail(strict=True), so that
 # the entry goes once it does)
-KNOWN_FAILURES = {
-    "gru_lstm": "optax's warmup-cosine schedule joins the warmup's float32 rate with the "
-                "cosine's weakly typed float64 one in a where, which JAX brings down to "
-                "float32; scanlib has no weakly typed arrays yet, so its rate is float64",
-}
+KNOWN_FAILURES: dict[str, str] = {}  # name -> why it does not agree with JAX yet
 
 
 def _programs():

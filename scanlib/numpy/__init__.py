@@ -45,7 +45,7 @@ from ..ops import (append, array_equal, array_equiv, array_split, atleast_3d, ca
                    rollaxis, rot90, trapezoid, tri, tril_indices, tril_indices_from, triu_indices,
                    triu_indices_from, unravel_index, vander, vsplit)
 from ..ops import (bartlett, blackman, hamming, hanning, interp, kaiser)
-from ..ops.primitive import promote_types  # JAX's rule, which the ops follow
+from ..ops.promotion import promote_types  # JAX's rule, which the ops follow
 from ..tape import Tensor as ndarray
 from . import fft, linalg
 

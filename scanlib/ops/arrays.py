@@ -19,7 +19,7 @@ from .. import backends
 from ..tape import Tensor
 from . import elementwise as ew
 from .functions import one_axis, as_tensor, concatenate, transpose
-from .primitive import inexact_dtype
+from .promotion import inexact_dtype
 from .structural import broadcast_to_p, getitem, normalize_axis, reshape_p, split_p
 
 if TYPE_CHECKING:

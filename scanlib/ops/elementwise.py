@@ -363,7 +363,7 @@ checkpoint_name_p = Primitive(  # scanlib.checkpoint_name (remat.py) binds it
     doc="checkpoint_name(x, name): x, marked for a saving policy.")
 astype = Primitive("astype", lambda x, dtype: x.astype(dtype, copy=False),
                    lambda g, out, x, dtype: (g,),  # the walk casts g back to x's dtype
-                   elementwise=True, linear=True)
+                   elementwise=True, linear=True, keeps_weak=False)
 
 
 def _device_put_impl(x, device):

@@ -18,7 +18,7 @@ from .. import backends
 from ..tape import Tensor, is_differentiable_dtype
 from . import elementwise as ew
 from .linalg import einsum_p, matmul_p, parse_einsum, vdot_p
-from .primitive import inexact_dtype
+from .promotion import inexact_dtype
 from .structural import (broadcast_to_p, concatenate_p, getitem, max_p, min_p, normalize_axis,
                          reshape_p, stack_p, sum_p, sum_to, transpose_p)
 

@@ -23,7 +23,8 @@ import numpy as np
 from .. import backends
 from ..tape import Tensor
 from . import elementwise as ew
-from .primitive import Primitive, inexact_dtype
+from .primitive import Primitive
+from .promotion import inexact_dtype
 
 __all__: list[str] = []  # public as scanlib.scipy.special
 

@@ -21,7 +21,8 @@ from . import elementwise as ew
 from .arrays import diff
 from .functions import as_tensor, concatenate, getitem
 from .named import isposinf
-from .primitive import Primitive, inexact_dtype
+from .primitive import Primitive
+from .promotion import inexact_dtype
 from .reductions import cumsum
 from .special import ceil, floor, floor_divide, isnan, logaddexp, remainder
 

@@ -38,7 +38,9 @@ def _to(self, device):
 
 def _astype(self, dtype):
     dtype = np.dtype(dtype)
-    return self if dtype == self.dtype else ew.astype(self, dtype=dtype)
+    if dtype == self.dtype and not self._weak:
+        return self
+    return ew.astype(self, dtype=dtype)  # of a weakly typed tensor: a typed one, as in JAX
 
 
 def _format(self, spec):

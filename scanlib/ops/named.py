@@ -19,7 +19,7 @@ from .arrays import moveaxis
 from .functions import (as_inexact, as_tensor, broadcast_to, reshape, stack, sum, swapaxes,
                         tensor, transpose, zeros)
 from .matrices import eye, tensordot
-from .primitive import result_type
+from .promotion import result_type
 from .special import isnan
 
 if TYPE_CHECKING:
@@ -166,7 +166,10 @@ def _from_parts(obj, dtype):
             # JAX's promotion, Python numbers weak: [x_f32, 2.0] and [x_f32, i_int32] are float32
             dtype = result_type(*leaves)
         return _stacked(obj, np.dtype(dtype))
-    return tensor(obj, dtype=dtype)
+    out = tensor(obj, dtype=dtype)
+    if dtype is None and type(obj) in (int, float, complex):
+        out._weak = True  # as JAX's: beside a typed array it takes that array's dtype
+    return out
 
 
 def array(object: ArrayLike, dtype: DTypeLike = None, copy: bool = True,

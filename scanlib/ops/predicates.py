@@ -13,7 +13,7 @@ import numpy as np
 
 from ..tape import Tensor
 from . import elementwise as ew
-from . import primitive
+from . import promotion
 from .functions import as_tensor, tensor
 from .reductions import all as all_of
 from .special import isnan
@@ -141,4 +141,4 @@ def result_type(*arrays_and_dtypes: Any) -> np.dtype:
 
     >>> sl.result_type(np.float32, np.int64)
     """
-    return primitive.result_type(*arrays_and_dtypes)
+    return promotion.result_type(*arrays_and_dtypes)

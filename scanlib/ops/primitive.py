@@ -8,7 +8,6 @@ Imports backends and tape.
 
 from __future__ import annotations
 
-import functools
 import inspect
 
 import numpy as np
@@ -19,6 +18,8 @@ from ..tape.graph import escaped_tracer_error
 from . import batching
 from ..tape.state import STATE as _STATE
 from ..tape.tensor import is_differentiable_dtype
+from .promotion import (alike, as_inexact_args, lists_as_tensors, marked_weak, promoted,
+                        weak_rank)
 
 
 class Primitive:
@@ -80,6 +81,12 @@ class Primitive:
     it, float32 for types of 32 bits or fewer and float64 for 64-bit ones, where NumPy would
     compute int32 in float64 and int8 or bool in float16 (`inexact_dtype`).
 
+    `keeps_weak`: whether a result may be weakly typed (JAX's weak types): it is when an
+    operand is a Python number or a weakly typed tensor (`jnp.array(0.5)`, `jnp.sqrt(2.0)`)
+    whose kind (bool < integer < float < complex) is above every typed operand's. A weakly
+    typed operand beside typed ones takes their dtype where it can hold its kind, as a Python
+    number does (float32 data times `jnp.array(0.5)` is float32). astype's result is typed.
+
     `effect`: the primitive is run for what it does, not for its result (debug printing):
     dead-code elimination keeps its equations (graph.used_vars), and a loop runs them at every
     step, never once for all steps.
@@ -94,7 +101,7 @@ class Primitive:
                  view=False, inline=None, prune=None, reach=None, multilinear=False,
                  linear=False, tangent=None, jvp=None, vmap=None, vmap_flags=None,
                  bind_recorded=None, rebinding=None, effect=False, promote=None,
-                 inexact=False):
+                 inexact=False, keeps_weak=True):
         self.name = self.__name__ = self.__qualname__ = name
         if doc:
             self.__doc__ = doc
@@ -115,6 +122,7 @@ class Primitive:
         self.effect = effect
         self.promote = elementwise if promote is None else promote
         self.inexact = inexact
+        self.keeps_weak = keeps_weak
 
     def __call__(self, *args, **params):
         return bind(self, *args, **params)
@@ -220,12 +228,6 @@ _CPU_TYPES = frozenset({np.ndarray, float, int, bool, complex, np.float64, np.fl
                         np.float16, np.int64, np.int32, np.bool_})
 
 
-def _lists_as_tensors(args):
-    from .functions import as_tensor  # functions imports this module
-
-    return [as_tensor(a) if type(a) in (list, tuple) else a for a in args]
-
-
 def _cut(tracers, multiple):
     from .elementwise import stop_gradient  # elementwise imports this module
 
@@ -234,120 +236,29 @@ def _cut(tracers, multiple):
     return cut if multiple else cut[0]
 
 
-def promote_types(a, b) -> np.dtype:
-    """The dtype two arrays of dtypes a and b combine into, by JAX's rule: NumPy's, except
-    that an integer with a float (or complex) gives the float's dtype (int32 with float32:
-    float32, where NumPy gives float64)."""
-    a, b = np.dtype(a), np.dtype(b)
-    if a.kind in "iu" and b.kind in "fc":
-        return b
-    if b.kind in "iu" and a.kind in "fc":
-        return a
-    return np.promote_types(a, b)
-
-
-def result_type(*operands) -> np.dtype:
-    """The dtype operands (arrays, Tensors, dtypes, Python numbers) combine into, as
-    jnp.result_type with 64-bit types: arrays and dtypes by `promote_types`, Python numbers
-    weak (a float32 array with 2.0 stays float32; an integer one with 2.5 is float64)."""
-    strong, weak = [], []
-    for o in operands:
-        if isinstance(o, (np.dtype, type, str)):
-            strong.append(np.dtype(o))
-        elif hasattr(o, "dtype"):  # Tensors, arrays, NumPy scalars
-            strong.append(np.dtype(o.dtype))
-        else:
-            weak.append(o)
-    if not strong:
-        return np.result_type(*weak)
-    return np.result_type(functools.reduce(promote_types, strong), *weak)
-
-
-_WEAK = (float, int, bool)
-
-
-def _alike(a, b):
-    """The common case, decided fast: two tensors of one dtype, or a tensor and a Python
-    number (weak), need no promotion."""
-    ta, tb = type(a), type(b)
-    if ta is Tensor:
-        return b._value.dtype is a._value.dtype if tb is Tensor else tb in _WEAK
-    return tb is Tensor and ta in _WEAK
-
-
-def _promoted(positions, args):
-    """args with JAX's promotion of integers with floats applied to those at `positions` (all
-    when True): the integer arrays take the float arrays' dtype. Python numbers (no dtype) are
-    weak and left to NumPy's rule, which matches JAX's with 64-bit types."""
-    has_float = has_int = False
-    for i in range(len(args)) if positions is True else positions:
-        a = args[i]
-        if type(a) in (list, tuple):  # [1, 2] beside a float32 tensor is an integer array
-            return _promoted(positions, _lists_as_tensors(args))
-        kind = getattr(getattr(a, "dtype", None), "kind", None)  # Python numbers have none
-        if kind == "f" or kind == "c":
-            has_float = True
-        elif kind == "i" or kind == "u":
-            has_int = True
-    if not (has_float and has_int):  # the common case: one kind, nothing to do
-        return args
-    chosen = [args[i] for i in (range(len(args)) if positions is True else positions)]
-    dtypes = [a.dtype for a in chosen if hasattr(a, "dtype")]
-    target = np.result_type(*[d for d in dtypes if d.kind in "fc"])
-    if np.result_type(*dtypes) == target:  # NumPy agrees (int64 with float64): no cast
-        return args
-    from .elementwise import astype  # elementwise imports this module
-
-    args = list(args)
-    for i in range(len(args)) if positions is True else positions:
-        if getattr(args[i], "dtype", np.dtype("f8")).kind in "iu":
-            args[i] = astype(args[i], dtype=target)
-    return args
-
-
-def inexact_dtype(dtype) -> np.dtype:
-    """The float dtype JAX computes a float function of `dtype` in: itself when inexact,
-    float32 for integers and bools of 32 bits or fewer, float64 for 64-bit integers."""
-    dtype = np.dtype(dtype)
-    if dtype.kind in "fc":
-        return dtype
-    return np.dtype(np.float32 if dtype.itemsize <= 4 else np.float64)
-
-
-def _as_inexact(args):
-    """args of a float function, with integer and bool arrays cast to the float JAX computes
-    it in, when the args combine into an integer type (int32 / 2 is float32). Once a float
-    array or a Python float is among them, the promotion rules decide as for any op."""
-    dtypes = []
-    for a in args:
-        dtype = getattr(a, "dtype", None)
-        if dtype is None:
-            if type(a) is float or type(a) is complex:
-                return args
-        elif dtype.kind in "fc":
-            return args
-        else:
-            dtypes.append(dtype)
-    if not dtypes:  # Python numbers alone: NumPy's float64, as JAX's default float
-        return args
-    target = inexact_dtype(np.result_type(*dtypes, *[a for a in args if type(a) in _WEAK]))
-    from .elementwise import astype  # elementwise imports this module
-
-    return [astype(a, dtype=target) if getattr(a, "dtype", None) is not None else a
-            for a in args]
-
-
 def bind(prim, *args, **params):
     """Apply `prim` to args (Tensors, arrays or Python scalars)."""
     if prim.inexact:
-        args = _as_inexact(args)
+        args = as_inexact_args(args)
     promote = prim.promote
     if promote and len(args) > 1:
         if promote is True:
-            if not (len(args) == 2 and _alike(args[0], args[1])):
-                args = _promoted(promote, args)
-        elif not (len(promote) == 2 and _alike(args[promote[0]], args[promote[1]])):
-            args = _promoted(promote, args)
+            if not (len(args) == 2 and alike(args[0], args[1])):
+                args = promoted(promote, args)
+        elif not (len(promote) == 2 and alike(args[promote[0]], args[promote[1]])):
+            args = promoted(promote, args)
+    weak = None
+    if prim.keeps_weak and args:
+        first = args[0]  # the common case decided at once: a typed float tensor first
+        if type(first) is not Tensor or first._weak:
+            weak = weak_rank(args)
+        else:
+            try:
+                kind = first._value.dtype.kind
+            except AttributeError:  # a comparison of Python numbers alone holds a Python bool
+                kind = "b"
+            if kind != "f" and kind != "c":
+                weak = weak_rank(args)
     builders = _STATE.builders
     builder = builders[-1] if builders else None
     if builder is None:
@@ -358,7 +269,7 @@ def bind(prim, *args, **params):
                     raise escaped_tracer_error(a)
                 values.append(a._value)
             elif type(a) in (list, tuple):  # [t0, t1]: stacked, so no gradient is dropped
-                return bind(prim, *_lists_as_tensors(args), **params)
+                return bind(prim, *lists_as_tensors(args), **params)
             else:
                 values.append(a)
         for v in values:  # the common all-NumPy case costs one set lookup per argument
@@ -374,7 +285,7 @@ def bind(prim, *args, **params):
         inputs, out_vars = args, None
     else:
         if any(type(a) in (list, tuple) for a in args):
-            args = _lists_as_tensors(args)
+            args = lists_as_tensors(args)
         inputs = [builder.lift(a) if isinstance(a, Tensor) or backends.is_array(a) else a
                   for a in args]
         if builder.process_primitive is not None:  # a trace that applies rules (jvp's)
@@ -391,16 +302,20 @@ def bind(prim, *args, **params):
             tracers = _cut(tracers, prim.multiple_results)
         out_vars = [t._var for t in tracers] if prim.multiple_results else [tracers._var]
 
+    result = None
     if prim.vjp is not None and _STATE.grad_enabled:
         for a in inputs:
             if type(a) is Tensor and a.requires_grad and a._trace is builder:
                 outs = out if prim.multiple_results else [out]
                 if prim.multiple_results or is_differentiable_dtype(outs[0].dtype):
                     recorded = record(prim, list(inputs), params, outs, builder, out_vars)
-                    return recorded if prim.multiple_results else recorded[0]
+                    result = recorded if prim.multiple_results else recorded[0]
                 break
-    if builder is not None:
-        return tracers
-    if prim.multiple_results:
-        return [Tensor(v) for v in out]
-    return Tensor(out)
+    if result is None:
+        if builder is not None:
+            result = tracers
+        elif prim.multiple_results:
+            result = [Tensor(v) for v in out]
+        else:
+            result = Tensor(out)
+    return result if weak is None else marked_weak(result, weak)

@@ -16,7 +16,8 @@ from . import batching
 from . import elementwise as ew
 from .arrays import _along, _constant, _flat, _is_one_int_axis_of_0d, _xp, _zero_d_as_1d
 from .functions import one_axis, as_tensor, concatenate, reshape, transpose
-from .primitive import Primitive, inexact_dtype
+from .primitive import Primitive
+from .promotion import inexact_dtype
 from .structural import getitem, normalize_axis, reshape_p, sum_p
 
 if TYPE_CHECKING:

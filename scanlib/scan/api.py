@@ -311,12 +311,13 @@ _PYTHON_NUMBER = (bool, int, float, complex)  # exact types: np.float64 is a flo
 
 
 def adopt_weak_dtypes(f, init_t, weak, init_leaves, paths, xs_t, init_tree, xs_tree, device):
-    """A Python number in init has no dtype of its own (JAX: weakly typed). The loop's first
-    step computes with the number itself, and the carry takes the dtype of what f returns
-    for it (0.0 + float32 data -> float32, 0.0 + bool data -> float64); a carry that f
-    returns as a Python number again (a lag, a swap) settles in a later step. So trace f with
-    those leaves as the Python numbers themselves, settle the carries that come back typed,
-    and repeat, as the loop's steps would; what never settles keeps NumPy's default dtype."""
+    """A Python number in init has no dtype of its own (JAX: weakly typed), nor has a weakly
+    typed tensor (`jnp.array(0.0)`) a dtype that holds. The loop's first step computes with
+    the number itself, and the carry takes the dtype of what f returns for it (0.0 + float32
+    data -> float32, 0.0 + bool data -> float64); a carry that f returns weakly typed again
+    (a lag, a swap) settles in a later step. So trace f with those leaves as the Python
+    numbers (weakly typed tensors) themselves, settle the carries that come back typed, and
+    repeat, as the loop's steps would; what never settles keeps its default dtype."""
     numbers = {i: leaf for i, (leaf, w) in enumerate(zip(init_leaves, weak)) if w}
     out = list(init_t)
     for _ in range(len(numbers) + 1):
@@ -331,6 +332,9 @@ def adopt_weak_dtypes(f, init_t, weak, init_leaves, paths, xs_t, init_tree, xs_t
         if not settled:
             break
         for i in settled:
+            if isinstance(numbers[i], Tensor):  # cast differentiably: init may need a gradient
+                out[i] = numbers.pop(i).astype(dtypes[i])
+                continue
             try:
                 out[i] = Tensor(backends.asarray_on(numbers.pop(i), device, dtypes[i]))
             except OverflowError:
@@ -347,19 +351,29 @@ def _new_carry_dtypes(f, init_t, numbers, xs_t, init_tree, xs_tree, device):
     Python numbers (None where f returns a Python number again)."""
     builder = GraphBuilder(device)
     with tracing(builder):
-        carry = [numbers[i] if i in numbers else builder.new_input(x.shape, x.dtype)
-                 for i, x in enumerate(init_t)]
+        carry = [_weak_input(builder, numbers[i]) if i in numbers
+                 else builder.new_input(x.shape, x.dtype) for i, x in enumerate(init_t)]
         x = [builder.new_input(v.shape[1:], v.dtype) for v in xs_t]
         new_carry = f(pytree.unflatten(init_tree, carry), pytree.unflatten(xs_tree, x))[0]
     leaves = pytree.flatten(new_carry)[0]
-    return [None if type(v) in _PYTHON_NUMBER else np.dtype(v.dtype) for v in leaves]
+    return [None if type(v) in _PYTHON_NUMBER or (type(v) is Tensor and v._weak)
+            else np.dtype(v.dtype) for v in leaves]
+
+
+def _weak_input(builder, leaf):
+    """A Python number itself; for a weakly typed tensor, a weakly typed traced input."""
+    if not isinstance(leaf, Tensor):
+        return leaf
+    tracer = builder.new_input(leaf.shape, leaf.dtype)
+    tracer._weak = True
+    return tracer
 
 
 def _init_leaf(leaf, path, device):
     """(Tensor, weak): a Python number becomes a 0-d tensor on the scan's device whose dtype
     may still adopt the one f returns for it."""
     if isinstance(leaf, Tensor):
-        return leaf, False
+        return leaf, leaf._weak
     if backends.is_array(leaf):
         return Tensor(np.asarray(leaf) if isinstance(leaf, np.generic) else leaf), False
     if isinstance(leaf, (bool, int, float, complex)):

@@ -15,7 +15,7 @@ from ..ops import elementwise as ew
 from ..ops import gamma as _gamma
 from ..ops.functions import as_tensor, logsumexp as _logsumexp
 from ..ops.functions import sigmoid as expit
-from ..ops.primitive import inexact_dtype
+from ..ops.promotion import inexact_dtype
 from ..ops.special import erf, erfc
 from ..ops.structural import broadcast_to_p, max_p, normalize_axis, reshape_p, sum_p
 from ..tape import Tensor

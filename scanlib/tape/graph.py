@@ -133,6 +133,7 @@ class GraphBuilder:
             self.consts.append(const)
             self._keepalive.append(x)
             tracer = self._tracer(var, const._value)
+            tracer._weak = const._weak
             self._lifted[id(x)] = tracer
         return tracer
 

@@ -80,7 +80,7 @@ class Tensor(TensorMethods):
     """
 
     __slots__ = ("_value", "requires_grad", "_grad", "_node", "_index", "_trace", "_var",
-                 "__weakref__")
+                 "_weak", "__weakref__")
     # ndarray <op> Tensor must come back to Tensor's reflected operator.
     __array_priority__ = 1000
 
@@ -96,6 +96,7 @@ class Tensor(TensorMethods):
         self._index = _index
         self._trace = _trace
         self._var = _var
+        self._weak = False  # JAX's weak type: made from Python numbers (ops/primitive.py)
 
     # --- metadata -----------------------------------------------------------------------
     @property
@@ -117,6 +118,13 @@ class Tensor(TensorMethods):
     @property
     def device(self) -> str:
         return backends.device_of(self._value)
+
+    @property
+    def weak_type(self) -> bool:
+        """Whether the tensor is weakly typed, as JAX's arrays made from Python numbers are
+        (`jnp.array(0.5)`, `jnp.sqrt(2.0)`): beside a typed array its dtype yields, as a
+        Python number's would (float32 data times it stays float32)."""
+        return self._weak
 
     @property
     def is_leaf(self) -> bool:
