@@ -21,7 +21,7 @@ import numpy as np
 from .. import backends
 from ..tape import Tensor
 from . import elementwise as ew
-from .gamma import _BERNOULLI, digamma_p, gammaln64
+from .gamma import _BERNOULLI, digamma_p, gammaln64, gammaln_p, xlog1py_p, xlogy_p
 from .primitive import Primitive
 from .prng_loops import gamma_sample_grad
 
@@ -170,7 +170,6 @@ def _float64_impl(fn):
 
 def _igamma_dx(a, x):
     """dP/dx = x^(a-1) e^-x / Gamma(a), written in scanlib's ops (differentiable again)."""
-    from .gamma import gammaln_p, xlogy_p
     return ew.exp(ew.sub(ew.sub(xlogy_p(ew.sub(a, 1.0), x), x), gammaln_p(a)))
 
 
@@ -178,9 +177,37 @@ def _is_tensor(x):
     return type(x) is Tensor
 
 
+def _unsupported(message, g, x):
+    """The cotangent of an input whose derivative is not implemented: an error where the
+    tape's walk asks for it, nan where the rule is traced (a scan body's backward, a traced
+    walk), so that it poisons whatever it reaches instead of being dropped, and None for
+    inputs that are not tensors."""
+    if type(x) is not Tensor:
+        return None
+    if x.requires_grad:
+        raise NotImplementedError(message)
+    return ew.mul(g, math.nan) if x._trace is not None else None
+
+
+def _refuse_tangents(message, ts, positions):
+    """Forward mode's check: a tangent on an input without a derivative is an error."""
+    if any(ts[i] is not None for i in positions):
+        raise NotImplementedError(message)
+
+
+def _active(x):
+    return type(x) is Tensor and (x.requires_grad or x._trace is not None)
+
+
 def _igamma_vjp(g, out, a, x):
-    return (ew.mul(g, igamma_grad_a_p(a, x)) if _is_tensor(a) else None,
+    return (ew.mul(g, igamma_grad_a_p(a, x)) if _active(a) else None,
             ew.mul(g, _igamma_dx(a, x)) if _is_tensor(x) else None)
+
+
+def _igamma_tangent(ts, out, a, x):
+    parts = [ew.mul(t, d()) for t, d in zip(ts, (lambda: igamma_grad_a_p(a, x),
+                                                  lambda: _igamma_dx(a, x))) if t is not None]
+    return parts[0] if len(parts) == 1 else ew.add(*parts)
 
 
 def _igammac_vjp(g, out, a, x):
@@ -193,18 +220,27 @@ def _igamma_grad_a64(a, x, xp):
     return xp.where((x == 0) | xp.isinf(x), 0.0, out)
 
 
+_IGAMMA_GRAD_A = ("gammainc/gammaincc: the second derivative with respect to a (a derivative "
+                  "of igamma_grad_a) is not implemented (nor in JAX); take second derivatives "
+                  "with respect to x only, or one derivative in a")
+
+
 def _igamma_grad_a_vjp(g, out, a, x):
-    raise NotImplementedError(
-        "gammainc/gammaincc: the second derivative with respect to a is not implemented (nor "
-        "in JAX); take second derivatives with respect to x only, or one derivative in a")
+    return _unsupported(_IGAMMA_GRAD_A, g, a), _unsupported(_IGAMMA_GRAD_A, g, x)
+
+
+def _igamma_grad_a_tangent(ts, out, a, x):
+    _refuse_tangents(_IGAMMA_GRAD_A, ts, (0, 1))
 
 
 igamma_p = Primitive("igamma", _float64_impl(lambda a, x, xp: _igamma_both(a, x, xp)[0]),
-                     _igamma_vjp, elementwise=True)
+                     _igamma_vjp, elementwise=True, tangent=_igamma_tangent)
 igammac_p = Primitive("igammac", _float64_impl(lambda a, x, xp: _igamma_both(a, x, xp)[1]),
-                      _igammac_vjp, elementwise=True)
+                      _igammac_vjp, elementwise=True,
+                      tangent=lambda ts, out, a, x: ew.neg(_igamma_tangent(ts, out, a, x)))
 igamma_grad_a_p = Primitive("igamma_grad_a", _float64_impl(_igamma_grad_a64),
-                            _igamma_grad_a_vjp, elementwise=True)
+                            _igamma_grad_a_vjp, elementwise=True,
+                            tangent=_igamma_grad_a_tangent)
 
 
 # --- log|B(a, b)| -------------------------------------------------------------------------------
@@ -283,22 +319,29 @@ def _betainc64(a, b, x, xp):
     return xp.where(bad, xp.nan, out)
 
 
-def _betainc_vjp(g, out, a, b, x):
-    from .arrays import _is_graph_tensor
-    if _is_graph_tensor(a) or _is_graph_tensor(b):
-        raise NotImplementedError(
-            "betainc: the gradient with respect to a and b is not implemented (nor in JAX); "
-            "differentiate with respect to x only, passing a and b as constants (or wrapped "
-            "in scanlib.stop_gradient)")
-    if not _is_tensor(x):
-        return None, None, None
-    from .gamma import xlog1py_p, xlogy_p
+_BETAINC_AB = ("betainc: the derivative with respect to a and b is not implemented (nor in "
+               "JAX); differentiate with respect to x only, with a and b constants (or wrapped "
+               "in scanlib.stop_gradient)")
+
+
+def _betainc_dx(a, b, x):
     log_dx = ew.sub(ew.add(xlogy_p(ew.sub(a, 1.0), x), xlog1py_p(ew.sub(b, 1.0), ew.neg(x))),
                     betaln_p(a, b))
-    return None, None, ew.mul(g, ew.exp(log_dx))
+    return ew.exp(log_dx)
 
 
-betainc_p = Primitive("betainc", _float64_impl(_betainc64), _betainc_vjp, elementwise=True)
+def _betainc_vjp(g, out, a, b, x):
+    return (_unsupported(_BETAINC_AB, g, a), _unsupported(_BETAINC_AB, g, b),
+            ew.mul(g, _betainc_dx(a, b, x)) if _is_tensor(x) else None)
+
+
+def _betainc_tangent(ts, out, a, b, x):
+    _refuse_tangents(_BETAINC_AB, ts, (0, 1))
+    return None if ts[2] is None else ew.mul(ts[2], _betainc_dx(a, b, x))
+
+
+betainc_p = Primitive("betainc", _float64_impl(_betainc64), _betainc_vjp, elementwise=True,
+                      tangent=_betainc_tangent)
 
 
 # --- the Hurwitz zeta function --------------------------------------------------------------------
@@ -336,18 +379,26 @@ def _zeta64(x, q, xp):
     return xp.where(bad, xp.nan, xp.where(pole, xp.inf, s))
 
 
+_ZETA_X = ("zeta: the derivative with respect to x (the exponent) is not implemented here "
+           "(JAX has one); differentiate with respect to q only, with x a constant")
+
+
+def _zeta_dq(x, q):
+    return ew.neg(ew.mul(x, zeta_p(ew.add(x, 1.0), q)))
+
+
 def _zeta_vjp(g, out, x, q):
-    from .arrays import _is_graph_tensor
-    if _is_graph_tensor(x):
-        raise NotImplementedError(
-            "zeta: the gradient with respect to x (the exponent) is not implemented here; "
-            "differentiate with respect to q only, passing x as a constant")
-    if not _is_tensor(q):
-        return None, None
-    return None, ew.mul(g, ew.neg(ew.mul(x, zeta_p(ew.add(x, 1.0), q))))
+    return (_unsupported(_ZETA_X, g, x),
+            ew.mul(g, _zeta_dq(x, q)) if _is_tensor(q) else None)
 
 
-zeta_p = Primitive("zeta", _float64_impl(_zeta64), _zeta_vjp, elementwise=True)
+def _zeta_tangent(ts, out, x, q):
+    _refuse_tangents(_ZETA_X, ts, (0,))
+    return None if ts[1] is None else ew.mul(ts[1], _zeta_dq(x, q))
+
+
+zeta_p = Primitive("zeta", _float64_impl(_zeta64), _zeta_vjp, elementwise=True,
+                   tangent=_zeta_tangent)
 
 
 with np.errstate(all="ignore"):
