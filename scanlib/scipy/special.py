@@ -257,7 +257,8 @@ def rel_entr(p, q) -> Tensor:
     zero = ew.logical_and(ew.equal(p, 0.0), ew.greater_equal(q, 0.0))
     safe_p, safe_q = ew.where(both, p, 1.0), ew.where(both, q, 1.0)
     value = ew.sub(_gamma.xlogy_p(safe_p, safe_p), _gamma.xlogy_p(safe_p, safe_q))
-    return ew.where(both, value, ew.where(zero, 0.0, math.inf))
+    inf = Tensor(np.asarray(math.inf, dtype=p.dtype))
+    return ew.where(both, value, ew.where(zero, 0.0, inf))
 
 
 def kl_div(p, q) -> Tensor:
