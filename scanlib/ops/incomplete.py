@@ -21,7 +21,7 @@ import numpy as np
 from .. import backends
 from ..tape import Tensor
 from . import elementwise as ew
-from .gamma import _BERNOULLI, digamma_p, gammaln64, gammaln_p, xlog1py_p, xlogy_p
+from .gamma import digamma_p, gammaln64, gammaln_p, stirling_remainder, xlog1py_p, xlogy_p
 from .primitive import Primitive
 from .prng_loops import gamma_sample_grad
 
@@ -34,18 +34,6 @@ _MAX_TERMS = 20000
 
 def _xp(*a):
     return backends.xp_of(*a)
-
-
-def _stirling_remainder(x, xp):
-    """log Gamma(x) - ((x - 1/2) log x - x + log(2 pi) / 2), for x >= 10."""
-    x = xp.where(x >= 10.0, x, 10.0)
-    inv = 1.0 / x
-    inv2 = inv * inv
-    series = xp.zeros_like(x)
-    for j in range(len(_BERNOULLI) - 1, -1, -1):
-        n = 2 * (j + 1)
-        series = series * inv2 + _BERNOULLI[j] / (n * (n - 1))
-    return series * inv
 
 
 def _iterate(step, state, active):
@@ -68,7 +56,7 @@ def _log_prefactor(a, x, xp):
     big = xp.where(a >= 10.0, a, 10.0)
     u = (x - big) / big
     stirling = (big * (xp.log1p(u) - u) + 0.5 * xp.log(big / (2.0 * math.pi))
-                - _stirling_remainder(big, xp))
+                - stirling_remainder(big, xp))
     return xp.where(a >= 10.0, stirling, plain)
 
 
@@ -256,13 +244,13 @@ def _betaln64(a, b, xp):
     sh = lo_pos + h
     # log Gamma(hi) - log Gamma(lo + hi) by Stirling's formula, exact in its large terms
     difference = (-(h - 0.5) * xp.log1p(lo_pos / h) - lo_pos * xp.log(sh) + lo_pos
-                  + _stirling_remainder(h, xp) - _stirling_remainder(sh, xp))
+                  + stirling_remainder(h, xp) - stirling_remainder(sh, xp))
     one_big = gammaln64(lo_pos, xp) + difference
     l10 = xp.where(lo >= 10.0, lo, 10.0)
     s10 = l10 + h
     both_big = (_HALF_LOG_2PI - 0.5 * xp.log(s10) + (l10 - 0.5) * xp.log(l10 / s10)
-                + (h - 0.5) * xp.log1p(-l10 / s10) + _stirling_remainder(l10, xp)
-                + _stirling_remainder(h, xp) - _stirling_remainder(s10, xp))
+                + (h - 0.5) * xp.log1p(-l10 / s10) + stirling_remainder(l10, xp)
+                + stirling_remainder(h, xp) - stirling_remainder(s10, xp))
     out = xp.where(lo >= 10.0, both_big, xp.where((hi >= 10.0) & (lo > 0), one_big, plain))
     return xp.where(xp.isnan(a) | xp.isnan(b), xp.nan, out)
 
