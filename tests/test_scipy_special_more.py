@@ -89,6 +89,8 @@ CASES = [
     case("softmax", sp.softmax, (N, (3, 4)), ref=_f32(ss.softmax)),
     case("log_softmax", lambda x: sp.log_softmax(x, axis=0), (N, (3, 4)),
          ref=_f32(lambda x: ss.log_softmax(x, axis=0))),
+    case("boxcox", sp.boxcox, (P, (4,)), (N, (4,)), ref=_f32(ss.boxcox)),
+    case("boxcox1p", sp.boxcox1p, (P, (4,)), (N, (4,)), ref=_f32(ss.boxcox1p)),
     case("norm_ppf", norm.ppf, (U1, (4,)), (N, (4,)), (P, (1,)),
          ref=_f32(scipy.stats.norm.ppf)),
     case("norm_isf", norm.isf, (U1, (4,)), ref=_f32(scipy.stats.norm.isf)),
@@ -238,6 +240,24 @@ def test_dtypes_zero_d_empty_and_broadcasting(fn, nargs):
     if nargs > 1:
         args = [np.full((2, 1), 0.5)] + [np.full((3,), 0.25)] * (nargs - 1)
         assert fn(*args).shape == (2, 3)
+
+
+def test_bernoulli_numbers_and_boxcox_at_lambda_zero():
+    from fractions import Fraction
+    import math
+    exact = [Fraction(1)]
+    for m in range(1, 121):
+        exact.append(-sum(math.comb(m + 1, k) * exact[k] for k in range(m)) / (m + 1))
+    got = sp.bernoulli(120).numpy()
+    np.testing.assert_allclose(got, [float(b) for b in exact], rtol=1e-14, atol=0)
+    assert sp.bernoulli(0).shape == (1,) and np.isneginf(sp.bernoulli(260).numpy()[260])
+    with pytest.raises(ValueError, match="non-negative"):
+        sp.bernoulli(-1)
+    x = sl.tensor([0.5, 2.0])
+    np.testing.assert_array_equal(sp.boxcox(x, 0.0).numpy(), np.log(x.numpy()))
+    np.testing.assert_array_equal(sp.boxcox1p(x, 0.0).numpy(), np.log1p(x.numpy()))
+    g = sl.grad(lambda v: sl.sum(sp.boxcox(x, v)))(sl.tensor([0.0, 0.0])).numpy()
+    assert np.all(np.isfinite(g))  # the lmbda == 0 branch's safe denominator
 
 
 def test_views_are_the_same_objects():

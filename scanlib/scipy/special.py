@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import operator
+from fractions import Fraction
 
 import numpy as np
 
@@ -18,7 +19,7 @@ from ..ops import elementwise as ew
 from ..ops import gamma as _gamma
 from ..ops.functions import logsumexp as _logsumexp
 from ..ops.functions import sigmoid as expit
-from ..ops.special import erf, erfc
+from ..ops.special import erf, erfc, expm1
 from ..ops import mathfuncs as _bessel
 from ..ops import normal as _normal
 from ..ops.functions import softmax as _softmax
@@ -34,7 +35,8 @@ __all__ = ["expit", "logit", "erf", "erfc", "erfinv", "erfcx", "ndtr", "ndtri", 
            "gammaln", "digamma", "polygamma", "xlogy", "xlog1py", "logsumexp", "gammainc",
            "gammaincc", "betaln", "beta", "betainc", "gamma", "gammasgn", "loggamma",
            "factorial", "comb", "poch", "multigammaln", "zeta", "i0", "i0e", "i1", "i1e",
-           "entr", "rel_entr", "kl_div", "softmax", "log_softmax"]
+           "entr", "rel_entr", "kl_div", "softmax", "log_softmax", "boxcox", "boxcox1p",
+           "bernoulli"]
 
 
 _real_float = real_float
@@ -287,3 +289,56 @@ def log_softmax(x, *, axis=None) -> Tensor:
     >>> sl.scipy.special.log_softmax(sl.tensor([1.0, 2.0, 3.0]))
     """
     return _log_softmax(_real_float(x, "log_softmax"), axis=axis)
+
+
+# --- Box-Cox transforms and Bernoulli numbers ------------------------------------------------
+def boxcox(x, lmbda) -> Tensor:
+    """The Box-Cox transform (x**lmbda - 1) / lmbda, and log(x) where lmbda == 0, as
+    jax.scipy.special.boxcox (expm1(lmbda log x) / lmbda, the same formula).
+
+    >>> sl.scipy.special.boxcox(sl.tensor([1.0, 2.0, 4.0]), sl.tensor([0.0, 0.5, 2.0]))
+    """
+    x, lmbda = _pair(x, lmbda, "boxcox")
+    return _boxcox(ew.log(x), lmbda)
+
+
+def boxcox1p(x, lmbda) -> Tensor:
+    """The Box-Cox transform of 1 + x, accurate for small x, as jax.scipy.special.boxcox1p.
+
+    >>> sl.scipy.special.boxcox1p(sl.tensor([1e-10, 1.0]), 0.5)
+    """
+    x, lmbda = _pair(x, lmbda, "boxcox1p")
+    return _boxcox(ew.log1p(x), lmbda)
+
+
+def _boxcox(log_x, lmbda):
+    zero = ew.equal(lmbda, 0.0)
+    safe = ew.where(zero, 1.0, lmbda)
+    return ew.where(zero, log_x, ew.div(expm1(ew.mul(safe, log_x)), safe))
+
+
+def bernoulli(n: int) -> Tensor:
+    """The Bernoulli numbers B_0, ..., B_n (B_1 = -1/2) as a float64 vector, as
+    jax.scipy.special.bernoulli: exact rationals rounded once up to n = 64, beyond that
+    2 (2k)! zeta(2k) / (2 pi)**(2k) (inf once they overflow, past n = 258).
+
+    >>> sl.scipy.special.bernoulli(6)
+    """
+    if isinstance(n, (Tensor, bool)) or not isinstance(n, (int, np.integer)):
+        raise TypeError(f"bernoulli: n must be a Python int, got {n!r}")
+    n = operator.index(n)
+    if n < 0:
+        raise ValueError(f"bernoulli: n must be a non-negative integer, got {n}")
+    exact = [Fraction(1)]
+    for m in range(1, min(n, 64) + 1):
+        exact.append(-sum(math.comb(m + 1, k) * exact[k] for k in range(m)) / (m + 1))
+    out = np.zeros(n + 1)
+    out[:len(exact)] = [float(b) for b in exact]
+    magnitude = 2.0
+    with np.errstate(over="ignore"):
+        for m in range(1, n + 1):
+            magnitude *= m / (2 * math.pi)
+            if m > 64 and m % 2 == 0:
+                zeta_m = 1.0 + sum(k ** -m for k in range(2, 5))
+                out[m] = (-1) ** (m // 2 + 1) * magnitude * zeta_m
+    return Tensor(out)
