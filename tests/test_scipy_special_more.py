@@ -50,6 +50,10 @@ def _big_n(rng, shape):
     return rng.uniform(6.0, 10.0, shape)
 
 
+def _away_from_zero(rng, shape):
+    return rng.uniform(0.5, 3.0, shape) * rng.choice([-1.0, 1.0], shape)
+
+
 U1, S1, SH, W = _open_unit, _symmetric_unit, _shape_param, _wide_normal
 A_CONST = np.array([0.7, 2.5, 5.0])
 B_CONST = np.array([1.5, 3.0, 0.8])
@@ -91,6 +95,9 @@ CASES = [
          ref=_f32(lambda x: ss.log_softmax(x, axis=0))),
     case("boxcox", sp.boxcox, (P, (4,)), (N, (4,)), ref=_f32(ss.boxcox)),
     case("boxcox1p", sp.boxcox1p, (P, (4,)), (N, (4,)), ref=_f32(ss.boxcox1p)),
+    case("exp1", sp.exp1, (P, (4,)), ref=_f32(ss.exp1)),
+    case("expi", sp.expi, (_away_from_zero, (5,)), ref=_f32(ss.expi)),
+    case("expn_x", sp.expn, (P, (3,)), consts=(np.array([0.0, 2.0, 5.0]),), ref=ss.expn),
     case("norm_ppf", norm.ppf, (U1, (4,)), (N, (4,)), (P, (1,)),
          ref=_f32(scipy.stats.norm.ppf)),
     case("norm_isf", norm.isf, (U1, (4,)), ref=_f32(scipy.stats.norm.isf)),
@@ -126,6 +133,13 @@ def test_inverses_and_scaled_functions_over_their_whole_range():
     for ours, ref, v in checks:
         err = _relative_error(ours(v).numpy(), ref(v))
         assert err.max() < 4e-15, (ours.__name__, v[np.argmax(err)], err.max())
+    x = np.concatenate([np.linspace(-700, 700, 14001), [1e-300, 1e-10]])
+    err = _relative_error(sp.expi(x).numpy(), ss.expi(x))
+    assert err.max() < 5e-14, x[np.argmax(err)]  # the series' terms near x = 40
+    x = np.concatenate([np.linspace(0, 700, 7001), [1e-300, 1e-10]])
+    for n in (0, 1, 2, 7, 30):
+        err = _relative_error(sp.expn(n, x).numpy(), ss.expn(n, x))
+        assert err.max() < 1e-14, (n, x[np.argmax(err)])
     q = np.linspace(1.01, 60.0, 4001)
     err = _relative_error(sp.zeta(q, 1.0 + q[::-1]).numpy(), ss.zeta(q, 1.0 + q[::-1]))
     assert err.max() < 1e-14
@@ -219,6 +233,14 @@ def test_edges_as_jax():
             .numpy(), [0.0, 0.0, inf, inf])
         np.testing.assert_array_equal(sp.i0e(np.array([inf, -inf, nan])).numpy(),
                                       [0.0, 0.0, nan])
+        np.testing.assert_array_equal(  # SciPy's values (JAX's are nan, nan, 0.5, nan)
+            sp.expn(np.array([0, 1, 2, -1, 2, 3.5, 2]),
+                    np.array([0.0, 0, 0, 1, -1, 1, inf])).numpy(),
+            [inf, inf, 1.0, nan, nan, nan, 0.0])
+        np.testing.assert_array_equal(sp.exp1(np.array([-1.0, 0.0, inf, nan])).numpy(),
+                                      [nan, inf, 0.0, nan])
+        np.testing.assert_array_equal(sp.expi(np.array([0.0, inf, -inf])).numpy(),
+                                      [-inf, inf, -0.0])
         np.testing.assert_array_equal(norm.isf(np.array([1e-300])).numpy(),
                                       -ss.ndtri(np.array([1e-300])))
 
@@ -228,7 +250,8 @@ def test_edges_as_jax():
     (sp.gammaincc, 2), (sp.betaln, 2), (sp.beta, 2), (sp.betainc, 3), (sp.gamma, 1),
     (sp.gammasgn, 1), (sp.loggamma, 1), (sp.factorial, 1), (sp.comb, 2), (sp.poch, 2),
     (sp.zeta, 2), (sp.i0e, 1), (sp.i1e, 1), (sp.i1, 1), (sp.entr, 1), (sp.rel_entr, 2),
-    (sp.kl_div, 2), (norm.ppf, 1), (norm.isf, 1), (norm.logcdf, 1), (norm.logsf, 1)],
+    (sp.kl_div, 2), (sp.exp1, 1), (sp.expi, 1), (norm.ppf, 1), (norm.isf, 1),
+    (norm.logcdf, 1), (norm.logsf, 1)],
     ids=lambda v: getattr(v, "__name__", str(v)))
 def test_dtypes_zero_d_empty_and_broadcasting(fn, nargs):
     half = np.float32(0.5)
@@ -297,10 +320,11 @@ def test_gradients_in_a_and_second_order_in_x(fn):
     ("gammainc a twice", lambda a, x: sl.grad(sl.grad(lambda v: sl.sum(sp.gammainc(v, x))))(
         a[0])),
     ("zeta x", lambda a, x: sl.grad(lambda v: sl.sum(sp.zeta(v + 1.5, x)))(a)),
+    ("expn n", lambda a, x: sl.grad(lambda v: sl.sum(sp.expn(v, x)))(a)),
 ])
 def test_derivatives_that_are_not_implemented_raise(label, call):
     a, x = sl.tensor([1.5, 2.5]), sl.tensor([0.3, 0.6])
-    with pytest.raises(NotImplementedError, match="not implemented"):
+    with pytest.raises(NotImplementedError, match="not implemented|does not exist"):
         call(a, x)
 
 
@@ -382,6 +406,7 @@ def _jax_table(jax, u, z, a, b):
 def _unary(u, z, a):
     return [("erfinv", 2 * u - 1), ("ndtri", u), ("erfcx", z), ("log_ndtr", z * 5),
             ("gamma", z), ("gammasgn", z), ("loggamma", a), ("factorial", a), ("i0e", z),
+            ("exp1", a), ("expi", z),
             ("i1e", z), ("i1", z), ("i0", z), ("entr", u), ("softmax", z), ("log_softmax", z)]
 
 

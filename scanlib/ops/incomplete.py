@@ -36,7 +36,7 @@ def _xp(*a):
     return backends.xp_of(*a)
 
 
-def _iterate(step, state, active):
+def iterate(step, state, active):
     """Run `state = step(state)` on the lanes still active until every lane has converged;
     step returns (new_state, converged)."""
     xp = _xp(active)
@@ -67,7 +67,7 @@ def _igamma_series(a, x, active, xp):
         r = r + 1.0
         c = c * x / r
         return (r, c, total + c), c <= total * _EPS
-    _, _, total = _iterate(step, (a, xp.ones_like(a), xp.ones_like(a)), active)
+    _, _, total = iterate(step, (a, xp.ones_like(a), xp.ones_like(a)), active)
     return total * xp.exp(_log_prefactor(a, x, xp)) / a
 
 
@@ -90,7 +90,7 @@ def _igammac_fraction(a, x, active, xp):
     y = 1.0 - a
     z = x + y + 1.0
     state = (y, z, xp.zeros_like(x), xp.ones_like(x), x, x + 1.0, z * x, (x + 1.0) / (z * x))
-    ans = _iterate(step, state, active)[-1]
+    ans = iterate(step, state, active)[-1]
     return ans * xp.exp(_log_prefactor(a, x, xp))
 
 
@@ -117,7 +117,7 @@ def _igammac_small_a(a, x, active, xp):
         fac = fac * -x / n
         term = fac / (a + n)
         return (n, fac, total + term), xp.abs(term) <= _EPS * xp.abs(total + term)
-    _, _, total = _iterate(step, (xp.zeros_like(x), xp.ones_like(x), xp.zeros_like(x)), active)
+    _, _, total = iterate(step, (xp.zeros_like(x), xp.ones_like(x), xp.zeros_like(x)), active)
     log_x = xp.log(x)
     return -xp.expm1(a * log_x - _gammaln1p(a, xp)) - xp.exp(a * log_x - gammaln64(a, xp)) * total
 
@@ -141,7 +141,7 @@ def _igamma_both(a, x, xp):
     return xp.where(bad, xp.nan, p), xp.where(bad, xp.nan, q)
 
 
-def _float64_impl(fn):
+def float64_impl(fn):
     """fn on float64 copies of the broadcast inputs; the result in their float dtype."""
     def impl(*args, **params):
         xp = _xp(*args)
@@ -165,7 +165,7 @@ def _is_tensor(x):
     return type(x) is Tensor
 
 
-def _unsupported(message, g, x):
+def unsupported_cotangent(message, g, x):
     """The cotangent of an input whose derivative is not implemented: an error where the
     tape's walk asks for it, nan where the rule is traced (a scan body's backward, a traced
     walk), so that it poisons whatever it reaches instead of being dropped, and None for
@@ -214,7 +214,7 @@ _IGAMMA_GRAD_A = ("gammainc/gammaincc: the second derivative with respect to a (
 
 
 def _igamma_grad_a_vjp(g, out, a, x):
-    return _unsupported(_IGAMMA_GRAD_A, g, a), _unsupported(_IGAMMA_GRAD_A, g, x)
+    return unsupported_cotangent(_IGAMMA_GRAD_A, g, a), unsupported_cotangent(_IGAMMA_GRAD_A, g, x)
 
 
 def _igamma_grad_a_tangent(ts, out, a, x):
@@ -224,12 +224,12 @@ def _igamma_grad_a_tangent(ts, out, a, x):
     return parts[0] if len(parts) == 1 else ew.add(*parts)
 
 
-igamma_p = Primitive("igamma", _float64_impl(lambda a, x, xp: _igamma_both(a, x, xp)[0]),
+igamma_p = Primitive("igamma", float64_impl(lambda a, x, xp: _igamma_both(a, x, xp)[0]),
                      _igamma_vjp, elementwise=True, tangent=_igamma_tangent)
-igammac_p = Primitive("igammac", _float64_impl(lambda a, x, xp: _igamma_both(a, x, xp)[1]),
+igammac_p = Primitive("igammac", float64_impl(lambda a, x, xp: _igamma_both(a, x, xp)[1]),
                       _igammac_vjp, elementwise=True,
                       tangent=lambda ts, out, a, x: ew.neg(_igamma_tangent(ts, out, a, x)))
-igamma_grad_a_p = Primitive("igamma_grad_a", _float64_impl(_igamma_grad_a64),
+igamma_grad_a_p = Primitive("igamma_grad_a", float64_impl(_igamma_grad_a64),
                             _igamma_grad_a_vjp, elementwise=True,
                             tangent=_igamma_grad_a_tangent)
 
@@ -261,7 +261,7 @@ def _betaln_vjp(g, out, a, b):
             ew.mul(g, ew.sub(digamma_p(b), d)) if _is_tensor(b) else None)
 
 
-betaln_p = Primitive("betaln", _float64_impl(_betaln64), _betaln_vjp, elementwise=True)
+betaln_p = Primitive("betaln", float64_impl(_betaln64), _betaln_vjp, elementwise=True)
 
 
 # --- I_x(a, b) ----------------------------------------------------------------------------------
@@ -288,7 +288,7 @@ def _beta_fraction(a, b, x, active, xp):
         return (m + 1.0, c, d, h * delta), xp.abs(delta - 1.0) <= _EPS
 
     d = 1.0 / guard(1.0 - qab * x / qap)
-    return _iterate(step, (xp.ones_like(x), xp.ones_like(x), d, d), active)[-1]
+    return iterate(step, (xp.ones_like(x), xp.ones_like(x), d, d), active)[-1]
 
 
 def _betainc64(a, b, x, xp):
@@ -322,7 +322,7 @@ def _betainc_dx(a, b, x):
 
 
 def _betainc_vjp(g, out, a, b, x):
-    return (_unsupported(_BETAINC_AB, g, a), _unsupported(_BETAINC_AB, g, b),
+    return (unsupported_cotangent(_BETAINC_AB, g, a), unsupported_cotangent(_BETAINC_AB, g, b),
             ew.mul(g, _betainc_dx(a, b, x)) if _is_tensor(x) else None)
 
 
@@ -331,7 +331,7 @@ def _betainc_tangent(ts, out, a, b, x):
     return None if ts[2] is None else ew.mul(ts[2], _betainc_dx(a, b, x))
 
 
-betainc_p = Primitive("betainc", _float64_impl(_betainc64), _betainc_vjp, elementwise=True,
+betainc_p = Primitive("betainc", float64_impl(_betainc64), _betainc_vjp, elementwise=True,
                       tangent=_betainc_tangent)
 
 
@@ -379,7 +379,7 @@ def _zeta_dq(x, q):
 
 
 def _zeta_vjp(g, out, x, q):
-    return (_unsupported(_ZETA_X, g, x),
+    return (unsupported_cotangent(_ZETA_X, g, x),
             ew.mul(g, _zeta_dq(x, q)) if _is_tensor(q) else None)
 
 
@@ -388,7 +388,7 @@ def _zeta_tangent(ts, out, x, q):
     return None if ts[1] is None else ew.mul(ts[1], _zeta_dq(x, q))
 
 
-zeta_p = Primitive("zeta", _float64_impl(_zeta64), _zeta_vjp, elementwise=True,
+zeta_p = Primitive("zeta", float64_impl(_zeta64), _zeta_vjp, elementwise=True,
                    tangent=_zeta_tangent)
 
 

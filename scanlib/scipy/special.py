@@ -17,9 +17,10 @@ import numpy as np
 
 from ..ops import elementwise as ew
 from ..ops import gamma as _gamma
-from ..ops.functions import logsumexp as _logsumexp
+from ..ops.functions import as_tensor, logsumexp as _logsumexp
 from ..ops.functions import sigmoid as expit
 from ..ops.special import erf, erfc, expm1
+from ..ops import expint as _expint
 from ..ops import mathfuncs as _bessel
 from ..ops import normal as _normal
 from ..ops.functions import softmax as _softmax
@@ -36,7 +37,7 @@ __all__ = ["expit", "logit", "erf", "erfc", "erfinv", "erfcx", "ndtr", "ndtri", 
            "gammaincc", "betaln", "beta", "betainc", "gamma", "gammasgn", "loggamma",
            "factorial", "comb", "poch", "multigammaln", "zeta", "i0", "i0e", "i1", "i1e",
            "entr", "rel_entr", "kl_div", "softmax", "log_softmax", "boxcox", "boxcox1p",
-           "bernoulli"]
+           "bernoulli", "exp1", "expi", "expn"]
 
 
 _real_float = real_float
@@ -342,3 +343,43 @@ def bernoulli(n: int) -> Tensor:
                 zeta_m = 1.0 + sum(k ** -m for k in range(2, 5))
                 out[m] = (-1) ** (m // 2 + 1) * magnitude * zeta_m
     return Tensor(out)
+
+
+# --- exponential integrals ----------------------------------------------------------------------
+def exp1(x) -> Tensor:
+    """The exponential integral E1(x) = integral of exp(-t) / t over t >= x, for x >= 0, as
+    jax.scipy.special.exp1 (inf at 0, nan for x < 0); its derivative is -exp(-x) / x.
+
+    >>> sl.scipy.special.exp1(sl.tensor([0.1, 1.0, 50.0]))
+    """
+    x = _real_float(x, "exp1")
+    return _expint.expn_p(Tensor(np.ones((), x.dtype)), x)
+
+
+def expi(x) -> Tensor:
+    """The exponential integral Ei(x), the principal value of the integral of exp(t) / t
+    below x, as jax.scipy.special.expi (-inf at 0, -E1(-x) for x < 0); its derivative is
+    exp(x) / x.
+
+    >>> sl.scipy.special.expi(sl.tensor([-1.0, 0.5, 10.0]))
+    """
+    return _expint.expi_p(_real_float(x, "expi"))
+
+
+def expn(n, x) -> Tensor:
+    """The generalised exponential integral E_n(x) = integral of exp(-x t) / t**n over t >= 1,
+    as jax.scipy.special.expn (n a non-negative integer, or an array of them; nan for others
+    and for x < 0; E_n(0) = 1 / (n - 1) for n > 1, as SciPy). Its derivative in x is
+    -E_(n-1)(x); n has none.
+
+    >>> sl.scipy.special.expn(sl.tensor([0, 1, 2, 5]), 1.0)
+    """
+    if np.dtype(n.dtype if hasattr(n, "dtype") else np.asarray(n).dtype).kind == "f":
+        n, x = _pair(n, x, "expn")  # float orders promote with x, as in JAX
+    else:  # integer orders (or Python ints) take x's float dtype
+        x = _real_float(x, "expn")
+        n = as_tensor(n) if hasattr(n, "dtype") else Tensor(np.asarray(n))
+        if np.dtype(n.dtype).kind == "c":
+            raise TypeError("expn: n must be real integers, got complex input")
+        n = n if n.dtype == x.dtype else ew.astype(n, dtype=x.dtype)
+    return _expint.expn_p(n, x)
