@@ -167,14 +167,14 @@ def _is_tensor(x):
 
 def unsupported_cotangent(message, g, x):
     """The cotangent of an input whose derivative is not implemented: an error where the
-    tape's walk asks for it, nan where the rule is traced (a scan body's backward, a traced
-    walk), so that it poisons whatever it reaches instead of being dropped, and None for
+    tape's walk asks for it (x requires grad), else nan, which a walk that does not want it
+    drops and one that does (a scan body's traced backward) cannot drop silently; None for
     inputs that are not tensors."""
     if type(x) is not Tensor:
         return None
     if x.requires_grad:
         raise NotImplementedError(message)
-    return ew.mul(g, math.nan) if x._trace is not None else None
+    return ew.mul(g, math.nan)
 
 
 def _refuse_tangents(message, ts, positions):
@@ -183,12 +183,8 @@ def _refuse_tangents(message, ts, positions):
         raise NotImplementedError(message)
 
 
-def _active(x):
-    return type(x) is Tensor and (x.requires_grad or x._trace is not None)
-
-
 def _igamma_vjp(g, out, a, x):
-    return (ew.mul(g, igamma_grad_a_p(a, x)) if _active(a) else None,
+    return (ew.mul(g, igamma_grad_a_p(a, x)) if _is_tensor(a) else None,
             ew.mul(g, _igamma_dx(a, x)) if _is_tensor(x) else None)
 
 
