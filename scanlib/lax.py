@@ -46,3 +46,42 @@ __all__ = [
     "erfc", "max", "min", "real", "imag", "complex", "conj", "dot", "concatenate", "reshape",
     "transpose", "full",
 ]
+
+
+# --- special functions: views onto scanlib.scipy.special's (lax.betainc is
+# regularized_incomplete_beta, I_x(a, b); lax.polygamma takes its order as a Python int here).
+import numpy as _np  # noqa: E402
+
+from .ops import incomplete as _incomplete  # noqa: E402
+from .ops.elementwise import astype as _astype  # noqa: E402
+from .ops import prng_loops as _prng_loops  # noqa: E402
+from .scipy import special as _special  # noqa: E402
+
+erf_inv, lgamma, digamma = _special.erfinv, _special.gammaln, _special.digamma
+igamma, igammac, betainc = _special.gammainc, _special.gammaincc, _special.betainc
+polygamma, zeta = _special.polygamma, _special.zeta
+bessel_i0e, bessel_i1e = _special.i0e, _special.i1e
+
+
+def igamma_grad_a(a, x):
+    """dP(a, x)/da, the derivative of igamma in a, as jax.lax.igamma_grad_a.
+
+    >>> sl.lax.igamma_grad_a(2.0, sl.tensor([0.5, 3.0]))
+    """
+    return _incomplete.igamma_grad_a_p(*_special.promote_inexact("igamma_grad_a", a, x))
+
+
+def random_gamma_grad(a, x, *, dtype=None):
+    """dx/da for a draw x of Gamma(a) with x held at its quantile (implicit
+    reparameterisation), as jax.lax.random_gamma_grad; the result in dtype (default: the
+    inputs' float dtype). Not differentiable again, as in JAX.
+
+    >>> sl.lax.random_gamma_grad(2.0, sl.tensor([0.5, 3.0]))
+    """
+    a, x = _special.promote_inexact("random_gamma_grad", a, x)
+    out = _prng_loops.gamma_grad_p(a, x)
+    return out if dtype is None or _np.dtype(dtype) == out.dtype else _astype(out, dtype=dtype)
+
+
+__all__ += ["erf_inv", "lgamma", "digamma", "igamma", "igammac", "igamma_grad_a", "betainc",
+            "polygamma", "zeta", "bessel_i0e", "bessel_i1e", "random_gamma_grad"]

@@ -22,7 +22,7 @@ from scanlib.ops import elementwise as ew
 from scanlib.ops import fft as ff
 from scanlib.ops import linalg as la
 from scanlib.ops import mathfuncs as mf
-from scanlib.ops import prng, prng_loops
+from scanlib.ops import expint, incomplete, normal, prng, prng_loops
 from scanlib.ops import reductions as rd
 from scanlib.ops import special as sp
 from scanlib.ops import spectral as sv
@@ -206,6 +206,27 @@ CASES[mf.sinc_maclaurin_p] = [lambda r: ([_r(r, 3)], {"k": 0}), lambda r: ([_r(r
 # scanlib.random's differentiable primitives: erfinv (truncated_normal's) and the gamma draw
 # (its implicit gradient in a; the key is an integer input, with no tangent)
 CASES[prng.erfinv_p] = [lambda r: ([_r(r, 2, 3, low=-0.9, high=0.9)], {})]
+# scipy.special's primitives; an input whose derivative is refused is mostly given as a plain
+# array (no tangent: the refusals are tested in test_scipy_special_more)
+_A = np.array([0.7, 2.5, 5.0])
+CASES.update({
+    normal.erf_inv_p: [lambda r: ([_r(r, 2, 3, low=-0.9, high=0.9)], {})],
+    normal.ndtri_p: [lambda r: ([_r(r, 2, 3, low=0.05, high=0.95)], {})],
+    normal.erfcx_p: [lambda r: ([_r(r, 2, 3, low=-3.0, high=5.0)], {})],
+    mf.i0e_p: [lambda r: ([_r(r, 2, 3, low=-4.0, high=4.0)], {})],
+    mf.i1e_p: [lambda r: ([_r(r, 2, 3, low=-4.0, high=4.0)], {}),
+               lambda r: ([T(np.array([0.0, 1.0]))], {})],
+    incomplete.igamma_p: [lambda r: ([_r(r, 3, low=0.5, high=4.0), _r(r, 3, low=0.2, high=5.0)],
+                                     {})],
+    incomplete.igammac_p: [lambda r: ([_r(r, 3, low=0.5, high=4.0), _r(r, 3, low=0.2, high=5.0)],
+                                      {})],
+    # no derivative: nan both ways (an error where the tape asks for it)
+    incomplete.igamma_grad_a_p: [lambda r: ([T(_A), _r(r, 3, low=0.3, high=4.0)], {})],
+    incomplete.betainc_p: [lambda r: ([_A, _A[::-1].copy(), _r(r, 3, low=0.1, high=0.9)], {})],
+    incomplete.zeta_p: [lambda r: ([_A + 1.5, _r(r, 3, low=0.5, high=3.0)], {})],
+    expint.expn_p: [lambda r: ([np.array([0.0, 1.0, 3.0]), _r(r, 3, low=0.3, high=3.0)], {})],
+    expint.expi_p: [lambda r: ([_r(r, 2, 3, low=0.3, high=3.0)], {})],
+})
 CASES[prng_loops.gamma_p] = [
     lambda r: ([sl.random.key(3), _r(r, 2, 3, low=0.3, high=4.0)], {"log_space": False}),
     lambda r: ([sl.random.key(4), _r(r, 3, low=0.3, high=4.0)], {"log_space": True})]

@@ -1,6 +1,7 @@
 """The numerics of erf and erfc on raw arrays: the rational approximations of fdlibm's s_erf.c
-(its coefficients, with Sun's notice) evaluated branch-free for whole arrays. The primitives
-and their VJPs are in ops.special.
+(its coefficients, with Sun's notice) evaluated branch-free for whole arrays, and the scaled
+erfcx(x) = exp(x*x) erfc(x) from the same tail. The primitives and their VJPs are in
+ops.special and ops.normal.
 
 Imports backends only.
 """
@@ -66,12 +67,17 @@ def _middle(a, xp):
     return _poly(s, _PA) / _poly(s, _QA)
 
 
+def _tail_ratio(a, xp):
+    """R/S of the tail, for a in [1.25, 28]: erfc(a) = exp(-a*a - 0.5625 + R/S) / a."""
+    s = 1.0 / (a * a)
+    return xp.where(a < 1 / 0.35, _poly(s, _RA) / _poly(s, _SA), _poly(s, _RB) / _poly(s, _SB))
+
+
 def _tail(a, xp):
     """erfc(a) for a in [1.25, 28]: exp(-a*a - 0.5625 + R/S) / a, with -a*a split as
     -z*z + (z - a)(z + a) for a short z, so that the large part of the exponent is exact."""
     a = xp.clip(a, 1.25, 28.0)
-    s = 1.0 / (a * a)
-    rs = xp.where(a < 1 / 0.35, _poly(s, _RA) / _poly(s, _SA), _poly(s, _RB) / _poly(s, _SB))
+    rs = _tail_ratio(a, xp)
     z = a.astype(np.float32).astype(np.float64)  # 24 bits: z * z is exact in float64
     return xp.exp(-z * z - 0.5625) * xp.exp((z - a) * (z + a) + rs) / a
 
@@ -113,4 +119,24 @@ def erfc_impl(x):
         tail = xp.where(a < 28.0, _tail(a, xp), 0.0)
         tail = xp.where(v > 0, tail, 2.0 - tail)
         out = xp.where(a < 0.84375, small, xp.where(a < 1.25, mid, tail))
+    return _result(xp.where(xp.isnan(v), v, out), x, xp)
+
+
+# exp(x*x) erfc(x) for x >= 28: the asymptotic series 1 / (x sqrt(pi)) sum (-1)^k (2k-1)!! /
+# (2 x*x)^k, whose eighth term is below 1e-16 there.
+_ASYMPTOTIC = (1.0, -0.5, 0.75, -1.875, 6.5625, -29.53125, 162.421875, -1055.7421875)
+
+
+def erfcx_impl(x):
+    """exp(x*x) erfc(x), without overflow or underflow where the result is finite: in the
+    tail erfc's own exponent, exp(-a*a - 0.5625 + R/S), meets exp(a*a) exactly."""
+    xp = _xp(x)
+    v = _as_float64(x)
+    with np.errstate(all="ignore"):
+        a = xp.clip(v, 1.25, 28.0)
+        tail = xp.exp(_tail_ratio(a, xp) - 0.5625) / a
+        w = xp.where(v >= 28.0, v, 28.0)
+        far = _poly(1.0 / (w * w), _ASYMPTOTIC) / (w * 1.7724538509055160273)
+        near = xp.exp(v * v) * erfc_impl(xp.where(v < 1.25, v, 0.0))
+        out = xp.where(v < 1.25, near, xp.where(v < 28.0, tail, far))
     return _result(xp.where(xp.isnan(v), v, out), x, xp)

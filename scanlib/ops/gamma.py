@@ -93,6 +93,19 @@ def gammaln64(x, xp):
     return _gammaln64(x, xp)
 
 
+def stirling_remainder(x, xp):
+    """log Gamma(x) - ((x - 1/2) log x - x + log(2 pi) / 2) in float64, for x >= 10 (smaller
+    x are computed at 10), for other modules' raw-array code."""
+    x = xp.where(x >= 10.0, x, 10.0)
+    inv = 1.0 / x
+    inv2 = inv * inv
+    series = xp.zeros_like(x)
+    for j in range(len(_BERNOULLI) - 1, -1, -1):
+        n = 2 * (j + 1)
+        series = series * inv2 + _BERNOULLI[j] / (n * (n - 1))
+    return series * inv
+
+
 def digamma64(x, xp):
     """digamma(x) in float64 for an array x (for other modules' raw-array code)."""
     return _polygamma64(0, x, xp)
