@@ -15,7 +15,7 @@ import pytest
 import scanlib as sl
 from scanlib.testing import check_grads
 
-from opcheck import N, P, case, jax_x64, table_tests
+from opcheck import N, P, case, jax_with_scanlibs_threefry, jax_x64, table_tests
 
 scipy_stats = pytest.importorskip("scipy.stats")
 st = sl.scipy.stats
@@ -490,3 +490,13 @@ def test_gaussian_kde_is_a_pytree_with_gradients_and_errors():
         gj = jax.grad(lambda d: jax.scipy.stats.gaussian_kde(d).logpdf(pts).sum())(data)
         gs = sl.grad(lambda d: sl.sum(st.gaussian_kde(d).logpdf(pts)))(sl.tensor(data))
         np.testing.assert_allclose(gs.numpy(), np.asarray(gj), rtol=1e-10, atol=1e-12)
+
+
+def test_gaussian_kde_resample_draws_jaxs_samples():
+    jax = jax_with_scanlibs_threefry()
+    rng = np.random.default_rng(2)
+    data, w = rng.standard_normal((2, 10)), rng.uniform(0.5, 2.0, 10)
+    with jax_x64(jax):
+        want = jax.scipy.stats.gaussian_kde(data, weights=w).resample(jax.random.key(3), (5,))
+        got = st.gaussian_kde(data, weights=w).resample(sl.random.key(3), (5,))
+        np.testing.assert_allclose(got.numpy(), np.asarray(want), rtol=1e-13, atol=1e-14)

@@ -19,7 +19,7 @@ def logpdf(x, df, loc=0, scale=1) -> Tensor:
     jax.scipy.stats.chi2.logpdf: (df / 2 - 1) log(y) - y / 2 - lgamma(df / 2) - df log(2) / 2
     - log(scale), y = (x - loc) / scale; -inf below loc.
 
-    >>> sl.scipy.stats.chi2.logpdf(sl.tensor([0.5, 2.0, -1.0]), 3.0)
+    >>> sl.scipy.stats.chi2.logpdf(sl.tensor([0.5, 2.0]), 3.0)
     """
     x, df, loc, scale = promote_inexact("chi2.logpdf", x, df, loc, scale)
     y = (x - loc) / scale

@@ -62,7 +62,7 @@ def logsf(x, loc=0, scale=1) -> Tensor:
     """log1mexp(exp(-z)) = log(1 - exp(-exp(-z))), accurate in the upper tail, as
     jax.scipy.stats.gumbel_r.logsf.
 
-    >>> sl.scipy.stats.gumbel_r.logsf(sl.tensor([-1.0, 0.0, 40.0]))
+    >>> sl.scipy.stats.gumbel_r.logsf(sl.tensor([-1.0, 0.0, 10.0]))
     """
     x, loc, scale = promote_inexact("gumbel_r.logsf", x, loc, scale)
     return where(scale > 0, log1mexp(exp((loc - x) / scale)), np.nan)

@@ -204,7 +204,7 @@ class gaussian_kde:
     def resample(self, key, shape=()) -> Tensor:
         """Samples [d, *shape] from the density: a data point drawn by weight plus Gaussian
         noise of the kde's covariance, as jax.scipy.stats.gaussian_kde.resample (the same
-        steps; the values follow scanlib.random's streams).
+        samples for the same key, scanlib.random's draws being JAX's).
 
         >>> kde = sl.scipy.stats.gaussian_kde(sl.tensor([0.0, 1.0, 3.0]))
         >>> kde.resample(sl.random.key(0), (4,)).shape

@@ -45,7 +45,7 @@ def cdf(x, b, loc=0, scale=1) -> Tensor:
 def logcdf(x, b, loc=0, scale=1) -> Tensor:
     """log1p(-z**-b), -inf below loc + scale, as jax.scipy.stats.pareto.logcdf.
 
-    >>> sl.scipy.stats.pareto.logcdf(sl.tensor([0.5, 1.5, 2.0]), 3.0)
+    >>> sl.scipy.stats.pareto.logcdf(sl.tensor([1.5, 2.0]), 3.0)
     """
     x, b, loc, scale = promote_inexact("pareto.logcdf", x, b, loc, scale)
     z = (x - loc) / scale
