@@ -500,3 +500,28 @@ def test_gaussian_kde_resample_draws_jaxs_samples():
         want = jax.scipy.stats.gaussian_kde(data, weights=w).resample(jax.random.key(3), (5,))
         got = st.gaussian_kde(data, weights=w).resample(sl.random.key(3), (5,))
         np.testing.assert_allclose(got.numpy(), np.asarray(want), rtol=1e-13, atol=1e-14)
+
+
+def test_poisson_entropy_as_jax():
+    mu = np.array([0.0, 0.5, 5.0, 9.99, 10.0, 50.0, 99.9, 150.0])
+    got = st.poisson.entropy(mu)
+    want = scipy_stats.poisson.entropy(mu)
+    # JAX's sums stop at k < mu + 20 (below 10) and k < mu + 10 sqrt(mu) + 20 (below 100), and
+    # above 100 it takes a two-term expansion: SciPy's exact values within 2e-6
+    np.testing.assert_allclose(got.numpy(), want, rtol=2e-6)
+    np.testing.assert_allclose(got.numpy()[:2], want[:2], rtol=1e-12)
+    assert st.poisson.entropy(mu.astype(np.float32)).dtype == np.float32
+    assert st.poisson.entropy(np.array([1.0, 2.0]), np.zeros((3, 1))).shape == (3, 2)
+    with np.errstate(all="ignore"):  # the unused branches' logs of 0
+        # not at integers, where the sums gain a term (JAX's truncation steps there)
+        check_grads(lambda m: st.poisson.entropy(m), (np.array([0.7, 3.3, 40.5, 200.0]),),
+                    order=2)
+    jax = pytest.importorskip("jax")
+    with jax_x64(jax), np.errstate(all="ignore"):
+        edges = np.concatenate([mu, [-1.0, nan]])
+        np.testing.assert_allclose(st.poisson.entropy(edges).numpy(),
+                                   np.asarray(jax.scipy.stats.poisson.entropy(edges)),
+                                   rtol=1e-12)
+        g = sl.grad(lambda m: sl.sum(st.poisson.entropy(m)))(sl.tensor(mu[1:]))
+        gj = jax.grad(lambda m: jax.scipy.stats.poisson.entropy(m).sum())(mu[1:])
+        np.testing.assert_allclose(g.numpy(), np.asarray(gj), rtol=1e-10)
