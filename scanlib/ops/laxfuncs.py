@@ -19,11 +19,11 @@ import numpy as np
 from ..tape import Tensor
 from . import elementwise as ew
 from .arrays import flip, pad as np_pad
-from .functions import (as_tensor, broadcast_to, concatenate, einsum, expand_dims, getitem, matmul, max,
-                        min, reshape, sign, squeeze, sum, transpose, where)
+from .functions import (as_tensor, broadcast_to, concatenate, einsum, expand_dims, getitem,
+                        matmul, max, min, reshape, sign, squeeze, sum, transpose, where)
 from .gathers import argsort, take_along_axis
 from .mathfuncs import bitwise_count, left_shift, right_shift
-from .named import astype, equal, full_like, greater, less, not_equal
+from .named import astype, full_like, greater, less, not_equal
 from .reductions import all, any, argmax as np_argmax, argmin as np_argmin, prod
 from .special import (bitwise_and, bitwise_or, bitwise_xor, floor_divide, fmod, round as np_round,
                       trunc)
@@ -362,11 +362,16 @@ def lax_round(x: ArrayLike, rounding_method: int | RoundingMethod = 0) -> Tensor
 def clamp(min: ArrayLike, x: ArrayLike, max: ArrayLike) -> Tensor:
     """lax.clamp(min, x, max): x limited to [min, max]. Gradients as JAX's: to x strictly
     inside, to min (max) where x is strictly below (above), and to none of them at a tie."""
-    lo, x, hi = as_tensor(min), as_tensor(x), as_tensor(max)
+    x = as_tensor(x)
+    lo, hi = (as_tensor(np.asarray(b, x.dtype)) if isinstance(b, (int, float)) else as_tensor(b)
+              for b in (min, max))  # Python numbers are weak: they take x's dtype
     for name, b in (("min", lo), ("max", hi)):
         if b.ndim and b.shape != x.shape:
             raise TypeError(f"clamp: {name} must be a scalar or of x's shape {x.shape}, got "
                             f"{b.shape}; broadcast it first")
+        if b.dtype != x.dtype:
+            raise TypeError(f"clamp: {name} is {b.dtype} and x is {x.dtype}; lax.clamp takes "
+                            "one dtype, convert_element_type the bound first")
     inside = ew.logical_and(less(lo, x), less(x, hi))
     return where(inside, x, where(less(x, lo), broadcast_to(lo, x.shape),
                                   where(greater(x, hi), broadcast_to(hi, x.shape),

@@ -1,0 +1,364 @@
+"""jax.lax's array functions in scanlib.lax (ops/laxfuncs.py, ops/laxconv.py): one table of
+the differentiable ones (forward against NumPy in float32/float64, gradient dtypes, VJPs
+against finite differences to second order, inside a scan body), then the edges NumPy's
+names would get wrong (rounding halves, C division, clamp's ties, shifts past the bit width,
+lexicographic sorts), empty and 0-d operands, vmap and jit, the error messages, and one
+table against jax.lax itself (values and gradients) where JAX is installed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import scanlib as sl
+from scanlib import lax
+
+from opcheck import D, N, P, case, jax_x64, table_tests
+
+
+# --- NumPy references ---------------------------------------------------------------------------
+def np_pad(x, value, config):
+    for axis, (lo, hi, interior) in enumerate(config):
+        n = x.shape[axis]
+        size = n + max(n - 1, 0) * interior
+        shape = list(x.shape)
+        shape[axis] = size
+        out = np.full(shape, value, dtype=x.dtype)
+        index = [slice(None)] * x.ndim
+        index[axis] = slice(0, size, interior + 1)
+        out[tuple(index)] = x
+        index[axis] = slice(max(-lo, 0), size - max(-hi, 0))
+        out = out[tuple(index)]
+        widths = [(0, 0)] * x.ndim
+        widths[axis] = (max(lo, 0), max(hi, 0))
+        x = np.pad(out, widths, constant_values=value)
+    return x
+
+
+def np_conv(x, w, strides, pads, lhs_dil=None, rhs_dil=None, groups=1):
+    """lax.conv_general_dilated in NC.../OI... layout by loops over output positions."""
+    nsp = x.ndim - 2
+    lhs_dil, rhs_dil = lhs_dil or (1,) * nsp, rhs_dil or (1,) * nsp
+    x = np_pad(x, 0.0, [(0, 0, 0), (0, 0, 0)] + [(lo, hi, d - 1) for (lo, hi), d in
+                                                  zip(pads, lhs_dil)])
+    k = w.shape[2:]
+    eff = [(a - 1) * d + 1 for a, d in zip(k, rhs_dil)]
+    out_sp = [(n - e) // s + 1 for n, e, s in zip(x.shape[2:], eff, strides)]
+    n, c, o = x.shape[0], x.shape[1], w.shape[0]
+    out = np.zeros((n, o, *out_sp), dtype=x.dtype)
+    cg, og = c // groups, o // groups
+    for pos in np.ndindex(*out_sp):
+        window = tuple(slice(p * s, p * s + e, d) for p, s, e, d in
+                       zip(pos, strides, eff, rhs_dil))
+        patch = x[(slice(None), slice(None)) + window]  # N C k...
+        for g in range(groups):
+            axes = list(range(1, x.ndim))
+            out[(slice(None), slice(g * og, (g + 1) * og)) + pos] = np.tensordot(
+                patch[:, g * cg:(g + 1) * cg], w[g * og:(g + 1) * og], (axes, axes))
+    return out
+
+
+def np_sort2(keys, values):
+    order = np.argsort(keys, axis=-1, kind="stable")
+    return np.take_along_axis(values, order, -1)
+
+
+# --- the table ---------------------------------------------------------------------------------
+CASES = [
+    case("dot_general_batch", lambda a, b: lax.dot_general(a, b, (([2], [1]), ([0], [0]))),
+         (N, (2, 3, 4)), (N, (2, 4, 5)), ref=lambda a, b: np.einsum("bij,bjk->bik", a, b)),
+    case("dot_general_free_order",
+         lambda a, b: lax.dot_general(a, b, (((0,), (1,)), ((), ())), precision="highest"),
+         (N, (4, 3)), (N, (2, 4)), ref=lambda a, b: np.einsum("ji,kj->ik", a, b)),
+    case("batch_matmul", lax.batch_matmul, (N, (2, 3, 4)), (N, (2, 4, 2)), ref=np.matmul),
+    case("pad_interior_negative", lambda x, v: lax.pad(x, v, [(1, -2, 2), (-1, 2, 0)]),
+         (N, (3, 4)), (N, ()), ref=lambda x, v: np_pad(x, v, [(1, -2, 2), (-1, 2, 0)])),
+    case("slice", lambda x: lax.slice(x, (1, 0), (4, 3), (2, 2)), (N, (5, 3)),
+         ref=lambda x: x[1:4:2, 0:3:2]),
+    case("slice_in_dim", lambda x: lax.slice_in_dim(x, -4, None, 2, axis=1), (N, (2, 5)),
+         ref=lambda x: x[:, 1::2]),
+    case("index_in_dim", lambda x: lax.index_in_dim(x, -1, 1, keepdims=False), (N, (2, 3)),
+         ref=lambda x: x[:, -1]),
+    case("broadcast_in_dim", lambda x: lax.broadcast_in_dim(x, (2, 3, 4), (0, 2)),
+         (N, (2, 1)), ref=lambda x: np.broadcast_to(x[:, None, :], (2, 3, 4))),
+    case("broadcast", lambda x: lax.broadcast(x, (2,)), (N, (3,)),
+         ref=lambda x: np.broadcast_to(x, (2, 3))),
+    case("reshape_dimensions", lambda x: lax.reshape(x, (6,), dimensions=(1, 0)), (N, (2, 3)),
+         ref=lambda x: x.T.reshape(6)),
+    case("rev", lambda x: lax.rev(x, (0, 1)), (N, (2, 3)), ref=lambda x: x[::-1, ::-1]),
+    case("collapse", lambda x: lax.collapse(x, 1, 3), (N, (2, 3, 4)),
+         ref=lambda x: x.reshape(2, 12)),
+    case("integer_pow", lambda x: lax.integer_pow(x, 3), (N, (4,)), ref=lambda x: x ** 3),
+    case("clamp", lambda x: lax.clamp(-0.5, x, 0.5), (D, (7,)),
+         ref=lambda x: np.clip(x, -0.5, 0.5)),
+    case("reduce_sum", lambda x: lax.reduce_sum(x, (0, 2)), (N, (2, 3, 4)),
+         ref=lambda x: x.sum((0, 2))),
+    case("reduce_max", lambda x: lax.reduce_max(x, (1,)), (D, (2, 3)),
+         ref=lambda x: x.max(1)),
+    case("reduce_prod", lambda x: lax.reduce_prod(x, [1]), (P, (2, 3)),
+         ref=lambda x: x.prod(1)),
+    case("reduce_generic", lambda x: lax.reduce(x, 0.0, lambda a, b: a + b * b, (0,)),
+         (N, (3, 2)), ref=lambda x: (x * x).sum(0)),
+    case("reduce_known", lambda x: lax.reduce(x, -np.inf, lax.max, (1,)), (D, (2, 3)),
+         ref=lambda x: x.max(1)),
+    case("sort", lambda x: lax.sort(x, dimension=0), (D, (4, 3)), ref=lambda x: np.sort(x, 0)),
+    case("sort_key_val", lambda k, v: lax.sort_key_val(k, v)[1], (D, (2, 5)), (N, (2, 5)),
+         ref=np_sort2),
+    case("top_k", lambda x: lax.top_k(x, 2)[0], (D, (3, 5)),
+         ref=lambda x: -np.sort(-x, -1)[:, :2]),
+    case("conv_1d_causal_depthwise",
+         lambda x, w: lax.conv_general_dilated(x, w, (1,), [(2, 0)], feature_group_count=3),
+         (N, (2, 3, 6)), (N, (3, 1, 3)), ref=lambda x, w: np_conv(x, w, (1,), [(2, 0)],
+                                                                 groups=3)),
+    case("conv_2d_strided_dilated",
+         lambda x, w: lax.conv_general_dilated(x, w, (2, 1), [(1, 0), (0, 1)],
+                                               rhs_dilation=(1, 2)),
+         (N, (1, 2, 5, 5)), (N, (3, 2, 2, 2)),
+         ref=lambda x, w: np_conv(x, w, (2, 1), [(1, 0), (0, 1)], rhs_dil=(1, 2))),
+    case("conv_lhs_dilation",
+         lambda x, w: lax.conv_with_general_padding(x, w, (1,), [(1, 1)], (2,), None),
+         (N, (1, 2, 4)), (N, (2, 2, 2)),
+         ref=lambda x, w: np_conv(x, w, (1,), [(1, 1)], lhs_dil=(2,))),
+    case("conv_nhc_layout",
+         lambda x, w: lax.conv_general_dilated(x, w, (1,), "SAME",
+                                               dimension_numbers=("NHC", "HIO", "NHC")),
+         (N, (2, 5, 3)), (N, (3, 3, 4)),
+         ref=lambda x, w: np_conv(x.transpose(0, 2, 1), w.transpose(2, 1, 0), (1,),
+                                  [(1, 1)]).transpose(0, 2, 1)),
+    case("max_pool", lambda x: lax.reduce_window(x, -np.inf, lax.max, (1, 2), (1, 2),
+                                                 "VALID"),
+         (D, (2, 6)), ref=lambda x: x.reshape(2, 3, 2).max(-1)),
+    case("sum_pool_same", lambda x: lax.reduce_window(x, 0.0, lax.add, (3,), (1,), "SAME"),
+         (N, (5,)), ref=lambda x: np.convolve(x, np.ones(3, x.dtype), "same")),
+]
+
+(test_forward_matches_numpy, test_vjp_float32_matches_float64,
+ test_grads_match_finite_differences, test_inside_a_scan_body_matches_the_loop) = table_tests(
+    CASES)
+
+
+# --- meanings that differ from NumPy's names ---------------------------------------------------
+def test_round_halves_away_from_zero_unless_asked():
+    x = np.array([2.5, -2.5, 0.5, -0.5, 1.5, 0.49999999999999994, -1.4, np.inf, -np.inf, np.nan])
+    for dtype in (np.float32, np.float64):
+        xd = x.astype(dtype)  # 0.49999999999999994 is 0.5 in float32
+        out = lax.round(sl.tensor(xd))
+        assert out.dtype == dtype
+        with np.errstate(invalid="ignore"):
+            want = np.where(np.abs(xd - np.trunc(xd)) >= 0.5, np.trunc(xd) + np.sign(xd),
+                            np.trunc(xd))
+        np.testing.assert_array_equal(out.numpy(), want)
+    assert float(lax.round(sl.tensor(0.49999999999999994))) == 0.0
+    even = lax.round(sl.tensor(x), lax.RoundingMethod.TO_NEAREST_EVEN)
+    np.testing.assert_array_equal(even.numpy(), np.round(x))
+    assert float(sl.grad(lambda t: lax.round(t * 3.0))(sl.tensor(0.3))) == 0.0
+
+
+def test_div_and_rem_are_cs():
+    x = np.array([-7, 7, -7, 7, 6, -6], dtype=np.int32)
+    y = np.array([2, 2, -2, -2, 3, 3], dtype=np.int32)
+    q, r = lax.div(sl.tensor(x), sl.tensor(y)), lax.rem(sl.tensor(x), sl.tensor(y))
+    assert q.dtype == r.dtype == np.int32
+    np.testing.assert_array_equal(q.numpy(), [-3, 3, 3, -3, 2, -2])
+    np.testing.assert_array_equal(r.numpy(), [-1, 1, -1, 1, 0, 0])
+    np.testing.assert_array_equal(q.numpy() * y + r.numpy(), x)
+    f = lax.div(sl.tensor(np.float32(-7.0)), sl.tensor(np.float32(2.0)))
+    assert f.dtype == np.float32 and float(f) == -3.5
+    assert float(lax.rem(sl.tensor(-7.5), sl.tensor(2.0))) == -1.5
+
+
+def test_clamp_gradients_at_ties_go_nowhere():
+    g = sl.grad(lambda lo, x, hi: sl.sum(lax.clamp(lo, x, hi)), argnums=(0, 1, 2))
+    x = sl.tensor([-1.0, -0.5, 0.0, 0.5, 1.0])
+    glo, gx, ghi = g(sl.tensor(-0.5), x, sl.tensor(0.5))
+    np.testing.assert_array_equal(gx.numpy(), [0, 0, 1, 0, 0])
+    assert float(glo) == 1.0 and float(ghi) == 1.0
+    assert np.isnan(lax.clamp(0.0, sl.tensor(np.nan), 1.0).numpy())
+
+
+def test_bit_operations_against_numpy():
+    x = np.array([-8, -1, 0, 1, 7, 2 ** 30, -2 ** 31], dtype=np.int32)
+    s = np.array([1, 3, 0, 31, 32, 40, -1], dtype=np.int32)
+    u = x.view(np.uint32)
+    inrange = (s >= 0) & (s < 32)
+    sc = np.clip(s, 0, 31)
+    cases = {
+        "shift_left": np.where(inrange, x << sc, 0),
+        "shift_right_logical": np.where(inrange, (u >> sc.astype(np.uint32)).view(np.int32), 0),
+        "shift_right_arithmetic": x >> np.where(inrange, s, 31),
+    }
+    for name, want in cases.items():
+        out = getattr(lax, name)(sl.tensor(x), sl.tensor(s))
+        assert out.dtype == np.int32, name
+        np.testing.assert_array_equal(out.numpy(), want, err_msg=name)
+    pop = lax.population_count(sl.tensor(x))
+    np.testing.assert_array_equal(pop.numpy(), [bin(int(v)).count("1") for v in u])
+    clz = lax.clz(sl.tensor(x))
+    np.testing.assert_array_equal(clz.numpy(), [32 - int(v).bit_length() for v in u])
+    assert pop.dtype == clz.dtype == np.int32
+    b = np.array([[1, 2, 4], [3, 5, 6]], dtype=np.uint8)
+    np.testing.assert_array_equal(lax.reduce_xor(sl.tensor(b), (1,)).numpy(), [7, 0])
+    np.testing.assert_array_equal(lax.reduce_or(sl.tensor(b), (1,)).numpy(), [7, 7])
+    np.testing.assert_array_equal(lax.reduce_and(sl.tensor(b), (0,)).numpy(), [1, 0, 4])
+    t = np.array([[True, False, True], [True, True, True]])
+    np.testing.assert_array_equal(lax.reduce_xor(sl.tensor(t), (1,)).numpy(), [False, True])
+    np.testing.assert_array_equal(lax.reduce_and(sl.tensor(t), (1,)).numpy(), [False, True])
+
+
+def test_sort_several_operands_lexicographically():
+    k1 = np.array([2, 1, 2, 1, 0])
+    k2 = np.array([0.5, 0.3, 0.1, 0.3, 0.9])
+    v = np.arange(5.0)
+    a, b, c = lax.sort((sl.tensor(k1), sl.tensor(k2), sl.tensor(v)), num_keys=2)
+    order = np.lexsort((k2, k1))
+    np.testing.assert_array_equal(c.numpy(), v[order])
+    np.testing.assert_array_equal(a.numpy(), k1[order])
+    a, c = lax.sort((sl.tensor(k1), sl.tensor(v)), num_keys=1)  # stable: ties keep their order
+    np.testing.assert_array_equal(c.numpy(), [4, 1, 3, 0, 2])
+    vals, idx = lax.top_k(sl.tensor([1.0, 3.0, 3.0, 2.0]), 3)
+    np.testing.assert_array_equal(idx.numpy(), [1, 2, 3])
+    assert idx.dtype == np.int32
+
+
+def test_argmax_signature_and_index_dtype():
+    x = sl.tensor([[1.0, 5.0, 5.0], [np.nan, 0.0, 1.0]])
+    i = lax.argmax(x, 1, np.int32)
+    assert i.dtype == np.int32
+    np.testing.assert_array_equal(i.numpy(), [1, 0])
+    np.testing.assert_array_equal(lax.argmin(x, 0, np.int64).numpy(), [1, 1, 1])  # NaN wins
+
+
+def test_iota_and_creation():
+    assert lax.iota(np.int32, 4).dtype == np.int32
+    np.testing.assert_array_equal(lax.broadcasted_iota(np.float32, (2, 3), 0).numpy(),
+                                  [[0, 0, 0], [1, 1, 1]])
+    f = lax.full_like(sl.zeros((2,), dtype=np.float32), 3.0, shape=(3, 1))
+    assert f.shape == (3, 1) and f.dtype == np.float32
+    assert lax.broadcast_to_rank(sl.ones((3,)), 3).shape == (1, 1, 3)
+    assert lax.expand_dims(sl.ones((3,)), (0, 2)).shape == (1, 3, 1)
+    assert lax.squeeze(sl.ones((1, 3, 1)), (0,)).shape == (3, 1)
+    c = lax.convert_element_type(sl.tensor([-1.7, 2.9]), np.int32)
+    np.testing.assert_array_equal(c.numpy(), [-1, 2])
+    tree = {"a": sl.ones(2)}
+    assert lax.optimization_barrier(tree) is tree
+
+
+def test_empty_and_0d_operands():
+    e = sl.zeros((0, 3))
+    assert lax.pad(e, 1.0, [(1, 1, 2), (0, 0, 0)]).shape == (2, 3)
+    assert lax.reduce_sum(e, (0,)).shape == (3,)
+    assert lax.sort(sl.zeros((0,))).shape == (0,)
+    assert lax.reduce_window(sl.zeros((0,)), 0.0, lax.add, (1,), (1,), "VALID").shape == (0,)
+    s = sl.tensor(2.0)
+    assert float(lax.clamp(0.0, s, 1.0)) == 1.0 and lax.round(s).shape == ()
+    assert lax.pad(s, 0.0, []).shape == () and lax.reduce_max(s, ()).shape == ()
+    assert lax.dot_general(s, s, (((), ()), ((), ()))).shape == ()
+
+
+def test_under_vmap_jit_and_grad_of_grad():
+    x = np.random.default_rng(1).standard_normal((4, 2, 6))
+    w = np.random.default_rng(2).standard_normal((2, 1, 3))
+
+    def f(x, w):
+        y = lax.conv_general_dilated(x[None], w, (1,), [(2, 0)], feature_group_count=2)[0]
+        y = lax.pad(y, 0.0, [(0, 0, 0), (1, 0, 1)])
+        return lax.reduce_window(y, -np.inf, lax.max, (1, 2), (1, 2), "VALID")
+
+    want = np.stack([f(sl.tensor(xi), sl.tensor(w)).numpy() for xi in x])
+    got = sl.vmap(f, in_axes=(0, None))(sl.tensor(x), sl.tensor(w))
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-12)
+    np.testing.assert_allclose(sl.jit(f)(sl.tensor(x[0]), sl.tensor(w)).numpy(), want[0])
+    g = sl.grad(lambda w: sl.sum(sl.grad(lambda x: sl.sum(sl.tanh(f(x, w))))(sl.tensor(x[0]))
+                                 ** 2))(sl.tensor(w))
+    assert g.shape == w.shape and np.all(np.isfinite(g.numpy()))
+
+
+def test_errors_say_what_and_how():
+    with pytest.raises(ValueError, match=r"pad: padding_config needs one \(low, high, interior"):
+        lax.pad(sl.ones((2, 2)), 0.0, [(1, 1, 0)])
+    with pytest.raises(ValueError, match="removes more than its 2 elements"):
+        lax.pad(sl.ones(2), 0.0, [(-2, -1, 0)])
+    with pytest.raises(TypeError, match="dot_general: the contracting dimensions must pair up"):
+        lax.dot_general(sl.ones((2, 3)), sl.ones((4, 2)), (([1], [0]), ([], [])))
+    with pytest.raises(TypeError, match="feature_group_count=2"):
+        lax.conv_general_dilated(sl.ones((1, 3, 5)), sl.ones((2, 1, 2)), (1,), "VALID",
+                                 feature_group_count=2)
+    with pytest.raises(NotImplementedError, match="reduce_window: computation"):
+        lax.reduce_window(sl.ones(4), 0.0, lambda a, b: a - b, (2,), (1,), "VALID")
+    with pytest.raises(TypeError, match="shift_left: needs integer operands"):
+        lax.shift_left(sl.ones(2), sl.ones(2))
+    with pytest.raises(TypeError, match="clamp: min must be a scalar or of x's shape"):
+        lax.clamp(sl.zeros(2), sl.ones((3, 2)), 1.0)
+    with pytest.raises(ValueError, match="sort: num_keys=3"):
+        lax.sort((sl.ones(2), sl.ones(2)), num_keys=3)
+
+
+# --- against jax.lax ----------------------------------------------------------------------------
+def _jax_cases(jl):
+    rng = np.random.default_rng(5)
+    x34, x5 = rng.standard_normal((3, 4)), rng.standard_normal(5)
+    x1 = rng.standard_normal((2, 4, 7))
+    w1 = rng.standard_normal((4, 2, 3))
+    x2, w2 = rng.standard_normal((1, 5, 6, 2)), rng.standard_normal((3, 2, 2, 4))
+    dn = ("NHWC", "HWIO", "NHWC")
+    return [
+        ("dot_general", lambda m, a, b: m.dot_general(a, b, (((1,), (0,)), ((), ()))),
+         (x34, rng.standard_normal((4, 2)))),
+        ("pad", lambda m, a: m.pad(a, 0.5, [(2, -1, 1), (-1, 0, 2)]), (x34,)),
+        ("conv_groups_stride", lambda m, a, b: m.conv_general_dilated(
+            a, b, (2,), "SAME", rhs_dilation=(2,), feature_group_count=2), (x1, w1)),
+        ("conv_2d_nhwc", lambda m, a, b: m.conv_general_dilated(
+            a, b, (1, 2), "SAME_LOWER", dimension_numbers=dn), (x2, w2)),
+        ("conv_transposed", lambda m, a, b: m.conv_general_dilated(
+            a, b, (1,), [(2, 1)], lhs_dilation=(2,), feature_group_count=2), (x1, w1)),
+        ("reduce_window_max", lambda m, a: m.reduce_window(
+            a, -np.inf, m.max, (2, 2), (1, 2), "SAME"), (x34,)),
+        ("reduce_window_dilated", lambda m, a: m.reduce_window(
+            a, 0.0, m.add, (2,), (1,), [(1, 2)], (2,), (2,)), (x5,)),
+        ("round", lambda m, a: m.round(a * 2.0), (np.array([0.25, -0.75, 1.25, 0.1]),)),
+        ("clamp", lambda m, a: m.clamp(-0.5, a, 0.5), (x5,)),
+        ("sort_multi", lambda m, a, b: m.sort((m.round(a), b), num_keys=1)[1], (x5 * 2, x5)),
+        ("top_k", lambda m, a: m.top_k(a, 3)[0], (x34,)),
+        ("broadcast_in_dim", lambda m, a: m.broadcast_in_dim(a, (3, 2, 4), (0, 2)), (x34,)),
+        ("reduce_max", lambda m, a: m.reduce_max(a, (1,)), (x34,)),
+        ("rev_collapse", lambda m, a: m.collapse(m.rev(a, (1,)), 0, 2), (x34,)),
+        ("slice", lambda m, a: m.slice_in_dim(m.slice(a, (0, 1), (3, 4), (2, 1)), 1, 3, 1, 1),
+         (x34,)),
+    ]
+
+
+@pytest.mark.parametrize("i", range(15))
+def test_against_jax_values_and_gradients(i):
+    jax = pytest.importorskip("jax")
+    with jax_x64(jax):
+        name, fn, args = _jax_cases(jax.lax)[i]
+        want = np.asarray(fn(jax.lax, *[jax.numpy.asarray(a) for a in args]))
+        got = fn(lax, *[sl.tensor(a) for a in args])
+        assert got.shape == want.shape and got.dtype == want.dtype, name
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-12, atol=1e-12, err_msg=name)
+        ct = np.random.default_rng(9).standard_normal(want.shape)
+        argnums = tuple(range(len(args)))
+        gj = jax.grad(lambda *a: (fn(jax.lax, *a) * ct).sum(), argnums)(
+            *[jax.numpy.asarray(a) for a in args])
+        gs = sl.grad(lambda *a: sl.sum(fn(lax, *a) * sl.tensor(ct)), argnums)(
+            *[sl.tensor(a) for a in args])
+        for a, b in zip(gs, gj):
+            np.testing.assert_allclose(a.numpy(), np.asarray(b), rtol=1e-12, atol=1e-12,
+                                       err_msg=name)
+
+
+def test_integer_functions_against_jax():
+    jax = pytest.importorskip("jax")
+    x = np.array([-7, 7, -1, 0, 5, 2 ** 30], dtype=np.int32)
+    y = np.array([2, -3, 4, 1, 33, -1], dtype=np.int32)
+    for name in ("div", "rem", "shift_left", "shift_right_logical", "shift_right_arithmetic"):
+        want = np.asarray(getattr(jax.lax, name)(x, y))
+        got = getattr(lax, name)(sl.tensor(x), sl.tensor(y))
+        assert got.dtype == want.dtype, name
+        np.testing.assert_array_equal(got.numpy(), want, err_msg=name)
+    for name in ("population_count", "clz"):
+        np.testing.assert_array_equal(getattr(lax, name)(sl.tensor(x)).numpy(),
+                                      np.asarray(getattr(jax.lax, name)(x)), err_msg=name)
+    np.testing.assert_array_equal(lax.argmax(sl.tensor(x * 1.0), 0, np.int32).numpy(),
+                                  np.asarray(jax.lax.argmax(x * 1.0, 0, np.int32)))
