@@ -16,6 +16,7 @@ from .associative import associative_scan, cumlogsumexp, cummax, cummin, cumprod
 from .autodiff import stop_gradient
 from .branching import cond, platform_dependent, switch
 from .control import fori_loop, map, while_loop
+from .implicit import custom_linear_solve, custom_root
 from .ops import (abs, arccos, arcsin, arctan, arctan2, arccosh, arcsinh, arctanh, cbrt, ceil,
                   concatenate, conj, cos, cosh, dot, erf, erfc, exp, expm1, floor, full, imag,
                   log, log1p, maximum, minimum, real, reciprocal, rsqrt, sigmoid, sign,
@@ -56,7 +57,7 @@ pow, is_finite = power, isfinite
 __all__ = [
     # control flow
     "scan", "fori_loop", "while_loop", "cond", "switch", "map", "associative_scan",
-    "stop_gradient", "platform_dependent",
+    "stop_gradient", "platform_dependent", "custom_root", "custom_linear_solve",
     # selection and dynamic indexing
     "select", "dynamic_slice", "dynamic_update_slice", "dynamic_slice_in_dim",
     "dynamic_index_in_dim", "dynamic_update_slice_in_dim", "dynamic_update_index_in_dim",

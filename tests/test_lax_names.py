@@ -362,3 +362,117 @@ def test_integer_functions_against_jax():
                                       np.asarray(getattr(jax.lax, name)(x)), err_msg=name)
     np.testing.assert_array_equal(lax.argmax(sl.tensor(x * 1.0), 0, np.int32).numpy(),
                                   np.asarray(jax.lax.argmax(x * 1.0, 0, np.int32)))
+
+
+# --- implicit differentiation: custom_root and custom_linear_solve ------------------------------
+def _newton(f, x):  # for x ** 3 - a
+    return lax.fori_loop(0, 30, lambda i, x: x - f(x) / (3 * x * x), x)
+
+
+def _cube_root(a):
+    return lax.custom_root(lambda x: x * x * x - a, sl.ones_like(a), _newton,
+                           lambda g, y: y / g(1.0))
+
+
+def _cg(mv, b):
+    """Conjugate gradients in a while_loop: not reverse-differentiable itself."""
+    def cond(s):
+        return (s[3] < 20) & (sl.sum(s[1] * s[1]) > 1e-28)
+
+    def body(s):
+        x, r, p, k = s
+        ap = mv(p)
+        a = sl.sum(r * r) / sl.sum(p * ap)
+        x2, r2 = x + a * p, r - a * ap
+        return x2, r2, r2 + sl.sum(r2 * r2) / sl.sum(r * r) * p, k + 1
+
+    return lax.while_loop(cond, body, (b * 0, b, b, 0))[0]
+
+
+M = np.array([[4.0, 1.0, 0.0], [1.0, 3.0, 0.5], [0.0, 0.5, 2.0]])
+NONSYM = M + np.array([[0.0, 0.3, 0.0], [0.0, 0.0, -0.2], [0.1, 0.0, 0.0]])
+
+
+def test_custom_root_is_the_implicit_derivative_to_second_order():
+    a = np.array([1.0, 8.0, 27.0])
+    closed = [lambda a: a ** (1 / 3), lambda a: a ** (-2 / 3) / 3, lambda a: -2 / 9 * a ** (-5 / 3)]
+    np.testing.assert_allclose(_cube_root(sl.tensor(a)).numpy(), closed[0](a), rtol=1e-12)
+    g = sl.vmap(sl.grad(_cube_root))(sl.tensor(a))
+    np.testing.assert_allclose(g.numpy(), closed[1](a), rtol=1e-12)
+    gg = sl.vmap(sl.grad(sl.grad(_cube_root)))(sl.tensor(a))
+    np.testing.assert_allclose(gg.numpy(), closed[2](a), rtol=1e-10)
+    _, t = sl.jvp(_cube_root, (sl.tensor(8.0),), (sl.tensor(1.0),))
+    np.testing.assert_allclose(float(t), closed[1](8.0), rtol=1e-12)
+    np.testing.assert_allclose(float(sl.jit(sl.grad(_cube_root))(sl.tensor(8.0))),
+                               closed[1](8.0), rtol=1e-12)
+    # the guess gets no derivative, as JAX's
+    f = lax.custom_root(lambda x: x - 2.0, sl.tensor(1.0), lambda f, x: x - f(x),
+                        lambda g, y: y / g(1.0))
+    assert float(f) == 2.0
+    assert float(sl.grad(lambda x0: lax.custom_root(
+        lambda x: x - 2.0, x0, lambda f, x: x - f(x), lambda g, y: y / g(1.0)))(
+        sl.tensor(1.0))) == 0.0
+
+
+@pytest.mark.parametrize("symmetric", [True, False])
+def test_custom_linear_solve_matches_the_direct_solve(symmetric):
+    A = M if symmetric else NONSYM
+    b = np.array([1.0, 2.0, -1.0])
+
+    def solver(A):
+        if symmetric:
+            return dict(solve=_cg, symmetric=True)
+        return dict(solve=lambda mv, b: sl.linalg.solve(A, b),
+                    transpose_solve=lambda vm, b: sl.linalg.solve(A.T, b))
+
+    def loss(A, b):
+        return sl.sum(lax.custom_linear_solve(lambda v: A @ v, b, **solver(A)) ** 3)
+
+    def direct(A, b):
+        return sl.sum(sl.linalg.solve(A, b) ** 3)
+
+    args = (sl.tensor(A), sl.tensor(b))
+    for got, want in zip(sl.grad(loss, (0, 1))(*args), sl.grad(direct, (0, 1))(*args)):
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-10, atol=1e-12)
+    second = sl.grad(lambda b: sl.sum(sl.grad(loss)(args[0], b) ** 2))(args[1])
+    want = sl.grad(lambda b: sl.sum(sl.grad(direct)(args[0], b) ** 2))(args[1])
+    np.testing.assert_allclose(second.numpy(), want.numpy(), rtol=1e-9, atol=1e-12)
+    bs = sl.tensor(np.stack([b, 2 * b]))
+    np.testing.assert_allclose(sl.vmap(sl.grad(loss, 1), in_axes=(None, 0))(args[0], bs).numpy(),
+                               sl.vmap(sl.grad(direct, 1), in_axes=(None, 0))(args[0], bs).numpy(),
+                               rtol=1e-10)
+    total = sl.scan(lambda c, b: (c + loss(args[0], b), None), sl.tensor(0.0), bs)[0]
+    np.testing.assert_allclose(float(total), float(direct(*args)) * (1 + 8), rtol=1e-10)
+
+
+def test_custom_linear_solve_without_transpose_solve_says_so():
+    A = sl.tensor(NONSYM)
+    x = lax.custom_linear_solve(lambda v: A @ v, sl.ones(3), lambda mv, b: sl.linalg.solve(A, b))
+    np.testing.assert_allclose((A @ x).numpy(), np.ones(3), rtol=1e-12)
+    with pytest.raises(TypeError, match="needs transpose_solve"):
+        sl.grad(lambda b: sl.sum(lax.custom_linear_solve(
+            lambda v: A @ v, b, lambda mv, b: sl.linalg.solve(A, b))))(sl.ones(3))
+
+
+def test_implicit_against_jax():
+    jax = pytest.importorskip("jax")
+    with jax_x64(jax):
+        def root(m, a):
+            newton = lambda f, x: m.fori_loop(0, 30, lambda i, x: x - f(x) / (3 * x * x), x)
+            return m.custom_root(lambda x: x ** 3 - a, 1.0 + 0 * a, newton,
+                                 lambda g, y: y / g(1.0))
+
+        def lin(m, solve, A, b):
+            return m.custom_linear_solve(lambda v: A @ v, b, lambda mv, b: solve(A, b),
+                                         lambda vm, b: solve(A.T, b))
+
+        for fn, args in ((lambda m, s, a: root(m, a) ** 2, (np.array(5.0),)),
+                         (lambda m, s, A, b: (lin(m, s, A, b) ** 2).sum(),
+                          (NONSYM, np.array([1.0, -2.0, 0.5])))):
+            nums = tuple(range(len(args)))
+            want = jax.grad(lambda *a, fn=fn: fn(jax.lax, jax.numpy.linalg.solve, *a),
+                            nums)(*args)
+            got = sl.grad(lambda *a, fn=fn: fn(lax, sl.linalg.solve, *a), nums)(
+                *[sl.tensor(a) for a in args])
+            for g, w in zip(got, want):
+                np.testing.assert_allclose(g.numpy(), np.asarray(w), rtol=1e-10)

@@ -18,7 +18,7 @@ from ..tape import Tensor
 from . import elementwise as ew
 from . import functions
 from .functions import as_tensor, einsum, getitem, reshape, stack, transpose
-from .laxfuncs import _cast, _ints, pad
+from .laxfuncs import cast_to, ints, pad
 from .named import astype
 from .reductions import prod
 
@@ -142,9 +142,9 @@ def conv_general_dilated(lhs: ArrayLike, rhs: ArrayLike, window_strides: Sequenc
     if nsp < 0:
         raise TypeError(f"conv: lhs needs a batch and a feature dim, got shape {x.shape}")
     x, w = transpose(x, spec.lhs_spec), transpose(w, spec.rhs_spec)  # NC..., OI...
-    strides = _ints(window_strides, "conv", "window_strides")
-    ldil = (1,) * nsp if lhs_dilation is None else _ints(lhs_dilation, "conv", "lhs_dilation")
-    rdil = (1,) * nsp if rhs_dilation is None else _ints(rhs_dilation, "conv", "rhs_dilation")
+    strides = ints(window_strides, "conv", "window_strides")
+    ldil = (1,) * nsp if lhs_dilation is None else ints(lhs_dilation, "conv", "lhs_dilation")
+    rdil = (1,) * nsp if rhs_dilation is None else ints(rhs_dilation, "conv", "rhs_dilation")
     if not len(strides) == len(ldil) == len(rdil) == nsp:
         raise TypeError(f"conv: window_strides, lhs_dilation and rhs_dilation need one entry "
                         f"per spatial dim ({nsp})")
@@ -171,7 +171,7 @@ def conv_general_dilated(lhs: ArrayLike, rhs: ArrayLike, window_strides: Sequenc
     y = einsum(f"knGc{s},GOck->nGO{s}", views, kern)
     y = reshape(y, (n, o) + out_sp)
     inverse = tuple(int(i) for i in np.argsort(spec.out_spec))
-    return _cast(transpose(y, inverse), preferred_element_type)
+    return cast_to(transpose(y, inverse), preferred_element_type)
 
 
 def conv(lhs: ArrayLike, rhs: ArrayLike, window_strides: Sequence[int], padding: Any,
@@ -210,12 +210,12 @@ def reduce_window(operand: ArrayLike, init_value: ArrayLike, computation: Callab
         raise NotImplementedError(
             f"reduce_window: computation {getattr(computation, '__name__', computation)!r} is "
             "not supported; scanlib reduces windows with lax.add, lax.mul, lax.max or lax.min")
-    window = _ints(window_dimensions, "reduce_window", "window_dimensions")
-    strides = _ints(window_strides, "reduce_window", "window_strides")
+    window = ints(window_dimensions, "reduce_window", "window_dimensions")
+    strides = ints(window_strides, "reduce_window", "window_strides")
     nd = x.ndim
-    bdil = (1,) * nd if base_dilation is None else _ints(base_dilation, "reduce_window",
+    bdil = (1,) * nd if base_dilation is None else ints(base_dilation, "reduce_window",
                                                          "base_dilation")
-    wdil = (1,) * nd if window_dilation is None else _ints(window_dilation, "reduce_window",
+    wdil = (1,) * nd if window_dilation is None else ints(window_dilation, "reduce_window",
                                                            "window_dilation")
     if not len(window) == len(strides) == len(bdil) == len(wdil) == nd:
         raise TypeError(f"reduce_window: window_dimensions, window_strides and dilations need "
@@ -225,4 +225,4 @@ def reduce_window(operand: ArrayLike, init_value: ArrayLike, computation: Callab
     eff = [(k - 1) * d + 1 for k, d in zip(window, wdil)]
     pads = _pads(padding, dilated, eff, strides, "reduce_window")
     views = _windows(x, window, strides, pads, bdil, wdil, init)
-    return _cast(computation(init, reducer(views, axis=0)), x.dtype)
+    return cast_to(computation(init, reducer(views, axis=0)), x.dtype)

@@ -61,7 +61,8 @@ class DotDimensionNumbers(NamedTuple):
     batch: tuple
 
 
-def _ints(seq, who, what):
+def ints(seq, who, what):
+    """seq as a tuple of Python ints, or a TypeError naming `who` and `what`."""
     try:
         return tuple(operator.index(i) for i in seq)
     except TypeError:
@@ -75,7 +76,8 @@ def _axis(d, ndim, who):
     return d % builtins.max(ndim, 1)
 
 
-def _cast(x, dtype):
+def cast_to(x, dtype):
+    """x in dtype (x itself when it is already, or when dtype is None)."""
     return x if dtype is None or np.dtype(dtype) == x.dtype else astype(x, dtype)
 
 
@@ -95,7 +97,7 @@ def dot_general(lhs: ArrayLike, rhs: ArrayLike, dimension_numbers: Any,
         raise TypeError("dot_general: dimension_numbers must be ((lhs_contracting, "
                         "rhs_contracting), (lhs_batch, rhs_batch)), got "
                         f"{dimension_numbers!r}") from None
-    xc, yc, xb, yb = (tuple(_axis(d, n, "dot_general") for d in _ints(ds, "dot_general", w))
+    xc, yc, xb, yb = (tuple(_axis(d, n, "dot_general") for d in ints(ds, "dot_general", w))
                       for ds, n, w in ((xc, x.ndim, "lhs_contracting"),
                                        (yc, y.ndim, "rhs_contracting"),
                                        (xb, x.ndim, "lhs_batch"), (yb, y.ndim, "rhs_batch")))
@@ -111,7 +113,7 @@ def dot_general(lhs: ArrayLike, rhs: ArrayLike, dimension_numbers: Any,
     ys = [s or next(letters) for s in ys]
     out = ([xs[i] for i in xb] + [s for i, s in enumerate(xs) if i not in xb + xc]
            + [s for j, s in enumerate(ys) if j not in yb + yc])
-    return _cast(einsum(f"{''.join(xs)},{''.join(ys)}->{''.join(out)}", x, y),
+    return cast_to(einsum(f"{''.join(xs)},{''.join(ys)}->{''.join(out)}", x, y),
                  preferred_element_type)
 
 
@@ -137,7 +139,7 @@ def pad(operand: ArrayLike, padding_value: ArrayLike, padding_config: Sequence[A
     """
     x = as_tensor(operand)
     value = astype(as_tensor(padding_value), x.dtype)
-    config = [tuple(_ints(c, "pad", "each padding_config entry")) for c in padding_config]
+    config = [tuple(ints(c, "pad", "each padding_config entry")) for c in padding_config]
     if len(config) != x.ndim or builtins.any(len(c) != 3 for c in config):
         raise ValueError(f"pad: padding_config needs one (low, high, interior) triple per "
                          f"dimension of the operand {x.shape}, got {padding_config!r}")
@@ -173,9 +175,9 @@ def slice(operand: ArrayLike, start_indices: Sequence[int], limit_indices: Seque
           strides: Sequence[int] | None = None) -> Tensor:
     """lax.slice: operand[start:limit:stride] in every dim (static bounds)."""
     x = as_tensor(operand)
-    starts, limits = _ints(start_indices, "slice", "start_indices"), _ints(
+    starts, limits = ints(start_indices, "slice", "start_indices"), ints(
         limit_indices, "slice", "limit_indices")
-    steps = (1,) * x.ndim if strides is None else _ints(strides, "slice", "strides")
+    steps = (1,) * x.ndim if strides is None else ints(strides, "slice", "strides")
     if not len(starts) == len(limits) == len(steps) == x.ndim:
         raise TypeError(f"slice: start_indices, limit_indices and strides need one entry per "
                         f"dimension of the operand {x.shape}")
@@ -216,7 +218,7 @@ def index_in_dim(operand: ArrayLike, index: int, axis: int = 0,
 def broadcast(operand: ArrayLike, sizes: Sequence[int], out_sharding: Any = None) -> Tensor:
     """lax.broadcast: operand with new leading dims of the given sizes."""
     x = as_tensor(operand)
-    return broadcast_to(x, _ints(sizes, "broadcast", "sizes") + x.shape)
+    return broadcast_to(x, ints(sizes, "broadcast", "sizes") + x.shape)
 
 
 def broadcast_in_dim(operand: ArrayLike, shape: Sequence[int],
@@ -224,8 +226,8 @@ def broadcast_in_dim(operand: ArrayLike, shape: Sequence[int],
     """lax.broadcast_in_dim: operand's dim i becomes dim broadcast_dimensions[i] of `shape`
     (of the same size, or of size 1 broadcast); the others are new."""
     x = as_tensor(operand)
-    shape = _ints(shape, "broadcast_in_dim", "shape")
-    dims = _ints(broadcast_dimensions, "broadcast_in_dim", "broadcast_dimensions")
+    shape = ints(shape, "broadcast_in_dim", "shape")
+    dims = ints(broadcast_dimensions, "broadcast_in_dim", "broadcast_dimensions")
     if (len(dims) != x.ndim or list(dims) != sorted(set(dims))
             or builtins.any(not 0 <= d < len(shape) for d in dims)
             or builtins.any(x.shape[i] not in (1, shape[d]) for i, d in enumerate(dims))):
@@ -246,12 +248,12 @@ def broadcast_to_rank(x: ArrayLike, rank: int) -> Tensor:
 
 def lax_expand_dims(array: ArrayLike, dimensions: Sequence[int]) -> Tensor:
     """lax.expand_dims: size-1 dims inserted at `dimensions` (of the result)."""
-    return expand_dims(as_tensor(array), tuple(_ints(dimensions, "expand_dims", "dimensions")))
+    return expand_dims(as_tensor(array), tuple(ints(dimensions, "expand_dims", "dimensions")))
 
 
 def lax_squeeze(array: ArrayLike, dimensions: Sequence[int]) -> Tensor:
     """lax.squeeze: the size-1 `dimensions` removed."""
-    return squeeze(as_tensor(array), tuple(_ints(dimensions, "squeeze", "dimensions")))
+    return squeeze(as_tensor(array), tuple(ints(dimensions, "squeeze", "dimensions")))
 
 
 def lax_reshape(operand: ArrayLike, new_sizes: Sequence[int],
@@ -259,13 +261,13 @@ def lax_reshape(operand: ArrayLike, new_sizes: Sequence[int],
     """lax.reshape: operand (transposed by `dimensions` first, when given) in new_sizes."""
     x = as_tensor(operand)
     if dimensions is not None:
-        x = transpose(x, _ints(dimensions, "reshape", "dimensions"))
-    return reshape(x, _ints(new_sizes, "reshape", "new_sizes"))
+        x = transpose(x, ints(dimensions, "reshape", "dimensions"))
+    return reshape(x, ints(new_sizes, "reshape", "new_sizes"))
 
 
 def rev(operand: ArrayLike, dimensions: Sequence[int]) -> Tensor:
     """lax.rev: operand reversed along `dimensions`."""
-    dims = _ints(dimensions, "rev", "dimensions")
+    dims = ints(dimensions, "rev", "dimensions")
     x = as_tensor(operand)
     return flip(x, dims) if dims else x
 
@@ -288,7 +290,7 @@ def convert_element_type(operand: ArrayLike, new_dtype: DTypeLike) -> Tensor:
     if np.issubdtype(x.dtype, np.complexfloating) and not np.issubdtype(
             np.dtype(new_dtype), np.complexfloating):
         x = ew.real(x)  # JAX keeps the real part, as NumPy does with a warning
-    return _cast(x, new_dtype)
+    return cast_to(x, new_dtype)
 
 
 def iota(dtype: DTypeLike, size: int, dimension: int = 0, sharding: Any = None) -> Tensor:
@@ -299,7 +301,7 @@ def iota(dtype: DTypeLike, size: int, dimension: int = 0, sharding: Any = None) 
 def broadcasted_iota(dtype: DTypeLike, shape: Sequence[int], dimension: int,
                      out_sharding: Any = None) -> Tensor:
     """lax.broadcasted_iota: an array of `shape` whose values count along `dimension`."""
-    shape = _ints(shape, "broadcasted_iota", "shape")
+    shape = ints(shape, "broadcasted_iota", "shape")
     d = _axis(dimension, len(shape), "broadcasted_iota")
     return broadcast_in_dim(iota(dtype, shape[d]), shape, (d,))
 
@@ -443,19 +445,19 @@ def clz(x: ArrayLike) -> Tensor:
 # --- reductions ----------------------------------------------------------------------------
 def _axes(operand, axes, who):
     x = as_tensor(operand)
-    return x, tuple(_axis(a, x.ndim, who) for a in _ints(axes, who, "axes"))
+    return x, tuple(_axis(a, x.ndim, who) for a in ints(axes, who, "axes"))
 
 
 def reduce_sum(operand: ArrayLike, axes: Sequence[int], out_sharding: Any = None) -> Tensor:
     """lax.reduce_sum: the sum over `axes`, in the operand's dtype."""
     x, axes = _axes(operand, axes, "reduce_sum")
-    return _cast(sum(x, axis=axes), x.dtype)
+    return cast_to(sum(x, axis=axes), x.dtype)
 
 
 def reduce_prod(operand: ArrayLike, axes: Sequence[int], out_sharding: Any = None) -> Tensor:
     """lax.reduce_prod: the product over `axes`, in the operand's dtype."""
     x, axes = _axes(operand, axes, "reduce_prod")
-    return _cast(prod(x, axis=axes), x.dtype)
+    return cast_to(prod(x, axis=axes), x.dtype)
 
 
 def reduce_max(operand: ArrayLike, axes: Sequence[int], out_sharding: Any = None) -> Tensor:
@@ -578,8 +580,8 @@ def reduce(operands: Any, init_values: Any, computation: Callable, dimensions: S
                 special.logical_and: reduce_and, special.logical_or: reduce_or}
     known = _public_of(computation, reducers)
     if single and known is not None:
-        return _cast(computation(inits[0], known(xs[0], dimensions)), xs[0].dtype)
-    dims = tuple(_axis(a, xs[0].ndim, "reduce") for a in _ints(dimensions, "reduce",
+        return cast_to(computation(inits[0], known(xs[0], dimensions)), xs[0].dtype)
+    dims = tuple(_axis(a, xs[0].ndim, "reduce") for a in ints(dimensions, "reduce",
                                                                 "dimensions"))
     rest = [d for d in range(xs[0].ndim) if d not in dims]
     flat = []
