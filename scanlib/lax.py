@@ -34,7 +34,7 @@ from .ops.laxfuncs import (DotDimensionNumbers, GatherScatterMode, Precision, Ro
                            convert_element_type, div, dot_general, index_in_dim, integer_pow,
                            iota, optimization_barrier, pad, population_count, reduce, reduce_and,
                            reduce_max, reduce_min, reduce_or, reduce_prod, reduce_sum,
-                           reduce_xor, rem, rev, shift_left, shift_right_arithmetic,
+                           reduce_xor, rem, rev, select_n, shift_left, shift_right_arithmetic,
                            shift_right_logical, slice, slice_in_dim, sort, sort_key_val, top_k)
 from .ops.laxfuncs import lax_expand_dims as expand_dims
 from .ops.laxfuncs import lax_full_like as full_like
@@ -59,7 +59,7 @@ __all__ = [
     "scan", "fori_loop", "while_loop", "cond", "switch", "map", "associative_scan",
     "stop_gradient", "platform_dependent", "custom_root", "custom_linear_solve",
     # selection and dynamic indexing
-    "select", "dynamic_slice", "dynamic_update_slice", "dynamic_slice_in_dim",
+    "select", "select_n", "dynamic_slice", "dynamic_update_slice", "dynamic_slice_in_dim",
     "dynamic_index_in_dim", "dynamic_update_slice_in_dim", "dynamic_update_index_in_dim",
     # cumulative reductions
     "cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp",

@@ -90,6 +90,9 @@ CASES = [
     case("collapse", lambda x: lax.collapse(x, 1, 3), (N, (2, 3, 4)),
          ref=lambda x: x.reshape(2, 12)),
     case("integer_pow", lambda x: lax.integer_pow(x, 3), (N, (4,)), ref=lambda x: x ** 3),
+    case("select_n", lambda a, b, c: lax.select_n(np.array([[0, 2, 1]]), a, b, c),
+         (N, (2, 3)), (N, (2, 3)), (N, (2, 3)),
+         ref=lambda a, b, c: np.choose(np.array([[0, 2, 1]] * 2), [a, b, c])),
     case("clamp", lambda x: lax.clamp(-0.5, x, 0.5), (D, (7,)),
          ref=lambda x: np.clip(x, -0.5, 0.5)),
     case("reduce_sum", lambda x: lax.reduce_sum(x, (0, 2)), (N, (2, 3, 4)),
@@ -166,6 +169,29 @@ def test_div_and_rem_are_cs():
     f = lax.div(sl.tensor(np.float32(-7.0)), sl.tensor(np.float32(2.0)))
     assert f.dtype == np.float32 and float(f) == -3.5
     assert float(lax.rem(sl.tensor(-7.5), sl.tensor(2.0))) == -1.5
+
+
+def test_what_c_and_numpy_leave_undefined_is_xlas():
+    x = np.array([7, -7, 0, -2 ** 31, 5], dtype=np.int32)
+    y = np.array([0, 0, 0, -1, -1], dtype=np.int32)
+    with np.errstate(all="raise"):  # and no warnings on the way
+        np.testing.assert_array_equal(lax.div(sl.tensor(x), sl.tensor(y)).numpy(),
+                                      [-1, -1, -1, -2 ** 31, -5])
+        np.testing.assert_array_equal(lax.rem(sl.tensor(x), sl.tensor(y)).numpy(),
+                                      [7, -7, 0, 0, 0])
+        u = lax.div(sl.tensor(np.array([7, 8], np.uint8)), sl.tensor(np.array([0, 3], np.uint8)))
+        np.testing.assert_array_equal(u.numpy(), [255, 2])
+        f = np.array([np.nan, 1e10, -1e10, -2.7, np.inf, 2.9], np.float64)
+        c = lax.convert_element_type(sl.tensor(f), np.int32)
+        np.testing.assert_array_equal(c.numpy(), [0, 2 ** 31 - 1, -2 ** 31, -2, 2 ** 31 - 1, 2])
+        c = lax.convert_element_type(sl.tensor(np.array([-3.5, 300.0, 2.1e9], np.float32)),
+                                     np.uint8)
+        np.testing.assert_array_equal(c.numpy(), [0, 255, 255])
+        big = lax.convert_element_type(sl.tensor(np.array([2.1e9, 3e9], np.float32)), np.int32)
+        np.testing.assert_array_equal(big.numpy(), [2100000000, 2 ** 31 - 1])
+    e = lax.reduce_max(sl.zeros((0, 2), dtype=np.int32), (0,))
+    np.testing.assert_array_equal(e.numpy(), [-2 ** 31] * 2)
+    np.testing.assert_array_equal(lax.reduce_min(sl.zeros((2, 0)), (1,)).numpy(), [np.inf] * 2)
 
 
 def test_clamp_gradients_at_ties_go_nowhere():
@@ -362,6 +388,49 @@ def test_integer_functions_against_jax():
                                       np.asarray(getattr(jax.lax, name)(x)), err_msg=name)
     np.testing.assert_array_equal(lax.argmax(sl.tensor(x * 1.0), 0, np.int32).numpy(),
                                   np.asarray(jax.lax.argmax(x * 1.0, 0, np.int32)))
+
+
+def _edge_cases():
+    f = np.array([0.0, -0.0, np.nan, 1.0, -np.inf, np.inf, -1.0, np.nan])
+    i, z = np.array([7, -7, 0, 5], np.int32), np.array([0, 0, 0, 2], np.int32)
+    return [
+        ("sort_signed_zero_nan", lambda m, x: m.sort(x), (f,)),
+        ("sort_key_val", lambda m, x, v: m.sort_key_val(x, v)[1], (f, np.arange(8.0))),
+        ("top_k_nan", lambda m, x: m.top_k(x, 4)[1], (f,)),
+        ("argmax_nan", lambda m, x: m.argmax(x, 0, np.int32), (f,)),
+        ("argmin_nan", lambda m, x: m.argmin(x, 0, np.int32), (f,)),
+        ("div_by_zero", lambda m, x, y: m.div(x, y), (i, z)),
+        ("rem_by_zero", lambda m, x, y: m.rem(x, y), (i, z)),
+        ("convert_saturates", lambda m, x: m.convert_element_type(x, np.int32),
+         (np.array([np.nan, 1e10, -1e10, -2.7, np.inf]),)),
+        ("convert_unsigned", lambda m, x: m.convert_element_type(x, np.uint8),
+         (np.array([-3.5, 300.0, 7.9]),)),
+        ("reduce_max_empty", lambda m, x: m.reduce_max(x, (0,)), (np.zeros((0, 2)),)),
+        ("reduce_sum_int8", lambda m, x: m.reduce_sum(x, (0,)), (np.array([100, 100], np.int8),)),
+        ("dot_preferred", lambda m, x, y: m.dot_general(
+            x, y, (((0,), (0,)), ((), ())), preferred_element_type=np.float64),
+         (np.ones(3, np.float32), np.ones(3, np.float32))),
+        ("round_f32", lambda m, x: m.round(x),
+         (np.array([0.5, 1.5, 2.5, -0.5, -0.0], np.float32),)),
+        ("integer_pow", lambda m, x: m.integer_pow(x, -2), (np.array([2.0, 0.5]),)),
+        ("select_n_bool", lambda m, p, x, y: m.select_n(p, x, y),
+         (np.array([True, False]), np.array([1.0, 2.0]), np.array([3.0, 4.0]))),
+        ("reduce_tuple", lambda m, x, y: m.reduce(
+            (x, y), (0.0, 1.0), lambda a, b: (a[0] + b[0], a[1] * b[1]), (0,))[1],
+         (np.array([3.0, 1.0, 2.0]), np.array([3.0, 1.0, 2.0]))),
+    ]
+
+
+@pytest.mark.parametrize("i", range(16))
+def test_edges_against_jax(i):
+    jax = pytest.importorskip("jax")
+    with jax_x64(jax):
+        name, fn, args = _edge_cases()[i]
+        want = np.asarray(fn(jax.lax, *args))
+        got = fn(lax, *[sl.tensor(a) for a in args]).numpy()
+        assert got.dtype == want.dtype, name
+        np.testing.assert_array_equal(got, want, err_msg=name)
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want), err_msg=name)
 
 
 # --- implicit differentiation: custom_root and custom_linear_solve ------------------------------

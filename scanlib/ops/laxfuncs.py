@@ -23,7 +23,7 @@ from .functions import (as_tensor, broadcast_to, concatenate, einsum, expand_dim
                         matmul, max, min, reshape, sign, squeeze, sum, transpose, where)
 from .gathers import argsort, take_along_axis
 from .mathfuncs import bitwise_count, left_shift, right_shift
-from .named import astype, full_like, greater, less, not_equal
+from .named import astype, equal, full_like, greater, less, not_equal
 from .reductions import all, any, argmax as np_argmax, argmin as np_argmin, prod
 from .special import (bitwise_and, bitwise_or, bitwise_xor, floor_divide, fmod, round as np_round,
                       trunc)
@@ -290,7 +290,21 @@ def convert_element_type(operand: ArrayLike, new_dtype: DTypeLike) -> Tensor:
     if np.issubdtype(x.dtype, np.complexfloating) and not np.issubdtype(
             np.dtype(new_dtype), np.complexfloating):
         x = ew.real(x)  # JAX keeps the real part, as NumPy does with a warning
-    return cast_to(x, new_dtype)
+    new = np.dtype(new_dtype)
+    if np.issubdtype(new, np.integer) and np.issubdtype(x.dtype, np.floating):
+        return _saturated(x, new)
+    return cast_to(x, new)
+
+
+def _saturated(x, new):
+    """Floats to integers as XLA converts them: toward zero, out-of-range values to the
+    nearest end of the range, NaN to 0 (NumPy's astype leaves these undefined)."""
+    info = np.iinfo(new)
+    lo, hi = np.array(info.min, x.dtype), np.array(info.max, x.dtype)  # hi may round up
+    inside = ew.logical_and(greater(x, lo), less(x, hi))
+    out = astype(where(inside, x, _const(0, x.dtype)), new)
+    out = where(ew.greater_equal(x, hi), _const(info.max, new), out)
+    return where(ew.less_equal(x, lo), _const(info.min, new), out)
 
 
 def iota(dtype: DTypeLike, size: int, dimension: int = 0, sharding: Any = None) -> Tensor:
@@ -332,19 +346,44 @@ def optimization_barrier(operand: Any) -> Any:
     return operand
 
 
+def _const(value, dtype):
+    return as_tensor(np.array(value).astype(dtype))
+
+
+def _divisor(x, y):
+    """y with the divisions C leaves undefined (by 0, and MIN by -1) replaced by 1."""
+    bad = equal(y, _const(0, y.dtype))
+    if np.issubdtype(y.dtype, np.signedinteger):
+        bad = ew.logical_or(bad, equal(y, _const(-1, y.dtype)))
+    return where(bad, _const(1, y.dtype), y)
+
+
 def div(x: ArrayLike, y: ArrayLike) -> Tensor:
-    """lax.div: x / y, integers rounded toward zero (C's division: div(-7, 2) is -3)."""
+    """lax.div: x / y, integers rounded toward zero (C's division: div(-7, 2) is -3); as
+    XLA's, an integer divided by 0 gives -1 (all bits set) and MIN / -1 gives MIN."""
     x, y = _pair(x, y)
     if not (_is_int(x) and _is_int(y)):
         return ew.div(x, y)
-    q = floor_divide(x, y)
-    inexact = not_equal(ew.sub(x, ew.mul(q, y)), 0)
-    return where(ew.logical_and(inexact, not_equal(less(x, 0), less(y, 0))), ew.add(q, 1), q)
+    d = _divisor(x, y)
+    q = floor_divide(x, d)
+    inexact = not_equal(ew.sub(x, ew.mul(q, d)), _const(0, q.dtype))
+    q = where(ew.logical_and(inexact, not_equal(less(x, 0), less(d, 0))),
+              ew.add(q, _const(1, q.dtype)), q)
+    if np.issubdtype(y.dtype, np.signedinteger):
+        q = where(equal(y, _const(-1, y.dtype)), ew.sub(_const(0, x.dtype), x), q)
+    return where(equal(y, _const(0, y.dtype)), _const(-1, q.dtype), q)
 
 
 def rem(x: ArrayLike, y: ArrayLike) -> Tensor:
-    """lax.rem: C's remainder x - y * div(x, y), with the sign of x (as numpy.fmod)."""
-    return fmod(x, y)
+    """lax.rem: C's remainder x - y * div(x, y), with the sign of x (as numpy.fmod); as
+    XLA's, an integer remainder by 0 is x."""
+    x, y = _pair(x, y)
+    if not (_is_int(x) and _is_int(y)):
+        return fmod(x, y)
+    r = fmod(x, _divisor(x, y))
+    if np.issubdtype(y.dtype, np.signedinteger):
+        r = where(equal(y, _const(-1, y.dtype)), _const(0, r.dtype), r)
+    return where(equal(y, _const(0, y.dtype)), x, r)
 
 
 def lax_round(x: ArrayLike, rounding_method: int | RoundingMethod = 0) -> Tensor:
@@ -359,6 +398,23 @@ def lax_round(x: ArrayLike, rounding_method: int | RoundingMethod = 0) -> Tensor
     # finite - trunc(finite) is exact, so no rounding of x + 0.5 moves a value across a half
     half_or_more = ew.greater_equal(ew.absolute(ew.sub(finite, trunc(finite))), 0.5)
     return where(half_or_more, ew.add(t, sign(x)), t)
+
+
+def select_n(which: ArrayLike, *cases: ArrayLike) -> Tensor:
+    """lax.select_n: cases[which] elementwise; `which` is bool (two cases: False picks the
+    first) or an integer in [0, len(cases)). Differentiable in the cases."""
+    w = as_tensor(which)
+    if not cases:
+        raise ValueError("select_n: give at least one case")
+    if w.dtype == np.bool_ and len(cases) != 2:
+        raise TypeError(f"select_n: a bool `which` selects between 2 cases, got {len(cases)}")
+    if w.dtype != np.bool_ and not np.issubdtype(w.dtype, np.integer):
+        raise TypeError(f"select_n: `which` must be bool or integer, got {w.dtype}")
+    out = as_tensor(cases[-1])
+    for i in range(len(cases) - 2, -1, -1):  # the first case whose index matches wins
+        pick = ew.logical_not(w) if w.dtype == np.bool_ else equal(w, i)
+        out = where(pick, cases[i], out)
+    return out
 
 
 def clamp(min: ArrayLike, x: ArrayLike, max: ArrayLike) -> Tensor:
@@ -463,13 +519,29 @@ def reduce_prod(operand: ArrayLike, axes: Sequence[int], out_sharding: Any = Non
 def reduce_max(operand: ArrayLike, axes: Sequence[int], out_sharding: Any = None) -> Tensor:
     """lax.reduce_max: the maximum over `axes`."""
     x, axes = _axes(operand, axes, "reduce_max")
-    return max(x, axis=axes)
+    return _identity_if_empty(x, axes, "max") if _empty(x, axes) else max(x, axis=axes)
 
 
 def reduce_min(operand: ArrayLike, axes: Sequence[int], out_sharding: Any = None) -> Tensor:
     """lax.reduce_min: the minimum over `axes`."""
     x, axes = _axes(operand, axes, "reduce_min")
-    return min(x, axis=axes)
+    return _identity_if_empty(x, axes, "min") if _empty(x, axes) else min(x, axis=axes)
+
+
+def _empty(x, axes):
+    return builtins.any(x.shape[a] == 0 for a in axes)
+
+
+def _identity_if_empty(x, axes, which):
+    """max (min) over no elements: the lowest (highest) value of the dtype, as XLA's."""
+    if x.dtype == np.bool_:
+        value = which == "min"
+    elif np.issubdtype(x.dtype, np.integer):
+        value = getattr(np.iinfo(x.dtype), "min" if which == "max" else "max")
+    else:
+        value = -np.inf if which == "max" else np.inf
+    shape = tuple(n for d, n in enumerate(x.shape) if d not in axes)
+    return as_tensor(np.full(shape, value, dtype=x.dtype))
 
 
 def _bitwise_reduce(who, op, logical, operand, axes):
