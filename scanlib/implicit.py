@@ -38,7 +38,7 @@ def custom_root(f: Callable, initial_guess: Any, solve: Callable, tangent_solve:
 
     >>> a = sl.tensor(2.0)
     >>> newton = lambda f, x: sl.fori_loop(0, 20, lambda i, x: x - f(x) / (2 * x), x)
-    >>> sl.grad(lambda a: lax.custom_root(lambda x: x * x - a, 1.0, newton,
+    >>> sl.grad(lambda a: sl.lax.custom_root(lambda x: x * x - a, 1.0, newton,
     ...                                   lambda g, y: y / g(1.0)))(a)   # 1 / (2 sqrt(a))
     """
     converted, consts = closure_convert(f, initial_guess)
@@ -87,7 +87,7 @@ def custom_linear_solve(matvec: Callable, b: Any, solve: Callable,
     mode (jvp) of it raises.
 
     >>> A = sl.tensor([[4.0, 1.0], [1.0, 3.0]])
-    >>> x = lax.custom_linear_solve(lambda v: A @ v, sl.tensor([1.0, 2.0]),
+    >>> x = sl.lax.custom_linear_solve(lambda v: A @ v, sl.tensor([1.0, 2.0]),
     ...                             lambda mv, b: sl.linalg.solve(A, b), symmetric=True)
     """
     converted, consts = closure_convert(matvec, b)

@@ -4,10 +4,11 @@ scanlib's own objects (`lax.scan is scanlib.scan`, `lax.tanh is scanlib.tanh`). 
 indexing (select, dynamic_slice, dynamic_update_slice and their `_in_dim` forms, clamped as
 JAX clamps), `complex` (x + iy from its parts), lax's cumulative reductions (along axis 0 by
 default, reverse=, the operand's dtype), the elementwise functions whose meaning is NumPy's
-too, and lax's own array functions (ops.laxfuncs, ops.laxconv: pad, slice, dot_general, conv,
-reduce_window, sort, ...). A name whose lax meaning differs from scanlib's function of that
-name is lax's here (lax.round rounds halves away from zero, lax.pad takes (low, high,
-interior) triples, lax.sort sorts several operands, lax.div truncates toward zero).
+too, and lax's own array functions (ops.laxfuncs, laxmath, laxreduce, laxconv: pad, slice,
+dot_general, conv, reduce_window, sort, ...) and implicit differentiation (custom_root,
+custom_linear_solve). A name whose lax meaning differs from scanlib's function of that name
+is lax's here (lax.round rounds halves away from zero, lax.pad takes (low, high, interior)
+triples, lax.sort sorts several operands, lax.div truncates toward zero).
 
 Imports the modules of scanlib that define these names (it is imported by scanlib/__init__).
 """
@@ -29,18 +30,19 @@ from .ops.laxconv import (ConvDimensionNumbers, conv, conv_dimension_numbers,
                           conv_general_dilated, conv_with_general_padding, padtype_to_pads,
                           reduce_window)
 from .ops.laxfuncs import (DotDimensionNumbers, GatherScatterMode, Precision, RoundingMethod,
-                           argmax, argmin, batch_matmul, broadcast, broadcast_in_dim,
-                           broadcast_to_rank, broadcasted_iota, clamp, clz, collapse,
-                           convert_element_type, div, dot_general, index_in_dim, integer_pow,
-                           iota, optimization_barrier, pad, population_count, reduce, reduce_and,
-                           reduce_max, reduce_min, reduce_or, reduce_prod, reduce_sum,
-                           reduce_xor, rem, rev, select_n, shift_left, shift_right_arithmetic,
-                           shift_right_logical, slice, slice_in_dim, sort, sort_key_val, top_k)
+                           batch_matmul, broadcast, broadcast_in_dim, broadcast_to_rank,
+                           broadcasted_iota, collapse, convert_element_type, dot_general,
+                           index_in_dim, iota, pad, rev, slice, slice_in_dim)
 from .ops.laxfuncs import lax_expand_dims as expand_dims
 from .ops.laxfuncs import lax_full_like as full_like
 from .ops.laxfuncs import lax_reshape as reshape
-from .ops.laxfuncs import lax_round as round
 from .ops.laxfuncs import lax_squeeze as squeeze
+from .ops.laxmath import (clamp, clz, div, integer_pow, optimization_barrier, population_count,
+                          rem, select_n, shift_left, shift_right_arithmetic, shift_right_logical)
+from .ops.laxmath import lax_round as round
+from .ops.laxreduce import (argmax, argmin, reduce, reduce_and, reduce_max, reduce_min,
+                            reduce_or, reduce_prod, reduce_sum, reduce_xor, sort, sort_key_val,
+                            top_k)
 from .ops.mathfuncs import nextafter
 from .ops.named import (equal, exp2, greater, greater_equal, isfinite, less, less_equal,
                         not_equal, power)

@@ -29,7 +29,10 @@ if TYPE_CHECKING:
 
 class ConvDimensionNumbers(NamedTuple):
     """lax.ConvDimensionNumbers: where (batch, feature, *spatial) sit in lhs, (out feature,
-    in feature, *spatial) in rhs, and (batch, feature, *spatial) in the output."""
+    in feature, *spatial) in rhs, and (batch, feature, *spatial) in the output.
+
+    >>> sl.lax.ConvDimensionNumbers((0, 1, 2), (0, 1, 2), (0, 1, 2))
+    """
     lhs_spec: tuple
     rhs_spec: tuple
     out_spec: tuple
@@ -38,7 +41,10 @@ class ConvDimensionNumbers(NamedTuple):
 def conv_dimension_numbers(lhs_shape: Sequence[int], rhs_shape: Sequence[int],
                            dimension_numbers: Any) -> ConvDimensionNumbers:
     """lax.conv_dimension_numbers: None (NC..., OI..., NC...), three strings such as
-    ('NHC', 'HIO', 'NHC'), or a ConvDimensionNumbers, as a ConvDimensionNumbers."""
+    ('NHC', 'HIO', 'NHC'), or a ConvDimensionNumbers, as a ConvDimensionNumbers.
+
+    >>> sl.lax.conv_dimension_numbers((8, 32, 3), (5, 3, 16), ('NHC', 'HIO', 'NHC'))
+    """
     if isinstance(dimension_numbers, ConvDimensionNumbers):
         return dimension_numbers
     if len(lhs_shape) != len(rhs_shape):
@@ -73,7 +79,10 @@ def conv_dimension_numbers(lhs_shape: Sequence[int], rhs_shape: Sequence[int],
 
 def padtype_to_pads(in_shape: Sequence[int], window_shape: Sequence[int],
                     window_strides: Sequence[int], padding: str) -> list[tuple[int, int]]:
-    """lax.padtype_to_pads: the (low, high) pairs of 'SAME', 'SAME_LOWER' or 'VALID'."""
+    """lax.padtype_to_pads: the (low, high) pairs of 'SAME', 'SAME_LOWER' or 'VALID'.
+
+    >>> sl.lax.padtype_to_pads((10,), (4,), (1,), 'SAME')
+    """
     kind = padding.upper() if isinstance(padding, str) else padding
     if kind == "VALID":
         return [(0, 0)] * len(in_shape)
@@ -134,7 +143,7 @@ def conv_general_dilated(lhs: ArrayLike, rhs: ArrayLike, window_strides: Sequenc
     features), as JAX's. Differentiable in both operands (to every order).
 
     >>> x, w = sl.ones((1, 4, 10)), sl.ones((4, 1, 3))           # a depthwise causal conv
-    >>> lax.conv_general_dilated(x, w, (1,), [(2, 0)], feature_group_count=4).shape
+    >>> sl.lax.conv_general_dilated(x, w, (1,), [(2, 0)], feature_group_count=4).shape
     """
     x, w = as_tensor(lhs), as_tensor(rhs)
     spec = conv_dimension_numbers(x.shape, w.shape, dimension_numbers)
@@ -176,7 +185,10 @@ def conv_general_dilated(lhs: ArrayLike, rhs: ArrayLike, window_strides: Sequenc
 
 def conv(lhs: ArrayLike, rhs: ArrayLike, window_strides: Sequence[int], padding: Any,
          precision: Any = None, preferred_element_type: DTypeLike = None) -> Tensor:
-    """lax.conv: conv_general_dilated in the NC.../OI... layout without dilation."""
+    """lax.conv: conv_general_dilated in the NC.../OI... layout without dilation.
+
+    >>> sl.lax.conv(sl.ones((1, 1, 5)), sl.ones((1, 1, 3)), (1,), 'SAME')
+    """
     return conv_general_dilated(lhs, rhs, window_strides, padding, precision=precision,
                                 preferred_element_type=preferred_element_type)
 
@@ -185,7 +197,11 @@ def conv_with_general_padding(lhs: ArrayLike, rhs: ArrayLike, window_strides: Se
                               padding: Any, lhs_dilation: Sequence[int] | None,
                               rhs_dilation: Sequence[int] | None, precision: Any = None,
                               preferred_element_type: DTypeLike = None) -> Tensor:
-    """lax.conv_with_general_padding: conv_general_dilated in the NC.../OI... layout."""
+    """lax.conv_with_general_padding: conv_general_dilated in the NC.../OI... layout.
+
+    >>> sl.lax.conv_with_general_padding(sl.ones((1, 1, 3)), sl.ones((1, 1, 2)), (1,),
+    ...                                  [(1, 1)], (2,), None)
+    """
     return conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation,
                                 precision=precision,
                                 preferred_element_type=preferred_element_type)
@@ -200,7 +216,7 @@ def reduce_window(operand: ArrayLike, init_value: ArrayLike, computation: Callab
     window, the padding filled with init_value, and init_value folded in once (sum and max
     pooling: init 0 with lax.add, -inf with lax.max).
 
-    >>> lax.reduce_window(sl.arange(6.0), -np.inf, lax.max, (2,), (2,), "VALID")  # [1, 3, 5]
+    >>> sl.lax.reduce_window(sl.arange(6.0), -np.inf, sl.lax.max, (2,), (2,), "VALID")
     """
     x = as_tensor(operand)
     reducers = {ew.add: functions.sum, ew.mul: prod, ew.maximum: functions.max,
