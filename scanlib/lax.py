@@ -27,12 +27,14 @@ from .ops.dynamic import (complex, dynamic_index_in_dim, dynamic_slice, dynamic_
                           dynamic_update_slice_in_dim, select)
 from .ops.elementwise import add, mul, neg, sub
 from .ops.laxconv import (ConvDimensionNumbers, conv, conv_dimension_numbers,
-                          conv_general_dilated, conv_with_general_padding, padtype_to_pads,
+                          conv_general_dilated, conv_transpose, conv_with_general_padding,
+                          padtype_to_pads,
                           reduce_window)
 from .ops.laxfuncs import (DotDimensionNumbers, GatherScatterMode, Precision, RoundingMethod,
                            batch_matmul, broadcast, broadcast_in_dim, broadcast_to_rank,
                            broadcasted_iota, collapse, convert_element_type, dot_general,
-                           index_in_dim, iota, pad, rev, slice, slice_in_dim)
+                           index_in_dim, iota, pad, rev, slice, slice_in_dim, split,
+                           with_sharding_constraint)
 from .ops.laxfuncs import lax_expand_dims as expand_dims
 from .ops.laxfuncs import lax_full_like as full_like
 from .ops.laxfuncs import lax_reshape as reshape
@@ -40,12 +42,12 @@ from .ops.laxfuncs import lax_squeeze as squeeze
 from .ops.laxmath import (clamp, clz, div, integer_pow, optimization_barrier, population_count,
                           rem, select_n, shift_left, shift_right_arithmetic, shift_right_logical)
 from .ops.laxmath import lax_round as round
-from .ops.laxreduce import (argmax, argmin, reduce, reduce_and, reduce_max, reduce_min,
-                            reduce_or, reduce_prod, reduce_sum, reduce_xor, sort, sort_key_val,
-                            top_k)
+from .ops.laxreduce import (approx_max_k, approx_min_k, argmax, argmin, reduce, reduce_and,
+                            reduce_max, reduce_min, reduce_or, reduce_prod, reduce_sum,
+                            reduce_xor, sort, sort_key_val, top_k)
 from .ops.mathfuncs import nextafter
-from .ops.named import (equal, exp2, greater, greater_equal, isfinite, less, less_equal,
-                        not_equal, power)
+from .ops.named import (broadcast_shapes, equal, exp2, greater, greater_equal, isfinite, less,
+                        less_equal, not_equal, power)
 from .ops.special import bitwise_and, bitwise_not, bitwise_or, bitwise_xor
 from .scan import scan
 
@@ -79,13 +81,15 @@ __all__ = [
     # shapes, slices and creation
     "pad", "slice", "slice_in_dim", "index_in_dim", "broadcast", "broadcast_in_dim",
     "broadcast_to_rank", "expand_dims", "squeeze", "rev", "collapse", "iota",
-    "broadcasted_iota", "full_like", "optimization_barrier",
+    "broadcasted_iota", "full_like", "optimization_barrier", "split",
+    "with_sharding_constraint", "broadcast_shapes",
     # products, convolutions and windows
     "dot_general", "batch_matmul", "conv_general_dilated", "conv", "conv_with_general_padding",
-    "conv_dimension_numbers", "padtype_to_pads", "reduce_window",
+    "conv_transpose", "conv_dimension_numbers", "padtype_to_pads", "reduce_window",
     # reductions and sorting
     "reduce", "reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "reduce_and",
     "reduce_or", "reduce_xor", "argmax", "argmin", "sort", "sort_key_val", "top_k",
+    "approx_max_k", "approx_min_k",
     # constants and types
     "Precision", "RoundingMethod", "GatherScatterMode", "DotDimensionNumbers",
     "ConvDimensionNumbers",

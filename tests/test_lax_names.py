@@ -129,6 +129,14 @@ CASES = [
          (N, (2, 5, 3)), (N, (3, 3, 4)),
          ref=lambda x, w: np_conv(x.transpose(0, 2, 1), w.transpose(2, 1, 0), (1,),
                                   [(1, 1)]).transpose(0, 2, 1)),
+    case("conv_transpose", lambda x, w: lax.conv_transpose(x, w, (2,), "SAME"),
+         (N, (1, 3, 2)), (N, (2, 2, 3)),
+         ref=lambda x, w: np_conv(x.transpose(0, 2, 1), w.transpose(2, 1, 0),
+                                  (1,), [(1, 1)], lhs_dil=(2,)).transpose(0, 2, 1)),
+    case("split", lambda x: lax.split(x, (2, 1), axis=1)[0], (N, (2, 3)),
+         ref=lambda x: x[:, :2]),
+    case("approx_min_k", lambda x: lax.approx_min_k(x, 2)[0], (D, (2, 4)),
+         ref=lambda x: np.sort(x, -1)[:, :2]),
     case("max_pool", lambda x: lax.reduce_window(x, -np.inf, lax.max, (1, 2), (1, 2),
                                                  "VALID"),
          (D, (2, 6)), ref=lambda x: x.reshape(2, 3, 2).max(-1)),
@@ -351,10 +359,20 @@ def _jax_cases(jl):
         ("rev_collapse", lambda m, a: m.collapse(m.rev(a, (1,)), 0, 2), (x34,)),
         ("slice", lambda m, a: m.slice_in_dim(m.slice(a, (0, 1), (3, 4), (2, 1)), 1, 3, 1, 1),
          (x34,)),
+        ("conv_transpose_same", lambda m, a, b: m.conv_transpose(
+            a, b, (2,), "SAME", transpose_kernel=True),
+         (x1.transpose(0, 2, 1), rng.standard_normal((3, 5, 4)))),
+        ("conv_transpose_2d", lambda m, a, b: m.conv_transpose(
+            a, b, (2, 1), "VALID", rhs_dilation=(1, 2)), (x2, w2)),
+        ("conv_transpose_pairs", lambda m, a, b: m.conv_transpose(
+            a, b, (3,), [(1, 2)], dimension_numbers=("NCH", "OIH", "NCH")),
+         (x1, rng.standard_normal((5, 4, 3)))),
+        ("split", lambda m, a: m.split(a, (1, 3), axis=1)[1], (x34,)),
+        ("approx_min_k", lambda m, a: m.approx_min_k(a, 2)[0], (x34,)),
     ]
 
 
-@pytest.mark.parametrize("i", range(15))
+@pytest.mark.parametrize("i", range(20))
 def test_against_jax_values_and_gradients(i):
     jax = pytest.importorskip("jax")
     with jax_x64(jax):

@@ -1,7 +1,8 @@
 """jax.lax's windowed operations: conv_general_dilated (and conv, conv_with_general_padding,
-conv_dimension_numbers) and reduce_window, composed from lax.pad, strided slices, stack and
-einsum, so their gradients, batching and scan bodies come from those ops. A window of K
-positions costs K strided slices of the (padded) input. Public only through scanlib.lax.
+conv_transpose, conv_dimension_numbers) and reduce_window, composed from lax.pad, strided
+slices, stack and einsum, so their gradients, batching and scan bodies come from those ops.
+A window of K positions costs K strided slices of the (padded) input. Public only through
+scanlib.lax.
 
 Imports backends, tape and the public modules of ops.
 """
@@ -17,7 +18,8 @@ import numpy as np
 from ..tape import Tensor
 from . import elementwise as ew
 from . import functions
-from .functions import as_tensor, einsum, getitem, reshape, stack, transpose
+from .arrays import flip
+from .functions import as_tensor, einsum, getitem, reshape, stack, swapaxes, transpose
 from .laxfuncs import cast_to, ints, pad
 from .named import astype
 from .reductions import prod
@@ -203,6 +205,64 @@ def conv_with_general_padding(lhs: ArrayLike, rhs: ArrayLike, window_strides: Se
     ...                                  [(1, 1)], (2,), None)
     """
     return conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation,
+                                precision=precision,
+                                preferred_element_type=preferred_element_type)
+
+
+def _transpose_padding(k, s, padding):
+    """The (low, high) padding of one dim of conv_transpose, as JAX computes it."""
+    if padding == "SAME":
+        total = k + s - 2
+        low = k - 1 if s > k - 1 else -(-total // 2)
+    elif padding == "VALID":
+        total, low = k + s - 2 + builtins.max(k - s, 0), k - 1
+    elif isinstance(padding, tuple):
+        pads = tuple(k - p - 1 for p in padding)
+        low, total = pads[0], builtins.sum(pads)
+    else:
+        raise ValueError(f"conv_transpose: padding must be 'SAME', 'VALID' or (low, high) "
+                         f"pairs, got {padding!r}")
+    return low, total - low
+
+
+def conv_transpose(lhs: ArrayLike, rhs: ArrayLike, strides: Sequence[int], padding: Any,
+                   rhs_dilation: Sequence[int] | None = None, dimension_numbers: Any = None,
+                   transpose_kernel: bool = False, precision: Any = None,
+                   preferred_element_type: DTypeLike = None,
+                   use_consistent_padding: bool = False) -> Tensor:
+    """lax.conv_transpose: the gradient-of-convolution ("deconvolution") as JAX defines it:
+    conv_general_dilated with lhs_dilation=strides, the layout ('NHC', 'HIO', 'NHC') (and its
+    2-D, 3-D forms) by default, and transpose_kernel=True flipping the kernel's spatial dims
+    and swapping its in and out features.
+
+    >>> sl.lax.conv_transpose(sl.ones((1, 3, 1)), sl.ones((2, 1, 1)), (2,), "SAME")[0, :, 0]
+    """
+    x, w = as_tensor(lhs), as_tensor(rhs)
+    if x.ndim != w.ndim or x.ndim < 2:
+        raise TypeError(f"conv_transpose: lhs and rhs need one rank >= 2, got {x.shape} and "
+                        f"{w.shape}")
+    if dimension_numbers is None:
+        if x.ndim > 5:
+            raise ValueError("conv_transpose: give dimension_numbers for more than 3 spatial "
+                             "dims")
+        sp = "HWD"[:x.ndim - 2]
+        dimension_numbers = (f"N{sp}C", f"{sp}IO", f"N{sp}C")
+    dn = conv_dimension_numbers(x.shape, w.shape, dimension_numbers)
+    kernel = [w.shape[d] for d in dn.rhs_spec[2:]]
+    rdil = (1,) * (x.ndim - 2) if rhs_dilation is None else ints(
+        rhs_dilation, "conv_transpose", "rhs_dilation")
+    strides = ints(strides, "conv_transpose", "strides")
+    if use_consistent_padding or padding in ("SAME", "VALID"):
+        per_dim = [padding] * len(strides) if isinstance(padding, str) else [
+            tuple(p) for p in padding]
+        pads = [_transpose_padding((k - 1) * d + 1, s, p)
+                for k, d, s, p in zip(kernel, rdil, strides, per_dim)]
+    else:
+        pads = padding
+    if transpose_kernel:
+        w = flip(w, tuple(dn.rhs_spec[2:]))
+        w = swapaxes(w, dn.rhs_spec[0], dn.rhs_spec[1])
+    return conv_general_dilated(x, w, (1,) * (x.ndim - 2), pads, strides, rdil, dn,
                                 precision=precision,
                                 preferred_element_type=preferred_element_type)
 

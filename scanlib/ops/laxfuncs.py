@@ -217,6 +217,21 @@ def slice(operand: ArrayLike, start_indices: Sequence[int], limit_indices: Seque
     return getitem(x, tuple(builtins.slice(a, b, s) for a, b, s in zip(starts, limits, steps)))
 
 
+def split(operand: ArrayLike, sizes: Sequence[int], axis: int = 0) -> list[Tensor]:
+    """lax.split: operand cut along `axis` into pieces of the given sizes (which sum to it).
+
+    >>> sl.lax.split(sl.arange(5.0), (2, 3))
+    """
+    x = as_tensor(operand)
+    d = one_dim(axis, x.ndim, "split")
+    sizes = ints(sizes, "split", "sizes")
+    if builtins.sum(sizes) != x.shape[d] or builtins.any(n < 0 for n in sizes):
+        raise ValueError(f"split: sizes {sizes} must be >= 0 and sum to the size "
+                         f"{x.shape[d]} of axis {d}")
+    starts = np.cumsum((0,) + sizes)
+    return [take_range(x, d, int(a), int(b)) for a, b in zip(starts[:-1], starts[1:])]
+
+
 def slice_in_dim(operand: ArrayLike, start_index: int | None, limit_index: int | None,
                  stride: int = 1, axis: int = 0) -> Tensor:
     """lax.slice_in_dim: operand[start:limit:stride] along `axis` (negative indices count from
@@ -387,6 +402,14 @@ def broadcasted_iota(dtype: DTypeLike, shape: Sequence[int], dimension: int,
     shape = ints(shape, "broadcasted_iota", "shape")
     d = one_dim(dimension, len(shape), "broadcasted_iota")
     return broadcast_in_dim(iota(dtype, shape[d]), shape, (d,))
+
+
+def with_sharding_constraint(x: Any, shardings: Any) -> Any:
+    """jax.lax.with_sharding_constraint: x itself (scanlib runs on one device).
+
+    >>> sl.lax.with_sharding_constraint(sl.ones(2), None)
+    """
+    return x
 
 
 def lax_full_like(x: ArrayLike, fill_value: ArrayLike, dtype: DTypeLike = None,

@@ -201,6 +201,35 @@ def top_k(operand: ArrayLike, k: int, *, axis: int = -1) -> tuple[Tensor, Tensor
     return take_along_axis(x, idx, axis=d), astype(idx, np.int32)
 
 
+def approx_max_k(operand: ArrayLike, k: int, reduction_dimension: int = -1,
+                 recall_target: float = 0.95, reduction_input_size_override: int = -1,
+                 aggregate_to_topk: bool = True) -> tuple[Tensor, Tensor]:
+    """lax.approx_max_k: the k largest along reduction_dimension and their int32 indices;
+    scanlib's are exact (recall 1, as JAX's on CPU).
+
+    >>> sl.lax.approx_max_k(sl.tensor([1.0, 4.0, 3.0]), 2)
+    """
+    return top_k(operand, k, axis=reduction_dimension)
+
+
+def approx_min_k(operand: ArrayLike, k: int, reduction_dimension: int = -1,
+                 recall_target: float = 0.95, reduction_input_size_override: int = -1,
+                 aggregate_to_topk: bool = True) -> tuple[Tensor, Tensor]:
+    """lax.approx_min_k: the k smallest along reduction_dimension, ascending, and their int32
+    indices (exact, the lower index first among ties).
+
+    >>> sl.lax.approx_min_k(sl.tensor([1.0, 4.0, 3.0]), 2)
+    """
+    x = as_tensor(operand)
+    d = one_dim(reduction_dimension, x.ndim, "approx_min_k")
+    k = operator.index(k)
+    if not 0 <= k <= x.shape[d]:
+        raise ValueError(f"approx_min_k: k={k} must be between 0 and the size {x.shape[d]} of "
+                         f"axis {d}")
+    idx = take_range(argsort(ew.stop_gradient(x), axis=d), d, 0, k)
+    return take_along_axis(x, idx, axis=d), astype(idx, np.int32)
+
+
 # --- lax.reduce ----------------------------------------------------------------------------
 def reduce(operands: Any, init_values: Any, computation: Callable, dimensions: Sequence[int]
            ) -> Any:
