@@ -90,9 +90,9 @@ CASES = [
     case("collapse", lambda x: lax.collapse(x, 1, 3), (N, (2, 3, 4)),
          ref=lambda x: x.reshape(2, 12)),
     case("integer_pow", lambda x: lax.integer_pow(x, 3), (N, (4,)), ref=lambda x: x ** 3),
-    case("select_n", lambda a, b, c: lax.select_n(np.array([[0, 2, 1]]), a, b, c),
-         (N, (2, 3)), (N, (2, 3)), (N, (2, 3)),
-         ref=lambda a, b, c: np.choose(np.array([[0, 2, 1]] * 2), [a, b, c])),
+    case("select_n", lambda w, a, b, c: lax.select_n(w, a, b, c),
+         (N, (2, 3)), (N, (2, 3)), (N, (2, 3)), consts=(np.array([[0, 2, 1]]),),
+         ref=lambda w, a, b, c: np.choose(np.broadcast_to(w, a.shape), [a, b, c])),
     case("clamp", lambda x: lax.clamp(-0.5, x, 0.5), (D, (7,)),
          ref=lambda x: np.clip(x, -0.5, 0.5)),
     case("reduce_sum", lambda x: lax.reduce_sum(x, (0, 2)), (N, (2, 3, 4)),
@@ -563,3 +563,20 @@ def test_implicit_against_jax():
                 *[sl.tensor(a) for a in args])
             for g, w in zip(got, want):
                 np.testing.assert_allclose(g.numpy(), np.asarray(w), rtol=1e-10)
+
+
+def test_integer_and_constant_functions_keep_the_device_of_the_data(backend):
+    i = backend.tensor(np.array([7, -7, 0, 5], np.int32))
+    z = backend.tensor(np.array([0, 2, -1, 3], np.int32))
+    f = backend.tensor(np.array([np.nan, 1e10, -2.5, 0.5]))
+    outs = [lax.div(i, z), lax.rem(i, z), lax.shift_left(i, z), lax.shift_right_logical(i, z),
+            lax.shift_right_arithmetic(i, z), lax.clz(i), lax.population_count(i),
+            lax.convert_element_type(f, np.int32), lax.round(f), lax.clamp(0.0, f, 1.0),
+            lax.reduce_max(backend.tensor(np.zeros((0, 2))), (0,)), lax.reduce_xor(i, (0,)),
+            lax.reduce(f, 0.0, lambda a, b: a + b, (0,)), lax.pad(f, 1.0, [(1, 1, 1)]),
+            lax.reduce_window(f, -np.inf, lax.max, (2,), (1,), "SAME"), lax.top_k(f, 2)[1],
+            lax.conv(backend.tensor(np.ones((1, 1, 4))), backend.tensor(np.ones((1, 1, 2))),
+                     (1,), "VALID")]
+    for out in outs:
+        backend.check_device(out)
+    np.testing.assert_array_equal(outs[0].numpy(), [-1, -3, 0, 1])

@@ -20,8 +20,7 @@ from . import elementwise as ew
 from . import functions
 from .arrays import flip
 from .functions import as_tensor, einsum, getitem, reshape, stack, swapaxes, transpose
-from .laxfuncs import cast_to, ints, pad
-from .named import astype
+from .laxfuncs import cast_to, constant, ints, pad, value_like
 from .reductions import prod
 
 if TYPE_CHECKING:
@@ -174,7 +173,7 @@ def conv_general_dilated(lhs: ArrayLike, rhs: ArrayLike, window_strides: Sequenc
     eff = [(k - 1) * d + 1 for k, d in zip(kernel, rdil)]
     pads = _pads(padding, x.shape[2:], eff, strides, "conv")
     views = _windows(x, (1, 1) + kernel, (1, 1) + strides, [(0, 0), (0, 0)] + pads,
-                     (1, 1) + ldil, (1, 1) + rdil, as_tensor(np.zeros((), x.dtype)))
+                     (1, 1) + ldil, (1, 1) + rdil, constant(0, x.dtype, x))
     out_sp = views.shape[3:]
     views = reshape(views, (views.shape[0], n, g, c // g) + out_sp)  # K N G C ...
     kern = reshape(w, (g, o // g, c // g, -1))                        # G O C K
@@ -296,7 +295,7 @@ def reduce_window(operand: ArrayLike, init_value: ArrayLike, computation: Callab
     if not len(window) == len(strides) == len(bdil) == len(wdil) == nd:
         raise TypeError(f"reduce_window: window_dimensions, window_strides and dilations need "
                         f"one entry per dim of the operand {x.shape}")
-    init = astype(as_tensor(init_value), x.dtype)
+    init = value_like(init_value, x)
     dilated = [(n - 1) * d + 1 if n else 0 for n, d in zip(x.shape, bdil)]
     eff = [(k - 1) * d + 1 for k, d in zip(window, wdil)]
     pads = _pads(padding, dilated, eff, strides, "reduce_window")

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
+from .. import backends
 from ..tape import Tensor
 from . import elementwise as ew
 from .arrays import flip, pad as np_pad
@@ -91,9 +92,18 @@ def cast_to(x, dtype):
     return x if dtype is None or np.dtype(dtype) == x.dtype else astype(x, dtype)
 
 
-def constant(value, dtype):
-    """A 0-d constant tensor of `value` in dtype (wrapping as astype does)."""
-    return as_tensor(np.array(value).astype(dtype))
+def constant(value, dtype, like):
+    """A 0-d constant tensor of `value` in dtype (wrapping as astype does), on like's device."""
+    with backends.on_device(like.device):
+        return Tensor(backends.namespace(like.device).asarray(np.array(value).astype(dtype)))
+
+
+def value_like(value, x):
+    """A scalar operand in x's dtype: a tensor cast (keeping its gradient and device), a
+    Python or NumPy number made on x's device."""
+    if isinstance(value, Tensor):
+        return cast_to(value, x.dtype)
+    return constant(value, x.dtype, x)
 
 
 def need_int(who, *xs):
@@ -163,7 +173,7 @@ def pad(operand: ArrayLike, padding_value: ArrayLike, padding_config: Sequence[A
     >>> sl.lax.pad(sl.tensor([1.0, 2.0]), 0.0, [(1, -1, 2)])   # [0, 1, 0, 0]
     """
     x = as_tensor(operand)
-    value = astype(as_tensor(padding_value), x.dtype)
+    value = value_like(padding_value, x)
     config = [tuple(ints(c, "pad", "each padding_config entry")) for c in padding_config]
     if len(config) != x.ndim or builtins.any(len(c) != 3 for c in config):
         raise ValueError(f"pad: padding_config needs one (low, high, interior) triple per "
@@ -378,11 +388,11 @@ def _saturated(x, new):
     """Floats to integers as XLA converts them: toward zero, out-of-range values to the
     nearest end of the range, NaN to 0 (NumPy's astype leaves these undefined)."""
     info = np.iinfo(new)
-    lo, hi = np.array(info.min, x.dtype), np.array(info.max, x.dtype)  # hi may round up
+    lo, hi = (float(np.array(v, x.dtype)) for v in (info.min, info.max))  # hi may round up
     inside = ew.logical_and(greater(x, lo), less(x, hi))
-    out = astype(where(inside, x, constant(0, x.dtype)), new)
-    out = where(ew.greater_equal(x, hi), constant(info.max, new), out)
-    return where(ew.less_equal(x, lo), constant(info.min, new), out)
+    out = astype(where(inside, x, constant(0, x.dtype, x)), new)
+    out = where(ew.greater_equal(x, hi), constant(info.max, new, x), out)
+    return where(ew.less_equal(x, lo), constant(info.min, new, x), out)
 
 
 def iota(dtype: DTypeLike, size: int, dimension: int = 0, sharding: Any = None) -> Tensor:

@@ -54,10 +54,10 @@ def optimization_barrier(operand: Any) -> Any:
 
 def _divisor(x, y):
     """y with the divisions C leaves undefined (by 0, and MIN by -1) replaced by 1."""
-    bad = equal(y, constant(0, y.dtype))
+    bad = equal(y, constant(0, y.dtype, y))
     if np.issubdtype(y.dtype, np.signedinteger):
-        bad = ew.logical_or(bad, equal(y, constant(-1, y.dtype)))
-    return where(bad, constant(1, y.dtype), y)
+        bad = ew.logical_or(bad, equal(y, constant(-1, y.dtype, y)))
+    return where(bad, constant(1, y.dtype, y), y)
 
 
 def div(x: ArrayLike, y: ArrayLike) -> Tensor:
@@ -71,12 +71,12 @@ def div(x: ArrayLike, y: ArrayLike) -> Tensor:
         return ew.div(x, y)
     d = _divisor(x, y)
     q = floor_divide(x, d)
-    inexact = not_equal(ew.sub(x, ew.mul(q, d)), constant(0, q.dtype))
+    inexact = not_equal(ew.sub(x, ew.mul(q, d)), constant(0, q.dtype, q))
     q = where(ew.logical_and(inexact, not_equal(less(x, 0), less(d, 0))),
-              ew.add(q, constant(1, q.dtype)), q)
+              ew.add(q, constant(1, q.dtype, q)), q)
     if np.issubdtype(y.dtype, np.signedinteger):
-        q = where(equal(y, constant(-1, y.dtype)), ew.sub(constant(0, x.dtype), x), q)
-    return where(equal(y, constant(0, y.dtype)), constant(-1, q.dtype), q)
+        q = where(equal(y, constant(-1, y.dtype, y)), ew.sub(constant(0, x.dtype, x), x), q)
+    return where(equal(y, constant(0, y.dtype, y)), constant(-1, q.dtype, q), q)
 
 
 def rem(x: ArrayLike, y: ArrayLike) -> Tensor:
@@ -90,8 +90,8 @@ def rem(x: ArrayLike, y: ArrayLike) -> Tensor:
         return fmod(x, y)
     r = fmod(x, _divisor(x, y))
     if np.issubdtype(y.dtype, np.signedinteger):
-        r = where(equal(y, constant(-1, y.dtype)), constant(0, r.dtype), r)
-    return where(equal(y, constant(0, y.dtype)), x, r)
+        r = where(equal(y, constant(-1, y.dtype, y)), constant(0, r.dtype, r), r)
+    return where(equal(y, constant(0, y.dtype, y)), x, r)
 
 
 def lax_round(x: ArrayLike, rounding_method: int | RoundingMethod = 0) -> Tensor:
@@ -105,7 +105,7 @@ def lax_round(x: ArrayLike, rounding_method: int | RoundingMethod = 0) -> Tensor
     if method == RoundingMethod.TO_NEAREST_EVEN:
         return np_round(x)
     t = trunc(x)
-    finite = where(ew.isfinite(x), x, as_tensor(np.zeros((), x.dtype)))
+    finite = where(ew.isfinite(x), x, constant(0, x.dtype, x))
     # finite - trunc(finite) is exact, so no rounding of x + 0.5 moves a value across a half
     half_or_more = ew.greater_equal(ew.absolute(ew.sub(finite, trunc(finite))), 0.5)
     return where(half_or_more, ew.add(t, sign(x)), t)
@@ -138,7 +138,7 @@ def clamp(min: ArrayLike, x: ArrayLike, max: ArrayLike) -> Tensor:
     >>> sl.lax.clamp(0.0, sl.tensor([-1.0, 0.5, 2.0]), 1.0)
     """
     x = as_tensor(x)
-    lo, hi = (as_tensor(np.asarray(b, x.dtype)) if isinstance(b, (int, float)) else as_tensor(b)
+    lo, hi = (constant(b, x.dtype, x) if isinstance(b, (int, float)) else as_tensor(b)
               for b in (min, max))  # Python numbers are weak: they take x's dtype
     for name, b in (("min", lo), ("max", hi)):
         if b.ndim and b.shape != x.shape:
@@ -170,7 +170,7 @@ def shift_left(x: ArrayLike, y: ArrayLike) -> Tensor:
     need_int("shift_left", x, y)
     bits = x.dtype.itemsize * 8
     out = left_shift(x, astype(clamp(0, y, bits - 1), x.dtype))
-    return where(_out_of_range(y, bits), as_tensor(np.zeros((), x.dtype)), out)
+    return where(_out_of_range(y, bits), constant(0, x.dtype, x), out)
 
 
 def shift_right_logical(x: ArrayLike, y: ArrayLike) -> Tensor:
@@ -183,7 +183,7 @@ def shift_right_logical(x: ArrayLike, y: ArrayLike) -> Tensor:
     bits = x.dtype.itemsize * 8
     u = astype(x, _unsigned(x))
     out = right_shift(u, astype(clamp(0, y, bits - 1), u.dtype))
-    return astype(where(_out_of_range(y, bits), as_tensor(np.zeros((), u.dtype)), out), x.dtype)
+    return astype(where(_out_of_range(y, bits), constant(0, u.dtype, u), out), x.dtype)
 
 
 def shift_right_arithmetic(x: ArrayLike, y: ArrayLike) -> Tensor:
@@ -219,7 +219,7 @@ def clz(x: ArrayLike) -> Tensor:
     u = astype(x, _unsigned(x))
     shift = 1
     while shift < bits:  # smear the highest set bit down; its popcount is the bit length
-        u = bitwise_or(u, right_shift(u, as_tensor(np.array(shift, dtype=u.dtype))))
+        u = bitwise_or(u, right_shift(u, constant(shift, u.dtype, u)))
         shift *= 2
     return astype(ew.sub(bits, astype(bitwise_count(u), np.int64)), x.dtype)
 

@@ -19,7 +19,7 @@ from . import elementwise as ew
 from .functions import (as_tensor, broadcast_to, expand_dims, getitem, max, min, reshape, sum,
                         transpose)
 from .gathers import argsort, take_along_axis
-from .laxfuncs import cast_to, ints, need_int, one_dim, take_range
+from .laxfuncs import cast_to, constant, ints, need_int, one_dim, take_range, value_like
 from .named import astype, not_equal
 from .reductions import all, any, argmax as np_argmax, argmin as np_argmin, prod
 from .special import bitwise_and, bitwise_or, bitwise_xor
@@ -84,7 +84,7 @@ def _identity_if_empty(x, axes, which):
     else:
         value = -np.inf if which == "max" else np.inf
     shape = tuple(n for d, n in enumerate(x.shape) if d not in axes)
-    return as_tensor(np.full(shape, value, dtype=x.dtype))
+    return broadcast_to(constant(value, x.dtype, x), shape)
 
 
 def _bitwise_reduce(who, op, logical, operand, axes):
@@ -99,7 +99,7 @@ def _bitwise_reduce(who, op, logical, operand, axes):
     x = reshape(x, (n,) + x.shape[len(axes):])
     if n == 0:
         identity = {"reduce_and": -1, "reduce_or": 0, "reduce_xor": 0}[who]
-        return as_tensor(np.full(x.shape[1:], identity, dtype=x.dtype))
+        return broadcast_to(constant(identity, x.dtype, x), x.shape[1:])
     out = getitem(x, 0)
     for i in range(1, n):  # integers: the fold runs at trace time, one op per element
         out = op(out, getitem(x, i))
@@ -259,7 +259,7 @@ def reduce(operands: Any, init_values: Any, computation: Callable, dimensions: S
     for x in xs:
         x = transpose(x, dims + tuple(rest))
         flat.append(reshape(x, (-1,) + x.shape[len(dims):]) if dims else expand_dims(x, 0))
-    acc = [broadcast_to(astype(as_tensor(v), x.dtype), x.shape[1:])
+    acc = [broadcast_to(value_like(v, x), x.shape[1:])
            for v, x in zip(inits, flat)]
     for i in range(flat[0].shape[0]):
         step = computation(acc[0], getitem(flat[0], i)) if single else computation(
