@@ -19,7 +19,7 @@ from .branching import cond, platform_dependent, switch
 from .control import fori_loop, map, while_loop
 from .implicit import custom_linear_solve, custom_root
 from .ops import (abs, arccos, arcsin, arctan, arctan2, arccosh, arcsinh, arctanh, cbrt, ceil,
-                  concatenate, conj, cos, cosh, dot, erf, erfc, exp, expm1, floor, full, imag,
+                  concatenate, conj, cos, cosh, erf, erfc, exp, expm1, floor, full, imag,
                   log, log1p, maximum, minimum, real, reciprocal, rsqrt, sigmoid, sign,
                   sin, sinh, sqrt, square, tan, tanh, transpose)
 from .ops.dynamic import (complex, dynamic_index_in_dim, dynamic_slice, dynamic_slice_in_dim,
@@ -35,6 +35,7 @@ from .ops.laxfuncs import (DotDimensionNumbers, GatherScatterMode, Precision, Ro
                            broadcasted_iota, collapse, convert_element_type, dot_general,
                            index_in_dim, iota, pad, rev, slice, slice_in_dim, split,
                            with_sharding_constraint)
+from .ops.laxfuncs import lax_dot as dot
 from .ops.laxfuncs import lax_expand_dims as expand_dims
 from .ops.laxfuncs import lax_full_like as full_like
 from .ops.laxfuncs import lax_reshape as reshape

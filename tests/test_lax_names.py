@@ -71,6 +71,8 @@ CASES = [
     case("dot_general_free_order",
          lambda a, b: lax.dot_general(a, b, (((0,), (1,)), ((), ())), precision="highest"),
          (N, (4, 3)), (N, (2, 4)), ref=lambda a, b: np.einsum("ji,kj->ik", a, b)),
+    case("dot", lambda a, b: lax.dot(a, b, lax.Precision.HIGH), (N, (2, 3)), (N, (3,)),
+         ref=np.dot),
     case("batch_matmul", lax.batch_matmul, (N, (2, 3, 4)), (N, (2, 4, 2)), ref=np.matmul),
     case("pad_interior_negative", lambda x, v: lax.pad(x, v, [(1, -2, 2), (-1, 2, 0)]),
          (N, (3, 4)), (N, ()), ref=lambda x, v: np_pad(x, v, [(1, -2, 2), (-1, 2, 0)])),
@@ -315,6 +317,8 @@ def test_errors_say_what_and_how():
         lax.pad(sl.ones(2), 0.0, [(-2, -1, 0)])
     with pytest.raises(TypeError, match="dot_general: the contracting dimensions must pair up"):
         lax.dot_general(sl.ones((2, 3)), sl.ones((4, 2)), (([1], [0]), ([], [])))
+    with pytest.raises(TypeError, match="lax.dot: operands of shapes"):
+        lax.dot(sl.ones((2, 3, 4)), sl.ones((4, 5)))
     with pytest.raises(TypeError, match="feature_group_count=2"):
         lax.conv_general_dilated(sl.ones((1, 3, 5)), sl.ones((2, 1, 2)), (1,), "VALID",
                                  feature_group_count=2)
@@ -368,11 +372,13 @@ def _jax_cases(jl):
             a, b, (3,), [(1, 2)], dimension_numbers=("NCH", "OIH", "NCH")),
          (x1, rng.standard_normal((5, 4, 3)))),
         ("split", lambda m, a: m.split(a, (1, 3), axis=1)[1], (x34,)),
+        ("dot", lambda m, a, b: m.dot(a, b, precision=m.Precision.HIGHEST,
+                                      preferred_element_type=np.float64), (x34, x34[0])),
         ("approx_min_k", lambda m, a: m.approx_min_k(a, 2)[0], (x34,)),
     ]
 
 
-@pytest.mark.parametrize("i", range(20))
+@pytest.mark.parametrize("i", range(21))
 def test_against_jax_values_and_gradients(i):
     jax = pytest.importorskip("jax")
     with jax_x64(jax):

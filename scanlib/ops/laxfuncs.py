@@ -149,6 +149,24 @@ def dot_general(lhs: ArrayLike, rhs: ArrayLike, dimension_numbers: Any,
                  preferred_element_type)
 
 
+def lax_dot(lhs: ArrayLike, rhs: ArrayLike, precision: Any = None, *,
+            dimension_numbers: Any = None, preferred_element_type: DTypeLike = None,
+            out_sharding: Any = None) -> Tensor:
+    """lax.dot: the vector/matrix product of operands of rank 1 or 2 (lhs's last dim with
+    rhs's first), or dot_general with the given dimension_numbers.
+
+    >>> sl.lax.dot(sl.ones((2, 3)), sl.ones(3), precision=sl.lax.Precision.HIGHEST)
+    """
+    x, y = as_tensor(lhs), as_tensor(rhs)
+    if dimension_numbers is None:
+        if not (1 <= x.ndim <= 2 and 1 <= y.ndim <= 2):
+            raise TypeError(f"lax.dot: operands of shapes {x.shape} and {y.shape} need "
+                            "dimension_numbers (it multiplies vectors and matrices only); give "
+                            "them, or use dot_general, matmul or einsum")
+        dimension_numbers = (((x.ndim - 1,), (0,)), ((), ()))
+    return dot_general(x, y, dimension_numbers, precision, preferred_element_type)
+
+
 def _sizes_differ(xshape, yshape, a, b):
     return builtins.any(xshape[i] != yshape[j] for i, j in zip(a, b))
 
