@@ -211,6 +211,11 @@ def test_clamp_gradients_at_ties_go_nowhere():
     np.testing.assert_array_equal(gx.numpy(), [0, 0, 1, 0, 0])
     assert float(glo) == 1.0 and float(ghi) == 1.0
     assert np.isnan(lax.clamp(0.0, sl.tensor(np.nan), 1.0).numpy())
+    # min above max: XLA's min(max(x, lo), hi), and JAX's gradients (to max only above it)
+    x = sl.tensor([0.5, 1.5, 3.0])
+    np.testing.assert_array_equal(lax.clamp(2.0, x, 1.0).numpy(), [1.0, 1.0, 1.0])
+    glo, gx, ghi = g(sl.tensor(2.0), x, sl.tensor(1.0))
+    assert float(glo) == 0.0 and float(ghi) == 2.0 and not np.any(gx.numpy())
 
 
 def test_bit_operations_against_numpy():
@@ -356,6 +361,8 @@ def _jax_cases(jl):
             a, 0.0, m.add, (2,), (1,), [(1, 2)], (2,), (2,)), (x5,)),
         ("round", lambda m, a: m.round(a * 2.0), (np.array([0.25, -0.75, 1.25, 0.1]),)),
         ("clamp", lambda m, a: m.clamp(-0.5, a, 0.5), (x5,)),
+        ("clamp_crossed", lambda m, a, b: m.clamp(a, b, a * 0 - 0.1),
+         (np.full(5, 0.2), x5)),
         ("sort_multi", lambda m, a, b: m.sort((m.round(a), b), num_keys=1)[1], (x5 * 2, x5)),
         ("top_k", lambda m, a: m.top_k(a, 3)[0], (x34,)),
         ("broadcast_in_dim", lambda m, a: m.broadcast_in_dim(a, (3, 2, 4), (0, 2)), (x34,)),
@@ -378,7 +385,7 @@ def _jax_cases(jl):
     ]
 
 
-@pytest.mark.parametrize("i", range(21))
+@pytest.mark.parametrize("i", range(22))
 def test_against_jax_values_and_gradients(i):
     jax = pytest.importorskip("jax")
     with jax_x64(jax):

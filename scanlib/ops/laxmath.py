@@ -132,8 +132,9 @@ def select_n(which: ArrayLike, *cases: ArrayLike) -> Tensor:
 
 
 def clamp(min: ArrayLike, x: ArrayLike, max: ArrayLike) -> Tensor:
-    """lax.clamp(min, x, max): x limited to [min, max]. Gradients as JAX's: to x strictly
-    inside, to min (max) where x is strictly below (above), and to none of them at a tie.
+    """lax.clamp(min, x, max): min(max(x, min), max), as XLA's (so max wins when min > max).
+    Gradients as JAX's: to x strictly inside, to min where x is strictly below it (and min <
+    max), to max where x is strictly above it, and to none of them at a tie.
 
     >>> sl.lax.clamp(0.0, sl.tensor([-1.0, 0.5, 2.0]), 1.0)
     """
@@ -148,9 +149,10 @@ def clamp(min: ArrayLike, x: ArrayLike, max: ArrayLike) -> Tensor:
             raise TypeError(f"clamp: {name} is {b.dtype} and x is {x.dtype}; lax.clamp takes "
                             "one dtype, convert_element_type the bound first")
     inside = ew.logical_and(less(lo, x), less(x, hi))
-    return where(inside, x, where(less(x, lo), broadcast_to(lo, x.shape),
-                                  where(greater(x, hi), broadcast_to(hi, x.shape),
-                                        ew.stop_gradient(x))))
+    lo_wins = ew.logical_and(less(x, lo), less(lo, hi))
+    tie = ew.stop_gradient(ew.minimum(ew.maximum(x, lo), hi))  # XLA's value; NaN stays NaN
+    return where(inside, x, where(lo_wins, broadcast_to(lo, x.shape),
+                                  where(greater(x, hi), broadcast_to(hi, x.shape), tie)))
 
 
 def _unsigned(x):
