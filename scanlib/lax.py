@@ -3,10 +3,12 @@ scanlib's own objects (`lax.scan is scanlib.scan`, `lax.tanh is scanlib.tanh`). 
 (scan, fori_loop, while_loop, cond, switch, map, associative_scan), selection and dynamic
 indexing (select, dynamic_slice, dynamic_update_slice and their `_in_dim` forms, clamped as
 JAX clamps), `complex` (x + iy from its parts), lax's cumulative reductions (along axis 0 by
-default, reverse=, the operand's dtype) and the elementwise functions whose meaning is
-NumPy's too. A name whose lax meaning
-differs from scanlib's function of that name is not here under scanlib's (lax.cumsum is
-lax's; lax.round, lax.pad, lax.sort, lax.argmax, lax.div are left out: their meanings differ).
+default, reverse=, the operand's dtype), the elementwise functions whose meaning is NumPy's
+too, and lax's own array functions (ops.laxfuncs, laxmath, laxreduce, laxconv: pad, slice,
+dot_general, conv, reduce_window, sort, ...) and implicit differentiation (custom_root,
+custom_linear_solve). A name whose lax meaning differs from scanlib's function of that name
+is lax's here (lax.round rounds halves away from zero, lax.pad takes (low, high, interior)
+triples, lax.sort sorts several operands, lax.div truncates toward zero).
 
 Imports the modules of scanlib that define these names (it is imported by scanlib/__init__).
 """
@@ -15,27 +17,54 @@ from .associative import associative_scan, cumlogsumexp, cummax, cummin, cumprod
 from .autodiff import stop_gradient
 from .branching import cond, platform_dependent, switch
 from .control import fori_loop, map, while_loop
+from .implicit import custom_linear_solve, custom_root
 from .ops import (abs, arccos, arcsin, arctan, arctan2, arccosh, arcsinh, arctanh, cbrt, ceil,
-                  concatenate, conj, cos, cosh, dot, erf, erfc, exp, expm1, floor, full, imag,
-                  log, log1p, maximum, minimum, real, reciprocal, reshape, rsqrt, sigmoid, sign,
+                  concatenate, conj, cos, cosh, erf, erfc, exp, expm1, floor, full, imag,
+                  log, log1p, maximum, minimum, real, reciprocal, rsqrt, sigmoid, sign,
                   sin, sinh, sqrt, square, tan, tanh, transpose)
 from .ops.dynamic import (complex, dynamic_index_in_dim, dynamic_slice, dynamic_slice_in_dim,
                           dynamic_update_index_in_dim, dynamic_update_slice,
                           dynamic_update_slice_in_dim, select)
 from .ops.elementwise import add, mul, neg, sub
+from .ops.laxconv import (ConvDimensionNumbers, conv, conv_dimension_numbers,
+                          conv_general_dilated, conv_transpose, conv_with_general_padding,
+                          padtype_to_pads,
+                          reduce_window)
+from .ops.laxfuncs import (DotDimensionNumbers, GatherScatterMode, Precision, RoundingMethod,
+                           batch_matmul, broadcast, broadcast_in_dim, broadcast_to_rank,
+                           broadcasted_iota, collapse, convert_element_type, dot_general,
+                           index_in_dim, iota, pad, rev, slice, slice_in_dim, split,
+                           with_sharding_constraint)
+from .ops.laxfuncs import lax_dot as dot
+from .ops.laxfuncs import lax_expand_dims as expand_dims
+from .ops.laxfuncs import lax_full_like as full_like
+from .ops.laxfuncs import lax_reshape as reshape
+from .ops.laxfuncs import lax_squeeze as squeeze
+from .ops.laxmath import (clamp, clz, div, integer_pow, optimization_barrier, population_count,
+                          rem, select_n, shift_left, shift_right_arithmetic, shift_right_logical)
+from .ops.laxmath import lax_round as round
+from .ops.laxreduce import (approx_max_k, approx_min_k, argmax, argmin, reduce, reduce_and,
+                            reduce_max, reduce_min, reduce_or, reduce_prod, reduce_sum,
+                            reduce_xor, sort, sort_key_val, top_k)
+from .ops.mathfuncs import nextafter
+from .ops.named import (broadcast_shapes, equal, exp2, greater, greater_equal, isfinite, less,
+                        less_equal, not_equal, power)
+from .ops.special import bitwise_and, bitwise_not, bitwise_or, bitwise_xor
 from .scan import scan
 
 # lax's names for functions scanlib calls by NumPy's names (the same functions).
 acos, asin, atan, atan2 = arccos, arcsin, arctan, arctan2
 acosh, asinh, atanh = arccosh, arcsinh, arctanh
 logistic, max, min = sigmoid, maximum, minimum
+eq, ne, lt, le, gt, ge = equal, not_equal, less, less_equal, greater, greater_equal
+pow, is_finite = power, isfinite
 
 __all__ = [
     # control flow
     "scan", "fori_loop", "while_loop", "cond", "switch", "map", "associative_scan",
-    "stop_gradient", "platform_dependent",
+    "stop_gradient", "platform_dependent", "custom_root", "custom_linear_solve",
     # selection and dynamic indexing
-    "select", "dynamic_slice", "dynamic_update_slice", "dynamic_slice_in_dim",
+    "select", "select_n", "dynamic_slice", "dynamic_update_slice", "dynamic_slice_in_dim",
     "dynamic_index_in_dim", "dynamic_update_slice_in_dim", "dynamic_update_index_in_dim",
     # cumulative reductions
     "cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp",
@@ -44,7 +73,27 @@ __all__ = [
     "square", "reciprocal", "sign", "floor", "ceil", "sin", "cos", "tan", "asin", "acos",
     "atan", "atan2", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "logistic", "erf",
     "erfc", "max", "min", "real", "imag", "complex", "conj", "dot", "concatenate", "reshape",
-    "transpose", "full",
+    "transpose", "full", "exp2", "pow", "integer_pow", "div", "rem", "round", "clamp",
+    "nextafter", "is_finite", "convert_element_type",
+    # comparisons and bits
+    "eq", "ne", "lt", "le", "gt", "ge", "bitwise_and", "bitwise_or", "bitwise_xor",
+    "bitwise_not", "shift_left", "shift_right_logical", "shift_right_arithmetic",
+    "population_count", "clz",
+    # shapes, slices and creation
+    "pad", "slice", "slice_in_dim", "index_in_dim", "broadcast", "broadcast_in_dim",
+    "broadcast_to_rank", "expand_dims", "squeeze", "rev", "collapse", "iota",
+    "broadcasted_iota", "full_like", "optimization_barrier", "split",
+    "with_sharding_constraint", "broadcast_shapes",
+    # products, convolutions and windows
+    "dot_general", "batch_matmul", "conv_general_dilated", "conv", "conv_with_general_padding",
+    "conv_transpose", "conv_dimension_numbers", "padtype_to_pads", "reduce_window",
+    # reductions and sorting
+    "reduce", "reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "reduce_and",
+    "reduce_or", "reduce_xor", "argmax", "argmin", "sort", "sort_key_val", "top_k",
+    "approx_max_k", "approx_min_k",
+    # constants and types
+    "Precision", "RoundingMethod", "GatherScatterMode", "DotDimensionNumbers",
+    "ConvDimensionNumbers",
 ]
 
 

@@ -71,3 +71,10 @@ def test_demo_runs_with_device_cuda_on_the_fake_cupy(tmp_path):
                     reason="a real CuPy is installed: the backend fixture covers it")
 def test_lax_on_the_fake_cupy_backend():
     _run_on_the_fake(["test_lax.py", "test_nn.py"], "-k", "device_of_the_data")
+
+
+@pytest.mark.skipif(importlib.util.find_spec("cupy") is not None,
+                    reason="a real CuPy is installed: the backend fixture covers it")
+def test_lax_array_functions_on_the_fake_cupy_backend():
+    _run_on_the_fake(["test_lax_names.py"],
+                     "-k", "not finite_differences and not float32_matches_float64 and not jax")
