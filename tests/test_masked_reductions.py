@@ -171,45 +171,40 @@ def test_softmax_masks_as_jax_does():
     np.testing.assert_allclose(lsm[:2], np.log([1 / (1 + np.e), np.e / (1 + np.e)]))
 
 
-def test_against_jax():
+# f(lib, lse, nn, x, m) with lib jax.numpy or scanlib.numpy, lse its logsumexp, nn its nn
+JAX_CASES = {
+    "sum": lambda lib, lse, nn, x, m: lib.sum(x, axis=1, where=m, initial=0.5),
+    "prod": lambda lib, lse, nn, x, m: lib.prod(x, axis=0, where=m),
+    "max": lambda lib, lse, nn, x, m: lib.max(x, axis=1, where=m, initial=-1.0),
+    "min": lambda lib, lse, nn, x, m: lib.min(x, where=m, initial=0.0),
+    "mean": lambda lib, lse, nn, x, m: lib.mean(x, axis=0, where=m),
+    "var": lambda lib, lse, nn, x, m: lib.var(x, axis=1, where=m),
+    "std": lambda lib, lse, nn, x, m: lib.std(x, axis=1, where=m, ddof=1),
+    "nansum": lambda lib, lse, nn, x, m: lib.nansum(x, where=m),
+    "nanmean": lambda lib, lse, nn, x, m: lib.nanmean(x, axis=1, where=m),
+    "nanmax": lambda lib, lse, nn, x, m: lib.nanmax(x, axis=1, where=m, initial=0.0),
+    "nanvar": lambda lib, lse, nn, x, m: lib.nanvar(x, axis=1, where=m),
+    "logsumexp": lambda lib, lse, nn, x, m: lse(x, axis=1, where=m),
+    "logsumexp_b": lambda lib, lse, nn, x, m: lse(x, axis=1, b=2.0 * x, where=m,
+                                                   return_sign=True)[0],
+    "softmax": lambda lib, lse, nn, x, m: lib.where(m, nn.softmax(x, where=m), 0) * X,
+    "log_softmax": lambda lib, lse, nn, x, m: lib.where(m, nn.log_softmax(x, where=m), 0) * X,
+}
+
+
+@pytest.mark.parametrize("name", list(JAX_CASES))
+def test_values_and_gradients_against_jax(name):
     jax = pytest.importorskip("jax")
     import jax.numpy as J
     from jax.scipy.special import logsumexp as jlse
-    pairs = [
-        (lambda lib, x, m: lib.sum(x, axis=1, where=m, initial=0.5), None),
-        (lambda lib, x, m: lib.prod(x, axis=0, where=m), None),
-        (lambda lib, x, m: lib.max(x, axis=1, where=m, initial=-1.0), None),
-        (lambda lib, x, m: lib.min(x, where=m, initial=0.0), None),
-        (lambda lib, x, m: lib.mean(x, axis=0, where=m), None),
-        (lambda lib, x, m: lib.var(x, axis=1, where=m), None),
-        (lambda lib, x, m: lib.std(x, axis=1, where=m, ddof=1), None),
-        (lambda lib, x, m: lib.nansum(x, where=m), None),
-        (lambda lib, x, m: lib.nanmean(x, axis=1, where=m), None),
-        (lambda lib, x, m: lib.nanmax(x, axis=1, where=m, initial=0.0), None),
-        (lambda lib, x, m: lib.nanvar(x, axis=1, where=m), None),
-        (None, lambda lse, x, m: lse(x, axis=1, where=m)),
-        (None, lambda lse, x, m: lse(x, axis=1, b=2.0 * x, where=m, return_sign=True)[0]),
-    ]
-    ups = [lambda nn, x, m: nn.softmax(x, where=m), lambda nn, x, m: nn.log_softmax(x, where=m)]
-    # slices that select nothing are left out of the gradients (nan in JAX's var/std/mean)
-    m = MASK.copy()
+    f = JAX_CASES[name]
+    m = MASK.copy()  # every slice selects something: JAX's gradient is nan where none is
     m[1, 3] = m[1, 2] = True
     with jax_x64(jax):
-        for fn, lse in pairs:
-            run = ((lambda lib, lse_, x, k: fn(lib, x, k)) if fn else
-                   (lambda lib, lse_, x, k: lse(lse_, x, k)))
-            want = run(J, jlse, J.asarray(X), J.asarray(m))
-            got = run(jnp, logsumexp, sl.tensor(X), sl.tensor(m))
-            np.testing.assert_allclose(got.numpy(), np.asarray(want), rtol=1e-12, atol=1e-12)
-            gw = jax.grad(lambda x: J.sum(run(J, jlse, x, J.asarray(m)) ** 2))(J.asarray(X))
-            gg = sl.grad(lambda x: jnp.sum(run(jnp, logsumexp, x, sl.tensor(m)) ** 2))(
-                sl.tensor(X))
-            np.testing.assert_allclose(gg.numpy(), np.asarray(gw), rtol=1e-10, atol=1e-12)
-        for up in ups:
-            want = up(jax.nn, J.asarray(X), J.asarray(m))
-            got = up(sl.nn, sl.tensor(X), sl.tensor(m))
-            np.testing.assert_allclose(got.numpy(), np.asarray(want), rtol=1e-12)
-            gw = jax.grad(lambda x: J.sum(J.where(m, up(jax.nn, x, m), 0) * X))(J.asarray(X))
-            gg = sl.grad(lambda x: jnp.sum(jnp.where(sl.tensor(m), up(sl.nn, x, sl.tensor(m)),
-                                                     0) * sl.tensor(X)))(sl.tensor(X))
-            np.testing.assert_allclose(gg.numpy(), np.asarray(gw), rtol=1e-10, atol=1e-12)
+        want = f(J, jlse, jax.nn, J.asarray(X), J.asarray(m))
+        got = f(jnp, logsumexp, sl.nn, sl.tensor(X), sl.tensor(m))
+        np.testing.assert_allclose(got.numpy(), np.asarray(want), rtol=1e-12, atol=1e-12)
+        gw = jax.grad(lambda x: J.sum(f(J, jlse, jax.nn, x, J.asarray(m)) ** 2))(J.asarray(X))
+        gg = sl.grad(lambda x: jnp.sum(f(jnp, logsumexp, sl.nn, x, sl.tensor(m)) ** 2))(
+            sl.tensor(X))
+        np.testing.assert_allclose(gg.numpy(), np.asarray(gw), rtol=1e-10, atol=1e-12)
