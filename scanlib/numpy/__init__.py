@@ -45,6 +45,9 @@ from ..ops import (append, array_equal, array_equiv, array_split, atleast_3d, ca
                    rollaxis, rot90, trapezoid, tri, tril_indices, tril_indices_from, triu_indices,
                    triu_indices_from, unravel_index, vander, vsplit)
 from ..ops import (bartlett, blackman, hamming, hanning, interp, kaiser)
+from ..ops import (argwhere, bincount, compress, digitize, extract, flatnonzero, intersect1d,
+                   isin, nonzero, setdiff1d, setxor1d, union1d, unique, unique_all,
+                   unique_counts, unique_inverse, unique_values)
 from ..ops.primitive import promote_types  # JAX's rule, which the ops follow
 from ..tape import Tensor as ndarray
 from . import fft, linalg
@@ -126,3 +129,7 @@ __all__ += ["append", "array_equal", "array_equiv", "array_split", "atleast_3d",
     "iterable", "kaiser", "logspace", "ravel_multi_index", "result_type", "rollaxis", "rot90",
     "trapezoid", "tri", "tril_indices", "tril_indices_from", "triu_indices", "triu_indices_from",
     "unravel_index", "vander", "vsplit"]
+# data-sized results (size=, fill_value=), sets and bins
+__all__ += ["argwhere", "bincount", "compress", "digitize", "extract", "flatnonzero",
+    "intersect1d", "isin", "nonzero", "setdiff1d", "setxor1d", "union1d", "unique", "unique_all",
+    "unique_counts", "unique_inverse", "unique_values"]
