@@ -48,6 +48,8 @@ from ..ops import (bartlett, blackman, hamming, hanning, interp, kaiser)
 from ..ops import (argwhere, bincount, compress, digitize, extract, flatnonzero, intersect1d,
                    isin, nonzero, setdiff1d, setxor1d, union1d, unique, unique_all,
                    unique_counts, unique_inverse, unique_values)
+from ..ops import (convolve, correlate, poly, polyadd, polyder, polydiv, polyfit, polyint,
+                   polymul, polysub, roots, trim_zeros)
 from ..ops.primitive import promote_types  # JAX's rule, which the ops follow
 from ..tape import Tensor as ndarray
 from . import fft, linalg
@@ -133,3 +135,6 @@ __all__ += ["append", "array_equal", "array_equiv", "array_split", "atleast_3d",
 __all__ += ["argwhere", "bincount", "compress", "digitize", "extract", "flatnonzero",
     "intersect1d", "isin", "nonzero", "setdiff1d", "setxor1d", "union1d", "unique", "unique_all",
     "unique_counts", "unique_inverse", "unique_values"]
+# convolutions and polynomials
+__all__ += ["convolve", "correlate", "poly", "polyadd", "polyder", "polydiv", "polyfit",
+    "polyint", "polymul", "polysub", "roots", "trim_zeros"]
