@@ -50,6 +50,7 @@ from ..ops import (argwhere, bincount, compress, digitize, extract, flatnonzero,
                    unique_counts, unique_inverse, unique_values)
 from ..ops import (convolve, correlate, poly, polyadd, polyder, polydiv, polyfit, polyint,
                    polymul, polysub, roots, trim_zeros)
+from ..ops import (cross, gradient, histogram, histogram_bin_edges, matvec, vecdot, vecmat)
 from ..ops.primitive import promote_types  # JAX's rule, which the ops follow
 from ..tape import Tensor as ndarray
 from . import fft, linalg
@@ -138,3 +139,6 @@ __all__ += ["argwhere", "bincount", "compress", "digitize", "extract", "flatnonz
 # convolutions and polynomials
 __all__ += ["convolve", "correlate", "poly", "polyadd", "polyder", "polydiv", "polyfit",
     "polyint", "polymul", "polysub", "roots", "trim_zeros"]
+# vector products, finite differences and histograms
+__all__ += ["cross", "gradient", "histogram", "histogram_bin_edges", "matvec", "vecdot",
+    "vecmat"]

@@ -7,7 +7,7 @@ Imports backends and tape. Installs the four ops the tape needs into tape.backwa
 from ..tape import backward as _backward
 from . import (arrays, assembly, elementwise, functions, gathers, indices, mathfuncs, matrices,
                methods, named, nanfunctions, nn, polynomials, predicates, reductions, setops,
-               signal, special, statistics)
+               signal, special, statistics, vectors)
 from .arrays import *  # noqa: F403
 from .functions import *  # noqa: F403
 from .gathers import *  # noqa: F403
@@ -25,6 +25,7 @@ from .predicates import *  # noqa: F403
 from .signal import *  # noqa: F403
 from .setops import *  # noqa: F403
 from .polynomials import *  # noqa: F403
+from .vectors import *  # noqa: F403
 from .primitive import Primitive, bind
 
 methods.install()
@@ -37,6 +38,6 @@ _backward.OPS.stop_gradient = elementwise.stop_gradient
 # The public ops, module by module (decompositions are public as scanlib.linalg).
 PUBLIC_MODULES = (functions, special, nn, arrays, reductions, gathers, matrices, named,
                   statistics, nanfunctions, mathfuncs, assembly, indices, predicates,
-                  signal, setops, polynomials)
+                  signal, setops, polynomials, vectors)
 __all__ = ["Primitive", "bind", "elementwise",
            *[name for module in PUBLIC_MODULES for name in module.__all__]]
