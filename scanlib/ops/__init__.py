@@ -7,7 +7,7 @@ Imports backends and tape. Installs the four ops the tape needs into tape.backwa
 from ..tape import backward as _backward
 from . import (arrays, assembly, elementwise, functions, gathers, indices, mathfuncs, matrices,
                methods, named, nanfunctions, nn, polynomials, predicates, reductions, setops,
-               signal, special, statistics, vectors)
+               signal, special, statistics, vectors, editing)
 from .arrays import *  # noqa: F403
 from .functions import *  # noqa: F403
 from .gathers import *  # noqa: F403
@@ -26,6 +26,7 @@ from .signal import *  # noqa: F403
 from .setops import *  # noqa: F403
 from .polynomials import *  # noqa: F403
 from .vectors import *  # noqa: F403
+from .editing import *  # noqa: F403
 from .primitive import Primitive, bind
 
 methods.install()
@@ -38,6 +39,6 @@ _backward.OPS.stop_gradient = elementwise.stop_gradient
 # The public ops, module by module (decompositions are public as scanlib.linalg).
 PUBLIC_MODULES = (functions, special, nn, arrays, reductions, gathers, matrices, named,
                   statistics, nanfunctions, mathfuncs, assembly, indices, predicates,
-                  signal, setops, polynomials, vectors)
+                  signal, setops, polynomials, vectors, editing)
 __all__ = ["Primitive", "bind", "elementwise",
            *[name for module in PUBLIC_MODULES for name in module.__all__]]
