@@ -6,7 +6,7 @@ differentiated through. The dtype names are NumPy's scalar types (`x.astype(jnp.
 `jnp.zeros(3, jnp.float32)`), `jnp.ndarray` is `scanlib.Tensor`, and the default float is
 float64 (JAX with `jax_enable_x64`). jax.numpy's names that scanlib lacks are not here, so a
 port that needs one fails at its first use; docs/porting.md lists them. Imports ops, linalg,
-fft, tape and vectorize (vmap-based, as JAX's vectorize is, hence this module's high rank).
+fft, tape and vectorizing (vmap-based, as JAX's vectorize is, hence this module's high rank).
 """
 
 import math as _math
@@ -55,7 +55,7 @@ from ..ops import (argpartition, block, choose, delete, fill_diagonal, insert, l
                    partition, put_along_axis, resize, sort_complex)
 from ..ops.grids import (c_, frombuffer, fromiter, fromstring, index_exp, indices, ix_, mgrid,
                          ogrid, r_, s_)
-from ..vectorize import apply_along_axis, apply_over_axes, fromfunction, piecewise, vectorize
+from ..vectorizing import apply_along_axis, apply_over_axes, fromfunction, piecewise, vectorize
 from ..ops.primitive import promote_types  # JAX's rule, which the ops follow
 from ..tape import Tensor as ndarray
 from . import fft, linalg
