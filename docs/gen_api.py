@@ -709,7 +709,31 @@ def _declared_stub(name, prim) -> str:
     doc = doc.replace('"""', "'''")
     body = ("\n" + textwrap.fill(" ".join(doc.split()), 96, initial_indent='    """',
                                  subsequent_indent="    ") + '"""') if doc else " ..."
-    return f"def {name}{sig}:{body}"
+    return f"{_folded_def(name, sig)}{body}"
+
+
+def _folded_def(name, sig, width=100):
+    """`def name(sig):`, its parameters folded onto further lines when it is too long."""
+    head = f"def {name}{sig}:"
+    if len(head) <= width:
+        return head
+    close = sig.rindex(")")
+    params, depth, start = [], 0, 1
+    for i, ch in enumerate(sig[:close]):
+        depth += ch in "[(" and i > 0
+        depth -= ch in "])"
+        if ch == "," and depth == 0:
+            params.append(sig[start:i].strip())
+            start = i + 1
+    params.append(sig[start:close].strip())
+    pieces = [p + "," for p in params[:-1]] + [params[-1] + sig[close:] + ":"]
+    lines, line = [], f"def {name}("
+    for piece in pieces:
+        if len(line) + len(piece) > width and line.strip() != f"def {name}(":
+            lines.append(line.rstrip())
+            line = " " * 8
+        line += piece + " "
+    return "\n".join(lines + [line.rstrip()])
 
 
 NOT_IMPORTED = ("distributed",)  # needs the [mpi] extra: `import scanlib.distributed`

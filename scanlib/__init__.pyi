@@ -14,7 +14,7 @@ from . import (
     loops as loops, nn as nn, numpy as numpy, ops as ops, optim as optim, pytree as pytree,
     random as random, runtime as runtime, scipy as scipy, tape as tape, testing as testing,
     tracing as tracing, transforms as transforms, tree as tree, tree_util as tree_util,
-    typing as typing,
+    typing as typing, vectorizing as vectorizing,
 )
 from .associative import associative_scan as associative_scan
 from .autodiff import (
@@ -38,14 +38,19 @@ from .ops.assembly import (
     hsplit as hsplit, logspace as logspace, rollaxis as rollaxis, rot90 as rot90,
     trapezoid as trapezoid, tri as tri, vander as vander, vsplit as vsplit,
 )
+from .ops.editing import (
+    argpartition as argpartition, block as block, choose as choose, delete as delete,
+    fill_diagonal as fill_diagonal, insert as insert, lexsort as lexsort, partition as partition,
+    put_along_axis as put_along_axis, resize as resize, sort_complex as sort_complex,
+)
 from .ops.functions import (
     arange as arange, as_tensor as as_tensor, broadcast_to as broadcast_to, clip as clip,
     concatenate as concatenate, einsum as einsum, expand_dims as expand_dims,
-    from_dlpack as from_dlpack, full as full, logsumexp as logsumexp, matmul as matmul, max as max,
-    mean as mean, min as min, ones as ones, ones_like as ones_like, relu as relu,
-    reshape as reshape, softmax as softmax, softplus as softplus, squeeze as squeeze,
-    stack as stack, sum as sum, swapaxes as swapaxes, tensor as tensor, transpose as transpose,
-    vdot as vdot, where as where, zeros as zeros, zeros_like as zeros_like,
+    from_dlpack as from_dlpack, full as full, logsumexp as logsumexp, matmul as matmul,
+    mean as mean, ones as ones, ones_like as ones_like, relu as relu, reshape as reshape,
+    softmax as softmax, softplus as softplus, squeeze as squeeze, stack as stack, sum as sum,
+    swapaxes as swapaxes, tensor as tensor, transpose as transpose, vdot as vdot, where as where,
+    zeros as zeros, zeros_like as zeros_like,
 )
 from .ops.gathers import (
     argsort as argsort, searchsorted as searchsorted, sort as sort, take as take,
@@ -86,6 +91,11 @@ from .ops.nn import (
     log_sigmoid as log_sigmoid, log_softmax as log_softmax, one_hot as one_hot, relu6 as relu6,
     selu as selu, silu as silu, silu as swish, softsign as softsign,
 )
+from .ops.polynomials import (
+    convolve as convolve, correlate as correlate, poly as poly, polyadd as polyadd,
+    polyder as polyder, polydiv as polydiv, polyfit as polyfit, polyint as polyint,
+    polymul as polymul, polysub as polysub, roots as roots, trim_zeros as trim_zeros,
+)
 from .ops.predicates import (
     array_equal as array_equal, array_equiv as array_equiv, can_cast as can_cast,
     iscomplex as iscomplex, iscomplexobj as iscomplexobj, isdtype as isdtype, isreal as isreal,
@@ -94,6 +104,13 @@ from .ops.predicates import (
 from .ops.primitive import Primitive as Primitive, bind as bind
 from .ops.reductions import (
     cumprod as cumprod, cumsum as cumsum, prod as prod, std as std, var as var,
+)
+from .ops.setops import (
+    argwhere as argwhere, bincount as bincount, compress as compress, digitize as digitize,
+    extract as extract, flatnonzero as flatnonzero, intersect1d as intersect1d, isin as isin,
+    nonzero as nonzero, setdiff1d as setdiff1d, setxor1d as setxor1d, union1d as union1d,
+    unique as unique, unique_all as unique_all, unique_counts as unique_counts,
+    unique_inverse as unique_inverse, unique_values as unique_values,
 )
 from .ops.signal import (
     bartlett as bartlett, blackman as blackman, hamming as hamming, hanning as hanning,
@@ -111,6 +128,11 @@ from .ops.statistics import (
     percentile as percentile, ptp as ptp, quantile as quantile,
 )
 from .ops.structural import getitem as getitem, sum_to as sum_to
+from .ops.vectors import (
+    cross as cross, gradient as gradient, histogram as histogram,
+    histogram_bin_edges as histogram_bin_edges, matvec as matvec, vecdot as vecdot,
+    vecmat as vecmat,
+)
 from .remat import checkpoint as checkpoint, checkpoint as remat, checkpoint_name as checkpoint_name
 from .runtime import (
     ShapeDtypeStruct as ShapeDtypeStruct, block_until_ready as block_until_ready,
@@ -141,14 +163,18 @@ def abs(x: ArrayLike, /) -> Tensor:
 def add(x: ArrayLike, y: ArrayLike) -> Tensor:
     """Elementwise x + y, as jnp.add (the `+` operator)."""
 
-def all(a: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Tensor:
-    """True where every element along axis is true (nonzero); a bool tensor."""
+def all(a: ArrayLike, axis: Axis = None, keepdims: bool = False, *,
+        where: ArrayLike | None = None) -> Tensor:
+    """True where every element along axis is true (nonzero); a bool tensor. The elements where
+    the bool mask `where` is False are left out, as in jnp.all."""
 
 def angle(x: ArrayLike, /) -> Tensor:
     """angle(x): the argument of a complex number, in radians."""
 
-def any(a: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Tensor:
-    """True where any element along axis is true (nonzero); a bool tensor."""
+def any(a: ArrayLike, axis: Axis = None, keepdims: bool = False, *,
+        where: ArrayLike | None = None) -> Tensor:
+    """True where any element along axis is true (nonzero); a bool tensor. The elements where
+    the bool mask `where` is False are left out, as in jnp.any."""
 
 def arccos(x: ArrayLike) -> Tensor:
     """Elementwise inverse cosine (nan outside [-1, 1] for real input)."""
@@ -288,9 +314,21 @@ def logical_or(x: ArrayLike, y: ArrayLike) -> Tensor:
 def logical_xor(x: ArrayLike, y: ArrayLike) -> Tensor:
     """Elementwise x xor y, by truth value (a bool tensor)."""
 
+def max(x: ArrayLike, axis: Axis = None, keepdims: bool = False, *,
+        initial: ArrayLike | None = None, where: ArrayLike | None = None) -> Tensor:
+    """Maximum over axis; ties share the gradient evenly. As in jnp.max, `initial` is a scalar
+    the result is compared with (and the value of an empty slice), and the bool mask `where`
+    leaves out the elements where it is False (it needs initial)."""
+
 def maximum(x: ArrayLike, y: ArrayLike, /) -> Tensor:
     """maximum(x, y): elementwise larger value (NaN if either is); ties split the gradient
     evenly, and a NaN result gives neither any."""
+
+def min(x: ArrayLike, axis: Axis = None, keepdims: bool = False, *,
+        initial: ArrayLike | None = None, where: ArrayLike | None = None) -> Tensor:
+    """Minimum over axis; ties share the gradient evenly. As in jnp.min, `initial` is a scalar
+    the result is compared with (and the value of an empty slice), and the bool mask `where`
+    leaves out the elements where it is False (it needs initial)."""
 
 def minimum(x: ArrayLike, y: ArrayLike, /) -> Tensor:
     """minimum(x, y): elementwise smaller value (NaN if either is); ties split the gradient
@@ -307,13 +345,17 @@ def nanargmin(a: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Tensor
     """Index (int64) of the smallest element along axis that is not nan, as jnp.nanargmin: -1
     where all are nan (NumPy raises there). Not differentiable."""
 
-def nanmax(a: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Tensor:
-    """The maximum over axis of the elements that are not nan (nan where all are), as
-    jnp.nanmax; nan elements get no gradient, and ties share it as in max."""
+def nanmax(a: ArrayLike, axis: Axis = None, keepdims: bool = False, *,
+        initial: ArrayLike | None = None, where: ArrayLike | None = None) -> Tensor:
+    """The maximum over axis of the elements that are not nan (nan where all are), as jnp.nanmax
+    (with its `initial` and `where`, as in max); nan elements get no gradient, and ties share it
+    as in max."""
 
-def nanmin(a: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Tensor:
-    """The minimum over axis of the elements that are not nan (nan where all are), as
-    jnp.nanmin; nan elements get no gradient, and ties share it as in min."""
+def nanmin(a: ArrayLike, axis: Axis = None, keepdims: bool = False, *,
+        initial: ArrayLike | None = None, where: ArrayLike | None = None) -> Tensor:
+    """The minimum over axis of the elements that are not nan (nan where all are), as jnp.nanmin
+    (with its `initial` and `where`, as in min); nan elements get no gradient, and ties share it
+    as in min."""
 
 def not_equal(x: ArrayLike, y: ArrayLike) -> Tensor:
     """Elementwise x != y (a bool tensor)."""
@@ -644,6 +686,53 @@ __all__ = [
     'hamming',
     'hanning',
     'kaiser',
+    'nonzero',
+    'flatnonzero',
+    'argwhere',
+    'unique',
+    'unique_values',
+    'unique_counts',
+    'unique_inverse',
+    'unique_all',
+    'union1d',
+    'intersect1d',
+    'setdiff1d',
+    'setxor1d',
+    'compress',
+    'extract',
+    'bincount',
+    'digitize',
+    'isin',
+    'convolve',
+    'correlate',
+    'poly',
+    'polyadd',
+    'polysub',
+    'polymul',
+    'polyder',
+    'polyint',
+    'polydiv',
+    'polyfit',
+    'roots',
+    'trim_zeros',
+    'cross',
+    'vecdot',
+    'matvec',
+    'vecmat',
+    'gradient',
+    'histogram',
+    'histogram_bin_edges',
+    'insert',
+    'delete',
+    'put_along_axis',
+    'fill_diagonal',
+    'choose',
+    'resize',
+    'block',
+    'argpartition',
+    'partition',
+    'lexsort',
+    'sort_complex',
     'Tensor',
     'Graph',
     'no_grad',

@@ -6,7 +6,7 @@ differentiated through. The dtype names are NumPy's scalar types (`x.astype(jnp.
 `jnp.zeros(3, jnp.float32)`), `jnp.ndarray` is `scanlib.Tensor`, and the default float is
 float64 (JAX with `jax_enable_x64`). jax.numpy's names that scanlib lacks are not here, so a
 port that needs one fails at its first use; docs/porting.md lists them. Imports ops, linalg,
-fft and tape.
+fft, tape and vectorizing (vmap-based, as JAX's vectorize is, hence this module's high rank).
 """
 
 import math as _math
@@ -45,6 +45,17 @@ from ..ops import (append, array_equal, array_equiv, array_split, atleast_3d, ca
                    rollaxis, rot90, trapezoid, tri, tril_indices, tril_indices_from, triu_indices,
                    triu_indices_from, unravel_index, vander, vsplit)
 from ..ops import (bartlett, blackman, hamming, hanning, interp, kaiser)
+from ..ops import (argwhere, bincount, compress, digitize, extract, flatnonzero, intersect1d,
+                   isin, nonzero, setdiff1d, setxor1d, union1d, unique, unique_all,
+                   unique_counts, unique_inverse, unique_values)
+from ..ops import (convolve, correlate, poly, polyadd, polyder, polydiv, polyfit, polyint,
+                   polymul, polysub, roots, trim_zeros)
+from ..ops import (cross, gradient, histogram, histogram_bin_edges, matvec, vecdot, vecmat)
+from ..ops import (argpartition, block, choose, delete, fill_diagonal, insert, lexsort,
+                   partition, put_along_axis, resize, sort_complex)
+from ..ops.grids import (c_, frombuffer, fromiter, fromstring, index_exp, indices, ix_, mgrid,
+                         ogrid, r_, s_)
+from ..vectorizing import apply_along_axis, apply_over_axes, fromfunction, piecewise, vectorize
 from ..ops.promotion import promote_types  # JAX's rule, which the ops follow
 from ..tape import Tensor as ndarray
 from . import fft, linalg
@@ -126,3 +137,32 @@ __all__ += ["append", "array_equal", "array_equiv", "array_split", "atleast_3d",
     "iterable", "kaiser", "logspace", "ravel_multi_index", "result_type", "rollaxis", "rot90",
     "trapezoid", "tri", "tril_indices", "tril_indices_from", "triu_indices", "triu_indices_from",
     "unravel_index", "vander", "vsplit"]
+# data-sized results (size=, fill_value=), sets and bins
+__all__ += ["argwhere", "bincount", "compress", "digitize", "extract", "flatnonzero",
+    "intersect1d", "isin", "nonzero", "setdiff1d", "setxor1d", "union1d", "unique", "unique_all",
+    "unique_counts", "unique_inverse", "unique_values"]
+# convolutions and polynomials
+__all__ += ["convolve", "correlate", "poly", "polyadd", "polyder", "polydiv", "polyfit",
+    "polyint", "polymul", "polysub", "roots", "trim_zeros"]
+# vector products, finite differences and histograms
+__all__ += ["cross", "gradient", "histogram", "histogram_bin_edges", "matvec", "vecdot",
+    "vecmat"]
+# editing by position and partial sorts
+__all__ += ["argpartition", "block", "choose", "delete", "fill_diagonal", "insert", "lexsort",
+    "partition", "put_along_axis", "resize", "sort_complex"]
+# grids, index expressions, raw data, and functions mapped with vmap
+__all__ += ["apply_along_axis", "apply_over_axes", "c_", "frombuffer", "fromfunction",
+    "fromiter", "fromstring", "get_printoptions", "index_exp", "indices", "ix_", "mgrid",
+    "ogrid", "piecewise", "printoptions", "r_", "s_", "set_printoptions", "vectorize"]
+
+# Tensors print through NumPy, so NumPy's print options are jax.numpy's here.
+printoptions, set_printoptions = _np.printoptions, _np.set_printoptions
+get_printoptions = _np.get_printoptions
+
+
+def __getattr__(name):
+    if name == "bfloat16":
+        raise AttributeError(
+            "scanlib.numpy has no bfloat16: scanlib computes with NumPy or CuPy, which have no "
+            "bfloat16 type. Use float32 (or float16) instead, e.g. x.astype(jnp.float32).")
+    raise AttributeError(f"module 'scanlib.numpy' has no attribute {name!r}")

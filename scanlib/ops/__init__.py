@@ -6,8 +6,8 @@ Imports backends and tape. Installs the four ops the tape needs into tape.backwa
 
 from ..tape import backward as _backward
 from . import (arrays, assembly, elementwise, functions, gathers, indices, mathfuncs, matrices,
-               methods, named, nanfunctions, nn, predicates, reductions, signal, special,
-               statistics)
+               methods, named, nanfunctions, nn, polynomials, predicates, reductions, setops,
+               signal, special, statistics, vectors, editing)
 from .arrays import *  # noqa: F403
 from .functions import *  # noqa: F403
 from .gathers import *  # noqa: F403
@@ -23,6 +23,10 @@ from .assembly import *  # noqa: F403
 from .indices import *  # noqa: F403
 from .predicates import *  # noqa: F403
 from .signal import *  # noqa: F403
+from .setops import *  # noqa: F403
+from .polynomials import *  # noqa: F403
+from .vectors import *  # noqa: F403
+from .editing import *  # noqa: F403
 from .primitive import Primitive, bind
 
 methods.install()
@@ -35,6 +39,6 @@ _backward.OPS.stop_gradient = elementwise.stop_gradient
 # The public ops, module by module (decompositions are public as scanlib.linalg).
 PUBLIC_MODULES = (functions, special, nn, arrays, reductions, gathers, matrices, named,
                   statistics, nanfunctions, mathfuncs, assembly, indices, predicates,
-                  signal)
+                  signal, setops, polynomials, vectors, editing)
 __all__ = ["Primitive", "bind", "elementwise",
            *[name for module in PUBLIC_MODULES for name in module.__all__]]

@@ -252,52 +252,154 @@ def clip(x: ArrayLike, lo: ArrayLike | None = None, hi: ArrayLike | None = None,
 
 
 # --- reductions -----------------------------------------------------------------------------
-def sum(x: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Tensor:
-    """Sum over axis (an int, a tuple, or None for all axes)."""
+# where= and initial= mean what they mean in jax.numpy: a masked-out element counts as the
+# reduction's identity, and initial is combined with the result. The masked element is
+# replaced before anything reads it, so its gradient is 0 even where it is inf or nan.
+def where_mask(where: ArrayLike | None, x: Tensor, who: str) -> Tensor | None:
+    """A reduction's where= as a bool tensor of x's shape (None when not given)."""
+    if where is None:
+        return None
+    m = as_tensor(where)
+    if m.dtype != np.bool_:
+        raise TypeError(f"{who}: where= must be a bool array (True for the elements to "
+                        f"include), got {m.dtype}; compare first, e.g. where=x > 0")
+    if m.shape != x.shape:
+        try:
+            fits = np.broadcast_shapes(m.shape, x.shape) == x.shape
+        except ValueError:
+            fits = False
+        if not fits:
+            raise ValueError(f"{who}: where= has shape {m.shape}, which does not broadcast to "
+                             f"the input's shape {x.shape}")
+        m = broadcast_to_p(m, shape=x.shape)
+    return m
+
+
+def masked(x: Tensor, mask: Tensor | None, fill) -> Tensor:
+    """x with the elements outside mask replaced by fill (x itself when mask is None)."""
+    if mask is None:
+        return x
+    return ew.where(mask, x, bool(fill) if x.dtype == np.bool_ else fill)
+
+
+def with_initial(out: Tensor, initial: ArrayLike | None, op, who: str) -> Tensor:
+    """op(initial, out) for a reduction's initial= (a scalar, cast to out's dtype)."""
+    if initial is None:
+        return out
+    init = as_tensor(initial)
+    if init.ndim:
+        raise ValueError(f"{who}: initial must be a scalar, got an array of shape {init.shape}")
+    return op(ew.astype(init, dtype=out.dtype) if init.dtype != out.dtype else init, out)
+
+
+def reduced_size(x: Tensor, axes) -> int:
+    return x.size if axes is None else int(np.prod([x.shape[a] for a in axes]))
+
+
+def sum(x: ArrayLike, axis: Axis = None, keepdims: bool = False, *,
+        initial: ArrayLike | None = None, where: ArrayLike | None = None) -> Tensor:
+    """Sum over axis (an int, a tuple, or None for all axes). As in jnp.sum, the elements where
+    the bool mask `where` is False count as 0 (and get no gradient), and `initial` is added.
+
+    >>> sl.sum(sl.tensor([1.0, 2.0, 4.0]), where=sl.tensor([True, False, True]))
+    """
     x = as_tensor(x)
-    return sum_p(x, axis=normalize_axis(axis, x.ndim), keepdims=bool(keepdims))
+    x = masked(x, where_mask(where, x, "sum"), 0)
+    out = sum_p(x, axis=normalize_axis(axis, x.ndim), keepdims=bool(keepdims))
+    return with_initial(out, initial, ew.add, "sum")
 
 
-def mean(x: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Tensor:
-    """Mean over axis (an int, a tuple, or None for all axes). Integers are averaged in
-    floating point, in float32 for int32 as JAX does (`inexact_dtype`)."""
+def mean(x: ArrayLike, axis: Axis = None, keepdims: bool = False, *,
+         where: ArrayLike | None = None) -> Tensor:
+    """Mean over axis (an int, a tuple, or None for all axes). With a bool mask `where`, the
+    mean of the elements where it is True, as jnp.mean (nan where none is). Integers are
+    averaged in floating point, in float32 for int32 as JAX does (`inexact_dtype`).
+
+    >>> sl.mean(sl.tensor([1.0, 2.0, 4.0]), where=sl.tensor([True, False, True]))
+    """
     x = as_tensor(x)
     if x.dtype.kind in "biu":
         x = ew.astype(x, dtype=inexact_dtype(x.dtype))
     axes = normalize_axis(axis, x.ndim)
-    count = x.size if axes is None else int(np.prod([x.shape[a] for a in axes]))
-    return ew.div(sum_p(x, axis=axes, keepdims=bool(keepdims)), float(count))
+    mask = where_mask(where, x, "mean")
+    if mask is None:
+        return ew.div(sum_p(x, axis=axes, keepdims=bool(keepdims)), float(reduced_size(x, axes)))
+    real = np.empty(0, x.dtype).real.dtype if x.dtype.kind in "fc" else np.dtype(np.float64)
+    count = sum_p(ew.astype(mask, dtype=real), axis=axes, keepdims=bool(keepdims))
+    total = sum_p(masked(x, mask, 0), axis=axes, keepdims=bool(keepdims))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return ew.div(total, count)
 
 
-def max(x: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Tensor:
-    """Maximum over axis; ties share the gradient evenly."""
-    x = as_tensor(x)
-    if x.size == 0:
-        raise ValueError("max() of an empty tensor has no value")
-    return max_p(x, axis=normalize_axis(axis, x.ndim), keepdims=bool(keepdims))
+def _extreme(prim, op, identity, name):
+    def public(x: ArrayLike, axis: Axis = None, keepdims: bool = False, *,
+               initial: ArrayLike | None = None, where: ArrayLike | None = None) -> Tensor:
+        x = as_tensor(x)
+        axes = normalize_axis(axis, x.ndim)
+        if where is not None and initial is None:
+            raise ValueError(f"{name}: a where= mask needs initial= as well (the value of a "
+                             f"slice where nothing is selected): {name} has no identity, as in "
+                             f"jnp.{name}; e.g. {name}(x, where=m, initial=-jnp.inf)")
+        keep = bool(keepdims)
+        if reduced_size(x, axes) == 0:
+            if initial is None:
+                raise ValueError(f"{name}() of an empty tensor has no value (shape {x.shape}, "
+                                 f"axis {axis}); pass initial= for the value of an empty slice")
+            out_shape = tuple(1 if axes is None or i in axes else s
+                              for i, s in enumerate(x.shape)) if keep else _drop(x.shape, axes)
+            init = with_initial(x, initial, lambda i, _: i, name)
+            return broadcast_to_p(init, shape=out_shape) if out_shape else init
+        kind = x.dtype.kind
+        fill = (identity > 0 if kind == "b" else
+                int(getattr(np.iinfo(x.dtype), "max" if identity > 0 else "min"))
+                if kind in "iu" else identity)
+        x = masked(x, where_mask(where, x, name), fill)
+        return with_initial(prim(x, axis=axes, keepdims=keep), initial, op, name)
+
+    which = "Maximum" if name == "max" else "Minimum"
+    public.__name__ = public.__qualname__ = name
+    public.__doc__ = (
+        f"{which} over axis; ties share the gradient evenly. As in jnp.{name}, `initial` is a "
+        f"scalar the result is compared with (and the value of an empty slice), and the bool "
+        f"mask `where` leaves out the elements where it is False (it needs initial).\n\n"
+        f"    >>> sl.{name}(sl.tensor([1.0, 5.0, 3.0]), where=sl.tensor([True, False, True]), "
+        f"initial=0.0)\n    ")
+    return public
 
 
-def min(x: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Tensor:
-    """Minimum over axis; ties share the gradient evenly."""
-    x = as_tensor(x)
-    if x.size == 0:
-        raise ValueError("min() of an empty tensor has no value")
-    return min_p(x, axis=normalize_axis(axis, x.ndim), keepdims=bool(keepdims))
+max = _extreme(max_p, ew.maximum, -np.inf, "max")
+min = _extreme(min_p, ew.minimum, np.inf, "min")
 
 
-def logsumexp(x: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Tensor:
-    """log(sum(exp(x))) along axis, stable for large values."""
+def logsumexp(x: ArrayLike, axis: Axis = None, keepdims: bool = False, *,
+              where: ArrayLike | None = None) -> Tensor:
+    """log(sum(exp(x))) along axis, stable for large values; with a bool mask `where`, over the
+    elements where it is True (-inf where none is), as jax.nn.logsumexp.
+
+    >>> sl.logsumexp(sl.tensor([1000.0, 1000.0]))
+    """
     x = as_inexact(x)
     axes = normalize_axis(axis, x.ndim)
+    x = masked(x, where_mask(where, x, "logsumexp"), -np.inf)
     m = ew.stop_gradient(max_p(x, axis=axes, keepdims=True))
     m = ew.where(ew.isfinite(m), m, 0.0)  # all -inf: keep -inf, not nan
     out = ew.add(ew.log(sum_p(ew.exp(ew.sub(x, m)), axis=axes, keepdims=True)), m)
     return out if keepdims else reshape_p(out, shape=_drop(out.shape, axes))
 
 
-def softmax(x: ArrayLike, axis: Axis = -1) -> Tensor:
-    """exp(x) / sum(exp(x)) along axis."""
-    return ew.exp(ew.sub(x, logsumexp(x, axis=axis, keepdims=True)))
+def softmax(x: ArrayLike, axis: Axis = -1, *, where: ArrayLike | None = None) -> Tensor:
+    """exp(x) / sum(exp(x)) along axis; with a bool mask `where`, over the elements where it is
+    True, and 0 (with no gradient) elsewhere, as jax.nn.softmax.
+
+    >>> sl.softmax(sl.tensor([1.0, 2.0, 3.0]), where=sl.tensor([True, True, False]))
+    """
+    if where is None:
+        return ew.exp(ew.sub(x, logsumexp(x, axis=axis, keepdims=True)))
+    x = as_tensor(x)
+    mask = where_mask(where, x, "softmax")
+    x = masked(x, mask, -np.inf)
+    with np.errstate(invalid="ignore"):
+        return ew.where(mask, ew.exp(ew.sub(x, logsumexp(x, axis=axis, keepdims=True))), 0.0)
 
 
 def _drop(shape, axes):

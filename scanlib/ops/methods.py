@@ -129,15 +129,22 @@ def install():
                     ".multiply(v), .divide(v), .get().")
     T.__array_ufunc__ = array_ufunc
     T.__array_function__ = array_function
-    for name, fn in (("sum", F.sum), ("mean", F.mean), ("max", F.max), ("min", F.min),
-                     ("prod", reductions.prod), ("argmax", reductions.argmax),
-                     ("argmin", reductions.argmin), ("any", reductions.any),
-                     ("all", reductions.all)):
+    for name, fn in (("sum", F.sum), ("max", F.max), ("min", F.min),
+                     ("prod", reductions.prod)):
+        setattr(T, name, _reduction_method(name, lambda self, axis, fn=fn, keepdims=False, *,
+                                           initial=None, where=None:
+                                           fn(self, axis, keepdims, initial=initial,
+                                              where=where)))
+    for name, fn in (("mean", F.mean), ("any", reductions.any), ("all", reductions.all)):
+        setattr(T, name, _reduction_method(name, lambda self, axis, fn=fn, keepdims=False, *,
+                                           where=None: fn(self, axis, keepdims, where=where)))
+    for name, fn in (("argmax", reductions.argmax), ("argmin", reductions.argmin)):
         setattr(T, name, _reduction_method(name, lambda self, axis, fn=fn, keepdims=False:
                                            fn(self, axis, keepdims)))
     for name, fn in (("var", reductions.var), ("std", reductions.std)):
         setattr(T, name, _reduction_method(name, lambda self, axis, fn=fn, ddof=0,
-                                           keepdims=False: fn(self, axis, ddof, keepdims)))
+                                           keepdims=False, *, where=None:
+                                           fn(self, axis, ddof, keepdims, where=where)))
     T.reshape = F.reshape
     T.cumsum = lambda self, axis=None, dtype=None: reductions.cumsum(self, axis, dtype)
     T.cumprod = lambda self, axis=None, dtype=None: reductions.cumprod(self, axis, dtype)

@@ -17,7 +17,7 @@ from . import elementwise as ew
 from . import reductions
 from .arrays import moveaxis
 from .functions import (as_inexact, as_tensor, broadcast_to, reshape, stack, sum, swapaxes,
-                        tensor, transpose, zeros)
+                        tensor, transpose, where_mask, zeros)
 from .matrices import eye, tensordot
 from .promotion import result_type
 from .special import isnan
@@ -450,27 +450,34 @@ def rad2deg(x: ArrayLike) -> Tensor:
     return ew.mul(as_inexact(x), 180 / np.pi)
 
 
-def nansum(a: ArrayLike, axis: Any = None, keepdims: bool = False) -> Tensor:
-    """Sum over axis with nan read as 0, as jnp.nansum; a nan element gets no gradient.
+def nansum(a: ArrayLike, axis: Any = None, keepdims: bool = False, *,
+           initial: ArrayLike | None = None, where: ArrayLike | None = None) -> Tensor:
+    """Sum over axis with nan read as 0, as jnp.nansum (with its `initial` and `where`, as in
+    sum); a nan element gets no gradient.
 
     >>> sl.nansum(sl.tensor([1.0, np.nan, 2.0]))
     """
     a = as_tensor(a)
     if a.dtype.kind in "fc":
         a = ew.where(isnan(a), 0, a)
-    return sum(a, axis, keepdims)
+    return sum(a, axis, keepdims, initial=initial, where=where)
 
 
-def nanmean(a: ArrayLike, axis: Any = None, keepdims: bool = False) -> Tensor:
-    """Mean over axis of the elements that are not nan, as jnp.nanmean (nan where all are).
+def nanmean(a: ArrayLike, axis: Any = None, keepdims: bool = False, *,
+            where: ArrayLike | None = None) -> Tensor:
+    """Mean over axis of the elements that are not nan (and where the bool mask `where` is
+    True), as jnp.nanmean (nan where there are none).
 
     >>> sl.nanmean(sl.tensor([1.0, np.nan, 2.0]))
     """
     a = as_inexact(a)
-    count = sum(ew.logical_not(isnan(a)), axis, keepdims)
+    present = ew.logical_not(isnan(a))
+    if where is not None:
+        present = ew.logical_and(present, where_mask(where, a, "nanmean"))
+    count = sum(present, axis, keepdims)
     real = np.empty(0, a.dtype).real.dtype
     with np.errstate(invalid="ignore", divide="ignore"):
-        return ew.div(nansum(a, axis, keepdims), ew.astype(count, dtype=real))
+        return ew.div(nansum(a, axis, keepdims, where=present), ew.astype(count, dtype=real))
 
 
 def inner(a: ArrayLike, b: ArrayLike) -> Tensor:

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..tape import Tensor
 from . import elementwise as ew
-from .functions import as_inexact, as_tensor, max, min, sum
+from .functions import as_inexact, as_tensor, max, min, sum, where_mask
 from .named import nanmean
 from .reductions import all, argmax, argmin, cumprod, cumsum, prod
 from .special import isnan
@@ -35,18 +35,20 @@ def _filled(a, value):
 
 
 def _extremum(reduce, fill, name):
-    def public(a: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Tensor:
+    def public(a: ArrayLike, axis: Axis = None, keepdims: bool = False, *,
+               initial: ArrayLike | None = None, where: ArrayLike | None = None) -> Tensor:
         a = as_tensor(a)
         if not _has_nans(a):
-            return reduce(a, axis, keepdims)
-        out = reduce(_filled(a, fill), axis, keepdims)
+            return reduce(a, axis, keepdims, initial=initial, where=where)
+        out = reduce(_filled(a, fill), axis, keepdims, initial=initial, where=where)
         return ew.where(all(isnan(a), axis, keepdims), np.nan, out)
 
     which = "maximum" if fill < 0 else "minimum"
     public.__name__ = public.__qualname__ = name
     public.__doc__ = (
         f"The {which} over axis of the elements that are not nan (nan where all are), as "
-        f"jnp.{name}; nan elements get no gradient, and ties share it as in {reduce.__name__}."
+        f"jnp.{name} (with its `initial` and `where`, as in {reduce.__name__}); nan elements get "
+        f"no gradient, and ties share it as in {reduce.__name__}."
         f"\n\n    >>> sl.{name}(sl.tensor([1.0, np.nan, 3.0]))\n    ")
     return public
 
@@ -56,19 +58,24 @@ nanmin = _extremum(min, np.inf, "nanmin")
 
 
 def nanprod(a: ArrayLike, axis: Axis = None, keepdims: bool = False, *,
-            dtype: DTypeLike = None) -> Tensor:
-    """Product over axis with nan read as 1, as jnp.nanprod (1 where all are nan).
+            dtype: DTypeLike = None, initial: ArrayLike | None = None,
+            where: ArrayLike | None = None) -> Tensor:
+    """Product over axis with nan read as 1, as jnp.nanprod (1 where all are nan; `initial`
+    and `where` as in prod).
 
     >>> sl.nanprod(sl.tensor([2.0, np.nan, 3.0]))
     """
     a = as_tensor(a)
-    return prod(_filled(a, 1) if _has_nans(a) else a, axis, keepdims, dtype=dtype)
+    return prod(_filled(a, 1) if _has_nans(a) else a, axis, keepdims, dtype=dtype,
+                initial=initial, where=where)
 
 
-def nanvar(a: ArrayLike, axis: Axis = None, ddof: int = 0, keepdims: bool = False) -> Tensor:
+def nanvar(a: ArrayLike, axis: Axis = None, ddof: int = 0, keepdims: bool = False, *,
+           where: ArrayLike | None = None) -> Tensor:
     """Variance over axis of the elements that are not nan, sum((a - nanmean)**2) / (n - ddof)
     with n their count, as jnp.nanvar: nan where n - ddof <= 0 (and so for a slice of nans).
-    Integers compute in float (float32 for int32, as JAX).
+    The bool mask `where` leaves out the elements where it is False. Integers compute in
+    float (float32 for int32, as JAX).
 
     >>> sl.nanvar(sl.tensor([1.0, np.nan, 3.0]))
     """
@@ -77,6 +84,9 @@ def nanvar(a: ArrayLike, axis: Axis = None, ddof: int = 0, keepdims: bool = Fals
         raise TypeError(f"nanvar/nanstd of complex input ({a.dtype}) is not supported; take "
                         "nanvar of the real and imaginary parts and add them.")
     nans = isnan(a)
+    if where is not None:  # a masked-out element is read as a nan
+        nans = ew.logical_or(nans, ew.logical_not(where_mask(where, a, "nanvar")))
+        a = ew.where(nans, np.nan, a)
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = nanmean(a, axis, keepdims=True)
     centered = ew.where(nans, 0.0, ew.sub(a, mean))
@@ -86,13 +96,14 @@ def nanvar(a: ArrayLike, axis: Axis = None, ddof: int = 0, keepdims: bool = Fals
     return ew.div(total, ew.astype(ew.where(empty, 1, n), dtype=a.dtype))
 
 
-def nanstd(a: ArrayLike, axis: Axis = None, ddof: int = 0, keepdims: bool = False) -> Tensor:
+def nanstd(a: ArrayLike, axis: Axis = None, ddof: int = 0, keepdims: bool = False, *,
+           where: ArrayLike | None = None) -> Tensor:
     """Standard deviation over axis of the elements that are not nan: sqrt(nanvar(...)), as
     jnp.nanstd.
 
     >>> sl.nanstd(sl.tensor([1.0, np.nan, 3.0]))
     """
-    return ew.sqrt(nanvar(a, axis, ddof, keepdims))
+    return ew.sqrt(nanvar(a, axis, ddof, keepdims, where=where))
 
 
 def _arg_extremum(arg, fill, name):

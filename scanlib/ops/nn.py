@@ -137,8 +137,10 @@ def hard_tanh(x: ArrayLike) -> Tensor:
     return ew.where(ew.greater(x, one), one, ew.where(ew.less(x, -one), -one, x))
 
 
-def log_softmax(x: ArrayLike, axis: Axis = -1) -> Tensor:
-    """x - logsumexp(x) along axis (an int, a tuple or None), stable, as jax.nn.log_softmax.
+def log_softmax(x: ArrayLike, axis: Axis = -1, *, where: ArrayLike | None = None) -> Tensor:
+    """x - logsumexp(x) along axis (an int, a tuple or None), stable, as jax.nn.log_softmax;
+    with a bool mask `where`, over the elements where it is True, and -inf (with no gradient)
+    elsewhere.
 
     Computed as JAX does, s - log(sum(exp(s))) with s = x - max(x) (the max without gradient):
     subtracting a logsumexp near a large max would lose the small differences.
@@ -147,8 +149,12 @@ def log_softmax(x: ArrayLike, axis: Axis = -1) -> Tensor:
     """
     x = F.as_inexact(x)
     axes = normalize_axis(axis, x.ndim)
-    shifted = ew.sub(x, ew.stop_gradient(max_p(x, axis=axes, keepdims=True)))
-    return ew.sub(shifted, ew.log(sum_p(ew.exp(shifted), axis=axes, keepdims=True)))
+    mask = F.where_mask(where, x, "log_softmax")
+    x = F.masked(x, mask, -np.inf)
+    top = ew.stop_gradient(max_p(x, axis=axes, keepdims=True))
+    shifted = ew.sub(x, top if mask is None else ew.where(ew.isfinite(top), top, 0.0))
+    out = ew.sub(shifted, ew.log(sum_p(ew.exp(shifted), axis=axes, keepdims=True)))
+    return out if mask is None else ew.where(mask, out, -np.inf)
 
 
 def one_hot(x: ArrayLike, num_classes: int, *, dtype: DTypeLike = np.float64,

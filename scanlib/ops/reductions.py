@@ -15,7 +15,8 @@ from ..tape import Tensor
 from . import batching
 from . import elementwise as ew
 from .arrays import _along, _constant, _flat, _is_one_int_axis_of_0d, _xp, _zero_d_as_1d
-from .functions import one_axis, as_tensor, concatenate, reshape, transpose
+from .functions import (as_tensor, concatenate, masked, one_axis, reshape, transpose,
+                        where_mask, with_initial)
 from .primitive import Primitive
 from .promotion import inexact_dtype
 from .structural import getitem, normalize_axis, reshape_p, sum_p
@@ -106,8 +107,11 @@ def _to_last_axis(x, axes):
 
 
 def prod(a: ArrayLike, axis: Axis = None, keepdims: bool = False, *,
-         dtype: DTypeLike = None) -> Tensor:
-    """Product over axis (an int, a tuple, or None for all axes), as numpy.prod.
+         dtype: DTypeLike = None, initial: ArrayLike | None = None,
+         where: ArrayLike | None = None) -> Tensor:
+    """Product over axis (an int, a tuple, or None for all axes), as numpy.prod. As in
+    jnp.prod, the elements where the bool mask `where` is False count as 1, and the product is
+    multiplied by `initial`.
 
     Multiplies halves pairwise (log2(n) products), so the gradient is exact with zeros in the
     input (no division by x) and second order works.
@@ -115,6 +119,7 @@ def prod(a: ArrayLike, axis: Axis = None, keepdims: bool = False, *,
     >>> sl.prod(sl.tensor([[1.0, 2.0], [3.0, 4.0]]), axis=1)
     """
     a = as_tensor(a)
+    a = masked(a, where_mask(where, a, "prod"), 1)
     axes = None if _is_one_int_axis_of_0d(a, axis) else normalize_axis(axis, a.ndim)
     want = np.dtype(dtype) if dtype is not None else _accumulated_dtype(a.dtype, np.prod)
     x = _to_last_axis(ew.astype(a, dtype=want) if want != a.dtype else a, axes)
@@ -128,13 +133,15 @@ def prod(a: ArrayLike, axis: Axis = None, keepdims: bool = False, *,
     out_shape = tuple(1 if axes is None or i in axes else s for i, s in enumerate(a.shape))
     if not keepdims:
         out_shape = tuple(s for i, s in enumerate(a.shape) if axes is not None and i not in axes)
-    return reshape_p(x, shape=out_shape)
+    return with_initial(reshape_p(x, shape=out_shape), initial, ew.mul, "prod")
 
 
-def var(a: ArrayLike, axis: Axis = None, ddof: int = 0, keepdims: bool = False) -> Tensor:
+def var(a: ArrayLike, axis: Axis = None, ddof: int = 0, keepdims: bool = False, *,
+        where: ArrayLike | None = None) -> Tensor:
     """Variance over axis, sum((a - mean)**2) / (n - ddof), as numpy.var (integers give
     float32 for int32 and float64 for int64, as in JAX). With n - ddof <= 0 the result is inf
-    or nan, as in NumPy.
+    or nan, as in NumPy. With a bool mask `where`, the variance of the elements where it is
+    True, as jnp.var (nan where n - ddof <= 0); the others get no gradient.
 
     >>> sl.var(sl.tensor([1.0, 2.0, 4.0]))
     """
@@ -145,6 +152,9 @@ def var(a: ArrayLike, axis: Axis = None, ddof: int = 0, keepdims: bool = False) 
     if a.dtype.kind not in "f":
         a = ew.astype(a, dtype=inexact_dtype(a.dtype))
     axes = normalize_axis(axis, a.ndim)
+    mask = where_mask(where, a, "var")
+    if mask is not None:
+        return _masked_var(a, mask, axes, ddof, bool(keepdims))
     n = a.size if axes is None else int(np.prod([a.shape[i] for i in axes]))
     mean = ew.div(sum_p(a, axis=axes, keepdims=True), float(n))
     d = ew.sub(a, mean)
@@ -153,15 +163,28 @@ def var(a: ArrayLike, axis: Axis = None, ddof: int = 0, keepdims: bool = False) 
                       float(max(n - ddof, 0)))
 
 
-def std(a: ArrayLike, axis: Axis = None, ddof: int = 0, keepdims: bool = False) -> Tensor:
-    """Standard deviation over axis: sqrt(var(a, axis, ddof, keepdims)), as numpy.std.
+def _masked_var(a, mask, axes, ddof, keepdims):
+    a = masked(a, mask, 0)
+    count = sum_p(ew.astype(mask, dtype=a.dtype), axis=axes, keepdims=True)
+    mean = ew.div(sum_p(a, axis=axes, keepdims=True), ew.where(ew.greater(count, 0), count, 1))
+    d = masked(ew.sub(a, mean), mask, 0)
+    n = ew.sub(sum_p(ew.astype(mask, dtype=a.dtype), axis=axes, keepdims=keepdims), ddof)
+    some = ew.greater(n, 0)
+    total = sum_p(ew.mul(d, d), axis=axes, keepdims=keepdims)
+    return ew.where(some, ew.div(total, ew.where(some, n, 1)), np.nan)
+
+
+def std(a: ArrayLike, axis: Axis = None, ddof: int = 0, keepdims: bool = False, *,
+        where: ArrayLike | None = None) -> Tensor:
+    """Standard deviation over axis: sqrt(var(a, axis, ddof, keepdims, where=where)), as
+    numpy.std.
 
     Where the variance is 0 the gradient is nan, as in JAX: sqrt's rule at 0 gives inf, which
     meets the zero deviations.
 
     >>> sl.std(sl.tensor([1.0, 2.0, 4.0]))
     """
-    return ew.sqrt(var(a, axis, ddof, keepdims))
+    return ew.sqrt(var(a, axis, ddof, keepdims, where=where))
 
 
 def _arg_reduction(name):
@@ -205,14 +228,18 @@ def _logical_reduction(name):
 
     prim = Primitive(name, impl, batch=batching.reduce_rule)
 
-    def public(a: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Tensor:
+    def public(a: ArrayLike, axis: Axis = None, keepdims: bool = False, *,
+               where: ArrayLike | None = None) -> Tensor:
         a = as_tensor(a)
+        a = masked(a, where_mask(where, a, name), 1 if name == "all" else 0)
         axes = None if _is_one_int_axis_of_0d(a, axis) else normalize_axis(axis, a.ndim)
         return prim(a, axis=axes, keepdims=bool(keepdims))
 
     public.__name__ = public.__qualname__ = name
     which = "any element" if name == "any" else "every element"
-    public.__doc__ = (f"True where {which} along axis is true (nonzero); a bool tensor.\n\n"
+    public.__doc__ = (f"True where {which} along axis is true (nonzero); a bool tensor. The "
+                      f"elements where the bool mask `where` is False are left out, as in "
+                      f"jnp.{name}.\n\n"
                       f"    >>> sl.{name}(sl.tensor([0.0, 1.0]))\n")
     return public
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..ops import elementwise as ew
 from ..ops import gamma as _gamma
-from ..ops.functions import as_tensor, logsumexp as _logsumexp
+from ..ops.functions import as_tensor, logsumexp as _logsumexp, where_mask
 from ..ops.functions import sigmoid as expit
 from ..ops.special import erf, erfc, expm1
 from ..ops import expint as _expint
@@ -122,23 +122,29 @@ def ndtr(x) -> Tensor:
     return ew.mul(erfc(ew.mul(x, -_SQRT_HALF)), 0.5)
 
 
-def logsumexp(a, axis=None, b=None, keepdims: bool = False, return_sign: bool = False):
+def logsumexp(a, axis=None, b=None, keepdims: bool = False, return_sign: bool = False, *,
+              where=None):
     """log(sum(b * exp(a))) along axis, stable, as jax.scipy.special.logsumexp (b, a scale
     broadcast against a, defaults to 1). With return_sign=True, (log|sum|, sign of sum);
-    without it a negative sum gives nan, as in JAX. JAX's `where=` is not supported.
+    without it a negative sum gives nan, as in JAX. The bool mask `where` leaves out the
+    elements where it is False (-inf where none is left); they get no gradient.
 
     >>> sl.scipy.special.logsumexp(sl.tensor([1000.0, 1000.0]))
     >>> sl.scipy.special.logsumexp(sl.tensor([0.0, 0.0]), b=sl.tensor([1.0, -2.0]),
     ...                            return_sign=True)
     """
     if b is None and not return_sign:
-        return _logsumexp(a, axis=axis, keepdims=keepdims)
+        return _logsumexp(a, axis=axis, keepdims=keepdims, where=where)
     a = _real_float(a, "logsumexp")
     if b is not None:
         a, b = _pair(a, b, "logsumexp")
         shape = np.broadcast_shapes(a.shape, b.shape)
         a = _bcast(a, shape)
         b = _bcast(b, shape)
+    mask = where_mask(where, a, "logsumexp")
+    if mask is not None:
+        a = ew.where(mask, a, -np.inf)
+        b = b if b is None else ew.where(mask, b, 0)
     axes = normalize_axis(axis, a.ndim)
     m = ew.stop_gradient(max_p(a, axis=axes, keepdims=True))
     m = ew.where(ew.isfinite(m), m, 0.0)
