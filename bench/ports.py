@@ -641,6 +641,87 @@ def numba_first_calls(name, size, cache):
 KERNEL_DIRS = {}  # numba tier -> the SCANLIB_CACHE_DIR its runs in this process use
 
 
+def _category(filename, func):
+    """Where a profiled function's own time goes, by its file."""
+    f = filename.replace(os.sep, "/")
+    if "scanlib_kernel_" in f:
+        return "numba kernels"
+    if f.startswith("<scanlib-generated"):
+        return "generated code (scan loops, jit's replay): its Python lines"
+    if "/numba/" in f:
+        return "numba's dispatcher and typing"
+    if f == "~" and ("numpy" in func or "ufunc" in func) or "/numpy/" in f or "/scipy/" in f:
+        return "NumPy / BLAS / LAPACK"
+    rules = (("scanlib/tape/", "per-op dispatch (tape, ops, wrappers)"),
+             ("scanlib/ops/", "per-op dispatch (tape, ops, wrappers)"),
+             ("scanlib/numpy/", "per-op dispatch (tape, ops, wrappers)"),
+             ("scanlib/lax", "per-op dispatch (tape, ops, wrappers)"),
+             ("scanlib/tracing", "tracing, linearization, transformations"),
+             ("scanlib/jit", "tracing, linearization, transformations"),
+             ("scanlib/interpreters/", "tracing, linearization, transformations"),
+             ("scanlib/autodiff", "tracing, linearization, transformations"),
+             ("scanlib/transforms", "tracing, linearization, transformations"),
+             ("scanlib/vmap", "tracing, linearization, transformations"),
+             ("scanlib/scan/linearize", "tracing, linearization, transformations"),
+             ("scanlib/scan/", "scan's machinery (plans, executors, caches)"),
+             ("scanlib/control", "control flow (while_loop, cond) machinery"),
+             ("scanlib/pytree", "pytrees"), ("scanlib/tree", "pytrees"),
+             ("scanlib/", "scanlib, other"))
+    for prefix, what in rules:
+        if prefix in f:
+            return what
+    return "Python built-ins and other"
+
+
+def profile(name, size, tier, calls=5):
+    """cProfile of `calls` calls of one tier after its first, by category and by function;
+    and what the `scanlib` logger and NumbaFallbackWarnings said during the first call."""
+    import cProfile
+    import io
+    import logging
+    import pstats
+
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    logger = logging.getLogger("scanlib")
+    old_level = logger.level
+    logger.setLevel(logging.INFO)
+    logger.addHandler(handler)
+    try:
+        run = scanlib_runs(name, size, [tier])[tier]
+        first, _, reasons = first_call(run)
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(old_level)
+    run()
+    prof = cProfile.Profile()
+    t0 = time.perf_counter()
+    prof.enable()
+    for _ in range(calls):
+        run()
+    prof.disable()
+    wall = (time.perf_counter() - t0) / calls
+    stats = pstats.Stats(prof)
+    shares, total = {}, 0.0
+    for (filename, _, func), (_, _, tottime, _, _) in stats.stats.items():
+        what = _category(filename, func)
+        shares[what] = shares.get(what, 0.0) + tottime
+        total += tottime
+    print(f"{name} {tier} ({size}): first call {_s(first)}; {wall * 1e3:.1f} ms per call "
+          f"under cProfile ({calls} calls)")
+    for what, t in sorted(shares.items(), key=lambda kv: -kv[1]):
+        print(f"  {100 * t / total:5.1f} %  {what}")
+    out = io.StringIO()
+    pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(25)
+    print(out.getvalue().split("\n", 4)[-1][:6000])
+    out = io.StringIO()
+    pstats.Stats(prof, stream=out).sort_stats("cumulative").print_stats(25)
+    print(out.getvalue().split("\n", 4)[-1][:6000])
+    print("scanlib log during the first call:\n" + (stream.getvalue()[:4000] or "(nothing)"))
+    for reason in sorted(set(reasons)):
+        print(f"NumbaFallbackWarning x{reasons.count(reason)}: {reason[:600]}")
+
+
 # --- output -------------------------------------------------------------------------------------
 def _s(x):
     return "-" if x is None else (f"{x:.2f} s" if x >= 0.095 else f"{x * 1e3:.0f} ms")
@@ -708,6 +789,10 @@ def problems(records):
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     command = " ".join(["python -m bench.ports", *argv])
+    if argv[:1] == ["--profile"]:  # --profile quick|full NAME TIER [CALLS]
+        _, size, name, tier, *calls = argv
+        profile(name, size, tier, *map(int, calls))
+        return 0
     child = argv[:1] == ["--first-child"]
     if child:
         argv = argv[1:]
