@@ -781,8 +781,9 @@ def problems(records):
     for r in records:
         for tier, (d, where) in r["diff"].items():
             if not d <= TOLERANCE[tier]:
-                bad.append(f"{r['program']}: {tier} differs from "
-                           f"{'scanlib eager' if tier != 'jax' else 'JAX'} by {d:.2e} ({where})")
+                what = ("scanlib eager differs from JAX" if tier == "jax"
+                        else f"{tier} differs from scanlib eager")
+                bad.append(f"{r['program']}: {what} by {d:.2e} ({where})")
     return bad
 
 

@@ -162,3 +162,12 @@ def test_ports_quick_scanlib_side(monkeypatch, capsys):
     assert "| program | eager ms | jit ms |" in out, out
     assert all(out.count(f"| {name} |") == 2 for name in P.NAMES), out
     assert "PROBLEM" not in out, out
+
+
+def test_ports_flags_a_disagreeing_tier():
+    from bench import ports as P
+
+    rec = {"program": "hmm", "diff": {"jit": (0.0, None), "numba": (2e-7, "grad/0"),
+                                      "jax": (float("nan"), "value")}}
+    assert P.problems([rec]) == ["hmm: numba differs from scanlib eager by 2.00e-07 (grad/0)",
+                                 "hmm: scanlib eager differs from JAX by nan (value)"]
