@@ -741,8 +741,8 @@ def detail_table(records, with_jax):
     return "\n".join(lines)
 
 
-def issue_table(records, with_jax):
-    """Issue 27's table: default / JAX, best tier / JAX, the first calls."""
+def ratio_table(records, with_jax):
+    """Against JAX: default / JAX, best tier / JAX, the best tier's first calls."""
     lines = ["| program | default / JAX | best scanlib tier / JAX | its first call, empty cache "
              "(warm cache) (JAX's) |", "|---|---:|---:|---:|"]
     for r in records:
@@ -833,7 +833,7 @@ def main(argv=None):
         print(progress_line(rec), flush=True)
     load = env.load_average()
     print("\nmedian ms per call (forward + full backward):\n" + detail_table(records, with_jax))
-    print("\n" + issue_table(records, with_jax))
+    print("\n" + ratio_table(records, with_jax))
     print(f"\nload average at the end {load}; total {time.perf_counter() - t0:.0f} s; "
           f"command: {command}")
     bad = problems(records)
