@@ -144,3 +144,30 @@ def test_vmap_rules_quick(capsys):
                   "(c) scan-grad", "(c) scan-fwd", "peak MiB: vmap grad B=64"):
         assert title in out, out
     assert out.count("vmap grad B=64") == 6, out
+
+
+def test_ports_quick_scanlib_side(monkeypatch, capsys):
+    # bench/ports.py's quick mode with JAX and numba hidden (numba's first compiles take
+    # minutes; tests/test_numba_loop.py checks its kernels): every ported program's
+    # value_and_grad eagerly and under jit, jit's values and gradients against eager's (main's
+    # exit status), and both tables printed.
+    from bench import ports as P
+
+    monkeypatch.setattr(P, "jax_missing", lambda: "JAX hidden by the test")
+    monkeypatch.setattr(P, "numba_missing", lambda: "numba hidden by the test")
+    monkeypatch.setitem(P.BUDGET_S, "quick", 0.0)
+    assert P.main(["quick"]) == 0
+    out = capsys.readouterr().out
+    assert "JAX hidden by the test: its columns are left out" in out, out
+    assert "| program | eager ms | jit ms |" in out, out
+    assert all(out.count(f"| {name} |") == 2 for name in P.NAMES), out
+    assert "PROBLEM" not in out, out
+
+
+def test_ports_flags_a_disagreeing_tier():
+    from bench import ports as P
+
+    rec = {"program": "hmm", "diff": {"jit": (0.0, None), "numba": (2e-7, "grad/0"),
+                                      "jax": (float("nan"), "value")}}
+    assert P.problems([rec]) == ["hmm: numba differs from scanlib eager by 2.00e-07 (grad/0)",
+                                 "hmm: scanlib eager differs from JAX by nan (value)"]
