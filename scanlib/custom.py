@@ -734,11 +734,21 @@ def _custom_vmap(values, batched, B, *, fun, rules, num_args):
     return outs, [True] * len(outs)
 
 
-@functools.lru_cache(maxsize=256)
 def _batched_call(fun, rules, n, k):
     """The custom function of an equation's flat inputs (n differentiable, then k closed-over
-    values) on a batch (axis 0 of the first n), with the equation's rules vmapped. Cached, so
-    that a scan body batched twice holds the same rules (its cache compares them)."""
+    values) on a batch (axis 0 of the first n), with the equation's rules vmapped. Kept on the
+    rules themselves, so that a scan body batched twice holds the same rules (its cache
+    compares them), and so that they, and the tensors they close over, go with the equation."""
+    cache = rules.__dict__.get("_batched")
+    if cache is None:
+        cache = {}
+        object.__setattr__(rules, "_batched", cache)  # frozen: not a field, never compared
+    if (fun, n, k) not in cache:
+        cache[fun, n, k] = _batched_rules(fun, rules, n, k)
+    return cache[fun, n, k]
+
+
+def _batched_rules(fun, rules, n, k):
     in_axes = (0,) * n + (None,) * k
 
     def fun_b(*xs):

@@ -17,17 +17,6 @@ from scanlib import lax
 from opcheck import D, N, P, case, jax_x64, table_tests
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _forget_batched_custom_calls():
-    """vmap keeps the batched rules of its last custom_vjp/custom_jvp calls (custom.py's
-    cache); custom_root and custom_linear_solve make theirs per call, holding the tensors their
-    function closes over. Dropped after this module, so that test_tape's count of live graph
-    nodes sees none of ours."""
-    yield
-    from scanlib import custom
-    custom._batched_call.cache_clear()
-
-
 # --- NumPy references ---------------------------------------------------------------------------
 def np_pad(x, value, config):
     for axis, (lo, hi, interior) in enumerate(config):
