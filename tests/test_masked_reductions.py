@@ -208,3 +208,33 @@ def test_values_and_gradients_against_jax(name):
         gg = sl.grad(lambda x: jnp.sum(f(jnp, logsumexp, sl.nn, x, sl.tensor(m)) ** 2))(
             sl.tensor(X))
         np.testing.assert_allclose(gg.numpy(), np.asarray(gw), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("call", [
+    lambda jnp, x: jnp.sum(x, 0, jnp.float32), lambda jnp, x: jnp.mean(x, 0, jnp.float32),
+    lambda jnp, x: jnp.prod(x, 0, "float32"), lambda jnp, x: jnp.any(x, 0, jnp.bool_),
+    lambda jnp, x: jnp.argmax(x, 0, np.zeros(3)), lambda jnp, x: jnp.var(x, 0, jnp.float32),
+])
+def test_jax_positional_dtype_in_keepdims_place_raises(call):
+    # jnp.sum(x, axis, dtype): in scanlib's third place (keepdims) a dtype would have kept
+    # the axes silently
+    import scanlib.numpy as jnp
+
+    x = sl.tensor(np.arange(6.0).reshape(2, 3))
+    with pytest.raises(TypeError, match="by keyword"):
+        call(jnp, x)
+
+
+def test_dtype_keyword_of_sum_mean_var_std():
+    import scanlib.numpy as jnp
+
+    x = sl.tensor(np.arange(6.0).reshape(2, 3))
+    for f in (jnp.sum, jnp.mean, jnp.var, jnp.std):
+        out = f(x, axis=0, dtype=jnp.float32)
+        assert out.dtype == np.float32
+        np.testing.assert_allclose(out.numpy(), getattr(np, f.__name__)(x.numpy(), axis=0),
+                                   rtol=1e-6)
+    assert jnp.sum(np.arange(3, dtype=np.int32), dtype=jnp.float64).dtype == np.float64
+    assert jnp.argmax(x, 0, None).shape == (3,)  # JAX's positional out=None is accepted
+    g = sl.grad(lambda v: jnp.sum(v, dtype=jnp.float32))(x)
+    assert g.dtype == np.float64 and np.all(g.numpy() == 1.0)

@@ -296,37 +296,56 @@ def reduced_size(x: Tensor, axes) -> int:
     return x.size if axes is None else int(np.prod([x.shape[a] for a in axes]))
 
 
-def sum(x: ArrayLike, axis: Axis = None, keepdims: bool = False, *,
+def keepdims_flag(keepdims: Any, who: str) -> bool:
+    """keepdims as a bool. Anything else in its place raises, where bool() would keep the axes
+    silently: jax.numpy's reductions take dtype (and out) before keepdims, so a port's
+    jnp.sum(x, 0, jnp.float32) would land here. None (JAX's positional out=None) is False."""
+    if keepdims is None or isinstance(keepdims, (bool, np.bool_)) or (
+            isinstance(keepdims, (int, np.integer)) and keepdims in (0, 1)):
+        return bool(keepdims)
+    raise TypeError(f"{who}: keepdims must be a bool, got {keepdims!r}. jax.numpy's {who} "
+                    f"takes dtype (and out) before keepdims: pass dtype= and keepdims= by "
+                    f"keyword.")
+
+
+def _as_dtype(x, dtype):
+    x = as_tensor(x)
+    return x if dtype is None or np.dtype(dtype) == x.dtype else ew.astype(x, dtype=dtype)
+
+
+def sum(x: ArrayLike, axis: Axis = None, keepdims: bool = False, *, dtype: DTypeLike = None,
         initial: ArrayLike | None = None, where: ArrayLike | None = None) -> Tensor:
-    """Sum over axis (an int, a tuple, or None for all axes). As in jnp.sum, the elements where
-    the bool mask `where` is False count as 0 (and get no gradient), and `initial` is added.
+    """Sum over axis (an int, a tuple, or None for all axes), computed in `dtype` where given.
+    As in jnp.sum, the elements where the bool mask `where` is False count as 0 (and get no
+    gradient), and `initial` is added.
 
     >>> sl.sum(sl.tensor([1.0, 2.0, 4.0]), where=sl.tensor([True, False, True]))
     """
-    x = as_tensor(x)
+    x = _as_dtype(x, dtype)
+    keep = keepdims_flag(keepdims, "sum")
     x = masked(x, where_mask(where, x, "sum"), 0)
-    out = sum_p(x, axis=normalize_axis(axis, x.ndim), keepdims=bool(keepdims))
+    out = sum_p(x, axis=normalize_axis(axis, x.ndim), keepdims=keep)
     return with_initial(out, initial, ew.add, "sum")
 
 
-def mean(x: ArrayLike, axis: Axis = None, keepdims: bool = False, *,
+def mean(x: ArrayLike, axis: Axis = None, keepdims: bool = False, *, dtype: DTypeLike = None,
          where: ArrayLike | None = None) -> Tensor:
-    """Mean over axis (an int, a tuple, or None for all axes). With a bool mask `where`, the
-    mean of the elements where it is True, as jnp.mean (nan where none is). Integers are
-    averaged in floating point, in float32 for int32 as JAX does (`inexact_dtype`).
+    """Mean over axis (an int, a tuple, or None for all axes), computed in `dtype` where given.
+    With a bool mask `where`, the mean of the elements where it is True, as jnp.mean (nan
+    where none is). Integers are averaged in floating point, in float32 for int32 as JAX does
+    (`inexact_dtype`).
 
     >>> sl.mean(sl.tensor([1.0, 2.0, 4.0]), where=sl.tensor([True, False, True]))
     """
-    x = as_tensor(x)
-    if x.dtype.kind in "biu":
-        x = ew.astype(x, dtype=inexact_dtype(x.dtype))
+    x = as_inexact(_as_dtype(x, dtype))
+    keep = keepdims_flag(keepdims, "mean")
     axes = normalize_axis(axis, x.ndim)
     mask = where_mask(where, x, "mean")
     if mask is None:
-        return ew.div(sum_p(x, axis=axes, keepdims=bool(keepdims)), float(reduced_size(x, axes)))
+        return ew.div(sum_p(x, axis=axes, keepdims=keep), float(reduced_size(x, axes)))
     real = np.empty(0, x.dtype).real.dtype if x.dtype.kind in "fc" else np.dtype(np.float64)
-    count = sum_p(ew.astype(mask, dtype=real), axis=axes, keepdims=bool(keepdims))
-    total = sum_p(masked(x, mask, 0), axis=axes, keepdims=bool(keepdims))
+    count = sum_p(ew.astype(mask, dtype=real), axis=axes, keepdims=keep)
+    total = sum_p(masked(x, mask, 0), axis=axes, keepdims=keep)
     with np.errstate(invalid="ignore", divide="ignore"):
         return ew.div(total, count)
 
@@ -340,7 +359,7 @@ def _extreme(prim, op, identity, name):
             raise ValueError(f"{name}: a where= mask needs initial= as well (the value of a "
                              f"slice where nothing is selected): {name} has no identity, as in "
                              f"jnp.{name}; e.g. {name}(x, where=m, initial=-jnp.inf)")
-        keep = bool(keepdims)
+        keep = keepdims_flag(keepdims, name)
         if reduced_size(x, axes) == 0:
             if initial is None:
                 raise ValueError(f"{name}() of an empty tensor has no value (shape {x.shape}, "

@@ -15,7 +15,7 @@ from ..tape import Tensor
 from . import batching
 from . import elementwise as ew
 from .arrays import _along, _constant, _flat, _is_one_int_axis_of_0d, _xp, _zero_d_as_1d
-from .functions import (as_tensor, concatenate, masked, one_axis, reshape, transpose,
+from .functions import (as_tensor, concatenate, keepdims_flag, masked, one_axis, reshape, transpose,
                         where_mask, with_initial)
 from .primitive import Primitive
 from .promotion import inexact_dtype
@@ -119,6 +119,7 @@ def prod(a: ArrayLike, axis: Axis = None, keepdims: bool = False, *,
     >>> sl.prod(sl.tensor([[1.0, 2.0], [3.0, 4.0]]), axis=1)
     """
     a = as_tensor(a)
+    keepdims = keepdims_flag(keepdims, "prod")
     a = masked(a, where_mask(where, a, "prod"), 1)
     axes = None if _is_one_int_axis_of_0d(a, axis) else normalize_axis(axis, a.ndim)
     want = np.dtype(dtype) if dtype is not None else _accumulated_dtype(a.dtype, np.prod)
@@ -137,7 +138,7 @@ def prod(a: ArrayLike, axis: Axis = None, keepdims: bool = False, *,
 
 
 def var(a: ArrayLike, axis: Axis = None, ddof: int = 0, keepdims: bool = False, *,
-        where: ArrayLike | None = None) -> Tensor:
+        dtype: DTypeLike = None, where: ArrayLike | None = None) -> Tensor:
     """Variance over axis, sum((a - mean)**2) / (n - ddof), as numpy.var (integers give
     float32 for int32 and float64 for int64, as in JAX). With n - ddof <= 0 the result is inf
     or nan, as in NumPy. With a bool mask `where`, the variance of the elements where it is
@@ -145,7 +146,11 @@ def var(a: ArrayLike, axis: Axis = None, ddof: int = 0, keepdims: bool = False, 
 
     >>> sl.var(sl.tensor([1.0, 2.0, 4.0]))
     """
-    a = as_tensor(a)
+    a = as_tensor(a) if dtype is None else as_tensor(a).astype(dtype)
+    keepdims = keepdims_flag(keepdims, "var")
+    if isinstance(ddof, (np.dtype, type, str)):
+        raise TypeError(f"var/std: ddof must be a number, got {ddof!r}. jax.numpy's var takes "
+                        "dtype (and out) before ddof: pass dtype= and ddof= by keyword.")
     if a.dtype.kind == "c":
         raise TypeError(f"var/std of complex input ({a.dtype}) is not supported; take "
                         "var of the real and imaginary parts and add them.")
@@ -175,7 +180,7 @@ def _masked_var(a, mask, axes, ddof, keepdims):
 
 
 def std(a: ArrayLike, axis: Axis = None, ddof: int = 0, keepdims: bool = False, *,
-        where: ArrayLike | None = None) -> Tensor:
+        dtype: DTypeLike = None, where: ArrayLike | None = None) -> Tensor:
     """Standard deviation over axis: sqrt(var(a, axis, ddof, keepdims, where=where)), as
     numpy.std.
 
@@ -184,7 +189,7 @@ def std(a: ArrayLike, axis: Axis = None, ddof: int = 0, keepdims: bool = False, 
 
     >>> sl.std(sl.tensor([1.0, 2.0, 4.0]))
     """
-    return ew.sqrt(var(a, axis, ddof, keepdims, where=where))
+    return ew.sqrt(var(a, axis, ddof, keepdims, dtype=dtype, where=where))
 
 
 def _arg_reduction(name):
@@ -203,7 +208,7 @@ def _arg_reduction(name):
         if (a.size if axis is None else a.shape[axis]) == 0:  # other empty axes are fine
             raise ValueError(f"{name}: attempt to get {name} of an empty sequence "
                              f"(shape {a.shape}, axis {axis})")
-        return prim(a, axis=axis, keepdims=bool(keepdims))
+        return prim(a, axis=axis, keepdims=keepdims_flag(keepdims, name))
 
     public.__name__ = public.__qualname__ = name
     which = "largest" if name == "argmax" else "smallest"
@@ -233,7 +238,7 @@ def _logical_reduction(name):
         a = as_tensor(a)
         a = masked(a, where_mask(where, a, name), 1 if name == "all" else 0)
         axes = None if _is_one_int_axis_of_0d(a, axis) else normalize_axis(axis, a.ndim)
-        return prim(a, axis=axes, keepdims=bool(keepdims))
+        return prim(a, axis=axes, keepdims=keepdims_flag(keepdims, name))
 
     public.__name__ = public.__qualname__ = name
     which = "any element" if name == "any" else "every element"
