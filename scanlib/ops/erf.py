@@ -47,7 +47,8 @@ _SB = (1.0, 3.03380607434824582924e+01, 3.25792512996573918826e+02,
        4.74528541206955367215e+02, -2.24409524465858183362e+01)
 
 
-def _poly(z, coeffs):
+def horner(z, coeffs):
+    """coeffs[0] + coeffs[1] z + ... by Horner's rule."""
     acc = coeffs[-1]
     for c in coeffs[-2::-1]:
         acc = acc * z + c
@@ -58,19 +59,19 @@ def _small_ratio(x, xp):
     """R(x**2) / S(x**2) for |x| < 0.84375, where erf(x) = x + x * ratio."""
     x = xp.where(xp.abs(x) < 0.84375, x, 0.0)
     z = x * x
-    return _poly(z, _PP) / _poly(z, _QQ)
+    return horner(z, _PP) / horner(z, _QQ)
 
 
 def _middle(a, xp):
     """erf(a) - erx for a in [0.84375, 1.25)."""
     s = xp.clip(a, 0.84375, 1.25) - 1.0
-    return _poly(s, _PA) / _poly(s, _QA)
+    return horner(s, _PA) / horner(s, _QA)
 
 
 def _tail_ratio(a, xp):
     """R/S of the tail, for a in [1.25, 28]: erfc(a) = exp(-a*a - 0.5625 + R/S) / a."""
     s = 1.0 / (a * a)
-    return xp.where(a < 1 / 0.35, _poly(s, _RA) / _poly(s, _SA), _poly(s, _RB) / _poly(s, _SB))
+    return xp.where(a < 1 / 0.35, horner(s, _RA) / horner(s, _SA), horner(s, _RB) / horner(s, _SB))
 
 
 def _tail(a, xp):
@@ -136,7 +137,7 @@ def erfcx_impl(x):
         a = xp.clip(v, 1.25, 28.0)
         tail = xp.exp(_tail_ratio(a, xp) - 0.5625) / a
         w = xp.where(v >= 28.0, v, 28.0)
-        far = _poly(1.0 / (w * w), _ASYMPTOTIC) / (w * 1.7724538509055160273)
+        far = horner(1.0 / (w * w), _ASYMPTOTIC) / (w * 1.7724538509055160273)
         near = xp.exp(v * v) * erfc_impl(xp.where(v < 1.25, v, 0.0))
         out = xp.where(v < 1.25, near, xp.where(v < 28.0, tail, far))
     return _result(xp.where(xp.isnan(v), v, out), x, xp)

@@ -71,13 +71,7 @@ def _gammaln64(x, xp):
         small = z < _SHIFT_TO
         prod_log = prod_log + xp.where(small, xp.log(xp.where(small, z, 1.0)), 0.0)
         z = xp.where(small, z + 1.0, z)
-    inv = 1.0 / z
-    inv2 = inv * inv
-    series = xp.zeros_like(z)
-    for j in range(len(_BERNOULLI) - 1, -1, -1):
-        n = 2 * (j + 1)
-        series = series * inv2 + _BERNOULLI[j] / (n * (n - 1))
-    big = (z - 0.5) * xp.log(z) - z + _HALF_LOG_2PI + series * inv
+    big = (z - 0.5) * xp.log(z) - z + _HALF_LOG_2PI + _stirling_series(z, xp)
     out = big - prod_log
     with np.errstate(divide="ignore", invalid="ignore"):
         s = xp.abs(xp.sin(math.pi * xp.where(neg, x - xp.floor(x), 0.5)))
@@ -96,10 +90,14 @@ def gammaln64(x, xp):
 def stirling_remainder(x, xp):
     """log Gamma(x) - ((x - 1/2) log x - x + log(2 pi) / 2) in float64, for x >= 10 (smaller
     x are computed at 10), for other modules' raw-array code."""
-    x = xp.where(x >= 10.0, x, 10.0)
-    inv = 1.0 / x
+    return _stirling_series(xp.where(x >= 10.0, x, 10.0), xp)
+
+
+def _stirling_series(z, xp):
+    """The asymptotic (Bernoulli) series of log Gamma(z) beyond Stirling's terms, for z >= 10."""
+    inv = 1.0 / z
     inv2 = inv * inv
-    series = xp.zeros_like(x)
+    series = xp.zeros_like(z)
     for j in range(len(_BERNOULLI) - 1, -1, -1):
         n = 2 * (j + 1)
         series = series * inv2 + _BERNOULLI[j] / (n * (n - 1))

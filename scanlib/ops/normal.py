@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import backends
 from . import elementwise as ew
-from .erf import erf_impl, erfcx_impl
+from .erf import erf_impl, erfcx_impl, horner
 from .primitive import Primitive
 
 __all__: list[str] = []  # public as scanlib.scipy.special
@@ -35,17 +35,10 @@ def _xp(*a):
     return backends.xp_of(*a)
 
 
-def _poly(z, coeffs):
-    acc = coeffs[-1]
-    for c in coeffs[-2::-1]:
-        acc = acc * z + c
-    return acc
-
-
 def _erfinv_near_zero(y, xp):
     """erfinv(y) for |y| <= 0.5 (y float64)."""
     y = xp.where(xp.abs(y) <= 0.5, y, 0.0)
-    x = y * _poly(-xp.log1p(-y * y) - 2.5, _CENTRAL)
+    x = y * horner(-xp.log1p(-y * y) - 2.5, _CENTRAL)
     for _ in range(2):  # Newton on erf(x) - y; each step squares the relative error
         x = x - (erf_impl(x) - y) * (0.5 * _SQRT_PI) * xp.exp(x * x)
     return x
@@ -55,8 +48,8 @@ def _erfcinv_tail(t, xp):
     """erfcinv(t) = erfinv(1 - t) for t in (0, 0.5] (t float64, positive results)."""
     t = xp.where((t > 0) & (t <= 0.5), t, 0.5)
     w = -xp.log(t * (2.0 - t))
-    giles = xp.where(w < 5.0, _poly(w - 2.5, _CENTRAL),
-                     _poly(xp.sqrt(xp.maximum(w, 5.0)) - 3.0, _TAIL)) * (1.0 - t)
+    giles = xp.where(w < 5.0, horner(w - 2.5, _CENTRAL),
+                     horner(xp.sqrt(xp.maximum(w, 5.0)) - 3.0, _TAIL)) * (1.0 - t)
     # Far out, erfc(x) ~ exp(-x*x) / (x sqrt(pi)) gives a better start than the polynomial.
     big = -xp.log(t)
     asymptote = xp.sqrt(big - xp.log(_SQRT_PI * xp.sqrt(big)))
