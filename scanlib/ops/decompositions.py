@@ -11,6 +11,7 @@ holomorphic ops). Imports backends, tape and the ops below it.
 from __future__ import annotations
 
 import collections
+import math
 import operator
 
 import numpy as np
@@ -134,33 +135,38 @@ solve_p = Primitive("solve", _solve_impl, _solve_vjp, tangent=_solve_tangent,
 _SUBSTITUTION_MAX_N = 4
 _SUBSTITUTION_MAX_N_STACKED = 32  # for a stack of at least _STACK matrices
 _STACK = 64
+_SUBSTITUTION_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def _substitution(a, b, lower, unit_diagonal):
     """x with tri(a) x = b by forward (lower) or back substitution, vectorized over the batch
     and b's columns, as LAPACK's trsm; or None where it cannot show that it gives what the LU
-    path below gives (so that path runs, with its errors): not NumPy float32/float64, n past
-    _SUBSTITUTION_MAX_N, anything not finite in a, a zero on the read diagonal, or a result
-    that is not finite (a NaN or inf in b, or overflow)."""
+    path below gives (so that path runs, with its errors and warnings): not NumPy float32 or
+    float64, n past the limits above, a zero or a NaN or inf on the read diagonal, or a result
+    that is not finite (a NaN or inf in b or in the read triangle, or overflow)."""
     n = a.shape[-1]
     if (type(a) is not np.ndarray or type(b) is not np.ndarray or a.dtype != b.dtype
-            or a.dtype not in (np.float32, np.float64) or n == 0):
+            or a.dtype not in _SUBSTITUTION_DTYPES or n == 0):
         return None
-    stack = np.prod(np.broadcast_shapes(a.shape[:-2], b.shape[:-2]), dtype=np.int64)
-    if n > (_SUBSTITUTION_MAX_N_STACKED if stack >= _STACK else _SUBSTITUTION_MAX_N):
+    batch = a.shape[:-2] if a.shape[:-2] == b.shape[:-2] else np.broadcast_shapes(
+        a.shape[:-2], b.shape[:-2])
+    if n > (_SUBSTITUTION_MAX_N_STACKED if math.prod(batch) >= _STACK else _SUBSTITUTION_MAX_N):
         return None
-    if not np.isfinite(a).all():  # conservative: the unread triangle too
-        return None
-    diagonal = np.diagonal(a, axis1=-2, axis2=-1)[..., None]  # [..., n, 1]
-    if not unit_diagonal and not diagonal.all():
-        return None
-    x = np.empty(np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + b.shape[-2:], a.dtype)
-    for i in range(n) if lower else range(n - 1, -1, -1):
-        done = slice(0, i) if lower else slice(i + 1, n)
-        s = b[..., i, :]
-        if i != (0 if lower else n - 1):
-            s = s - np.matmul(a[..., i:i + 1, done], x[..., done, :])[..., 0, :]
-        x[..., i, :] = s if unit_diagonal else s / diagonal[..., i, :]
+    if not unit_diagonal:
+        diagonal = np.diagonal(a, axis1=-2, axis2=-1)[..., None]  # [..., n, 1]
+        if not (diagonal.all() and np.isfinite(diagonal).all()):
+            return None
+    x = np.empty(batch + b.shape[-2:], a.dtype)
+    with np.errstate(all="ignore"):  # an overflow here is the LU path's to warn about
+        for i in range(n) if lower else range(n - 1, -1, -1):
+            s = b[..., i, :]
+            if lower and i == 1 or not lower and i == n - 2:  # one term: no matmul
+                j = i - 1 if lower else i + 1
+                s = s - a[..., i, j, None] * x[..., j, :]
+            elif i != (0 if lower else n - 1):
+                done = slice(0, i) if lower else slice(i + 1, n)
+                s = s - np.matmul(a[..., i:i + 1, done], x[..., done, :])[..., 0, :]
+            x[..., i, :] = s if unit_diagonal else s / diagonal[..., i, :]
     return x if np.isfinite(x).all() else None
 
 
