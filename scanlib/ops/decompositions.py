@@ -174,8 +174,8 @@ def _triangular_impl(a, b, lower, unit_diagonal):
     x = _substitution(a, b, lower, unit_diagonal)
     if x is not None:
         return x
-    # NumPy has no triangular solve (and scipy is not a dependency): LU on the triangle itself,
-    # which reads only that triangle, is exact to rounding, O(n^3) instead of O(n^2).
+    # Otherwise (NumPy has no triangular solve, and scipy is not a dependency): LU on the
+    # triangle itself, which reads only that triangle, exact to rounding, O(n^3) not O(n^2).
     xp = _xp(a, b)
     n = a.shape[-1]
     t = xp.where(_triangle_mask(xp, n, lower, unit_diagonal), a, a.dtype.type(0))
@@ -488,8 +488,11 @@ def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False):
 
     op is a itself (trans 0 or 'N'), a^T (1, 'T') or a^H (2, 'C'); only a's lower
     (lower=True) or upper triangle is read, its diagonal taken as ones when unit_diagonal.
-    b is [n] or [..., n, k], as in solve. NumPy has no triangular solve: this one solves by
-    LU on the triangle (exact to rounding, O(n^3) rather than O(n^2)).
+    b is [n] or [..., n, k], as in solve. NumPy has no triangular solve: small systems (n up
+    to 4, or up to 32 on a stack of 64 or more) are solved by substitution over the whole
+    stack at once, others by LU on the triangle (exact to rounding, O(n^3) rather than
+    O(n^2)), as is any system whose substitution meets a zero, NaN or inf on the diagonal or
+    gives a result that is not finite, so errors, NaN and inf are the LU path's.
 
     >>> sl.linalg.solve_triangular(sl.tensor([[2.0, 0.0], [1.0, 1.0]]), sl.tensor([2.0, 3.0]),
     ...                            lower=True)
