@@ -11,6 +11,7 @@ holomorphic ops). Imports backends, tape and the ops below it.
 from __future__ import annotations
 
 import collections
+import math
 import operator
 
 import numpy as np
@@ -128,9 +129,53 @@ solve_p = Primitive("solve", _solve_impl, _solve_vjp, tangent=_solve_tangent,
                     doc="solve(a, b): x with a x = b, for a [..., n, n] and b [..., n, k].")
 
 
+# Substitution over the whole batch at once costs a few NumPy calls per row; LAPACK's batched
+# solve has a larger fixed cost and O(n^3) work per matrix. Measured (bench/trisolve.py):
+# substitution wins for one matrix up to n = 4, for a stack of 64 up to n = 32 at least.
+_SUBSTITUTION_MAX_N = 4
+_SUBSTITUTION_MAX_N_STACKED = 32  # for a stack of at least _STACK matrices
+_STACK = 64
+_SUBSTITUTION_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _substitution(a, b, lower, unit_diagonal):
+    """x with tri(a) x = b by forward (lower) or back substitution, vectorized over the batch
+    and b's columns, as LAPACK's trsm; or None where it cannot show that it gives what the LU
+    path below gives (so that path runs, with its errors and warnings): not NumPy float32 or
+    float64, n past the limits above, a zero or a NaN or inf on the read diagonal, or a result
+    that is not finite (a NaN or inf in b or in the read triangle, or overflow)."""
+    n = a.shape[-1]
+    if (type(a) is not np.ndarray or type(b) is not np.ndarray or a.dtype != b.dtype
+            or a.dtype not in _SUBSTITUTION_DTYPES or n == 0):
+        return None
+    batch = a.shape[:-2] if a.shape[:-2] == b.shape[:-2] else np.broadcast_shapes(
+        a.shape[:-2], b.shape[:-2])
+    if n > (_SUBSTITUTION_MAX_N_STACKED if math.prod(batch) >= _STACK else _SUBSTITUTION_MAX_N):
+        return None
+    if not unit_diagonal:
+        diagonal = np.diagonal(a, axis1=-2, axis2=-1)[..., None]  # [..., n, 1]
+        if not (diagonal.all() and np.isfinite(diagonal).all()):
+            return None
+    x = np.empty(batch + b.shape[-2:], a.dtype)
+    with np.errstate(all="ignore"):  # an overflow here is the LU path's to warn about
+        for i in range(n) if lower else range(n - 1, -1, -1):
+            s = b[..., i, :]
+            if lower and i == 1 or not lower and i == n - 2:  # one term: no matmul
+                j = i - 1 if lower else i + 1
+                s = s - a[..., i, j, None] * x[..., j, :]
+            elif i != (0 if lower else n - 1):
+                done = slice(0, i) if lower else slice(i + 1, n)
+                s = s - np.matmul(a[..., i:i + 1, done], x[..., done, :])[..., 0, :]
+            x[..., i, :] = s if unit_diagonal else s / diagonal[..., i, :]
+    return x if np.isfinite(x).all() else None
+
+
 def _triangular_impl(a, b, lower, unit_diagonal):
-    # NumPy has no triangular solve (and scipy is not a dependency): LU on the triangle itself,
-    # which reads only that triangle, is exact to rounding, O(n^3) instead of O(n^2).
+    x = _substitution(a, b, lower, unit_diagonal)
+    if x is not None:
+        return x
+    # Otherwise (NumPy has no triangular solve, and scipy is not a dependency): LU on the
+    # triangle itself, which reads only that triangle, exact to rounding, O(n^3) not O(n^2).
     xp = _xp(a, b)
     n = a.shape[-1]
     t = xp.where(_triangle_mask(xp, n, lower, unit_diagonal), a, a.dtype.type(0))
@@ -443,8 +488,11 @@ def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False):
 
     op is a itself (trans 0 or 'N'), a^T (1, 'T') or a^H (2, 'C'); only a's lower
     (lower=True) or upper triangle is read, its diagonal taken as ones when unit_diagonal.
-    b is [n] or [..., n, k], as in solve. NumPy has no triangular solve: this one solves by
-    LU on the triangle (exact to rounding, O(n^3) rather than O(n^2)).
+    b is [n] or [..., n, k], as in solve. NumPy has no triangular solve: small systems (n up
+    to 4, or up to 32 on a stack of 64 or more) are solved by substitution over the whole
+    stack at once, others by LU on the triangle (exact to rounding, O(n^3) rather than
+    O(n^2)), as is any system whose substitution meets a zero, NaN or inf on the diagonal or
+    gives a result that is not finite, so errors, NaN and inf are the LU path's.
 
     >>> sl.linalg.solve_triangular(sl.tensor([[2.0, 0.0], [1.0, 1.0]]), sl.tensor([2.0, 3.0]),
     ...                            lower=True)
