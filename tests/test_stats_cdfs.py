@@ -64,6 +64,16 @@ CASES = [
       for f in CDFS],
     *[dist_case("betabinom", f, (_in(0.5, 4.0), (4,)), (_in(0.5, 4.0), (4,)),
                 consts=(f32(0.0, 2.0, 5.0, 3.0), f32(5.0)[0])) for f in ["logpmf", "pmf"]],
+    *[dist_case("truncnorm", f, (_in(-0.9, 0.9), (4,)), (_in(-2.5, -1.0), (4,)),
+                (_in(1.0, 2.5), ()), (_in(-0.1, 0.1), ()), (_in(0.8, 1.2), (4,)))
+      for f in ["logpdf", "pdf"] + CDFS],
+    dist_case("truncnorm", "logcdf", (_in(0.5, 1.0), (4,)), (_in(-5.0, -4.0), (4,)),
+              (_in(5.0, 6.0), ())),  # logcdf > -0.1 here: log1p(-sf)
+    dist_case("truncnorm", "logsf", (_in(-1.0, -0.5), (4,)), (_in(-5.0, -4.0), (4,)),
+              (_in(5.0, 6.0), ())),
+    dist_case("truncnorm", "cdf", (_in(4.1, 4.5), (4,)), (_in(4.0, 4.05), (4,)),
+              (_in(5.0, 6.0), ())),  # a > 0: through the right tail
+    *[dist_case("vonmises", f, X4, (_in(0.5, 4.0), (4,))) for f in ["logpdf", "pdf"]],
 ]
 
 (test_forward_matches_scipy, test_vjp_float32_matches_float64,
@@ -76,6 +86,7 @@ X = np.array([-inf, -3.0, -1.0, -0.0, 0.0, 0.3, 1.0, 1.5, 2.0, 2 * np.pi, 7.0, i
 K = np.array([-1.0, 0.0, 1.0, 2.0, 2.5, 3.0, 5.0, 6.0, nan])
 SHAPE = [0.5, 2.0, -1.0, nan]  # a = 0 and a = inf: special.gammainc differs from JAX there
 LOC = [0.0, 1.5]
+TRUNC = [[-inf, -1.5, 0.5, 3.0, nan], [-1.0, 2.0, 6.0, inf, nan], LOC, [1.0, 2.0]]
 GRID = [
     ("gamma", CDFS, X, [SHAPE, LOC, [1.0, 2.0, nan]]),
     ("chi2", CDFS, X, [SHAPE, LOC, [1.0, 2.0]]),
@@ -85,6 +96,8 @@ GRID = [
      [[0.5, 2.0, -1.0, 0.0, nan], [0.5, 3.0, 0.0], LOC[:1] + [0.5], [1.0, 2.0, 0.0]]),
     ("betabinom", ["logpmf", "pmf"], K,
      [[0.0, 5.0, 2.5, -1.0], [0.5, 2.0, -1.0, 0.0, nan], [0.5, 3.0, 0.0], [0.0, 1.0]]),
+    ("truncnorm", ["logpdf", "pdf"], X, TRUNC),
+    ("vonmises", ["logpdf", "pdf"], X, [[0.0, 0.5, 2.0, -1.0, 1e3, inf, nan]]),
 ]
 # JAX's betaln loses digits for one small and one large argument (betabinom.pmf(0, 5, 2, 3)
 # = 1/6 exactly, JAX gives 0.16666688); scanlib's agrees with SciPy there
@@ -126,6 +139,10 @@ GRADS = [
     ("beta", "cdf", (np.array([0.3, 0.8]), 1.5, 2.5, -0.1, 1.7), (0, 3, 4)),
     ("beta", "logsf", (np.array([0.3, 0.8]), 1.5, 2.5, -0.1, 1.7), (0, 3, 4)),
     ("betabinom", "logpmf", (np.array([1.0, 3.0]), 5.0, 1.5, 2.5), (2, 3)),
+    ("truncnorm", "logpdf", (np.array([0.3, 0.8]), -1.5, 2.5, -0.1, 1.7), (0, 1, 2, 3, 4)),
+    ("truncnorm", "logcdf", (np.array([0.3, 0.8]), -1.5, 2.5, -0.1, 1.7), (0, 1, 2, 3, 4)),
+    ("truncnorm", "sf", (np.array([3.3, 3.8]), 2.5, 4.5, -0.1, 1.2), (0, 1, 2, 3, 4)),
+    ("vonmises", "logpdf", (np.array([0.3, 2.8]), 1.7), (0, 1)),
 ]
 
 
@@ -186,6 +203,54 @@ def test_beta_values_and_errors_without_jax():
         sl.grad(lambda a: st.beta.cdf(0.3, a, 3.0))(sl.tensor(2.0))
     with pytest.raises(NotImplementedError, match="betainc"):
         sl.grad(lambda b: st.beta.logsf(0.3, 2.0, b))(sl.tensor(3.0))
+
+
+def test_truncnorm_cdfs_match_jax_and_give_nan_for_nan():
+    """JAX's truncnorm cdfs give 0 or 1 where x, a or b is nan; scanlib's give nan there (as
+    SciPy); everywhere else they agree."""
+    jax = pytest.importorskip("jax")
+    combos = list(itertools.product(*TRUNC))
+    cols = [np.array(c)[:, None] for c in zip(*combos)]
+    has_nan = np.isnan(X)[None, :] | np.isnan(cols[0]) | np.isnan(cols[1])
+    for fn in CDFS:
+        with np.errstate(all="ignore"):
+            got = _sl("truncnorm", fn)(X[None, :], *cols).numpy()
+            got32 = _sl("truncnorm", fn)(X[None, :].astype(np.float32),
+                                         *[c.astype(np.float32) for c in cols])
+        want32 = np.asarray(getattr(jax.scipy.stats.truncnorm, fn)(
+            X[None, :].astype(np.float32), *[c.astype(np.float32) for c in cols]))
+        with jax_x64(jax):
+            want = np.asarray(getattr(jax.scipy.stats.truncnorm, fn)(X[None, :], *cols))
+        assert np.all(np.isnan(got[has_nan])), fn
+        np.testing.assert_allclose(got[~has_nan], want[~has_nan], rtol=1e-10, atol=1e-300,
+                                   err_msg=fn)
+        assert got32.dtype == np.float32
+        np.testing.assert_allclose(got32.numpy()[~has_nan], want32[~has_nan], rtol=2e-4,
+                                   atol=1e-6, err_msg=fn)
+
+
+def test_truncnorm_and_vonmises_without_jax():
+    x = sl.tensor([-3.0, -1.0, 0.5, 2.0, 3.0])
+    with np.errstate(all="ignore"):
+        np.testing.assert_allclose(st.truncnorm.cdf(x, -1.0, 2.0).numpy(),
+                                   scipy_stats.truncnorm.cdf(x.numpy(), -1.0, 2.0), rtol=1e-13)
+        np.testing.assert_allclose(st.truncnorm.logsf(x, -1.0, 2.0, 0.3, 1.5).numpy(),
+                                   scipy_stats.truncnorm.logsf(x.numpy(), -1.0, 2.0, 0.3, 1.5),
+                                   rtol=1e-13)
+        # far in a tail the mass comes from log_ndtr, not from a difference of ndtr's
+        np.testing.assert_allclose(st.truncnorm.logpdf(40.5, 40.0, 41.0).numpy(),
+                                   scipy_stats.truncnorm.logpdf(40.5, 40.0, 41.0), rtol=1e-12)
+        assert np.isnan(st.truncnorm.logpdf(0.0, 1.0, -1.0).numpy())
+        assert np.isnan(st.truncnorm.cdf(nan, -1.0, 2.0).numpy())
+        assert np.isnan(st.vonmises.logpdf(0.0, 0.0).numpy())
+    np.testing.assert_allclose(st.vonmises.pdf(x, 2.0).numpy(),
+                               scipy_stats.vonmises.pdf(x.numpy(), 2.0), rtol=1e-13)
+    np.testing.assert_allclose(st.vonmises.logpdf(0.3, 1e4).numpy(),
+                               scipy_stats.vonmises.logpdf(0.3, 1e4), rtol=1e-12)
+    assert st.truncnorm.cdf(sl.tensor([0.5], dtype="float32"), -1, 2).dtype == np.float32
+    assert st.vonmises.logpdf(sl.tensor([1, 2]), sl.tensor(2.0, dtype="float32")).dtype == \
+        np.float32
+    assert st.truncnorm.logpdf(sl.zeros((0, 2)), -1.0, 2.0).shape == (0, 2)
 
 
 def test_under_vmap_and_jit():
