@@ -265,7 +265,15 @@ imag = Primitive("imag", lambda x: _xp(x).imag(x), _imag_vjp, elementwise=True, 
 conj = Primitive("conj", lambda x: _xp(x).conjugate(x), lambda g, out, x: (conj(g),),
                  elementwise=True, ufunc="conjugate", linear=True,
                  doc="conj(x): the complex conjugate (x itself for real x).")
-angle = Primitive("angle", lambda x: _xp(x).angle(x), _angle_vjp, elementwise=True,
+def _float64_if_integer(x):
+    """x, with integers and bools as float64 (rint and angle of them are float64 in JAX;
+    NumPy's are float16 for int8 and bools, losing digits)."""
+    dtype = getattr(x, "dtype", None)
+    return x.astype(np.float64) if dtype is not None and dtype.kind in "biu" else x
+
+
+angle = Primitive("angle", lambda x: _xp(x).angle(_float64_if_integer(x)), _angle_vjp,
+                  elementwise=True,
                   doc="angle(x): the argument of a complex number, in radians.")
 
 

@@ -85,6 +85,8 @@ def marked_weak(result, rank):
     """result (a Tensor, a tracer, or a list of them) with those whose kind is above `rank`
     marked weakly typed (never a bool)."""
     for t in result if type(result) is list else (result,):
+        if type(t) is Tensor and not hasattr(t._value, "dtype"):  # an impl gave a Python number
+            t._value = np.asarray(t._value)
         kind = getattr(getattr(t, "_value", None), "dtype", np.dtype(bool)).kind
         if kind != "b" and _KIND_RANK.get(kind, -1) > rank:
             t._weak = True
@@ -167,21 +169,28 @@ def inexact_dtype(dtype) -> np.dtype:
 
 def as_inexact_args(args):
     """args of a float function, with integer and bool arrays cast to the float JAX computes
-    it in, when the args combine into an integer type (int32 / 2 is float32). Once a float
-    array or a Python float is among them, the promotion rules decide as for any op."""
-    dtypes = []
+    it in, when the args combine into an integer type by JAX's promotion, weak operands
+    yielding (int32 / 2 and jnp.array(2) / int8 are float32). Python ints alone become the
+    default float (reciprocal(3) is 1/3, not NumPy's 0) and a Python bool float32, as JAX's
+    strong bool. Once a float or complex is among them, the promotion rules decide."""
+    has_array = False
     for a in args:
-        dtype = getattr(a, "dtype", None)
-        if dtype is None:
-            if type(a) is float or type(a) is complex:
-                return args
-        elif dtype.kind in "fc":
+        t = type(a)
+        if t is float or t is complex:
             return args
-        else:
-            dtypes.append(dtype)
-    if not dtypes:  # Python numbers alone: NumPy's float64, as JAX's default float
+        dtype = getattr(a, "dtype", None)
+        if dtype is not None:
+            if dtype.kind in "fc":
+                return args
+            has_array = True
+    operands = [a for a in args if type(a) in _WEAK or getattr(a, "dtype", None) is not None]
+    if not operands:
         return args
-    target = inexact_dtype(np.result_type(*dtypes, *[a for a in args if type(a) in _WEAK]))
+    target = inexact_dtype(result_type(*[np.dtype(bool) if type(a) is bool else a
+                                         for a in operands]))
+    if not has_array:  # Python ints stay weak (as floats); a bool is typed, as in JAX
+        return [float(a) if type(a) is int else target.type(a) if type(a) is bool else a
+                for a in args]
     from .elementwise import astype  # elementwise imports this module
 
     out = []

@@ -47,7 +47,7 @@ def _cumsum_impl(x, axis, reverse):
 cumsum_p = Primitive(
     "cumsum", _cumsum_impl,
     lambda g, out, x, axis, reverse: (cumsum_p(g, axis=axis, reverse=not reverse),),
-    batch=batching.axis_rule, linear=True)
+    batch=batching.axis_rule, linear=True, keeps_weak=False)
 
 
 def _scan_prep(a, axis, dtype, fn):

@@ -355,7 +355,8 @@ def _sum_vjp(g, out, x, axis, keepdims):
 
 
 sum_p = Primitive("sum", lambda x, axis, keepdims: _xp(x).sum(x, axis=axis, keepdims=keepdims),
-                  _sum_vjp, batch=batching.reduce_rule, linear=True)
+                  _sum_vjp, batch=batching.reduce_rule, linear=True,
+                  keeps_weak=False)  # JAX's reductions give typed results
 
 
 def _max_vjp(g, out, x, axis, keepdims):
@@ -377,10 +378,10 @@ def _max_tangent(ts, out, x, axis, keepdims):
 
 
 max_p = Primitive("max", lambda x, axis, keepdims: _xp(x).max(x, axis=axis, keepdims=keepdims),
-                  _max_vjp, batch=batching.reduce_rule, tangent=_max_tangent)
+                  _max_vjp, batch=batching.reduce_rule, tangent=_max_tangent, keeps_weak=False)
 min_p = Primitive("min", lambda x, axis, keepdims: _xp(x).min(x, axis=axis, keepdims=keepdims),
                   _max_vjp, batch=batching.reduce_rule,  # the same rules: where x hits out
-                  tangent=_max_tangent)
+                  tangent=_max_tangent, keeps_weak=False)
 
 
 def sum_to(g, shape):
