@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import doctest
+import enum
 import inspect
 import io
 import os
@@ -248,6 +249,8 @@ def own_doc(obj) -> str | None:
 
 
 def signature(name, obj) -> str:
+    if isinstance(obj, type) and issubclass(obj, enum.Enum):  # its call's keywords vary by Python
+        return f"{name}(value)"
     try:
         text = f"{name}{inspect.signature(obj)}"
     except (TypeError, ValueError):

@@ -54,6 +54,8 @@ def _run(lib, name, wrap):
 
 @pytest.mark.parametrize("name", list(CASES))
 def test_values_match_numpy_and_gradients_finite_differences(name):
+    if name in ("matvec", "vecmat") and not hasattr(np, name):
+        pytest.skip(f"numpy.{name} (the reference) is NumPy 2.2's; this is NumPy {np.__version__}")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # NumPy's 2-vector cross
         want = _run(np, name, np.asarray)
