@@ -363,7 +363,6 @@ class _Signature:
                     value = np.asarray(value)
                 if leaf._weak:
                     self.weak.add(len(self.arrays))
-                    leaf_keys.append("weak")
             elif backends.is_array(leaf):
                 if isinstance(leaf, np.ma.MaskedArray):
                     path = pytree.flatten_with_paths(dynamic, "args")[0][i]
@@ -381,13 +380,15 @@ class _Signature:
                                 "arguments must be Tensors, arrays or Python numbers. Mark it "
                                 "static (static_argnums=/static_argnames=) if f uses it as a "
                                 "Python value.")
+            weak = len(self.arrays) in self.weak  # one key per leaf, its weak type in it
             self.arrays.append(value)
             if type(value) is np.ndarray:
-                leaf_keys.append((value.shape, value.dtype))
+                leaf_keys.append((value.shape, value.dtype, "weak") if weak
+                                 else (value.shape, value.dtype))
             else:
                 device = backends.device_of(value)
                 devices.add(device)
-                leaf_keys.append((value.shape, value.dtype, device))
+                leaf_keys.append((value.shape, value.dtype, device, weak))
         if devices:  # any CuPy data (NumPy's is on the CPU)
             on_cpu = any(type(a) is np.ndarray for a in self.arrays)
             if len(devices) + on_cpu > 1:  # f itself says what mixing them means (an error)

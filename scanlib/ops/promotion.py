@@ -9,7 +9,9 @@ import numpy as np
 
 from ..tape import Tensor
 
+
 def lists_as_tensors(args):
+    """args with lists and tuples as tensors (stacked, so no gradient is dropped)."""
     from .functions import as_tensor  # functions imports this module
 
     return [as_tensor(a) if type(a) in (list, tuple) else a for a in args]
