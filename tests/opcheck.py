@@ -210,3 +210,30 @@ def optax_loop(lib, opt, params, grads, asarray):
         updates, state = opt.update(sl.pytree.tree_map(asarray, g), state, params)
         params = lib.apply_updates(params, updates)
     return params, state
+
+
+def stats_grid_matches_jax(jax, dist, fns, xs, params, rtol, atol):
+    """scanlib.scipy.stats' `dist`.fn for each fn on a grid (xs [n] against every combination
+    of `params`' values, one row each) equal to jax.scipy.stats': float64 (x64 on) to rtol,
+    float32 to JAX's float32 within a few float32 roundings (XLA's exp and lgamma round
+    differently in the last bits)."""
+    import itertools
+
+    from scanlib.scipy import stats as st
+
+    jst = jax.scipy.stats
+    cols = [np.array(c)[:, None] for c in zip(*itertools.product(*params))]
+    for fn in fns:
+        ours, theirs = getattr(getattr(st, dist), fn), getattr(getattr(jst, dist), fn)
+        with np.errstate(all="ignore"):
+            got = ours(xs[None, :], *cols)
+            got32 = ours(xs[None, :].astype(np.float32), *[c.astype(np.float32) for c in cols])
+        want32 = theirs(xs[None, :].astype(np.float32), *[c.astype(np.float32) for c in cols])
+        with jax_x64(jax):
+            want = np.asarray(theirs(xs[None, :], *cols))
+        assert got.dtype == np.float64 and got.shape == want.shape
+        np.testing.assert_allclose(got.numpy(), want, rtol=rtol, atol=atol,
+                                   err_msg=f"{dist}.{fn}")
+        assert got32.dtype == want32.dtype == np.float32
+        np.testing.assert_allclose(got32.numpy(), np.asarray(want32), rtol=2e-4, atol=1e-6,
+                                   err_msg=f"{dist}.{fn} float32")

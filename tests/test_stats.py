@@ -7,7 +7,6 @@ sem and gaussian_kde against SciPy and JAX.
 
 from __future__ import annotations
 
-import itertools
 
 import numpy as np
 import pytest
@@ -15,7 +14,8 @@ import pytest
 import scanlib as sl
 from scanlib.testing import check_grads
 
-from opcheck import N, P, case, jax_with_scanlibs_threefry, jax_x64, table_tests
+from opcheck import (N, P, case, jax_with_scanlibs_threefry, jax_x64, stats_grid_matches_jax,
+                     table_tests)
 
 scipy_stats = pytest.importorskip("scipy.stats")
 st = sl.scipy.stats
@@ -172,27 +172,8 @@ GRID = [
 @pytest.mark.parametrize("dist,fns,xs,params", GRID,
                          ids=[f"{g[0]}.{'/'.join(g[1])}" for g in GRID])
 def test_edge_values_and_float32_match_jax(dist, fns, xs, params):
-    jax = pytest.importorskip("jax")
-    jst = jax.scipy.stats
-    combos = list(itertools.product(*params))
-    # each parameter combination is one row: x [1, n] against parameters [m, 1]
-    cols = [np.array(c)[:, None] for c in zip(*combos)]
-    for fn in fns:
-        with np.errstate(all="ignore"):
-            got = _sl(dist, fn)(xs[None, :], *cols)
-            got32 = _sl(dist, fn)(xs[None, :].astype(np.float32),
-                                  *[c.astype(np.float32) for c in cols])
-        want32 = getattr(getattr(jst, dist), fn)(xs[None, :].astype(np.float32),
-                                                 *[c.astype(np.float32) for c in cols])
-        with jax_x64(jax):
-            want = np.asarray(getattr(getattr(jst, dist), fn)(xs[None, :], *cols))
-        assert got.dtype == np.float64 and got.shape == want.shape
-        np.testing.assert_allclose(got.numpy(), want, rtol=1e-12, atol=0,
-                                   err_msg=f"{dist}.{fn}")
-        assert got32.dtype == want32.dtype == np.float32
-        # float32: JAX's XLA kernels (exp, lgamma) round differently in the last bits
-        np.testing.assert_allclose(got32.numpy(), np.asarray(want32), rtol=2e-4, atol=1e-6,
-                                   err_msg=f"{dist}.{fn} float32")
+    stats_grid_matches_jax(pytest.importorskip("jax"), dist, fns, xs, params,
+                           rtol=1e-12, atol=0)
 
 
 def test_support_edges_without_jax():
