@@ -266,8 +266,8 @@ conj = Primitive("conj", lambda x: _xp(x).conjugate(x), lambda g, out, x: (conj(
                  elementwise=True, ufunc="conjugate", linear=True,
                  doc="conj(x): the complex conjugate (x itself for real x).")
 def _float64_if_integer(x):
-    """x, with integers and bools as float64 (rint and angle of them are float64 in JAX;
-    NumPy's are float16 for int8 and bools, losing digits)."""
+    """x, with integers and bools as float64: angle of them is float64 in JAX, where NumPy's
+    is float16 for int8 and bools, losing digits."""
     dtype = getattr(x, "dtype", None)
     return x.astype(np.float64) if dtype is not None and dtype.kind in "biu" else x
 
