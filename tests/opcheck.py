@@ -237,3 +237,19 @@ def stats_grid_matches_jax(jax, dist, fns, xs, params, rtol, atol):
         assert got32.dtype == want32.dtype == np.float32
         np.testing.assert_allclose(got32.numpy(), np.asarray(want32), rtol=2e-4, atol=1e-6,
                                    err_msg=f"{dist}.{fn} float32")
+
+
+def stats_grad_matches_jax(jax, dist, fn, args, argnums, rtol, atol):
+    """The gradient of sum(`dist`.fn(*args)) in `argnums` equal to jax.scipy.stats' (x64 on)."""
+    import scanlib as sl
+    from scanlib.scipy import stats as st
+
+    with jax_x64(jax):
+        ours = getattr(getattr(st, dist), fn)
+        theirs = getattr(getattr(jax.scipy.stats, dist), fn)
+        got = sl.grad(lambda *a: sl.sum(ours(*a)), argnums=argnums)(
+            *[sl.tensor(np.asarray(a, float)) for a in args])
+        want = jax.grad(lambda *a: theirs(*a).sum(), argnums=argnums)(
+            *[np.asarray(a, float) for a in args])
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g.numpy(), np.asarray(w), rtol=rtol, atol=atol)

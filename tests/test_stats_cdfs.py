@@ -13,7 +13,8 @@ import pytest
 
 import scanlib as sl
 
-from opcheck import N, P, case, jax_x64, stats_grid_matches_jax, table_tests
+from opcheck import (N, P, case, jax_x64, stats_grad_matches_jax, stats_grid_matches_jax,
+                     table_tests)
 
 scipy_stats = pytest.importorskip("scipy.stats")
 st = sl.scipy.stats
@@ -132,14 +133,8 @@ GRADS = [
 @pytest.mark.parametrize("dist,fn,args,argnums", GRADS,
                          ids=[f"{g[0]}.{g[1]}" for g in GRADS])
 def test_gradients_match_jax(dist, fn, args, argnums):
-    jax = pytest.importorskip("jax")
-    with jax_x64(jax):
-        f_sl = lambda *a: sl.sum(_sl(dist, fn)(*a))
-        f_jx = lambda *a: getattr(getattr(jax.scipy.stats, dist), fn)(*a).sum()
-        got = sl.grad(f_sl, argnums=argnums)(*[sl.tensor(np.asarray(a, float)) for a in args])
-        want = jax.grad(f_jx, argnums=argnums)(*[np.asarray(a, float) for a in args])
-        for g, w in zip(got, want):
-            np.testing.assert_allclose(g.numpy(), np.asarray(w), rtol=1e-9, atol=1e-12)
+    stats_grad_matches_jax(pytest.importorskip("jax"), dist, fn, args, argnums,
+                           rtol=1e-9, atol=1e-12)
 
 
 def test_dtypes_shapes_and_support_without_jax():
