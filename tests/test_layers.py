@@ -136,7 +136,8 @@ INNER_RANKS = {
                      "linearize": 2, "residuals": 0, "primitive": 3, "jvp": 3, "batching": 3,
                      "revolve": 4, "fused": 4, "api": 5,
                      "plan": 6, "": 7},
-    "scanlib.scan.loop": {"batch": 0, "inplace": 0, "native_kernels": 0, "native_rules": 0,
+    "scanlib.scan.loop": {"batch": 0, "inplace": 0, "native_kernels": 0, "native_nests": 0,
+                          "native_rules": 1,
                           "ir": 1, "alias": 1, "memory": 2, "passes": 2, "interp": 3,
                           "emit": 3, "native": 4, "": 5},
 }

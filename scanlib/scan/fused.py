@@ -33,6 +33,7 @@ import numpy as np
 
 from ..tape import Literal
 from ..tape.tensor import type_str
+from .loop import native_nests as nests
 from .loop import native  # numba itself only when a kernel is built or run
 from .loop.native_rules import Arg, Unsupported, dtype_code, literal_code, statements
 from .primitive import scan_p
@@ -123,7 +124,9 @@ class _Writer:
         results = self.graph(body, carries + x_names, [a.code for a in consts], inner)
         for name, (code, _), v in zip(ys, results[nc:], eqn.outvars[nc:]):
             value = literal_code(code.value, v.dtype) if isinstance(code, Literal) else code
-            self.lines.append(f"{inner}{name}[{t}] = {value}")
+            shape = () if isinstance(code, Literal) else tuple(v.shape[1:])
+            self.lines += [inner + line for line in
+                           nests.store(f"{name}[{t}]", value, shape, len(self.lines))]
         if nc:
             nexts = [_owned(code, fresh, v) for (code, fresh), v
                      in zip(results[:nc], eqn.outvars[:nc])]

@@ -32,6 +32,7 @@ import numpy as np
 
 from ... import generated, logs
 from ...tape.tensor import type_str
+from . import native_nests as nests
 from .emit import LoopWriter
 from .ir import STEP, is_var
 from .native_rules import Arg, Unsupported, literal_code, statements
@@ -98,7 +99,9 @@ class _NativeWriter(LoopWriter):
             args = [Arg(self.ref_step(a), a) for a in eqn.invars]
             self.step += statements(eqn, args, [names[v] for v in eqn.outvars])
         for v, targets in mem.slots.items():
-            self.step += [f"{target} = {self.ref_step(v)}" for target in map(str, targets)]
+            for target in map(str, targets):
+                shape = tuple(v.shape) if is_var(v) else ()
+                self.step += nests.store(target, self.ref_step(v), shape, len(self.step))
         self.loop_carries = [i for i in range(prog.num_carry) if i not in prog.accumulators]
         if self.loop_carries:
             self.step.append(", ".join(f"c{i}" for i in self.loop_carries) + " = "
@@ -255,10 +258,13 @@ class NativeKernel:
     def _check(self, typemap):
         for var, typ in typemap.items():
             name = var.split(".")[0]
-            if name in self.expected:
+            want = self.expected.get(name)
+            if want is None and name.endswith(nests.ELEMENT):  # a loop nest's element
+                want = self.expected.get(name[:-len(nests.ELEMENT)])
+                want = None if want is None else (want[0], 0)
+            if want is not None:
                 got = _dtype_and_rank(typ)
-                if got != self.expected[name]:
-                    want = self.expected[name]
+                if got != want:
                     raise NotProved(
                         f"numba types {name} as {typ}, the graph as {want[0]} with "
                         f"{want[1]} axes")

@@ -22,6 +22,7 @@ from ...ops import mathfuncs as mf
 from ...ops import special as sp
 from ...ops import structural as st
 from ...tape import Literal
+from . import native_nests as nests
 
 
 class Unsupported(Exception):
@@ -143,15 +144,28 @@ def elementwise(eqn, args, outs):
     if out.dtype.kind in "fc" and args and all(a.dtype.kind in "iu" for a in args):
         # int64 with uint64 is float64 in NumPy, computed in floats; numba wraps in int64
         raise Unsupported(f"{prim.name} of integers with a float result")
-    code = operands(args, out.dtype)
     if prim in _INFIX:
-        return [f"{outs[0]} = ({code[0]} {_INFIX[prim]} {code[1]})"]
-    if prim is ew.neg:
-        return [f"{outs[0]} = (-{code[0]})"]
-    name = _NAMED_UFUNCS.get(prim) or (prim.ufunc if prim.elementwise else None)
-    if name is None:
-        return None
-    return [f"{outs[0]} = np.{name}({', '.join(code)})"]
+        def expr(c):
+            return f"({c[0]} {_INFIX[prim]} {c[1]})"
+    elif prim is ew.neg:
+        def expr(c):
+            return f"(-{c[0]})"
+    else:
+        name = _NAMED_UFUNCS.get(prim) or (prim.ufunc if prim.elementwise else None)
+        if name is None:
+            return None
+
+        def expr(c):
+            return f"np.{name}({', '.join(c)})"
+    return _elementwise_lines(outs[0], out, args, operands(args, out.dtype), expr)
+
+
+def _elementwise_lines(name, out, args, code, expr):
+    """`name = expr(code)`: on arrays of float work a loop nest (native_nests.py), else one
+    NumPy-in-numba call."""
+    if nests.nestable(out, args):
+        return nests.elementwise(name, out, args, code, expr)
+    return [f"{name} = {expr(code)}"]
 
 
 @rule(ew.stop_gradient, ew.copy, ew.checkpoint_name_p)
@@ -186,9 +200,12 @@ def _where(eqn, args, outs):
     out = eqn.outvars[0]
     c, a, b = args
     codes = [c.code] + [literal_code(x.value, out.dtype) if x.literal else x.code for x in (a, b)]
+    t = dtype_code(out.dtype)
     if not out.shape:
-        t = dtype_code(out.dtype)
         return [f"{outs[0]} = {t}({codes[1]}) if {codes[0]} else {t}({codes[2]})"]
+    if c.dtype.kind == "b" and nests.nestable(out, [a, b]):
+        return nests.elementwise(outs[0], out, args, codes,
+                                 lambda e: f"{t}({e[1]}) if {e[0]} else {t}({e[2]})")
     return [f"{outs[0]} = np.where({', '.join(codes)})"]
 
 
@@ -293,7 +310,7 @@ def _scatter_add(eqn, args, outs):
     if tuple(g.shape) != target:
         value = (f"np.ravel({g.code})[0]" if not target
                  else f"np.ascontiguousarray({g.code}).reshape({target})")
-    return [zeros, f"{outs[0]}[{index_code(kept)}] = {value}"]
+    return [zeros, *nests.store(f"{outs[0]}[{index_code(kept)}]", value, target, outs[0])]
 
 
 @rule(st.concatenate_p)
@@ -346,6 +363,8 @@ def _sum(eqn, args, outs):
         # numba adds one element at a time, NumPy pairwise in blocks of 128: in float32
         # the sequential error grows with the count (1e6 ones after 1e8: 1% off)
         raise Unsupported(f"a sum of more than {_PAIRWISE_BLOCK} {x.dtype} elements")
+    if x.dtype.kind == "f" and out.dtype == x.dtype:
+        return nests.reduction(outs[0], out, x, x.code, axes, "sum")
     if len(axes) == len(x.shape):
         total = f"np.sum({x.code})"
         return [f"{outs[0]} = " + (_full(out.shape, total) if out.shape else total)]
@@ -366,6 +385,8 @@ def _max_min(eqn, args, outs):
         return [f"{outs[0]} = {x.code}"]
     if any(x.shape[a] == 0 for a in axes):
         raise Unsupported(f"a {which} over an empty axis")
+    if x.dtype.kind == "f" and out.dtype == x.dtype:
+        return nests.reduction(outs[0], out, x, x.code, axes, which)
     kept = [a for a in range(len(x.shape)) if a not in axes]
     rows = int(np.prod([x.shape[a] for a in kept], dtype=np.int64))
     perm = tuple(kept) + axes

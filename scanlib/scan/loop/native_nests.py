@@ -1,0 +1,132 @@
+"""Loop nests: how the numba rules write elementwise work, reductions and row stores on
+arrays of static shape, as explicit `for` loops over scalars instead of NumPy calls.
+
+Why: numba compiles each NumPy array function it meets (a broadcasting ufunc, `np.where`, a
+sum over an axis, `a[t] = b`) as a generic implementation of its own, typed and optimised
+anew in every process that has not cached the kernel. For a 20-line HMM step that was 40 s of
+a first call, while the same step as loops over scalars compiles in a few seconds and runs
+faster (no temporary arrays, no broadcasting machinery). Shapes are known when a kernel is
+written, so the loops are plain `range`s.
+
+What a nest computes is what the NumPy call computes, element by element, with the same
+scalar function: numba's array ufuncs are its scalar ufuncs looped, a sum adds in the order
+of the elements from -0.0 (so the sign of a zero sum is NumPy's), and max/min let NaN win as
+NumPy's do. Each element is computed into a named scalar, `<name>_e`, which native.py checks
+has the graph's dtype (numba would otherwise cast it silently on the store). Only float (and
+bool) work is written this way: numba computes narrow integers in int64.
+
+Imports nothing of scanlib's; numba only inside the kernels it writes.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+
+ELEMENT = "_e"  # the suffix of a nest's element scalar (native.py checks its dtype)
+_NAME = re.compile(r"[A-Za-z_]\w*\Z")
+
+
+def nestable(out, args):
+    """Whether elementwise work giving var `out` from `args` (native_rules.Arg) is written
+    as a nest: an array result, float or bool, every array operand of the result's dtype
+    (float) or of one float dtype or bool (a comparison or logic), none complex."""
+    if not out.shape or out.dtype.kind not in "fb":
+        return False
+    arrays = [a for a in args if not a.literal]
+    if out.dtype.kind == "f":
+        return all(a.dtype == out.dtype for a in arrays)
+    kinds = {a.dtype for a in arrays}
+    return len(kinds) <= 1 and all(k.kind in "fb" for k in kinds)
+
+
+def _bound(name, args, codes):
+    """(lines binding operand codes that are not plain names, the names to index)."""
+    lines, names = [], []
+    for k, (a, code) in enumerate(zip(args, codes)):
+        if a.shape and not _NAME.match(code):
+            lines.append(f"{name}_a{k} = {code}")
+            code = f"{name}_a{k}"
+        names.append(code)
+    return lines, names
+
+
+def element(code, shape, out_shape, index="_i"):
+    """The element of an operand of `shape` at the nest's position over `out_shape`
+    (NumPy's broadcasting: trailing axes align, a length-1 axis is read at 0)."""
+    if not shape:
+        return code
+    lead = len(out_shape) - len(shape)
+    ix = ["0" if n == 1 and out_shape[lead + j] != 1 else f"{index}{lead + j}"
+          for j, n in enumerate(shape)]
+    return f"{code}[{', '.join(ix)}]"
+
+
+def loops(shape, body, index="_i", axes=None):
+    """`body` (lines) inside one `for` per axis of shape (`axes`: their numbers)."""
+    axes = range(len(shape)) if axes is None else axes
+    lines, indent = [], ""
+    for a, n in zip(axes, shape):
+        lines.append(f"{indent}for {index}{a} in range({int(n)}):")
+        indent += "    "
+    return lines + [indent + b for b in body]
+
+
+def _position(ndim, index="_i"):
+    return ", ".join(f"{index}{a}" for a in range(ndim))
+
+
+def elementwise(name, out, args, codes, expr):
+    """Lines computing var `out` into `name`: `expr(element codes)` at every position."""
+    lines, names = _bound(name, args, codes)
+    shape = tuple(out.shape)
+    elems = [element(c, tuple(a.shape), shape) for a, c in zip(args, names)]
+    lines.append(f"{name} = np.empty({shape}, {_dtype(out.dtype)})")
+    return lines + loops(shape, [f"{name}{ELEMENT} = {expr(elems)}",
+                                 f"{name}[{_position(len(shape))}] = {name}{ELEMENT}"])
+
+
+def reduction(name, out, x, code, axes, which):
+    """Lines computing `which` ("sum", "max" or "min") of float array x over `axes`
+    (sorted) into `name`, var `out` (keepdims or not, by its rank)."""
+    lines, (code,) = _bound(name, [x], [code])
+    shape, acc = tuple(x.shape), f"{name}{ELEMENT}"
+    kept = [a for a in range(len(shape)) if a not in axes]
+    read = f"{code}[{', '.join(('_j' if a in axes else '_i') + str(a) for a in range(len(shape)))}]"
+    if which == "sum":  # from -0.0: -0.0 + x is x, so the first element starts it, as NumPy
+        start = [f"{acc} = {_dtype(x.dtype)}(-0.0)"]
+        step = [f"{acc} += {read}"]
+    else:
+        first = f"{code}[{', '.join(('0' if a in axes else f'_i{a}') for a in range(len(shape)))}]"
+        start = [f"{acc} = {first}"]
+        cmp = ">" if which == "max" else "<"
+        step = [f"{name}_x = {read}", f"if {name}_x {cmp} {acc} or {name}_x != {name}_x:",
+                f"    {acc} = {name}_x"]
+    inner = loops([shape[a] for a in axes], step, "_j", axes)
+    if not out.shape:
+        return lines + start + inner + [f"{name} = {acc}"]
+    at = ", ".join("0" if a in axes else f"_i{a}" for a in range(len(shape))) \
+        if len(out.shape) == len(shape) else ", ".join(f"_i{a}" for a in kept)
+    lines.append(f"{name} = np.empty({tuple(out.shape)}, {_dtype(out.dtype)})")
+    return lines + loops([shape[a] for a in kept], start + inner + [f"{name}[{at}] = {acc}"],
+                         "_i", kept)
+
+
+def store(target, code, shape, tag):
+    """Lines writing array `code` of static `shape` into the row `target` (`Y0[t]`, a view
+    of the same shape), element by element; `tag` makes the row's name unique."""
+    row, lines = f"_row{tag}", []
+    if not shape or math.prod(shape) == 0:
+        return [f"{target} = {code}"]
+    if not _NAME.match(code):
+        lines.append(f"_value{tag} = {code}")
+        code = f"_value{tag}"
+    at = _position(len(shape))
+    return lines + [f"{row} = {target}"] + loops(shape, [f"{row}[{at}] = {code}[{at}]"])
+
+
+def _dtype(dtype):
+    dtype = np.dtype(dtype)
+    return "np.bool_" if dtype.kind == "b" else f"np.{dtype.name}"

@@ -1,0 +1,90 @@
+"""The numba rules' loop nests (scanlib/scan/loop/native_nests.py): float elementwise work,
+where, sums, max and min, and row stores written as `for` loops over scalars. Each body must
+agree with the Python loop and the NumPy loop in values, dtypes and gradients (test_numba_loop's
+check), NaN and the sign of zero included, and its kernel must really hold the nests."""
+
+import types
+
+import numpy as np
+import pytest
+
+numba = pytest.importorskip("numba")
+
+import scanlib as sl
+from scanlib.scan.api import prepare
+from scanlib.scan.executor import compiled
+from scanlib.scan.loop import native
+from test_numba_loop import _t, check
+
+
+def kernel_source(f, init, xs):
+    body, *_ = prepare(f, init, xs, None, False, 0)
+    return compiled(body, 1, 1, False, (), "numba").native.kernel_source
+
+
+def test_broadcast_elementwise_where_and_reductions_over_several_axes():
+    K = _t((3, 4))
+
+    def f(c, x):  # c [2, 3], x [2, 3, 4]
+        a = c[:, :, None] + K * x  # broadcasting from both sides
+        a = sl.where(a > 0.1, sl.exp(-a), a * 0.5)
+        s = sl.sum(a, axis=(0, 2))
+        m = sl.max(a, axis=1, keepdims=True)
+        n = sl.min(a, axis=(1, 2))
+        return c * 0.9 + s * 0.01 + n[:, None] * 0.1, (m, sl.sum(a))
+
+    check(f, _t((2, 3)), _t((6, 2, 3, 4)))
+    check(f, _t((2, 3)), _t((6, 2, 3, 4)), reverse=True)
+    src = kernel_source(f, _t((2, 3)), _t((6, 2, 3, 4)))
+    assert "_e = " in src and "for _i2 in range(4):" in src
+    assert "np.where(" not in src and "np.sum(" not in src and "_rows_extreme(" not in src
+
+
+def test_float32_stays_float32_in_the_nests():
+    def f(c, x):
+        h = sl.tanh(c * x + 0.5) - sl.where(x < 0, x, 0.25 * x)
+        return h, (sl.sum(h * h, axis=0, keepdims=True), sl.max(h))
+
+    check(f, _t(5, "float32"), _t((9, 5), "float32"), rtol=2e-5)
+    src = kernel_source(f, _t(5, "float32"), _t((9, 5), "float32"))
+    assert "np.empty((5,), np.float32)" in src
+
+
+def test_nan_wins_max_and_min_and_a_zero_sum_keeps_numpys_sign():
+    def f(c, x):  # c [2, 3]
+        return c, (sl.max(c + x, axis=1), sl.min(c + x, axis=0), sl.sum(c * x, axis=1))
+
+    init = sl.tensor(np.array([[np.nan, 1.0, 2.0], [0.0, -0.0, 3.0]]))
+    xs = sl.tensor(np.array([[[1.0, np.nan, 0.0], [-0.0, 0.0, -1.0]],
+                             [[0.0, 0.0, 0.0], [-0.0, -0.0, -0.0]]]))
+    f2 = lambda c, x: (c, (sl.sum(x, axis=1), sl.max(x, axis=0)))  # noqa: E731
+    for fn in (f, f2):
+        want = sl.scan(fn, init, xs)
+        got = sl.scan(fn, init, xs, compiler="numba")
+        for g, w in zip(sl.pytree.flatten(got)[0], sl.pytree.flatten(want)[0]):
+            np.testing.assert_array_equal(g.numpy(), w.numpy())  # NaN where NaN
+            np.testing.assert_array_equal(np.signbit(g.numpy()), np.signbit(w.numpy()))
+
+
+def test_integer_work_keeps_numpys_calls():
+    def f(c, x):  # int32: numba's scalar arithmetic would be int64
+        return sl.where(c > 0, c + x, c * 2 + 1), c
+
+    init = sl.tensor(np.arange(3, dtype=np.int32))
+    xs = sl.tensor(np.arange(12, dtype=np.int32).reshape(4, 3) - 5)
+    got = sl.scan(f, init, xs, compiler="numba")
+    want = sl.scan(f, init, xs)
+    for g, w in zip(sl.pytree.flatten(got)[0], sl.pytree.flatten(want)[0]):
+        assert g.dtype == w.dtype
+        np.testing.assert_array_equal(g.numpy(), w.numpy())
+    src = kernel_source(f, init, xs)
+    assert "_e = " not in src and "np.where(" in src
+
+
+def test_a_nest_element_of_another_dtype_is_not_proved():
+    kernel = native.NativeKernel(types.SimpleNamespace(), {"v1_0": (np.dtype("float32"), 2)},
+                                 "body")
+    kernel._check({"v1_0": numba.types.Array(numba.float32, 2, "C"),
+                   "v1_0_e": numba.float32})  # the graph's dtype: proved
+    with pytest.raises(native.NotProved, match="v1_0_e"):
+        kernel._check({"v1_0_e.1": numba.float64})
