@@ -88,3 +88,20 @@ def test_a_nest_element_of_another_dtype_is_not_proved():
                    "v1_0_e": numba.float32})  # the graph's dtype: proved
     with pytest.raises(native.NotProved, match="v1_0_e"):
         kernel._check({"v1_0_e.1": numba.float64})
+
+
+@pytest.mark.parametrize("dtype, rtol", [("float64", 1e-12), ("float32", 2e-5)])
+def test_matmuls_of_every_rank_reshapes_and_broadcasts(dtype, rtol):
+    W, V, u = _t((3, 3), dtype, 0.5), _t((2, 3, 3), dtype, 0.5), _t(3, dtype)
+
+    def f(c, x):  # c [2, 3], x [3]
+        h = sl.tanh(c @ W + x)  # [2, 3] @ [3, 3]
+        b = (h[:, None, :] @ V)[:, 0, :]  # batched, broadcast batch axes
+        v = W @ x + x @ W + (u @ x) * x  # matrix-vector, vector-matrix, vector-vector
+        r = sl.reshape(b.T, (2, 3)) + sl.broadcast_to(v, (2, 3))
+        return r * 0.5, (sl.reshape(h, (6,)), V @ W)
+
+    check(f, _t((2, 3), dtype), _t((7, 3), dtype), rtol=rtol)
+    src = kernel_source(f, _t((2, 3), dtype), _t((7, 3), dtype))
+    assert "for _k in range(3):" in src
+    assert "np.broadcast_to(" not in src and ".reshape(" not in src and " @ " not in src

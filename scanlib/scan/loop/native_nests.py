@@ -130,3 +130,55 @@ def store(target, code, shape, tag):
 def _dtype(dtype):
     dtype = np.dtype(dtype)
     return "np.bool_" if dtype.kind == "b" else f"np.{dtype.name}"
+
+
+SMALL = 4096  # elements: a reshape or broadcast copied by a nest (views above it)
+
+
+def broadcast(name, out, x, code):
+    """Lines computing var `out` as `np.broadcast_to(x, out.shape)`, a fresh array."""
+    return elementwise(name, out, [x], [code], lambda e: e[0])
+
+
+def reshape(name, out, x, code):
+    """Lines computing var `out` as x in C order with out's shape, a fresh array."""
+    lines, (code,) = _bound(name, [x], [code])
+    shape, src = tuple(out.shape), tuple(x.shape)
+    flat = " + ".join(f"_i{a} * {math.prod(src[a + 1:])}" for a in range(len(src)))
+    at = ", ".join(f"({name}_k // {math.prod(shape[a + 1:])}) % {n}"
+                   for a, n in enumerate(shape))
+    lines.append(f"{name} = np.empty({shape}, {_dtype(out.dtype)})")
+    return lines + loops(src, [f"{name}_k = {flat}",
+                               f"{name}[{at}] = {code}[{_position(len(src))}]"])
+
+
+def matmul(name, out, a, acode, b, bcode):
+    """Lines computing var `out` as `a @ b` (NumPy's matmul: 1-d operands, broadcast batch
+    axes), each element a sum over k in order from -0.0."""
+    lines, (acode, bcode) = _bound(name, [a, b], [acode, bcode])
+    A = tuple(a.shape) if len(a.shape) > 1 else (1,) + tuple(a.shape)
+    B = tuple(b.shape) if len(b.shape) > 1 else tuple(b.shape) + (1,)
+    batch = tuple(out.shape[:len(out.shape) - (len(a.shape) > 1) - (len(b.shape) > 1)])
+
+    def batch_index(shape):
+        lead = len(batch) - len(shape)
+        return ["0" if n == 1 and batch[lead + j] != 1 else f"_i{lead + j}"
+                for j, n in enumerate(shape)]
+
+    m = ["_im"] if len(a.shape) > 1 else []
+    n = ["_in"] if len(b.shape) > 1 else []
+    read_a = f"{acode}[{', '.join(batch_index(A[:-2]) + m + ['_k'])}]"
+    read_b = f"{bcode}[{', '.join(batch_index(B[:-2]) + ['_k'] + n)}]"
+    acc = f"{name}{ELEMENT}"
+    body = [f"{acc} = {_dtype(out.dtype)}(-0.0)", f"for _k in range({A[-1]}):",
+            f"    {acc} += {read_a} * {read_b}"]
+    if not out.shape:
+        return lines + body + [f"{name} = {acc}"]
+    at = ", ".join([f"_i{j}" for j in range(len(batch))] + m + n)
+    lines.append(f"{name} = np.empty({tuple(out.shape)}, {_dtype(out.dtype)})")
+    nest = body + [f"{name}[{at}] = {acc}"]
+    if n:
+        nest = [f"for _in in range({B[-1]}):"] + ["    " + s for s in nest]
+    if m:
+        nest = [f"for _im in range({A[-2]}):"] + ["    " + s for s in nest]
+    return lines + loops(batch, nest)

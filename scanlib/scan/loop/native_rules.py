@@ -231,6 +231,8 @@ def _reshape(eqn, args, outs):
         return [f"{outs[0]} = " + (_full(shape, x.code) if shape else x.code)]
     if not shape:
         return [f"{outs[0]} = np.ravel({x.code})[0]"]
+    if math.prod(shape) <= nests.SMALL:
+        return nests.reshape(outs[0], eqn.outvars[0], x, x.code)
     return [f"{outs[0]} = np.ascontiguousarray({x.code}).reshape({shape})"]
 
 
@@ -241,6 +243,8 @@ def _broadcast_to(eqn, args, outs):
         return [f"{outs[0]} = " + (_full(shape, x.code) if shape else x.code)]
     if x.shape == shape:
         return [f"{outs[0]} = {x.code}"]
+    if math.prod(shape) <= nests.SMALL:
+        return nests.broadcast(outs[0], eqn.outvars[0], x, x.code)
     return [f"{outs[0]} = np.broadcast_to({x.code}, {shape})"]
 
 
@@ -406,6 +410,10 @@ def _real_float(args, who):
 @rule(la.matmul_p)
 def _matmul(eqn, args, outs):
     _real_float(args, "matmul")
+    a, b, out = args[0], args[1], eqn.outvars[0]
+    if (a.shape and b.shape and a.dtype == b.dtype == out.dtype
+            and math.prod(out.shape) * a.shape[-1] <= nests.SMALL):
+        return nests.matmul(outs[0], out, a, a.code, b, b.code)
     if any(len(a.shape) > 2 for a in args):
         raise Unsupported("a batched matmul")
     return [f"{outs[0]} = np.ascontiguousarray({args[0].code}) @ "
