@@ -14,7 +14,7 @@ import scanlib as sl
 from scanlib.scan.api import prepare
 from scanlib.scan.executor import compiled
 from scanlib.scan.loop import native
-from test_numba_loop import _t, check
+from test_numba_loop import RNG, _t, check
 
 
 def kernel_source(f, init, xs):
@@ -105,3 +105,20 @@ def test_matmuls_of_every_rank_reshapes_and_broadcasts(dtype, rtol):
     src = kernel_source(f, _t((2, 3), dtype), _t((7, 3), dtype))
     assert "for _k in range(3):" in src
     assert "np.broadcast_to(" not in src and ".reshape(" not in src and " @ " not in src
+
+
+def test_complex_elementwise_work_in_nests():
+    lam = sl.tensor(np.array([0.9 + 0.1j, 0.5 - 0.4j, -0.3 + 0.8j]))
+
+    def f(c, x):  # an LRU's diagonal complex recurrence, [2, 3]
+        h = lam * c + x * (1.0 - lam) / (1.0 + 0.5j)
+        return h, sl.real(h * sl.conj(h)) + sl.exp(h).imag
+
+    init = sl.tensor(np.ones((2, 3)) * (0.5 + 0.5j))
+    xs = sl.tensor(RNG.standard_normal((5, 2, 3)) + 1j * RNG.standard_normal((5, 2, 3)))
+    got = sl.scan(f, init, xs, compiler="numba")
+    want = sl.scan(f, init, xs)
+    for g, w in zip(sl.pytree.flatten(got)[0], sl.pytree.flatten(want)[0]):
+        assert g.dtype == w.dtype
+        np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-13, atol=1e-13)
+    assert "v0_0 = np.empty((2, 3), np.complex128)" in kernel_source(f, init, xs)

@@ -13,7 +13,7 @@ scalar function: numba's array ufuncs are its scalar ufuncs looped, a sum adds i
 of the elements from -0.0 (so the sign of a zero sum is NumPy's), and max/min let NaN win as
 NumPy's do. Each element is computed into a named scalar, `<name>_e`, which native.py checks
 has the graph's dtype (numba would otherwise cast it silently on the store). Only float (and
-bool) work is written this way: numba computes narrow integers in int64.
+complex and bool) work is written this way: numba computes narrow integers in int64.
 
 Imports nothing of scanlib's; numba only inside the kernels it writes.
 """
@@ -31,12 +31,13 @@ _NAME = re.compile(r"[A-Za-z_]\w*\Z")
 
 def nestable(out, args):
     """Whether elementwise work giving var `out` from `args` (native_rules.Arg) is written
-    as a nest: an array result, float or bool, every array operand of the result's dtype
-    (float) or of one float dtype or bool (a comparison or logic), none complex."""
-    if not out.shape or out.dtype.kind not in "fb":
+    as a nest: an array result, float, complex or bool, every array operand of the result's
+    dtype (float, complex) or of one float dtype or bool (a comparison or logic). numba's
+    array ufuncs loop its scalar ones, so the nest computes what they compute."""
+    if not out.shape or out.dtype.kind not in "fcb":
         return False
     arrays = [a for a in args if not a.literal]
-    if out.dtype.kind == "f":
+    if out.dtype.kind in "fc":
         return all(a.dtype == out.dtype for a in arrays)
     kinds = {a.dtype for a in arrays}
     return len(kinds) <= 1 and all(k.kind in "fb" for k in kinds)
