@@ -1,6 +1,6 @@
 """associative_scan's two structures side by side, interleaved in one process:
 
-    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python -m bench.assoc_structures [rounds]
+    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python -m bench.assoc_structures [rounds] [numba]
 
 On linrec-long, linrec and cumsum (bench/workloads.py, full size): numpy-manual, scanlib-scan
 and the scanlib-assoc contender run once with each structure of scanlib/associative.py
@@ -16,7 +16,7 @@ import time
 import numpy as np
 
 from scanlib import associative
-from bench import numpy_contenders, scanlib_impl
+from bench import env, numpy_contenders, scanlib_impl
 from bench.workloads import BY_NAME, make_data
 
 
@@ -52,6 +52,7 @@ def measure(name, rounds):
 
 
 def main(argv):
+    argv = env.loop_compiler_from(argv)
     rounds = int(argv[0]) if argv else 7
     for name in ("linrec-long", "linrec", "cumsum"):
         med = measure(name, rounds)

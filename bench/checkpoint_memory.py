@@ -10,6 +10,7 @@ run; the gradients of every contender are checked against it first.
     python -m bench.checkpoint_memory quick    # T = 200
     python -m bench.checkpoint_memory no-revolve   # without the slow ("revolve", 8) row
     python -m bench.checkpoint_memory no-jax       # without JAX's ratios (where installed)
+    python -m bench.checkpoint_memory numba        # scan on its compiled tier (numba)
 """
 
 from __future__ import annotations
@@ -70,6 +71,7 @@ def peak_bytes(fn):
 
 
 def main(argv):
+    argv = env.loop_compiler_from(argv)
     T = 200 if "quick" in argv else 1000
     rounds = 3 if "quick" in argv else 5
     params, loss = lstm_problem(T)

@@ -142,3 +142,15 @@ def describe(machine: dict, threads: dict) -> str:
             + "\nversions: " + ", ".join(f"{k} {x}" for k, x in v.items() if x)
             + (f"\nmodified files: {' '.join(g['modified_files'])}"
                if (g := machine.get("git")) and g["modified_files"] else ""))
+
+
+def loop_compiler_from(argv):
+    """argv without a "numba" word; with it, scanlib's default loop compiler is set to numba
+    (the compiled tier), after a warm-up call the benches' medians then time its kernels."""
+    if "numba" not in argv:
+        return list(argv)
+    import scanlib
+
+    scanlib.set_loop_compiler("numba")
+    print("scan's compiler: numba (first calls, which compile, are not timed)")
+    return [a for a in argv if a != "numba"]

@@ -4,6 +4,7 @@ double VJP"):
 
     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python -m bench.jvp_cost rnn full
     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python -m bench.jvp_cost kalman full
+    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python -m bench.jvp_cost kalman full numba
     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python -m bench.jvp_cost kalman-chol full
     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python -m bench.jvp_cost gp full
 
@@ -24,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 import scanlib as sl
+from bench import env
 from bench.harness import median_cpu_time
 from bench.scanlib_impl import _ops
 from bench.workloads import BY_NAME, loss, make_data, map_tree, step
@@ -95,6 +97,7 @@ def _gp_cases(size):
 
 
 def main(argv):
+    argv = env.loop_compiler_from(argv)
     name = argv[0] if argv else "rnn"
     size = argv[1] if len(argv) > 1 else "full"
     if name == "kalman":

@@ -1,6 +1,6 @@
 """while_loop's cost per step against scan's, side by side in one run:
 
-    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python -m bench.while_overhead [full|quick]
+    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python -m bench.while_overhead [full|quick] [numba]
 
 The cumsum and rnn workloads of bench/workloads.py, each run six ways over the same T steps:
 `scan` as the bench runs it (xs scanned, ys stacked, loss = vdot(ys, P) + vdot(carry, Q));
@@ -24,6 +24,7 @@ import time
 import numpy as np
 
 import scanlib as sl
+from bench import env
 from bench.scanlib_impl import _ops
 from bench.workloads import BY_NAME, loss, make_data, step
 
@@ -130,6 +131,7 @@ def report(name, T, med):
 
 
 def main(argv):
+    argv = env.loop_compiler_from(argv)
     size = argv[0] if argv else "full"
     for name in ("cumsum", "rnn"):
         T, med = measure(name, size)
