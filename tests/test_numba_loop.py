@@ -257,3 +257,18 @@ def test_errstate_raise_runs_the_numpy_loop():
     f = lambda c, x: (c / x, c)  # noqa: E731
     with np.errstate(divide="raise"), pytest.raises(FloatingPointError):
         sl.scan(f, sl.tensor([1.0, 2.0]), sl.tensor([[0.0, 1.0]]), compiler="numba")
+
+
+def test_a_step_on_large_values_runs_the_numpy_loop_without_a_warning():
+    # NumPy's loops over 1,600 elements cost more than its call: the kernel would be slower
+    W = _t((40, 40), scale=0.1)
+    f = lambda c, x: (sl.tanh(c @ W + x), c.sum())  # noqa: E731
+    init, xs = _t((40, 40)), _t((5, 40, 40))
+    before = native.STATS["kernel calls"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", sl.NumbaFallbackWarning)
+        got = sl.scan(f, init, xs, compiler="numba")
+    assert native.STATS["kernel calls"] == before
+    want = sl.scan(f, init, xs)
+    np.testing.assert_array_equal(got[0].numpy(), want[0].numpy())
+    np.testing.assert_array_equal(got[1].numpy(), want[1].numpy())

@@ -78,14 +78,15 @@ def scan(f: Callable[..., tuple[PyTree, PyTree]], init: PyTree, xs: PyTree = Non
     small states (a few numbers per step, many steps) need; None takes the default
     (`set_loop_compiler`, "numpy" unless changed). A body numba cannot be proved to compute
     exactly as NumPy does (a primitive without a numba form, a dtype numba would change)
-    runs as the NumPy loop with a NumbaFallbackWarning. Values agree with the NumPy loop to
+    runs as the NumPy loop with a NumbaFallbackWarning. A body whose step works on values of
+    more than 1,024 elements runs as the NumPy loop too, without a warning: there NumPy's
+    own vectorised loops are faster than the kernel's. Values agree with the NumPy loop to
     rounding (numba's exp and log are not NumPy's). The first call of a new body compiles it
-    and its backward body: seconds, up to a minute for large bodies (measured on an empty
-    cache: about 3 s for the T=60 Holt-Winters likelihood's gradient, 6-10 s for a small
-    RNN's, 27-29 s for the HMM and Kalman benchmarks'; bench/NOTES.md); kernels are then
-    cached on disk (SCANLIB_CACHE_DIR,
-    ~/.cache/scanlib), so a new process loads them in milliseconds. Each compile is logged
-    at INFO on the `scanlib.numba` logger (`logging.basicConfig(level=logging.INFO)`).
+    and its backward body: about 1-3 s a kernel on an empty cache, up to tens of seconds for
+    a whole jitted call compiled as one large kernel (bench/NOTES.md). Kernels are then
+    cached on disk (SCANLIB_CACHE_DIR, ~/.cache/scanlib): a new process loads them after
+    numba's own start-up, about a second. Each compile is logged at INFO on the
+    `scanlib.numba` logger (`logging.basicConfig(level=logging.INFO)`).
 
     >>> import scanlib as sl
     >>> carry, ys = sl.scan(lambda c, x: (c + x, c * x), 0.0, sl.tensor([1.0, 2.0, 3.0]))

@@ -25,7 +25,8 @@ MIN_CHUNK = 16
 class CompiledBody:
     """A body graph compiled for the loop; call it with (T, init, xs, consts) arrays.
     With compiler="numba", its step loop also as a numba kernel (loop/native.py), which runs
-    on NumPy arrays whenever it is proved to apply; the NumPy loop otherwise."""
+    on NumPy arrays whenever it is proved to apply and its step's values are small; the
+    NumPy loop otherwise."""
 
     def __init__(self, graph, num_carry, num_xs, reverse, sum_carries=(), compiler="numpy"):
         self.program = compile_program(graph, num_carry, num_xs, reverse, sum_carries)
@@ -41,6 +42,15 @@ class CompiledBody:
         why = native.missing()
         if why is not None:
             raise ImportError(f"scan: {why}")
+        large = native.largest_step_value(self.program)
+        if large > native.SMALL_STEP:
+            # NumPy's own loops over such values cost more than its call, and they are
+            # vectorised where numba's scalar loops call libm: the NumPy loop is faster.
+            self.native_note = (f"its step works on values of {large} elements (more than "
+                                f"{native.SMALL_STEP}), where the NumPy loop is faster")
+            _log.info("scan body %r runs as the NumPy loop: %s", self.program.graph.name,
+                      self.native_note)
+            return
         try:
             self.native = native.build(self.program)
         except native.Unsupported as e:

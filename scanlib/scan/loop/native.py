@@ -38,12 +38,25 @@ from .ir import STEP, is_var
 from .native_rules import Arg, Unsupported, literal_code, statements
 
 __all__ = ["VIEWS", "Unsupported", "NotProved", "KERNEL_ERRORS", "NativeLoop", "build",
-           "available", "missing"]
+           "available", "missing", "SMALL_STEP", "largest_step_value"]
 
 # Primitives whose result may be a view of an input: a carry (or an output) made by one is
 # copied, since numba gives a variable one array type and a caller's memory is not ours.
 VIEWS = ("getitem", "reshape", "transpose", "broadcast_to", "split", "unstack",
          "stop_gradient", "copy", "checkpoint_name")
+
+
+# elements: a body whose step has a larger value keeps the NumPy loop (executor.py). Measured
+# on bench/while_overhead's rnn (B=32, H=128: 4,096-element values), the kernel took 3x the
+# NumPy loop's time; on the HMM's 256-element values a tenth of it (bench/NOTES.md).
+SMALL_STEP = 1024
+
+
+def largest_step_value(prog):
+    """The element count of the largest value the step loop computes or carries."""
+    values = [v for n in prog.in_section(STEP) for v in prog.eqns[n].outvars]
+    values += [v for v in prog.carry_in if is_var(v)]
+    return max((int(np.prod(v.shape, dtype=np.int64)) for v in values), default=0)
 
 
 class NotProved(Exception):
