@@ -205,7 +205,7 @@ class Jitted:
             self._fall_back(*sig.eager)
             return self.fun(*args, **kwargs)
         trace, hit = self._trace_for(sig)
-        if trace.reads_grad_tensor():  # the tape must see f's ops on that tensor
+        if trace._tensor_consts and trace.reads_grad_tensor():  # the tape must see f on it
             names = closure_names(self.fun)
             read = ", ".join(sorted({names.get(id(c), "a tensor") for c in trace._tensor_consts
                                      if c.requires_grad}))
@@ -329,7 +329,8 @@ class _Signature:
     """A call's arguments split into traced leaves (arrays) and static parts, and its key."""
 
     def __init__(self, jitted, args, kwargs):
-        nums, static = jitted._static_positions(len(args)), []
+        nums = jitted._static_positions(len(args)) if jitted.static_argnums else []
+        static = []
         if nums or jitted.static_argnames:
             static = [(f"args[{i}]", args[i]) for i in nums]
             static += [(f"{k}=", kwargs[k]) for k in jitted.static_argnames if k in kwargs]

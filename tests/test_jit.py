@@ -561,3 +561,26 @@ def test_a_replay_frees_each_value_after_its_last_read():
     jitted_vg = sl.jit(vg)
     jitted_vg(x)
     assert peak_bytes(lambda: jitted_vg(x)) <= peak_bytes(lambda: vg(x))
+
+
+def test_a_replayed_call_makes_few_python_calls():
+    # A count, not a time: the Python functions a call of a small jitted function runs (its
+    # signature, the cache lookup, the replay, the outputs as tensors); no check is skipped.
+    import sys
+
+    f = sl.jit(lambda p, x: {"a": p["w"] * x, "b": sl.sum(x)})
+    p, x = {"w": np.ones(2)}, np.ones(2)
+    f(p, x)
+    calls = []
+
+    def count(frame, event, arg):
+        if event == "call":
+            calls.append(frame.f_code.co_name)
+
+    sys.setprofile(count)
+    try:
+        f(p, x)
+    finally:
+        sys.setprofile(None)
+    assert f.cache_info().hits == 1
+    assert len(calls) <= 33, calls
