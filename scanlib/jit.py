@@ -29,7 +29,7 @@ from . import backends, generated, logs, pytree
 from .scan import fused
 from .scan.api import default_compiler
 from .tape import Tensor, current_builder, grad_enabled
-from .tape.graph import (Literal, merge_rebound, param_fingerprint,
+from .tape.graph import (Literal, Var, merge_rebound, param_fingerprint,
                           prune_outputs)
 from .tape.tensor import type_str
 from .tracing import closure_names, int_positions, trace_function
@@ -205,7 +205,7 @@ class Jitted:
             self._fall_back(*sig.eager)
             return self.fun(*args, **kwargs)
         trace, hit = self._trace_for(sig)
-        if trace.reads_grad_tensor():  # the tape must see f's ops on that tensor
+        if trace._tensor_consts and trace.reads_grad_tensor():  # the tape must see f on it
             names = closure_names(self.fun)
             read = ", ".join(sorted({names.get(id(c), "a tensor") for c in trace._tensor_consts
                                      if c.requires_grad}))
@@ -329,7 +329,8 @@ class _Signature:
     """A call's arguments split into traced leaves (arrays) and static parts, and its key."""
 
     def __init__(self, jitted, args, kwargs):
-        nums, static = jitted._static_positions(len(args)), []
+        nums = jitted._static_positions(len(args)) if jitted.static_argnums else []
+        static = []
         if nums or jitted.static_argnames:
             static = [(f"args[{i}]", args[i]) for i in nums]
             static += [(f"{k}=", kwargs[k]) for k in jitted.static_argnames if k in kwargs]
@@ -580,6 +581,22 @@ def _const_values(graph, snapshots):
     return values
 
 
+def _last_reads(graph):
+    """For each equation, the values it computes or reads that nothing after it reads (nor
+    the graph's outputs): the replay deletes them there, so that a call holds no more arrays
+    at once than f itself does."""
+    seen = {v for v in graph.outvars if isinstance(v, Var)}
+    seen.update(graph.invars, graph.constvars)
+    frees = [[] for _ in graph.eqns]
+    for i in range(len(graph.eqns) - 1, -1, -1):
+        eqn = graph.eqns[i]
+        for v in list(eqn.outvars) + list(eqn.invars):
+            if isinstance(v, Var) and v not in seen:
+                seen.add(v)
+                frees[i].append(v)
+    return frees
+
+
 def _straight_line(graph, consts):
     """A Python function of the graph's inputs computing its outputs: one line per equation,
     each a call of the primitive's impl (what bind calls outside a trace)."""
@@ -598,6 +615,7 @@ def _straight_line(graph, consts):
         names[v] = f"_k{i}"
         ns[f"_k{i}"] = value
     lines = [f"def run({', '.join(names[v] for v in graph.invars)}):"]
+    frees = _last_reads(graph)
     for i, eqn in enumerate(graph.eqns):
         for j, v in enumerate(eqn.outvars):
             names[v] = f"v{i}_{j}"
@@ -607,10 +625,12 @@ def _straight_line(graph, consts):
         template = eqn.prim.inline_for(eqn.params)
         if template is not None:  # `a * b`, as the loop compiler writes it
             lines.append(f"    {lhs} = {template.format(*args)}")
-            continue
-        ns[f"_f{i}"], ns[f"_p{i}"] = eqn.prim.impl, eqn.params
-        lines.append(f"    {lhs} = _f{i}({''.join(a + ', ' for a in args)}**_p{i})"
-                     f"  # {eqn.prim.name}")
+        else:
+            ns[f"_f{i}"], ns[f"_p{i}"] = eqn.prim.impl, eqn.params
+            lines.append(f"    {lhs} = _f{i}({''.join(a + ', ' for a in args)}**_p{i})"
+                         f"  # {eqn.prim.name}")
+        if frees[i]:  # as eager's tape lets go of them: NumPy then reuses their memory
+            lines.append(f"    del {', '.join(names[v] for v in frees[i])}")
     # Literal outputs are returned as they were (the caller reads them from the graph).
     lines.append(f"    return ({''.join(f'{ref(v)}, ' for v in graph.outvars)})")
     source = "\n".join(lines)

@@ -31,6 +31,11 @@ __all__ = [
 ]
 
 
+# Types that are NumPy's data (or Python numbers): no need to ask whether CuPy is in play.
+_CPU_DATA = frozenset({np.ndarray, float, int, bool, complex, np.float64, np.float32,
+                       np.float16, np.int64, np.int32, np.bool_, np.complex128, np.complex64})
+
+
 def is_array(x) -> bool:
     """True for a NumPy ndarray/scalar or a CuPy ndarray."""
     return isinstance(x, (np.ndarray, np.generic)) or _cupy.is_cupy_array(x)
@@ -39,7 +44,7 @@ def is_array(x) -> bool:
 def xp_of(*arrays):
     """The array namespace (numpy or cupy) of the given arrays; Python scalars count as NumPy."""
     for a in arrays:
-        if type(a) is not np.ndarray and _cupy.is_cupy_array(a):
+        if type(a) not in _CPU_DATA and _cupy.is_cupy_array(a):
             return _cupy.cupy()
     return np
 

@@ -33,8 +33,7 @@ __all__ = [
 ]
 
 
-def _xp(*a):
-    return backends.xp_of(*a)
+_xp = backends.xp_of  # the array namespace of the data (numpy or cupy)
 
 
 def _constant(like, shape, value, dtype=None):

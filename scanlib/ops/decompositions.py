@@ -34,8 +34,7 @@ EighResult = collections.namedtuple("EighResult", ["eigenvalues", "eigenvectors"
 QRResult = collections.namedtuple("QRResult", ["Q", "R"])
 
 
-def _xp(*a):
-    return backends.xp_of(*a)
+_xp = backends.xp_of  # the array namespace of the data (numpy or cupy)
 
 
 def _is_tensor(x):

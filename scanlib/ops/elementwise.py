@@ -15,8 +15,7 @@ from . import batching
 from .primitive import Primitive
 
 
-def _xp(*a):
-    return backends.xp_of(*a)
+_xp = backends.xp_of  # the array namespace of the data (numpy or cupy)
 
 
 def _is_tensor(x):

@@ -13,8 +13,7 @@ import numpy as np
 from .. import backends
 
 
-def _xp(*a):
-    return backends.xp_of(*a)
+_xp = backends.xp_of  # the array namespace of the data (numpy or cupy)
 
 
 # The rational approximations of FreeBSD's msun s_erf.c (fdlibm; Copyright (C) 1993 by Sun

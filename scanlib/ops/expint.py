@@ -26,8 +26,7 @@ _EULER = 0.57721566490153286061
 _EPS = np.finfo(np.float64).eps
 
 
-def _xp(*a):
-    return backends.xp_of(*a)
+_xp = backends.xp_of  # the array namespace of the data (numpy or cupy)
 
 
 def _expn_fraction(n, x, active, xp):

@@ -27,8 +27,7 @@ from .primitive import Primitive
 __all__: list[str] = []  # public as scanlib.numpy.fft
 
 
-def _xp(*a):
-    return backends.xp_of(*a)
+_xp = backends.xp_of  # the array namespace of the data (numpy or cupy)
 
 
 def _complex_of(dtype):

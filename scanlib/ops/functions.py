@@ -18,6 +18,7 @@ from .. import backends
 from ..tape import Tensor, is_differentiable_dtype
 from . import elementwise as ew
 from .linalg import einsum_p, matmul_p, parse_einsum, vdot_p
+from .primitive import bind
 from .promotion import inexact_dtype
 from .structural import (broadcast_to_p, concatenate_p, getitem, max_p, min_p, normalize_axis,
                          reshape_p, stack_p, sum_p, sum_to, transpose_p)
@@ -193,7 +194,7 @@ stop_gradient = ew.stop_gradient  # of one tensor; scanlib.stop_gradient takes a
 
 def where(condition: ArrayLike, x: ArrayLike, y: ArrayLike) -> Tensor:
     """Elementwise `x if condition else y`; the gradient flows only to the chosen side."""
-    return ew.where(condition, x, y)
+    return bind(ew.where, condition, x, y)
 
 
 def relu(x: ArrayLike) -> Tensor:

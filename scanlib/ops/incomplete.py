@@ -32,8 +32,7 @@ _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 _MAX_TERMS = 20000
 
 
-def _xp(*a):
-    return backends.xp_of(*a)
+_xp = backends.xp_of  # the array namespace of the data (numpy or cupy)
 
 
 def iterate(step, state, active):

@@ -14,8 +14,7 @@ from .primitive import Primitive
 from .structural import broadcast_to_p, reshape_p, transpose_p
 
 
-def _xp(*a):
-    return backends.xp_of(*a)
+_xp = backends.xp_of  # the array namespace of the data (numpy or cupy)
 
 
 def _mT(x):

@@ -37,8 +37,7 @@ __all__ = ["hypot", "fmax", "fmin", "copysign", "heaviside", "sinc", "logaddexp2
 _NUMBER = (bool, int, float)
 
 
-def _xp(*a):
-    return backends.xp_of(*a)
+_xp = backends.xp_of  # the array namespace of the data (numpy or cupy)
 
 
 def _real(name, x, inexact=True):

@@ -16,13 +16,18 @@ from . import functions as F
 from . import arrays, gathers, mathfuncs, matrices, named, reductions, special
 from .at import IndexUpdate
 from .numpy_interop import array_function, array_ufunc
+from .primitive import Primitive, bind
 
 
 def _swap(fn):
+    if type(fn) is Primitive:  # bind it here: one Python call less per operator
+        return lambda self, other: bind(fn, other, self)
     return lambda self, other: fn(other, self)
 
 
 def _method(fn):
+    if type(fn) is Primitive:
+        return lambda self, *args: bind(fn, self, *args)
     return lambda self, *args: fn(self, *args)
 
 

@@ -31,8 +31,7 @@ _TAIL = (2.83297682, 1.00167406, 0.00943887047, -0.0076224613, 0.00573950773,
          -0.00367342844, 0.00134934322, 0.000100950558, -0.000200214257)
 
 
-def _xp(*a):
-    return backends.xp_of(*a)
+_xp = backends.xp_of  # the array namespace of the data (numpy or cupy)
 
 
 def _erfinv_near_zero(y, xp):

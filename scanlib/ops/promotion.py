@@ -180,7 +180,7 @@ def as_inexact_args(args):
         t = type(a)
         if t is float or t is complex:
             return args
-        dtype = getattr(a, "dtype", None)
+        dtype = getattr(a._value if t is Tensor else a, "dtype", None)  # no property call
         if dtype is not None:
             if dtype.kind in "fc":
                 return args

@@ -38,8 +38,7 @@ EigResult = collections.namedtuple("EigResult", ["eigenvalues", "eigenvectors"])
 LstsqResult = collections.namedtuple("LstsqResult", ["x", "residuals", "rank", "s"])
 
 
-def _xp(*a):
-    return backends.xp_of(*a)
+_xp = backends.xp_of  # the array namespace of the data (numpy or cupy)
 
 
 def _row(s):

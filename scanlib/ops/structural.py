@@ -14,11 +14,10 @@ from ..tape import Tensor
 from ..tape.graph import on_stand_ins
 from . import batching, indexing
 from .elementwise import astype, div, equal, where
-from .primitive import Primitive
+from .primitive import Primitive, bind
 
 
-def _xp(*a):
-    return backends.xp_of(*a)
+_xp = backends.xp_of  # the array namespace of the data (numpy or cupy)
 
 
 def normalize_axis(axis, ndim, what="axis"):
@@ -155,7 +154,7 @@ def _inline_index(params):
 
 
 getitem_p = Primitive(
-    "getitem", lambda x, *arrays, index: x[fill_index(index, arrays)],
+    "getitem", lambda x, *arrays, index: x[fill_index(index, arrays) if arrays else index],
     lambda g, out, x, *arrays, index: (
         scatter_add_p(g, *arrays, index=index, shape=x.shape), *[None] * len(arrays)),
     sparse_index=lambda x, *arrays, index: fill_index(index, arrays),
@@ -220,6 +219,9 @@ scatter_set_p = Primitive("scatter_set", _scatter_set_impl, _scatter_set_vjp, li
                           batch=indexing.scatter_set_rule)
 
 
+_PLAIN_ITEMS = frozenset({int, bool, slice, type(None), type(Ellipsis)})
+
+
 def split_index(index):
     """Split a NumPy-style index into a static template and the array indices it holds.
 
@@ -229,6 +231,9 @@ def split_index(index):
     items = index if isinstance(index, tuple) else (index,)
     template, arrays = [], []
     for item in items:
+        if type(item) in _PLAIN_ITEMS:  # x[0], x[1:], x[None], x[...]: the common case
+            template.append(item)
+            continue
         if isinstance(item, list):
             item = np.asarray(item)
         if isinstance(item, Tensor) or backends.is_array(item):
@@ -264,9 +269,10 @@ def getitem(x, index):
     template, arrays = split_index(index)
     # Index arrays given as lists or NumPy arrays follow the data to its device, as CuPy
     # allows; index Tensors stay Tensors (a traced one is an input of the equation).
-    device = x.device if isinstance(x, Tensor) else backends.device_of(x)
-    arrays = [a if isinstance(a, Tensor) else backends.to_device(a, device) for a in arrays]
-    return getitem_p(x, *arrays, index=template)
+    if arrays:
+        device = x.device if isinstance(x, Tensor) else backends.device_of(x)
+        arrays = [a if isinstance(a, Tensor) else backends.to_device(a, device) for a in arrays]
+    return bind(getitem_p, x, *arrays, index=template)
 
 
 # --- joining and splitting ------------------------------------------------------------------
