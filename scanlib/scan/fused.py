@@ -7,9 +7,10 @@ loop compiler moved out of the step runs as NumPy calls on a handful of elements
 equations between the scans are one NumPy call each. For a short scan with a tiny state
 (a T=60 scalar likelihood) that fixed cost is most of the call. Here the graph is printed
 as straight-line numba code, equation by equation with the per-scan tier's rules
-(loop/native_rules.py), and each scan as a plain loop over its body: the loop that defines
-scan, with no schedule, batching or reordering (numba compiles the step, not the compiler's
-passes). A gradient accumulator then sums in the loop's order, as the Python loop does.
+(loop/native_rules.py), and each scan as a plain loop over its body (native_rules.Scope):
+the loop that defines scan, with no schedule, batching or reordering (numba compiles the
+step, not the compiler's passes). A gradient accumulator then sums in the loop's order, as
+the Python loop does.
 
 It fires only when it is proved, as the per-scan tier does: a primitive without a rule raises
 Unsupported when the graph is built (jit then replays its straight-line code); before the
