@@ -127,10 +127,9 @@ def test_inner_xs_and_consts_from_the_outer_step_and_scalar_carries():
 
 
 def test_a_reverse_outer_scan_with_an_inner_one_that_carries_a_matrix_and_indexes_a_const():
-    # Inner steps read E[i] at an index carried as an integer, the outer step a transpose.
-    E = _t((4, 2, 2), scale=0.3)
-
-    def program(scan_fn, P0, xs):
+    # Inner steps read E[i] at an integer i (its gradient: a row added at i), the outer step
+    # a transpose.
+    def program(scan_fn, P0, xs, E):
         def outer(P, x):
             def inner(c, i):
                 M, n = c
@@ -143,7 +142,7 @@ def test_a_reverse_outer_scan_with_an_inner_one_that_carries_a_matrix_and_indexe
         P, ys = scan_fn(outer, P0, xs, reverse=True)
         return P.sum() + (ys * ys).sum()
 
-    check(program, (_t((2, 2)), _t((4, 2, 2), scale=0.3)))
+    check(program, (_t((2, 2)), _t((4, 2, 2), scale=0.3), _t((4, 2, 2), scale=0.3)))
 
 
 def test_three_levels_and_grad_of_grad():
