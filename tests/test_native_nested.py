@@ -257,3 +257,74 @@ def test_jit_fuses_a_call_with_nested_scans_and_a_step_index():
     assert _trace(jitted).fused is not None, _trace(jitted).fused_note
     assert native.STATS["fused calls"] == before + 1
     _agree(got, want, 1e-10)
+
+
+# --- a while_loop in a scan body: a `while` in the kernel ---------------------------------------
+def _newton_sqrt(c, x, max_steps=None):
+    """A while_loop in the step: Newton's iteration for sqrt(x^2 + c^2 + 1), its trip count a y."""
+    a = x * x + c * c + 1.0
+
+    def cond(v):
+        i, r = v
+        return (i < 20) & (sl.abs(r * r - a) > 1e-6 * a)
+
+    def body(v):
+        i, r = v
+        return i + 1, 0.5 * (r + a / r)
+
+    i, r = sl.while_loop(cond, body, (sl.tensor(np.int64(0)), a), max_steps=max_steps)
+    return r * 0.1 + c * 0.5, (i, r)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("reverse", [False, True], ids=["forward", "reverse"])
+def test_a_while_loop_in_a_scan_body_runs_in_the_kernel(dtype, reverse):
+    init, xs = _t((), dtype), _t((9,), dtype, 3.0)
+    with sl.no_grad():
+        want = loop_scan(_newton_sqrt, init, xs, reverse=reverse)
+        plain = numpy_scan(_newton_sqrt, init, xs, reverse=reverse)
+        before = native.STATS["kernel calls"]
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", sl.NumbaFallbackWarning)
+            got = numba_scan(_newton_sqrt, init, xs, reverse=reverse)
+    assert native.STATS["kernel calls"] > before
+    rtol = 1e-12 if dtype == "float64" else 1e-5
+    _agree(got, want, rtol)
+    _agree(got, plain, rtol)
+    assert got[1][0].dtype == np.int64 and got[1][0].numpy().max() > 1
+
+
+def test_a_while_loop_in_a_scan_body_under_grad():
+    # The forward body compiles; the backward body holds while_loop's derivative, which has
+    # no numba rule: it runs as NumPy, with a warning, and the gradients are the loop's.
+    init, xs = _t(()), _t((5,), scale=3.0)
+
+    def loss(scan_fn):
+        return lambda c, xs: scan_fn(_newton_sqrt, c, xs)[0]
+
+    want = sl.value_and_grad(loss(loop_scan), argnums=(0, 1))(init, xs)
+    with pytest.warns(sl.NumbaFallbackWarning, match="while_loop_vjp"):
+        got = sl.value_and_grad(loss(numba_scan), argnums=(0, 1))(init, xs)
+    _agree(got, want, 1e-12)
+
+
+def test_a_while_loop_past_max_steps_raises_while_loops_error():
+    f = lambda c, x: _newton_sqrt(c, x, max_steps=1)  # noqa: E731
+    with sl.no_grad(), pytest.raises(RuntimeError, match="max_steps=1"):
+        numba_scan(f, sl.tensor(0.5), sl.tensor([3.0, 4.0]))
+
+
+def test_jit_fuses_a_while_loop_in_a_scan_body():
+    xs = _t((6,), scale=3.0)
+
+    def make(compiler):
+        return lambda c: sl.scan(_newton_sqrt, c, xs, compiler=compiler)
+
+    want = make("numpy")(sl.tensor(0.3))
+    jitted = sl.jit(make("numba"))
+    jitted(sl.tensor(0.3))
+    before = native.STATS["fused calls"]
+    got = jitted(sl.tensor(0.3))
+    assert _trace(jitted).fused is not None, _trace(jitted).fused_note
+    assert native.STATS["fused calls"] == before + 1
+    _agree(got, want, 1e-12)

@@ -49,14 +49,24 @@ ENABLED = True  # False: jit replays its straight-line code (the bench's per-sca
 def wanted(graph):
     """Whether the graph asks for the fused kernel: ENABLED; it has a scan; every scan in it
     (nested ones too) asked for compiler="numba" and none for the interpreter; no value of a
-    scan body has more than SMALL elements; and the scans run at most MAX_STEPS steps in
-    all (a nested scan's times its outer's)."""
+    scan or while_loop body has more than SMALL elements; and the scans run at most
+    MAX_STEPS steps in all (a nested scan's times its outer's)."""
     scans = list(_scans(graph, 1))
     return ENABLED and bool(scans) and sum(steps for _, steps in scans) <= MAX_STEPS and all(
         eqn.params.get("compiler") == "numba" and not eqn.params.get("interpret")
-        and all(math.prod(v.shape) <= SMALL for e in eqn.params["body"].eqns
-                for v in e.outvars)
-        for eqn, _ in scans)
+        for eqn, _ in scans) and all(
+        math.prod(v.shape) <= SMALL for body in _bodies(graph) for e in body.eqns
+        for v in e.outvars)
+
+
+def _bodies(graph):
+    """The bodies (and while_loop conditions) of the loops in graph, nested ones too."""
+    for eqn in graph.eqns:
+        for name in ("cond", "body"):
+            inner = eqn.params.get(name) if eqn.prim.multiple_results else None
+            if hasattr(inner, "eqns"):
+                yield inner
+                yield from _bodies(inner)
 
 
 def _scans(graph, outer_steps):

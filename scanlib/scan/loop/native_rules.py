@@ -457,10 +457,10 @@ def _triangular_solve(eqn, args, outs):
 def statements(eqn, args, outs, scope=None):
     """The kernel statements computing one equation into the names `outs`; a nested scan
     needs the `scope` that names the values of its loop (without one it is Unsupported)."""
-    if _is_scan(eqn):
+    if _is_scan(eqn) or _is_while(eqn):
         if scope is None:
-            raise Unsupported("scan (no numba rule)")
-        return scope.scan(eqn, args, outs)
+            raise Unsupported(f"{eqn.prim.name} (no numba rule)")
+        return (scope.scan if _is_scan(eqn) else scope.while_loop)(eqn, args, outs)
     fn = RULES.get(eqn.prim)
     lines = fn(eqn, args, outs) if fn is not None else elementwise(eqn, args, outs)
     if lines is None:
@@ -474,8 +474,15 @@ _SCAN_PARAMS = {"body", "length", "reverse", "num_carry", "num_xs", "interpret",
                 "compiler", "_lin"}
 
 
+_WHILE_PARAMS = {"cond", "body", "num_carry", "num_cond_consts", "max_steps"}
+
+
 def _is_scan(eqn):
     return eqn.prim.name == "scan" and "body" in eqn.params
+
+
+def _is_while(eqn):
+    return eqn.prim.name == "while_loop" and set(eqn.params) == _WHILE_PARAMS
 
 
 class Scope:
@@ -549,6 +556,37 @@ class Scope:
             nexts = [owned(code, fresh, v) for (code, fresh), v
                      in zip(results[:nc], eqn.outvars[:nc])]
             lines.append(f"{inner}{', '.join(carries)}, = {', '.join(nexts)},")
+        return lines
+
+
+    def while_loop(self, eqn, args, outs, indent=""):
+        """The statements of a while_loop equation (its outputs: the carries, then the trip
+        count): cond run before each step, as while_loop's own loop runs it. Past max_steps
+        the kernel raises ValueError, and the NumPy code reruns the call and raises
+        while_loop's error."""
+        p = eqn.params
+        cond, body, nc, nq = p["cond"], p["body"], p["num_carry"], p["num_cond_consts"]
+        init, q, k = args[:nc], args[nc:nc + nq], args[nc + nq:]
+        carries, n = outs[:nc], outs[nc]
+        if eqn.outvars[nc].dtype != np.int64:
+            raise Unsupported(f"a while_loop counting in {eqn.outvars[nc].dtype}")
+        lines = [f"{indent}{name} = {owned(Literal(a.value) if a.literal else a.code, False, v)}"
+                 for name, a, v in zip(carries, init, eqn.outvars)]
+        lines += [f"{indent}{n} = np.int64(0)", f"{indent}while True:"]
+        inner = indent + "    "
+        cond_lines, (test,) = self.graph(cond, carries, [a.code for a in q], inner)
+        test = literal_code(test[0].value, None) if isinstance(test[0], Literal) else test[0]
+        lines += cond_lines + [f"{inner}if not {test}:", f"{inner}    break"]
+        if p["max_steps"] is not None:
+            lines += [f"{inner}if {n} == {int(p['max_steps'])}:",
+                      f"{inner}    raise ValueError('while_loop: past max_steps')"]
+        body_lines, results = self.graph(body, carries, [a.code for a in k], inner)
+        lines += body_lines
+        if nc:
+            nexts = [owned(code, fresh, v) for (code, fresh), v
+                     in zip(results[:nc], eqn.outvars[:nc])]
+            lines.append(f"{inner}{', '.join(carries)}, = {', '.join(nexts)},")
+        lines.append(f"{inner}{n} += 1")
         return lines
 
 
