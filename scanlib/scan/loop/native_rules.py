@@ -3,10 +3,10 @@ equation and its inputs' code to the statements computing its outputs, in the su
 that numba compiles. A 0-d value is a scalar inside the kernel (numba computes scalars, not 0-d
 arrays), so rules say what they do with one. A primitive without a rule, or a form its rule
 cannot prove it writes exactly (an index read from an array, a batch of matrices), raises
-Unsupported, and the body runs as NumPy. A scan in the body is written as its loop (Scope, at
-the end; jit's fused kernel writes its whole graph with it too). Whatever a rule writes,
-native.py still checks the dtype and rank numba infers for every value against the graph's
-before the kernel runs.
+Unsupported, and the body runs as NumPy. A scan or a while_loop in the body is written as its
+loop (Scope, at the end; jit's fused kernel writes its whole graph with it too). Whatever a
+rule writes, native.py still checks the dtype and rank numba infers for every value against
+the graph's before the kernel runs.
 
 Imports tape and ops (for the primitives' identities); numba only inside native.py.
 """
