@@ -7,9 +7,10 @@ loop compiler moved out of the step runs as NumPy calls on a handful of elements
 equations between the scans are one NumPy call each. For a short scan with a tiny state
 (a T=60 scalar likelihood) that fixed cost is most of the call. Here the graph is printed
 as straight-line numba code, equation by equation with the per-scan tier's rules
-(loop/native_rules.py), and each scan as a plain loop over its body: the loop that defines
-scan, with no schedule, batching or reordering (numba compiles the step, not the compiler's
-passes). A gradient accumulator then sums in the loop's order, as the Python loop does.
+(loop/native_rules.py), and each scan as a plain loop over its body (native_rules.Scope):
+the loop that defines scan, with no schedule, batching or reordering (numba compiles the
+step, not the compiler's passes). A gradient accumulator then sums in the loop's order, as
+the Python loop does.
 
 It fires only when it is proved, as the per-scan tier does: a primitive without a rule raises
 Unsupported when the graph is built (jit then replays its straight-line code); before the
@@ -33,9 +34,8 @@ import numpy as np
 
 from ..tape import Literal
 from ..tape.tensor import type_str
-from .loop import native_nests as nests
 from .loop import native  # numba itself only when a kernel is built or run
-from .loop.native_rules import Arg, Unsupported, dtype_code, literal_code, statements
+from .loop.native_rules import Scope, Unsupported, owned
 from .primitive import scan_p
 
 # Where the fixed cost of a call (what the fused kernel saves: ~0.1-0.2 ms) is not most of it,
@@ -49,14 +49,24 @@ ENABLED = True  # False: jit replays its straight-line code (the bench's per-sca
 def wanted(graph):
     """Whether the graph asks for the fused kernel: ENABLED; it has a scan; every scan in it
     (nested ones too) asked for compiler="numba" and none for the interpreter; no value of a
-    scan body has more than SMALL elements; and the scans run at most MAX_STEPS steps in
-    all (a nested scan's times its outer's)."""
+    scan or while_loop body has more than SMALL elements; and the scans run at most
+    MAX_STEPS steps in all (a nested scan's times its outer's)."""
     scans = list(_scans(graph, 1))
     return ENABLED and bool(scans) and sum(steps for _, steps in scans) <= MAX_STEPS and all(
         eqn.params.get("compiler") == "numba" and not eqn.params.get("interpret")
-        and all(math.prod(v.shape) <= SMALL for e in eqn.params["body"].eqns
-                for v in e.outvars)
-        for eqn, _ in scans)
+        for eqn, _ in scans) and all(
+        math.prod(v.shape) <= SMALL for body in _bodies(graph) for e in body.eqns
+        for v in e.outvars)
+
+
+def _bodies(graph):
+    """The bodies (and while_loop conditions) of the loops in graph, nested ones too."""
+    for eqn in graph.eqns:
+        for name in ("cond", "body"):
+            inner = eqn.params.get(name) if eqn.prim.multiple_results else None
+            if hasattr(inner, "eqns"):
+                yield inner
+                yield from _bodies(inner)
 
 
 def _scans(graph, outer_steps):
@@ -66,81 +76,6 @@ def _scans(graph, outer_steps):
             steps = outer_steps * eqn.params["length"]
             yield eqn, steps
             yield from _scans(eqn.params["body"], steps)
-
-
-class _Writer:
-    """Prints a graph's equations as kernel statements, a scan as a loop over its body."""
-
-    def __init__(self):
-        self.lines, self.expected, self._count = [], {}, 0
-
-    def new(self, v, prefix="v"):
-        """A fresh name for the value of var v (every name is assigned in one place, but
-        a carry, which is assigned before its loop and at the end of each step)."""
-        name = f"{prefix}{self._count}"
-        self._count += 1
-        self.expected[name] = (np.dtype(v.dtype), len(v.shape))
-        return name
-
-    def graph(self, graph, in_codes, const_codes, indent):
-        """The codes of graph's outputs, its equations written at `indent`; a code is a
-        name, or a Literal for an output that is one."""
-        env = dict(zip(graph.invars, in_codes))
-        env.update(zip(graph.constvars, const_codes))
-        fresh = set()
-        for eqn in graph.eqns:
-            args = [Arg(None if isinstance(a, Literal) else env[a], a) for a in eqn.invars]
-            outs = [self.new(v) for v in eqn.outvars]
-            if eqn.prim is scan_p:
-                self.scan(eqn, args, outs, indent)
-            else:
-                self.lines += [indent + s for s in statements(eqn, args, outs)]
-            if eqn.prim.name not in native.VIEWS:
-                fresh.update(outs)
-            env.update(zip(eqn.outvars, outs))
-        return [(v, True) if isinstance(v, Literal) else (env[v], env[v] in fresh)
-                for v in graph.outvars]
-
-    def scan(self, eqn, args, outs, indent):
-        p = eqn.params
-        body, T, nc, nx = p["body"], p["length"], p["num_carry"], p["num_xs"]
-        init, xs, consts = args[:nc], args[nc:nc + nx], args[nc + nx:]
-        if any(a.literal for a in xs):
-            raise Unsupported("a literal xs")
-        carries, ys = outs[:nc], outs[nc:]
-        for name, a, v in zip(carries, init, eqn.outvars):
-            code = Literal(a.value) if a.literal else a.code
-            self.lines.append(f"{indent}{name} = {_owned(code, False, v)}")
-        for name, v in zip(ys, eqn.outvars[nc:]):
-            self.lines.append(f"{indent}{name} = np.empty({tuple(v.shape)}, "
-                              f"{dtype_code(v.dtype)})")
-        t = f"t{self._count}"
-        self._count += 1
-        steps = f"range({T} - 1, -1, -1)" if p["reverse"] else f"range({T})"
-        self.lines.append(f"{indent}for {t} in {steps}:")
-        inner = indent + "    "
-        x_names = [self.new(v, "x") for v in body.invars[nc:nc + nx]]
-        self.lines += [f"{inner}{n} = {a.code}[{t}]" for n, a in zip(x_names, xs)]
-        results = self.graph(body, carries + x_names, [a.code for a in consts], inner)
-        for name, (code, _), v in zip(ys, results[nc:], eqn.outvars[nc:]):
-            value = literal_code(code.value, v.dtype) if isinstance(code, Literal) else code
-            shape = () if isinstance(code, Literal) else tuple(v.shape[1:])
-            self.lines += [inner + line for line in
-                           nests.store(f"{name}[{t}]", value, shape, len(self.lines))]
-        if nc:
-            nexts = [_owned(code, fresh, v) for (code, fresh), v
-                     in zip(results[:nc], eqn.outvars[:nc])]
-            self.lines.append(f"{inner}{', '.join(carries)}, = {', '.join(nexts)},")
-
-
-def _owned(code, fresh, v):
-    """A value's code (a name, or a Literal) as a carry's or an output's value of var v: a
-    literal typed as v; an array copied unless it is fresh (computed here, not a view): numba
-    gives a variable one array type, so a carry must be a contiguous array of its own from
-    its first value on, and an output must not share the caller's memory."""
-    if isinstance(code, Literal):
-        return literal_code(code.value, v.dtype)
-    return code if fresh or not v.shape else f"{code}.copy()"
 
 
 class FusedKernel:
@@ -188,10 +123,11 @@ def build(graph):
                if getattr(v, "dtype", None) is not None and not np.dtype(v.dtype).isnative]
     if foreign:
         raise Unsupported(f"an input of non-native byte order ({np.dtype(foreign[0].dtype)})")
-    w = _Writer()
+    w = Scope()
     params = [f"a{i}" for i in range(len(graph.invars))]
     params += [f"k{i}" for i in range(len(graph.constvars))]
-    results = w.graph(graph, params[:len(graph.invars)], params[len(graph.invars):], "    ")
+    lines, results = w.graph(graph, params[:len(graph.invars)], params[len(graph.invars):],
+                             "    ")
     inputs = {**{v: i for i, v in enumerate(graph.invars)},
               **{v: len(graph.invars) + i for i, v in enumerate(graph.constvars)}}
     plan, returned = [], []
@@ -202,9 +138,9 @@ def build(graph):
             plan.append(("input", inputs[v], None))
         else:
             plan.append(("kernel", len(returned), None if v.shape else np.dtype(v.dtype)))
-            returned.append(_owned(code, fresh, v))
+            returned.append(owned(code, fresh, v))
     ksource = native.kernel_module(
-        params, w.lines + [f"    return ({''.join(r + ', ' for r in returned)})"],
+        params, lines + [f"    return ({''.join(r + ', ' for r in returned)})"],
         "fused kernel")
     dispatcher, proofs = native.load_kernel(ksource)
     ins = ", ".join(type_str(v.shape, v.dtype) for v in graph.invars)

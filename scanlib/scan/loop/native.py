@@ -35,15 +35,11 @@ from ...tape.tensor import type_str
 from . import native_nests as nests
 from .emit import LoopWriter
 from .ir import STEP, is_var
-from .native_rules import Arg, Unsupported, literal_code, statements
+from .native_rules import VIEWS, Arg, Scope, Unsupported, literal_code, statements
 
 __all__ = ["VIEWS", "Unsupported", "NotProved", "KERNEL_ERRORS", "NativeLoop", "build",
            "available", "missing", "SMALL_STEP", "largest_step_value"]
 
-# Primitives whose result may be a view of an input: a carry (or an output) made by one is
-# copied, since numba gives a variable one array type and a caller's memory is not ours.
-VIEWS = ("getitem", "reshape", "transpose", "broadcast_to", "split", "unstack",
-         "stop_gradient", "copy", "checkpoint_name")
 
 
 # elements: a body whose step has a larger value keeps the NumPy loop (executor.py). Measured
@@ -107,10 +103,11 @@ class _NativeWriter(LoopWriter):
         prog, mem, names = self.prog, self.mem, self.names
         if prog.in_place or prog.copied:
             raise Unsupported("an in-place indexed update (.at[...]) of a carry")
+        self.scope = Scope("n")  # a nested scan's loop and its values (n0, nx1, nt2, ...)
         for n in prog.in_section(STEP):
             eqn = prog.eqns[n]
             args = [Arg(self.ref_step(a), a) for a in eqn.invars]
-            self.step += statements(eqn, args, [names[v] for v in eqn.outvars])
+            self.step += statements(eqn, args, [names[v] for v in eqn.outvars], self.scope)
         for v, targets in mem.slots.items():
             for target in map(str, targets):
                 shape = tuple(v.shape) if is_var(v) else ()
@@ -152,7 +149,8 @@ class _NativeWriter(LoopWriter):
         body = [f"for t in {steps}:"] + ["    " + s for s in self.step]
         body.append(f"return ({', '.join(carries)}{',' if carries else ''})")
         self.kernel_body = body
-        self.expected = self._expected(by_name, defined | set(carries))
+        self.expected = {**self._expected(by_name, defined | set(carries)),
+                         **self.scope.expected}
         args = ["t0", "t1"] + [f"{w}[()]" if w in by_name and not by_name[w].shape else w
                                for w in inputs]
         call = f"_kernel({', '.join(args)})"
@@ -193,7 +191,7 @@ def kernel_module(params, body_lines, what="kernel"):
         "import numba",
         "import numpy as np",
         "",
-        "from scanlib.scan.loop.native_kernels import _rows_extreme, _scatter1, _scatter2, "
+        "from scanlib.scan.loop.native_kernels import _row, _rows_extreme, _scatter1, _scatter2, "
         "_sigmoid, _solve, _take1, _take2, _triangular_solve",
         "",
         "",

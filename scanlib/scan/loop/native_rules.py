@@ -3,8 +3,10 @@ equation and its inputs' code to the statements computing its outputs, in the su
 that numba compiles. A 0-d value is a scalar inside the kernel (numba computes scalars, not 0-d
 arrays), so rules say what they do with one. A primitive without a rule, or a form its rule
 cannot prove it writes exactly (an index read from an array, a batch of matrices), raises
-Unsupported, and the body runs as NumPy. Whatever a rule writes, native.py still checks the
-dtype and rank numba infers for every value against the graph's before the kernel runs.
+Unsupported, and the body runs as NumPy. A scan or a while_loop in the body is written as its
+loop (Scope, at the end; jit's fused kernel writes its whole graph with it too). Whatever a
+rule writes, native.py still checks the dtype and rank numba infers for every value against
+the graph's before the kernel runs.
 
 Imports tape and ops (for the primitives' identities); numba only inside native.py.
 """
@@ -23,6 +25,12 @@ from ...ops import special as sp
 from ...ops import structural as st
 from ...tape import Literal
 from . import native_nests as nests
+
+
+# Primitives whose result may be a view of an input: a carry (or an output) made by one is
+# copied, since numba gives a variable one array type and a caller's memory is not ours.
+VIEWS = ("getitem", "reshape", "transpose", "broadcast_to", "split", "unstack",
+         "stop_gradient", "copy", "checkpoint_name")
 
 
 class Unsupported(Exception):
@@ -277,9 +285,24 @@ def _array_index(eqn, args, ndim):
     return arrays
 
 
+def _scalar_index(eqn, args, shape):
+    """For an index that is 0-d integer arrays only (x[i], x[i, j] at a step's i), the
+    index code, each checked against its axis as NumPy checks it (_row: IndexError, and the
+    NumPy code reruns); None for any other index."""
+    index, arrays = tuple(eqn.params["index"]), args[1:]
+    if not (arrays and all(type(i).__name__ == "Slot" for i in index)
+            and [i.i for i in index] == list(range(len(arrays))) and len(arrays) <= len(shape)
+            and all(a.dtype.kind == "i" and a.scalar and not a.literal for a in arrays)):
+        return None
+    return ", ".join(f"_row({a.code}, {int(n)})" for a, n in zip(arrays, shape))
+
+
 @rule(st.getitem_p)
 def _getitem(eqn, args, outs):
     x, out = args[0], eqn.outvars[0]
+    scalar = _scalar_index(eqn, args, x.shape) if len(args) > 1 else None
+    if scalar is not None:
+        return [f"{outs[0]} = {x.code}[{scalar}]"]
     if len(args) > 1:
         arrays = _array_index(eqn, args, len(x.shape))
         if len(x.shape) < len(arrays):
@@ -299,6 +322,9 @@ def _scatter_add(eqn, args, outs):
     g, out = args[0], eqn.outvars[0]
     index, shape = tuple(eqn.params["index"]), tuple(eqn.params["shape"])
     zeros = f"{outs[0]} = np.zeros({shape}, {dtype_code(out.dtype)})"
+    scalar = _scalar_index(eqn, args, shape) if len(args) > 1 else None
+    if scalar is not None and tuple(g.shape) == shape[len(args) - 1:]:  # no index repeats
+        return [zeros, f"{outs[0]}[{scalar}] = {g.code}"]
     if len(args) > 1:
         arrays = _array_index(eqn, args, len(shape))
         if len(shape) < len(arrays):
@@ -457,11 +483,148 @@ def _triangular_solve(eqn, args, outs):
             f"{bool(p['lower'])}, {bool(p['unit_diagonal'])})"]
 
 
-def statements(eqn, args, outs):
-    """The kernel statements computing one equation into the names `outs`."""
+def statements(eqn, args, outs, scope=None):
+    """The kernel statements computing one equation into the names `outs`; a nested scan
+    needs the `scope` that names the values of its loop (without one it is Unsupported)."""
+    if _is_scan(eqn) or _is_while(eqn):
+        if scope is None:
+            raise Unsupported(f"{eqn.prim.name} (no numba rule)")
+        return (scope.scan if _is_scan(eqn) else scope.while_loop)(eqn, args, outs)
     fn = RULES.get(eqn.prim)
     lines = fn(eqn, args, outs) if fn is not None else elementwise(eqn, args, outs)
     if lines is None:
         raise Unsupported(f"{eqn.prim.name} (no numba rule)")
     return lines
+
+
+# --- a scan inside the kernel: the loop that defines it -----------------------------------------
+# (The scan primitive lives above this layer; it is known by its name and its params.)
+_SCAN_PARAMS = {"body", "length", "reverse", "num_carry", "num_xs", "interpret", "sum_carries",
+                "compiler", "_lin"}
+
+
+_WHILE_PARAMS = {"cond", "body", "num_carry", "num_cond_consts", "max_steps"}
+
+
+def _is_scan(eqn):
+    return eqn.prim.name == "scan" and "body" in eqn.params
+
+
+def _is_while(eqn):
+    return eqn.prim.name == "while_loop" and set(eqn.params) == _WHILE_PARAMS
+
+
+class Scope:
+    """Writes graphs and the scans in them as kernel statements, a scan as the loop that
+    defines it (`for t in range(length)`, its carries kernel variables, each x read per step,
+    each y written into an array made before the loop), its body's equations by the same
+    rules, nested scans recursively. Names every value it makes (`prefix` keeps them apart
+    from the caller's names) and records its dtype and rank in `expected`, which native.py
+    compares with numba's typing. No schedule, batching or reordering: a gradient
+    accumulator sums in the loop's order, as scan's Python loop does."""
+
+    def __init__(self, prefix=""):
+        self.prefix, self.expected, self._count = prefix, {}, 0
+
+    def new(self, v, kind="v"):
+        """A fresh name for the value of var v (each is assigned in one place, but a carry,
+        assigned before its loop and at the end of each step)."""
+        name = f"{self.prefix}{kind}{self._count}"
+        self._count += 1
+        self.expected[name] = (np.dtype(v.dtype), len(v.shape))
+        return name
+
+    def graph(self, graph, in_codes, const_codes, indent):
+        """(lines, the code of each output): graph's equations written at `indent`; a code
+        is (a name, whether it is fresh: computed here, no view), or (a Literal, True)."""
+        env = dict(zip(graph.invars, in_codes))
+        env.update(zip(graph.constvars, const_codes))
+        fresh, lines = set(), []
+        for eqn in graph.eqns:
+            args = [Arg(None if isinstance(a, Literal) else env[a], a) for a in eqn.invars]
+            outs = [self.new(v) for v in eqn.outvars]
+            lines += [indent + s for s in statements(eqn, args, outs, self)]
+            if eqn.prim.name not in VIEWS:
+                fresh.update(outs)
+            env.update(zip(eqn.outvars, outs))
+        return lines, [(v, True) if isinstance(v, Literal) else (env[v], env[v] in fresh)
+                       for v in graph.outvars]
+
+    def scan(self, eqn, args, outs, indent=""):
+        """The statements of a scan equation: its outputs `outs` (carries, then ys)."""
+        p = eqn.params
+        if set(p) - _SCAN_PARAMS:
+            raise Unsupported(f"a scan with {sorted(set(p) - _SCAN_PARAMS)}")
+        if p.get("interpret") or p.get("compiler") != "numba":
+            raise Unsupported("a nested scan that asked for "
+                              + ("the interpreter" if p.get("interpret") else
+                                 f"compiler={p.get('compiler', 'numpy')!r}"))
+        body, T, nc, nx = p["body"], int(p["length"]), p["num_carry"], p["num_xs"]
+        init, xs, consts = args[:nc], args[nc:nc + nx], args[nc + nx:]
+        if any(a.literal for a in xs):
+            raise Unsupported("a literal xs")
+        carries, ys = outs[:nc], outs[nc:]
+        lines = [f"{indent}{name} = {owned(Literal(a.value) if a.literal else a.code, False, v)}"
+                 for name, a, v in zip(carries, init, eqn.outvars)]
+        lines += [f"{indent}{name} = np.empty({tuple(v.shape)}, "
+                  f"{dtype_code(v.dtype)})" for name, v in zip(ys, eqn.outvars[nc:])]
+        t = f"{self.prefix}t{self._count}"
+        self._count += 1
+        lines.append(f"{indent}for {t} in " + (f"range({T} - 1, -1, -1):" if p["reverse"]
+                                               else f"range({T}):"))
+        inner = indent + "    "
+        x_names = [self.new(v, "x") for v in body.invars[nc:nc + nx]]
+        lines += [f"{inner}{n} = {a.code}[{t}]" for n, a in zip(x_names, xs)]
+        body_lines, results = self.graph(body, carries + x_names, [a.code for a in consts],
+                                         inner)
+        lines += body_lines
+        for name, (code, _), v in zip(ys, results[nc:], eqn.outvars[nc:]):
+            value = literal_code(code.value, v.dtype) if isinstance(code, Literal) else code
+            shape = () if isinstance(code, Literal) else tuple(v.shape[1:])
+            lines += [inner + s for s in nests.store(f"{name}[{t}]", value, shape, name)]
+        if nc:
+            nexts = [owned(code, fresh, v) for (code, fresh), v
+                     in zip(results[:nc], eqn.outvars[:nc])]
+            lines.append(f"{inner}{', '.join(carries)}, = {', '.join(nexts)},")
+        return lines
+
+    def while_loop(self, eqn, args, outs, indent=""):
+        """The statements of a while_loop equation (its outputs: the carries, then the trip
+        count): cond run before each step, as while_loop's own loop runs it. Past max_steps
+        the kernel raises ValueError, and the NumPy code reruns the call and raises
+        while_loop's error."""
+        p = eqn.params
+        cond, body, nc, nq = p["cond"], p["body"], p["num_carry"], p["num_cond_consts"]
+        init, q, k = args[:nc], args[nc:nc + nq], args[nc + nq:]
+        carries, n = outs[:nc], outs[nc]
+        if eqn.outvars[nc].dtype != np.int64:
+            raise Unsupported(f"a while_loop counting in {eqn.outvars[nc].dtype}")
+        lines = [f"{indent}{name} = {owned(Literal(a.value) if a.literal else a.code, False, v)}"
+                 for name, a, v in zip(carries, init, eqn.outvars)]
+        lines += [f"{indent}{n} = np.int64(0)", f"{indent}while True:"]
+        inner = indent + "    "
+        cond_lines, (test,) = self.graph(cond, carries, [a.code for a in q], inner)
+        test = literal_code(test[0].value, None) if isinstance(test[0], Literal) else test[0]
+        lines += cond_lines + [f"{inner}if not {test}:", f"{inner}    break"]
+        if p["max_steps"] is not None:
+            lines += [f"{inner}if {n} == {int(p['max_steps'])}:",
+                      f"{inner}    raise ValueError('while_loop: past max_steps')"]
+        body_lines, results = self.graph(body, carries, [a.code for a in k], inner)
+        lines += body_lines
+        if nc:
+            nexts = [owned(code, fresh, v) for (code, fresh), v
+                     in zip(results[:nc], eqn.outvars[:nc])]
+            lines.append(f"{inner}{', '.join(carries)}, = {', '.join(nexts)},")
+        lines.append(f"{inner}{n} += 1")
+        return lines
+
+
+def owned(code, fresh, v):
+    """A value's code (a name, or a Literal) as a carry's or an output's value of var v: a
+    literal typed as v; an array copied unless it is fresh (computed here, not a view): numba
+    gives a variable one array type, so a carry must be a contiguous array of its own from
+    its first value on, and an output must not share the caller's memory."""
+    if isinstance(code, Literal):
+        return literal_code(code.value, v.dtype)
+    return code if fresh or not v.shape else f"{code}.copy()"
 
