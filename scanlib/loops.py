@@ -8,19 +8,26 @@ Imports backends, tape, ops and scan.primitive (the layers below scanlib/__init_
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
-from . import backends, generated
+from . import backends, generated, logs
 from .interpreters.batching import batched_graph, batched_outputs, broadcast_batch
 from . import ops
 from .ops import zeros
 from .ops.primitive import Primitive
+from .scan.api import default_compiler
 from .scan.cache import canonical
+from .scan.executor import NumbaFallbackWarning
 from .scan.primitive import apply_scan, carried_through, loop_reach
 from .remat import replay, vjp_by_replay
 from .tape import (Literal, Tensor, Var, backward_pass, current_builder, enable_grad,
                    is_differentiable_dtype, no_grad)
 from .tape.graph import Graph, eval_graph, on_stand_ins, stand_ins_for, used_vars
+
+
+_numba_log = logs.get("numba")
 
 
 # --- the loop on arrays ---------------------------------------------------------------------
@@ -46,10 +53,54 @@ def runner(cond, body, carries, collect=()):
     list per index in `rows` (the residuals a scan's backward reads, for while_loop's
     gradient)."""
     cache = body.__dict__.setdefault("_while_runners", {})
-    key = (cond, carries, collect)
+    compiler = default_compiler() if not collect else "numpy"
+    key = (cond, carries, collect, compiler)
     if key not in cache:
-        cache[key] = _generate(cond, body, carries, collect)
+        run = _generate(cond, body, carries, collect)
+        cache[key] = _Compiled(cond, body, carries, run) if compiler == "numba" else run
     return cache[key]
+
+
+class _Compiled:
+    """The loop as a numba kernel (scan/loop/native_while.py) where every statement has a
+    rule and numba's types are proved to be the graph's, else the NumPy loop `numpy_run`
+    (with a NumbaFallbackWarning, once). An error the kernel raises where NumPy's loop raises
+    its own (or none) is left to that loop, which runs the call again."""
+
+    def __init__(self, cond, body, carries, numpy_run):
+        from .scan.loop import native, native_while
+
+        self.numpy_run, self.kernel, self.body = numpy_run, None, body
+        why = native.missing()
+        if why is not None:
+            raise ImportError(f"while_loop: {why}")
+        try:
+            self.kernel, self.source = native_while.build(cond, body, carries)
+        except native.Unsupported as e:
+            self._fall_back(f"it has {e}")
+
+    def _fall_back(self, why):
+        self.kernel = None
+        message = (f"while_loop: the loop compiler 'numba' does not compile the loop of body "
+                   f"{self.body.name!r}: {why}. It runs as the NumPy loop (the same values, "
+                   "slower).")
+        _numba_log.warning("%s", message)
+        warnings.warn(message, NumbaFallbackWarning, stacklevel=5)
+
+    def __call__(self, carry, q, k, max_steps):
+        if self.kernel is not None and backends.xp_of(*carry, *q, *k) is np:
+            from .scan.loop import native, native_while
+
+            if not native.numpy_errstate_forbids():
+                try:
+                    return self.kernel(carry, q, k, max_steps)
+                except native_while.TooManySteps:
+                    raise too_many_steps(max_steps) from None
+                except native.NotProved as e:
+                    self._fall_back(str(e))
+                except native.KERNEL_ERRORS:  # NumPy's loop raises its own error (or not)
+                    pass
+        return self.numpy_run(carry, q, k, max_steps)
 
 
 def _generate(cond, body, carries, collect):
