@@ -18,7 +18,7 @@ import numpy as np
 
 from ...tape import Literal
 from ...tape.graph import used_vars
-from .native import VIEWS, NativeKernel, kernel_module, load_kernel
+from .native import STATS, VIEWS, NativeKernel, kernel_module, load_kernel
 from .native_rules import Arg, Unsupported, literal_code, statements
 
 __all__ = ["build", "TooManySteps"]
@@ -118,6 +118,7 @@ def _caller(kernel, w, carries, body):
                  for x in list(q) + list(k)]
         if len(args) != len(carry) + nk:
             raise AssertionError("while_loop kernel: argument count")
+        STATS["while_loop kernel calls"] += 1
         *out, n, too_many = kernel(*args, NO_LIMIT if max_steps is None else int(max_steps))
         if too_many:
             raise TooManySteps(max_steps)
