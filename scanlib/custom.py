@@ -529,11 +529,11 @@ def _replay(fun):
     per graph: a custom function called at every step of a loop is not walked each time."""
     run = fun.__dict__.get("_replay")
     if run is None:
-        from .jit import _straight_line
+        from .jit import straight_line
 
         opened = Graph(fun.invars + fun.constvars, [], [], fun.eqns, fun.outvars, fun.name,
                        fun.device)
-        run = fun.__dict__["_replay"] = _straight_line(opened, [])
+        run = fun.__dict__["_replay"] = straight_line(opened, [])
     return run
 
 
