@@ -16,6 +16,8 @@ from . import backends, generated, logs
 from .interpreters.batching import batched_graph, batched_outputs, broadcast_batch
 from . import ops
 from .ops import zeros
+from .ops.elementwise import where
+from .ops.structural import concatenate_p, reshape_p, scatter_add_p, scatter_set_p
 from .ops.primitive import Primitive
 from .scan.api import default_compiler
 from .scan.cache import canonical
@@ -124,7 +126,11 @@ def _generate(cond, body, carries, collect):
             args = [ref(v) for v in eqn.invars]
             lhs = ", ".join(names[v] for v in eqn.outvars) + (
                 "," if eqn.prim.multiple_results else "")
-            template = eqn.prim.inline_for(eqn.params)
+            written = _static_scatter(eqn, args, lhs, env, f"_i{tag}{n}")
+            if written is not None:
+                lines += written
+                continue
+            template = eqn.prim.inline_for(eqn.params) or _namespace_call(eqn)
             if template is not None:
                 lines.append(f"{lhs} = {template.format(*args)}")
                 continue
@@ -159,7 +165,40 @@ def _generate(cond, body, carries, collect):
 
     def run_loop(carry, q, k, max_steps):
         return run(backends.xp_of(*carry, *q, *k), *carry, *q, *k, max_steps)
+    run_loop.source = source
     return run_loop
+
+
+def _namespace_call(eqn):
+    """The template of an equation whose impl is one call of the array namespace or one
+    method, written with the loop's own `xp` (the impl would look it up at every step), or
+    None. A reshape to the shape its input has is that input."""
+    prim, params, x = eqn.prim, eqn.params, eqn.invars[0] if eqn.invars else None
+    if prim is reshape_p and isinstance(x, Var):
+        shape = tuple(params["shape"])
+        return "{0}" if tuple(x.shape) == shape else f"{{0}}.reshape({shape!r})"
+    if prim is where:
+        return "xp.where({0}, {1}, {2})"
+    if prim is concatenate_p:
+        ins = "".join(f"{{{i}}}, " for i in range(len(eqn.invars)))
+        return f"xp.concatenate(({ins}), axis={int(params['axis'])})"
+    return None
+
+
+def _static_scatter(eqn, args, lhs, env, index_name):
+    """The statements of a scatter_add or scatter_set at an index without arrays, its impl's
+    own (zeros with g written in, or a copy of x with v written in) without the call and
+    the index filled at every step; None for any other equation."""
+    prim = eqn.prim
+    if prim not in (scatter_add_p, scatter_set_p) or len(eqn.invars) != (
+            1 if prim is scatter_add_p else 2) or isinstance(eqn.invars[0], Literal):
+        return None
+    env[index_name] = tuple(eqn.params["index"])
+    out = lhs.rstrip(",")
+    if prim is scatter_add_p:
+        first = f"{out} = xp.zeros({tuple(eqn.params['shape'])!r}, dtype={args[0]}.dtype)"
+        return [first, f"{out}[{index_name}] = {args[0]}"]
+    return [f"{out} = {args[0]}.copy()", f"{out}[{index_name}] = {args[1]}"]
 
 
 def as_arrays(values, outvars):
