@@ -253,3 +253,20 @@ def test_ode_port_under_numba_agrees_with_jax():
         got = harness.run("ode", "scanlib")
     problems = harness.compare(got, harness.read_golden("ode"), rtol=rtol, atol=atol)
     assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_scatter_set_at_a_static_index_in_a_scan_kernel(dtype):
+    """scatter_set's numba rule also serves a scan's step (a value of the step, not a carry
+    updated in place): the kernel runs and agrees with the loop and the NumPy loop."""
+    from test_numba_loop import check as check_scan
+
+    w = sl.tensor(np.array([0.5, -1.5, 2.0], dtype))
+
+    def f(c, x):
+        k = (w * x).at[1].set(c[0]).at[None, 2].set(x[:1]).at[0].set(0.25)
+        return c * 0.5 + k[1:] * k[0] + k[2], k
+
+    check_scan(f, sl.tensor(np.array([0.1, 0.2], dtype)),
+               sl.tensor(np.linspace(-1, 1, 21, dtype=dtype).reshape(7, 3)),
+               rtol=1e-5 if dtype == np.float32 else 1e-12)
