@@ -29,7 +29,7 @@ from .scan.loop import native_rules
 from .scan.loop.native import VIEWS
 from .tape import (Graph, Tensor, backward_pass, current_builder, enable_grad, grad_enabled,
                    is_differentiable_dtype, record)
-from .tape.graph import Var, eval_graph, stand_ins_for
+from .tape.graph import Var, stand_ins_for
 from .tape.state import STATE
 from .tracing import closure_names, int_positions, trace_function
 from .vmap import vmap
@@ -514,13 +514,27 @@ def _call_impl(*values, fun, rules, num_args):
     stand_ins = stand_ins_for(fun.outvars)
     if stand_ins is not None:  # being traced: fun would run on zeros for nothing
         return stand_ins
-    outs = eval_graph(fun, values[:num_args], values[num_args:])
+    outs = _replay(fun)(*values)
     xp = backends.xp_of(*values) if values else np
     outs = [xp.asarray(o, dtype=v.dtype) for o, v in zip(outs, fun.outvars)]
     # Fresh memory, as for any primitive not declared a view: the loop compiler may write
     # into an output, which must then not be (a view of) an input (fun returning x or x.T).
     roots = {id(_root(v)) for v in values if backends.is_array(v)}
     return [o.copy() if id(_root(o)) in roots else o for o in outs]
+
+
+def _replay(fun):
+    """fun's equations as one generated Python function of its inputs, then its constants
+    (jit's straight-line replay: each equation's impl, as eval_graph calls it), made once
+    per graph: a custom function called at every step of a loop is not walked each time."""
+    run = fun.__dict__.get("_replay")
+    if run is None:
+        from .jit import straight_line
+
+        opened = Graph(fun.invars + fun.constvars, [], [], fun.eqns, fun.outvars, fun.name,
+                       fun.device)
+        run = fun.__dict__["_replay"] = straight_line(opened, [])
+    return run
 
 
 def _root(a):

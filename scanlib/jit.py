@@ -509,7 +509,7 @@ class Trace:
                               for v in self.graph.outvars]
         self.graph = prune_outputs(merge_rebound(self.graph))
         self._consts = _const_values(self.graph, {} if snapshots is None else snapshots)
-        self._run = _straight_line(self.graph, self._consts)
+        self._run = straight_line(self.graph, self._consts)
         # A writable constant was copied when traced; a read-only one may be a view of an
         # array its owner still writes into: an output that is a view of it is copied.
         self._const_roots = {id(_root(c)) for c in self._consts
@@ -597,7 +597,7 @@ def _last_reads(graph):
     return frees
 
 
-def _straight_line(graph, consts):
+def straight_line(graph, consts):
     """A Python function of the graph's inputs computing its outputs: one line per equation,
     each a call of the primitive's impl (what bind calls outside a trace)."""
     names, ns = {}, {}

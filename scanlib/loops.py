@@ -8,19 +8,28 @@ Imports backends, tape, ops and scan.primitive (the layers below scanlib/__init_
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
-from . import backends, generated
+from . import backends, generated, logs
 from .interpreters.batching import batched_graph, batched_outputs, broadcast_batch
 from . import ops
 from .ops import zeros
+from .ops.elementwise import where
+from .ops.structural import concatenate_p, reshape_p, scatter_add_p, scatter_set_p
 from .ops.primitive import Primitive
+from .scan.api import default_compiler
 from .scan.cache import canonical
+from .scan.executor import NumbaFallbackWarning
 from .scan.primitive import apply_scan, carried_through, loop_reach
 from .remat import replay, vjp_by_replay
 from .tape import (Literal, Tensor, Var, backward_pass, current_builder, enable_grad,
                    is_differentiable_dtype, no_grad)
 from .tape.graph import Graph, eval_graph, on_stand_ins, stand_ins_for, used_vars
+
+
+_numba_log = logs.get("numba")
 
 
 # --- the loop on arrays ---------------------------------------------------------------------
@@ -46,10 +55,54 @@ def runner(cond, body, carries, collect=()):
     list per index in `rows` (the residuals a scan's backward reads, for while_loop's
     gradient)."""
     cache = body.__dict__.setdefault("_while_runners", {})
-    key = (cond, carries, collect)
+    compiler = default_compiler() if not collect else "numpy"
+    key = (cond, carries, collect, compiler)
     if key not in cache:
-        cache[key] = _generate(cond, body, carries, collect)
+        run = _generate(cond, body, carries, collect)
+        cache[key] = _Compiled(cond, body, carries, run) if compiler == "numba" else run
     return cache[key]
+
+
+class _Compiled:
+    """The loop as a numba kernel (scan/loop/native_while.py) where every statement has a
+    rule and numba's types are proved to be the graph's, else the NumPy loop `numpy_run`
+    (with a NumbaFallbackWarning, once). An error the kernel raises where NumPy's loop raises
+    its own (or none) is left to that loop, which runs the call again."""
+
+    def __init__(self, cond, body, carries, numpy_run):
+        from .scan.loop import native, native_while
+
+        self.numpy_run, self.kernel, self.body = numpy_run, None, body
+        why = native.missing()
+        if why is not None:
+            raise ImportError(f"while_loop: {why}")
+        try:
+            self.kernel, self.source = native_while.build(cond, body, carries)
+        except native.Unsupported as e:
+            self._fall_back(f"it has {e}")
+
+    def _fall_back(self, why):
+        self.kernel = None
+        message = (f"while_loop: the loop compiler 'numba' does not compile the loop of body "
+                   f"{self.body.name!r}: {why}. It runs as the NumPy loop (the same values, "
+                   "slower).")
+        _numba_log.warning("%s", message)
+        warnings.warn(message, NumbaFallbackWarning, stacklevel=5)
+
+    def __call__(self, carry, q, k, max_steps):
+        if self.kernel is not None and backends.xp_of(*carry, *q, *k) is np:
+            from .scan.loop import native, native_while
+
+            if not native.numpy_errstate_forbids():
+                try:
+                    return self.kernel(carry, q, k, max_steps)
+                except native_while.TooManySteps:
+                    raise too_many_steps(max_steps) from None
+                except native.NotProved as e:
+                    self._fall_back(str(e))
+                except native.KERNEL_ERRORS:  # NumPy's loop raises its own error (or not)
+                    pass
+        return self.numpy_run(carry, q, k, max_steps)
 
 
 def _generate(cond, body, carries, collect):
@@ -73,7 +126,11 @@ def _generate(cond, body, carries, collect):
             args = [ref(v) for v in eqn.invars]
             lhs = ", ".join(names[v] for v in eqn.outvars) + (
                 "," if eqn.prim.multiple_results else "")
-            template = eqn.prim.inline_for(eqn.params)
+            written = _static_scatter(eqn, args, lhs, env, f"_i{tag}{n}")
+            if written is not None:
+                lines += written
+                continue
+            template = eqn.prim.inline_for(eqn.params) or _namespace_call(eqn)
             if template is not None:
                 lines.append(f"{lhs} = {template.format(*args)}")
                 continue
@@ -108,7 +165,40 @@ def _generate(cond, body, carries, collect):
 
     def run_loop(carry, q, k, max_steps):
         return run(backends.xp_of(*carry, *q, *k), *carry, *q, *k, max_steps)
+    run_loop.source = source
     return run_loop
+
+
+def _namespace_call(eqn):
+    """The template of an equation whose impl is one call of the array namespace or one
+    method, written with the loop's own `xp` (the impl would look it up at every step), or
+    None. A reshape to the shape its input has is that input."""
+    prim, params, x = eqn.prim, eqn.params, eqn.invars[0] if eqn.invars else None
+    if prim is reshape_p and isinstance(x, Var):
+        shape = tuple(params["shape"])
+        return "{0}" if tuple(x.shape) == shape else f"{{0}}.reshape({shape!r})"
+    if prim is where:
+        return "xp.where({0}, {1}, {2})"
+    if prim is concatenate_p:
+        ins = "".join(f"{{{i}}}, " for i in range(len(eqn.invars)))
+        return f"xp.concatenate(({ins}), axis={int(params['axis'])})"
+    return None
+
+
+def _static_scatter(eqn, args, lhs, env, index_name):
+    """The statements of a scatter_add or scatter_set at an index without arrays, its impl's
+    own (zeros with g written in, or a copy of x with v written in) without the call and
+    the index filled at every step; None for any other equation."""
+    prim = eqn.prim
+    if prim not in (scatter_add_p, scatter_set_p) or len(eqn.invars) != (
+            1 if prim is scatter_add_p else 2) or isinstance(eqn.invars[0], Literal):
+        return None
+    env[index_name] = tuple(eqn.params["index"])
+    out = lhs.rstrip(",")
+    if prim is scatter_add_p:
+        first = f"{out} = xp.zeros({tuple(eqn.params['shape'])!r}, dtype={args[0]}.dtype)"
+        return [first, f"{out}[{index_name}] = {args[0]}"]
+    return [f"{out} = {args[0]}.copy()", f"{out}[{index_name}] = {args[1]}"]
 
 
 def as_arrays(values, outvars):

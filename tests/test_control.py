@@ -577,3 +577,41 @@ def test_a_condition_on_the_state_runs_the_body_once_with_gradients(monkeypatch)
     sl.grad(lambda W: sl.sum(sl.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] @ W),
                                            (sl.tensor(0), h64))[1]))(W64)
     assert calls == [1]
+
+
+def test_the_generated_loop_writes_namespace_calls_and_static_scatters_itself():
+    """reshape, where, concatenate and scatters at a static index are written into the
+    generated loop (with its own array namespace), not called through their impls at every
+    step; the values stay the Python loop's, gradients (whose bodies scatter) too."""
+    from scanlib.control import _trace_loop
+    from scanlib.loops import runner
+
+    def body(c):
+        i, v, m = c
+        w = sl.reshape(v, (2, 1))
+        w = sl.reshape(w, (2, 1)) * 0.5  # to the shape it has
+        m = m.at[1].set(0.0).at[0].set(sl.where(v > 0.0, v, -v))
+        v = sl.concatenate([w[:, 0], sl.sin(v[:1]) + v[1:]], axis=0)[1:] + 0.1
+        g = sl.grad(lambda u: sl.sin(u[0]) * u[1])(v)  # its transposes scatter into zeros
+        return i + 1, v + 0.1 * g, m
+
+    init = (sl.tensor(0), sl.tensor([0.3, -0.4]), sl.zeros((3, 2)))
+
+    def f(v, m, loop):
+        _, v, m = loop(lambda c: c[0] < 5, body, (init[0], v, m))
+        return sl.concatenate([v, sl.reshape(m, (6,))])
+
+    _grads_match(lambda v, m: f(v, m, sl.while_loop), lambda v, m: f(v, m, python_while),
+                 init[1:])
+    tree = sl.pytree.flatten(init)[1]
+    cond, _, graph, _ = _trace_loop(lambda c: c[0] < 5, body, tree, list(init))
+    source = runner(cond, graph, (0, 1, 2)).source
+    for name in ("reshape", "where", "concatenate", "scatter_set", "scatter_add"):
+        assert f"# {name}" not in source, source
+    for written in (".reshape((2, 1))", "xp.where(", ".copy()", "xp.zeros("):
+        assert written in source, source
+    # the backward body of while_loop's gradient (a scan) scatters into zeros: the loop
+    # finds its trip count with the same generated code
+    grad = sl.jit(sl.grad(lambda v: sl.sum(sl.sin(f(v, init[2], sl.while_loop)))))
+    want = sl.grad(lambda v: sl.sum(sl.sin(f(v, init[2], python_while))))(init[1])
+    np.testing.assert_allclose(grad(init[1]).numpy(), want.numpy(), rtol=1e-12)

@@ -274,6 +274,38 @@ def test_custom_vjp_under_vmap_and_jit():
     close(sl.jit(sl.grad(lambda x: f(x, y).sum()))(sl.tensor(X)), np.cos(X) * Y)
 
 
+def test_a_call_inside_jit_runs_its_function_as_generated_code_made_once(monkeypatch):
+    """Under jit the call's graphs run as one generated function each (jit's replay),
+    made on the first call, not walked equation by equation at every call."""
+    f, _ = make_sin_mul()
+    y = sl.tensor(Y)
+    jf = sl.jit(lambda x: f(x, y) * 2.0)
+    jg = sl.jit(sl.grad(lambda x: sl.scan(lambda c, _: (f(c, y), None), x, None,
+                                          length=3)[0].sum()))
+    close(jf(sl.tensor(X)), 2 * np.sin(X) * Y)
+    custom = __import__("sys").modules["scanlib.custom"]
+    graph = __import__("sys").modules["scanlib.tape.graph"]
+
+    def no_walk(*a, **k):
+        raise AssertionError("a custom call's graph walked by eval_graph")
+
+    monkeypatch.setattr(custom, "eval_graph", no_walk, raising=False)
+    monkeypatch.setattr(graph, "eval_graph", no_walk)
+    close(jf(sl.tensor(2 * X)), 2 * np.sin(2 * X) * Y)
+    close(jg(sl.tensor(X)), _chain(X, Y, 3))
+
+
+def _chain(x, y, n):
+    """d/dx of sum(f(f(...f(x)))) for f(x) = sin(x) * y, n times."""
+    xs = [x]
+    for _ in range(n):
+        xs.append(np.sin(xs[-1]) * y)
+    g = np.ones_like(x)
+    for k in reversed(range(n)):
+        g = g * np.cos(xs[k]) * y
+    return g
+
+
 def test_vmap_batches_the_call_and_its_rules_once_not_per_example():
     from scanlib.interpreters.batching import FALLBACKS
 

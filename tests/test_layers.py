@@ -139,7 +139,7 @@ INNER_RANKS = {
     "scanlib.scan.loop": {"batch": 0, "inplace": 0, "native_kernels": 0, "native_nests": 0,
                           "native_rules": 1,
                           "ir": 1, "alias": 1, "memory": 2, "passes": 2, "interp": 3,
-                          "emit": 3, "native": 4, "": 5},
+                          "emit": 3, "native": 4, "native_while": 5, "": 6},
 }
 # What a folder may import from scanlib outside it: layers up to this rank. The loop compiler
 # reads graphs and primitives (tape, ops); it knows nothing of tracing, remat or scan's API.

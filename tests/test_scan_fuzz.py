@@ -49,8 +49,10 @@ Budget: SCANLIB_FUZZ_EXAMPLES examples (default 250) for the main random test, a
 that for the float64 second-order test and a sixth for the several-chunk test, and
 SCANLIB_FUZZ_NUMBA (default a fiftieth) for bodies also run with compiler="numba" (when numba
 is installed; that tier must agree with the loop and the NumPy loop, and the report counts
-the bodies whose kernels ran rather than fell back), and half as many under jit with every
-scan's compiler numba (jit's fused kernel where it applies); derandomized,
+the bodies whose kernels ran rather than fell back), as many with each step's carry computed
+by a one-trip while_loop under the loop compiler numba (while_loop's kernel), and half as
+many under jit with every scan's compiler numba (jit's fused kernel where it applies);
+derandomized,
 so CI runs the same bodies every time. A longer hunt:
 
     SCANLIB_FUZZ_EXAMPLES=2000 python -m pytest tests/test_scan_fuzz.py
@@ -507,17 +509,33 @@ def jit_numba_scan(*args, **kw):
 jit_numba_scan.jit, jit_numba_scan.compiler = True, "numba"
 
 
+def while_numba_scan(f, init, xs=None, length=None, reverse=False):
+    """scan with each step's new carry computed by a while_loop of one trip inside the body
+    (its ys by f outside it): under the loop compiler numba that while_loop runs as its
+    numba kernel (scan/loop/native_while.py) where the body's operations have rules, and
+    its gradient goes through while_loop's VJP."""
+    def step(c, x):
+        new = sl.while_loop(lambda s: s[0] < 1, lambda s: (s[0] + 1, f(s[1], x)[0]),
+                            (sl.tensor(0), c))[1]
+        return new, f(c, x)[1]
+    return sl.scan(step, init, xs, length=length, reverse=reverse)
+
+
+while_numba_scan.compiler = "numba"
+
+
 def outer(scan_fn):
     """scanlib.jit for the jit tier, else nothing: what Check wraps each computation in."""
     return sl.jit if getattr(scan_fn, "jit", False) else (lambda f: f)
 
 
 SCANS = {"loop": loop_scan, "interp": interp_scan, "compiled": sl.scan, "numba": numba_scan,
-         "jit": jit_scan, "jit-numba": jit_numba_scan}
+         "jit": jit_scan, "jit-numba": jit_numba_scan, "while-numba": while_numba_scan}
 PAIRS = (("compiled", "loop"), ("compiled", "interp"), ("interp", "loop"))
 EXTRA_PAIRS = {"numba": (("numba", "loop"), ("numba", "compiled")),
                "jit": (("jit", "loop"), ("jit", "compiled")),
-               "jit-numba": (("jit-numba", "loop"), ("jit-numba", "compiled"))}
+               "jit-numba": (("jit-numba", "loop"), ("jit-numba", "compiled")),
+               "while-numba": (("while-numba", "loop"), ("while-numba", "compiled"))}
 TIERS = ("interp", "compiled")
 
 
@@ -712,6 +730,7 @@ def check_body(body, kind, second_order=False, tiers=TIERS):
     raises one AssertionError naming every disagreement and the body."""
     BODIES_RUN[kind] += 1
     kernels, fused_calls = native.STATS["kernel calls"], native.STATS["fused calls"]
+    while_kernels = native.STATS["while_loop kernel calls"]
     # Bodies share scan's graph cache; start empty so that a failure reproduces from the
     # printed Body alone (and hypothesis' shrinking is not fooled by earlier examples).
     scan_cache.clear()
@@ -729,6 +748,8 @@ def check_body(body, kind, second_order=False, tiers=TIERS):
                              f"{body!r}") from e
     if native.STATS["kernel calls"] > kernels:
         BODIES_RUN[f"{kind}, of them ran numba kernels"] += 1
+    if native.STATS["while_loop kernel calls"] > while_kernels:
+        BODIES_RUN[f"{kind}, of them ran while_loop kernels"] += 1
     if native.STATS["fused calls"] > fused_calls:
         BODIES_RUN[f"{kind}, of them ran jit's fused kernel"] += 1
     lines = [m for stage, res in stages for m in disagreements(stage, res, body)]
@@ -1241,6 +1262,14 @@ def test_random_bodies_over_several_chunks(body):
 @given(bodies())
 def test_random_bodies_numba_loop(body):
     check_random_body(body, "random numba", tiers=TIERS + ("numba",))
+
+
+@pytest.mark.skipif(not HAVE_NUMBA, reason="numba is not installed (compiler='numba')")
+@settings(SETTINGS, max_examples=NUMBA_EXAMPLES)
+@given(bodies())
+def test_random_bodies_while_loop_numba_kernel(body):
+    check_random_body(body, "random while_loop numba", second_order=body.seed % 2 == 0,
+                      tiers=TIERS + ("while-numba",))
 
 
 @settings(SETTINGS, max_examples=JIT_EXAMPLES)

@@ -235,7 +235,9 @@ def set_loop_compiler(name: str) -> str:
     """Set the compiler of every scan that does not name one (`scan(..., compiler=None)`):
     "numpy" (the default) or "numba" (needs `pip install 'scanlib-autodiff[jit]'`). Returns the
     previous one, so that `old = set_loop_compiler("numba"); ...; set_loop_compiler(old)`
-    restores it. Process-wide; the scans already traced keep theirs.
+    restores it. Process-wide; the scans already traced keep theirs. A `while_loop` reads
+    it when it runs: under "numba" its loop is one numba kernel where every operation of
+    cond_fun and body_fun has a numba form (else the NumPy loop, with a NumbaFallbackWarning).
 
     >>> import scanlib as sl
     >>> sl.set_loop_compiler("numpy")  # the default; "numba" needs the jit extra

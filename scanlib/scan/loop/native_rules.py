@@ -343,6 +343,30 @@ def _scatter_add(eqn, args, outs):
     return [zeros, *nests.store(f"{outs[0]}[{index_code(kept)}]", value, target, outs[0])]
 
 
+@rule(st.scatter_set_p)
+def _scatter_set(eqn, args, outs):
+    """x.at[index].set(v) with a static index: a copy of x with v written (v a scalar, or
+    of the written part's shape up to axes of length 1); an index read from an array (where
+    a position named twice needs NumPy's rule) is not written here."""
+    x, v, out = args[0], args[1], eqn.outvars[0]
+    if len(args) > 2:
+        raise Unsupported("scatter_set at an index read from an array")
+    if v.dtype != out.dtype and not v.literal:
+        raise Unsupported(f"scatter_set of {v.dtype} into {out.dtype}")
+    value = literal_code(v.value, out.dtype) if v.literal else v.code
+    index = tuple(eqn.params["index"])
+    if x.scalar:  # x.at[()].set(v): v itself
+        return [f"{outs[0]} = " + (value if v.scalar else f"np.ravel({value})[0]")]
+    kept = tuple(i for i in index if i is not None)
+    target = np.empty(x.shape, bool)[kept].shape
+    if not v.scalar and tuple(v.shape) != target:
+        if math.prod(v.shape) != math.prod(target):
+            raise Unsupported("scatter_set of a value broadcast to the written part")
+        value = (f"np.ravel({value})[0]" if not target
+                 else f"np.ascontiguousarray({value}).reshape({target})")
+    return [f"{outs[0]} = {x.code}.copy()", f"{outs[0]}[{index_code(kept)}] = {value}"]
+
+
 @rule(st.concatenate_p)
 def _concatenate(eqn, args, outs):
     return [f"{outs[0]} = np.concatenate(({', '.join(a.code for a in args)},), "

@@ -1,0 +1,127 @@
+"""while_loop's loop as one numba kernel: cond_fun's and body_fun's graphs written with
+native_rules.py's statements inside `while True:`, for the loop runner of loops.py when the
+loop compiler is "numba" (`set_loop_compiler("numba")`).
+
+`build(cond, body, carries)` returns `run(carry, q, k, max_steps) -> (carry, n, ())`, the
+signature of loops.runner's NumPy loop, or raises Unsupported (a primitive or form without a
+numba rule). As for a scan's kernel (native.py), the dtype and rank numba infers for every
+value of a step are checked against the graph's before the kernel first runs on new types
+(NotProved when they differ), and an error the kernel raises where NumPy's loop would raise
+its own (KERNEL_ERRORS) is left to that loop: the caller then runs the NumPy loop.
+
+Imports numpy, the graph helpers, native.py and native_rules.py (numba only through them).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...tape import Literal
+from ...tape.graph import used_vars
+from .native import STATS, VIEWS, NativeKernel, kernel_module, load_kernel
+from .native_rules import Arg, Unsupported, literal_code, statements
+
+__all__ = ["build", "TooManySteps"]
+
+NO_LIMIT = -1  # max_steps=None as the kernel reads it
+
+
+class TooManySteps(Exception):
+    """cond_fun was still True after max_steps steps (loops.py raises the user's error)."""
+
+
+def build(cond, body, carries):
+    """The loop over the given carries (indices into the body's carries) as a numba kernel
+    and the Python function that calls it; Unsupported when a statement has no rule."""
+    w = _Writer(cond, body, carries)
+    source = kernel_module(w.params, w.lines, "while_loop kernel")
+    dispatcher, proofs = load_kernel(source)
+    what = f"the while_loop of body {body.name!r} (carry {_types(body, carries)})"
+    kernel = NativeKernel(dispatcher, w.expected, body.name, proofs, what)
+    return _caller(kernel, w, carries, body), source
+
+
+def _types(body, carries):
+    from ...tape.tensor import type_str
+
+    return ", ".join(type_str(body.invars[i].shape, body.invars[i].dtype)
+                     for i in carries) or "none"
+
+
+class _Writer:
+    def __init__(self, cond, body, carries):
+        self.names, self.expected = {}, {}
+        for i in carries:
+            self.names[cond.invars[i]] = self.names[body.invars[i]] = f"c{i}"
+            v = body.invars[i]
+            self.expected[f"c{i}"] = (np.dtype(v.dtype), len(v.shape))
+        self.names.update({v: f"q{j}" for j, v in enumerate(cond.constvars)})
+        self.names.update({v: f"k{j}" for j, v in enumerate(body.constvars)})
+        cs = [f"c{i}" for i in carries]
+        self.params = cs + [f"q{j}" for j in range(len(cond.constvars))] + [
+            f"k{j}" for j in range(len(body.constvars))] + ["max_steps"]
+        new = [body.outvars[i] for i in carries]
+        produced = {}
+        step = ["n = 0", "while True:"]
+        step += ["    " + s for s in self._statements(cond, cond.outvars, "a", {})]
+        ret = f"return ({''.join(c + ', ' for c in cs)}n, "
+        step += [f"    if not {self._ref(cond.outvars[0], None)}:", f"        {ret}False)",
+                 "    if n == max_steps:", f"        {ret}True)"]
+        step += ["    " + s for s in self._statements(body, new, "b", produced)]
+        if carries:
+            outs = [self._carry_out(v, body.invars[i], produced) for i, v in zip(carries, new)]
+            step.append(f"    {', '.join(cs)}, = {', '.join(outs)},")
+        step.append("    n += 1")
+        self.lines = ["    " + s for s in step]
+
+    def _ref(self, v, dtype):
+        if isinstance(v, Literal):
+            return literal_code(v.value, dtype)
+        return self.names[v]
+
+    def _statements(self, graph, outvars, tag, produced):
+        lines = []
+        for n, eqn in enumerate(used_vars(graph.eqns, outvars)[0]):
+            outs = []
+            for j, v in enumerate(eqn.outvars):
+                self.names[v] = name = f"{tag}{n}_{j}"
+                self.expected[name] = (np.dtype(v.dtype), len(v.shape))
+                produced[v] = eqn.prim.name
+                outs.append(name)
+            args = [Arg(None if isinstance(a, Literal) else self.names[a], a)
+                    for a in eqn.invars]
+            lines += statements(eqn, args, outs)
+        return lines
+
+    def _carry_out(self, v, like, produced):
+        """The next carry: a fresh array (numba gives a variable one type; a view, an input
+        or a constant would bring another layout, or alias what the caller owns)."""
+        if isinstance(v, Literal):
+            if like.shape:
+                raise Unsupported("a literal as a carry with axes")
+            return literal_code(v.value, like.dtype)
+        code = self.names[v]
+        if not like.shape:
+            return code
+        return code if produced.get(v, "input") not in VIEWS + ("input",) else f"{code}.copy()"
+
+
+def _caller(kernel, w, carries, body):
+    scalar_carry = [not body.invars[i].shape for i in carries]
+    scalar_types = [np.dtype(body.invars[i].dtype).type for i in carries]
+    nk = len(w.params) - 1 - len(carries)
+
+    def run(carry, q, k, max_steps):
+        args = [t(c) if s else np.array(c, dtype=t, copy=True)
+                for c, s, t in zip(carry, scalar_carry, scalar_types)]
+        args += [x[()] if isinstance(x, np.ndarray) and not x.shape else x
+                 for x in list(q) + list(k)]
+        if len(args) != len(carry) + nk:
+            raise AssertionError("while_loop kernel: argument count")
+        STATS["while_loop kernel calls"] += 1
+        *out, n, too_many = kernel(*args, NO_LIMIT if max_steps is None else int(max_steps))
+        if too_many:
+            raise TooManySteps(max_steps)
+        return [t(c) if s else c for c, s, t in zip(out, scalar_carry, scalar_types)], \
+            int(n), ()
+    return run
