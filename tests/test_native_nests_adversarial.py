@@ -94,6 +94,16 @@ def test_a_sum_over_an_empty_axis_is_plus_zero():
     same_bits(f, T(np.ones(2)), T(np.zeros((3, 2, 0))))
 
 
+@pytest.mark.xfail(strict=True, reason="the sum's nest starts at -0.0, so a sum of zeros that "
+                   "are all -0.0 is -0.0; this NumPy's sum of them is +0.0")
+def test_a_sum_of_negative_zeros_is_numpys_zero():
+    def f(c, x):  # one step: the carry becomes sums of -0.0s over one axis and over all
+        h = c[0][:, None] * x
+        return (sl.sum(h, axis=1), sl.sum(h, keepdims=True)[0]), c[0]
+
+    same_bits(f, (T(np.ones(2)), T(np.ones(1))), T(np.full((1, 2, 3), -0.0)))
+
+
 # --- dtypes: float32, literals, mixed, float16, bool ----------------------------------------
 def test_float32_beside_python_literals_stays_float32():
     def f(c, x):
@@ -212,6 +222,16 @@ def test_a_matmul_over_an_empty_contraction_axis_is_plus_zero():
         return (c[:, None] * x) @ T(np.zeros(0)), c
 
     same_bits(f, T(np.ones(2)), T(np.zeros((3, 2, 0))))
+
+
+@pytest.mark.xfail(strict=True, reason="matmul's nest starts its sum at -0.0, so products that "
+                   "are all -0.0 give -0.0; NumPy's matmul gives +0.0")
+def test_a_matmul_of_negative_zero_products_is_numpys_zero():
+    def f(c, x):  # one step: c [3, 2] times -0.0, then @ ones [2, 2] and @ ones [2]
+        h = c[0] * x
+        return (h @ T(np.ones((2, 2))), h @ T(np.ones(2))), c[0]
+
+    same_bits(f, (T(np.ones((3, 2))), T(np.ones(3))), T(np.full((1, 3, 2), -0.0)))
 
 
 @pytest.mark.xfail(strict=True, raises=ValueError, reason="the NumPy loop's batched "
