@@ -259,6 +259,17 @@ def test_reshape_and_broadcast_of_strided_views():
     check(f, _t((4, 6)), _t((5, 3, 4)))
 
 
+def test_gradient_rows_stored_through_ints_steps_none_and_ellipsis():
+    def f(c, x):  # c [3, 4]: reads whose gradients are static-index stores (scatter_add)
+        a = c[None, 1, ::-2]  # [1, 2]
+        b = c[..., 1:4:2, None]  # [3, 2, 1]
+        d = c[2]  # [4]
+        new = sl.tanh(c * x + sl.sum(a) + b[:, :, 0].sum(axis=1, keepdims=True) + d)
+        return new, (a, b)
+
+    check(f, _t((3, 4)), _t((4, 3, 4)))
+
+
 # --- complex -------------------------------------------------------------------------------
 def test_complex_division_exp_and_abs():
     lam = T(np.array([0.9 + 0.1j, 0.5 - 0.4j, -0.3 + 0.8j]))
