@@ -61,9 +61,10 @@ def test_nan_wins_max_and_min_and_a_zero_sum_keeps_numpys_sign():
     for fn in (f, f2):
         want = sl.scan(fn, init, xs)
         got = sl.scan(fn, init, xs, compiler="numba")
-        for g, w in zip(sl.pytree.flatten(got)[0], sl.pytree.flatten(want)[0]):
+        for k, (g, w) in enumerate(zip(sl.pytree.flatten(got)[0], sl.pytree.flatten(want)[0])):
             np.testing.assert_array_equal(g.numpy(), w.numpy())  # NaN where NaN
-            np.testing.assert_array_equal(np.signbit(g.numpy()), np.signbit(w.numpy()))
+            if fn is f2 and k == 1:  # a sum: NumPy's zero (a max's is its SIMD lanes' choice)
+                np.testing.assert_array_equal(np.signbit(g.numpy()), np.signbit(w.numpy()))
 
 
 def test_integer_work_keeps_numpys_calls():

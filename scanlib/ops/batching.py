@@ -13,6 +13,8 @@ record equations and tape nodes), so one rule serves both. Imports backends only
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import backends
@@ -84,11 +86,12 @@ def rows_times(x, y, out=None):
     y is a transposed view (the `g @ U.T` of a backward body)."""
     xp = backends.xp_of(x, y)
     K, N = y.shape
+    rows = math.prod(x.shape[:-1])  # not -1: NumPy cannot infer it when K is 0
     if out is None:
-        return xp.matmul(x.reshape(-1, K), y).reshape(x.shape[:-1] + (N,))
+        return xp.matmul(x.reshape(rows, K), y).reshape(x.shape[:-1] + (N,))
     if not out.flags.c_contiguous:  # its 2-d reshape would be a copy, not a view
         return xp.matmul(x, y, out=out)
-    xp.matmul(x.reshape(-1, K), y, out=out.reshape(-1, N))
+    xp.matmul(x.reshape(rows, K), y, out=out.reshape(rows, N))
     return out
 
 

@@ -9,11 +9,13 @@ faster (no temporary arrays, no broadcasting machinery). Shapes are known when a
 written, so the loops are plain `range`s.
 
 What a nest computes is what the NumPy call computes, element by element, with the same
-scalar function: numba's array ufuncs are its scalar ufuncs looped, a sum adds in the order
-of the elements from -0.0 (so the sign of a zero sum is NumPy's), and max/min let NaN win as
-NumPy's do. Each element is computed into a named scalar, `<name>_e`, which native.py checks
-has the graph's dtype (numba would otherwise cast it silently on the store). Only float (and
-complex and bool) work is written this way: numba computes narrow integers in int64.
+scalar function: numba's array ufuncs are its scalar ufuncs looped, a sum or a matmul adds
+in the order of the elements from the zero NumPy's sum starts from (+0.0 on NumPy 2, read at
+import), and max/min let NaN win as NumPy's do. (Which zero a max of +0.0s and -0.0s gives
+is NumPy's SIMD lanes' choice, which differs between CPUs; a nest takes the first.) Each
+element is computed into a named scalar, `<name>_e`, which native.py checks has the graph's
+dtype (numba would otherwise cast it silently on the store). Only float (and complex and
+bool) work is written this way: numba computes narrow integers in int64.
 
 Imports nothing of scanlib's; numba only inside the kernels it writes.
 """
@@ -26,6 +28,8 @@ import re
 import numpy as np
 
 ELEMENT = "_e"  # the suffix of a nest's element scalar (native.py checks its dtype)
+# The zero NumPy's sum of -0.0s gives, which is the zero its sums start from.
+_ZERO = "-0.0" if np.signbit(np.add.reduce(np.array([-0.0, -0.0]))) else "0.0"
 _NAME = re.compile(r"[A-Za-z_]\w*\Z")
 
 
@@ -96,8 +100,8 @@ def reduction(name, out, x, code, axes, which):
     shape, acc = tuple(x.shape), f"{name}{ELEMENT}"
     kept = [a for a in range(len(shape)) if a not in axes]
     read = f"{code}[{', '.join(('_j' if a in axes else '_i') + str(a) for a in range(len(shape)))}]"
-    if which == "sum":  # from -0.0: -0.0 + x is x, so the first element starts it, as NumPy
-        start = [f"{acc} = {_dtype(x.dtype)}(-0.0)"]
+    if which == "sum":
+        start = [f"{acc} = {_dtype(x.dtype)}({_ZERO})"]
         step = [f"{acc} += {read}"]
     else:
         first = f"{code}[{', '.join(('0' if a in axes else f'_i{a}') for a in range(len(shape)))}]"
@@ -155,7 +159,7 @@ def reshape(name, out, x, code):
 
 def matmul(name, out, a, acode, b, bcode):
     """Lines computing var `out` as `a @ b` (NumPy's matmul: 1-d operands, broadcast batch
-    axes), each element a sum over k in order from -0.0."""
+    axes), each element a sum over k in order, as a nest's sum starts."""
     lines, (acode, bcode) = _bound(name, [a, b], [acode, bcode])
     A = tuple(a.shape) if len(a.shape) > 1 else (1,) + tuple(a.shape)
     B = tuple(b.shape) if len(b.shape) > 1 else tuple(b.shape) + (1,)
@@ -171,7 +175,7 @@ def matmul(name, out, a, acode, b, bcode):
     read_a = f"{acode}[{', '.join(batch_index(A[:-2]) + m + ['_k'])}]"
     read_b = f"{bcode}[{', '.join(batch_index(B[:-2]) + ['_k'] + n)}]"
     acc = f"{name}{ELEMENT}"
-    body = [f"{acc} = {_dtype(out.dtype)}(-0.0)", f"for _k in range({A[-1]}):",
+    body = [f"{acc} = {_dtype(out.dtype)}({_ZERO})", f"for _k in range({A[-1]}):",
             f"    {acc} += {read_a} * {read_b}"]
     if not out.shape:
         return lines + body + [f"{name} = {acc}"]

@@ -138,6 +138,7 @@ _NAMED_UFUNCS = {ew.equal: "equal", ew.not_equal: "not_equal", ew.less: "less",
 # integers to negative powers (NumPy raises), sign of unsigned integers and of -0.0.
 _DIFFERENT = {"fmod", "floor_divide", "remainder", "sign"}
 _INTEGER_DIFFERENT = {"power"}
+_TIES = {"maximum": ">", "minimum": "<"}  # written as NumPy picks at a tie (elementwise)
 
 
 def elementwise(eqn, args, outs):
@@ -162,9 +163,15 @@ def elementwise(eqn, args, outs):
         name = _NAMED_UFUNCS.get(prim) or (prim.ufunc if prim.elementwise else None)
         if name is None:
             return None
-
-        def expr(c):
-            return f"np.{name}({', '.join(c)})"
+        if name in _TIES and (nests.nestable(out, args) or not out.shape):
+            # numba's scalar maximum returns its first operand at a tie, NumPy's the second
+            # (maximum(0.0, -0.0) is -0.0); NaN wins in both
+            def expr(c):
+                return f"({c[0]} if ({c[0]} {_TIES[name]} {c[1]} or {c[0]} != {c[0]}) " \
+                       f"else {c[1]})"
+        else:
+            def expr(c):
+                return f"np.{name}({', '.join(c)})"
     return _elementwise_lines(outs[0], out, args, operands(args, out.dtype), expr)
 
 
