@@ -409,12 +409,16 @@ def _integer_bound(v, who):
 
 
 # --- permutations and choice ---------------------------------------------------------------
+def _shuffle_rounds(size):
+    """How many sorts _raw_shuffle makes of `size` elements (JAX's count)."""
+    return int(np.ceil(3 * np.log(max(1, size)) / np.log(np.iinfo(np.uint32).max)))
+
+
 def _raw_shuffle(key, shape, axis):
     """Indices permuting each slice along axis: JAX's _shuffle, rounds of stable sorts by
     random 32-bit keys (ceil(3 ln(size) / ln(2**32 - 1)) rounds, so ties barely matter).
     A batch of keys [..., 2] gives one permutation each (its axes first)."""
-    xp, size = backends.xp_of(key), math.prod(shape)
-    rounds = int(np.ceil(3 * np.log(max(1, size)) / np.log(np.iinfo(np.uint32).max)))
+    xp, rounds = backends.xp_of(key), _shuffle_rounds(math.prod(shape))
     lead = key.shape[:-1]
     with backends.on_device(backends.device_of(key)):
         along = xp.arange(shape[axis], dtype=np.int64).reshape(

@@ -136,9 +136,9 @@ INNER_RANKS = {
                      "linearize": 2, "residuals": 0, "primitive": 3, "jvp": 3, "batching": 3,
                      "revolve": 4, "fused": 4, "api": 5,
                      "plan": 6, "": 7},
-    "scanlib.scan.loop": {"batch": 0, "inplace": 0, "native_kernels": 0, "native_rules": 0,
-                          "ir": 1, "alias": 1, "memory": 2, "passes": 2, "interp": 3,
-                          "emit": 3, "native": 4, "": 5},
+    "scanlib.scan.loop": {"batch": 0, "inplace": 0, "native_kernels": 0, "native_prng": 0,
+                          "native_rules": 0, "ir": 1, "alias": 1, "memory": 2, "passes": 2,
+                          "interp": 3, "emit": 3, "native": 4, "": 5},
 }
 # What a folder may import from scanlib outside it: layers up to this rank. The loop compiler
 # reads graphs and primitives (tape, ops); it knows nothing of tracing, remat or scan's API.

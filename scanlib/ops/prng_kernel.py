@@ -25,14 +25,15 @@ _ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))  # prng.py's
 
 
 def _block_lines():
-    """The 20 rounds on uint64 words a, b (each < 2**32) under ks0, ks1, ks2, unrolled."""
+    """The 20 rounds on uint64 words a, b (each < 2**32) under ks0, ks1, ks2, unrolled (m is
+    the low 32 bits' mask)."""
     lines = []
     for i in range(5):
         for r in _ROTATIONS[i % 2]:
-            lines += ["a = (a + b) & np.uint64(0xFFFFFFFF)",
-                      f"b = (((b << np.uint64({r})) | (b >> np.uint64({32 - r}))) & np.uint64(0xFFFFFFFF)) ^ a"]
-        lines += [f"a = (a + ks{(i + 1) % 3}) & np.uint64(0xFFFFFFFF)",
-                  f"b = (b + ks{(i + 2) % 3} + np.uint64({i + 1})) & np.uint64(0xFFFFFFFF)"]
+            lines += ["a = (a + b) & m",
+                      f"b = (((b << np.uint64({r})) | (b >> np.uint64({32 - r}))) & m) ^ a"]
+        lines += [f"a = (a + ks{(i + 1) % 3}) & m",
+                  f"b = (b + ks{(i + 2) % 3} + np.uint64({i + 1})) & m"]
     return lines
 
 
@@ -47,8 +48,9 @@ _jit = numba.njit(cache=True, nogil=True)
 
 @_jit
 def block(ks0, ks1, ks2, a, b):
-    a = (a + ks0) & np.uint64(0xFFFFFFFF)
-    b = (b + ks1) & np.uint64(0xFFFFFFFF)
+    m = np.uint64(0xFFFFFFFF)
+    a = (a + ks0) & m
+    b = (b + ks1) & m
 {block}
     return a, b
 
@@ -81,13 +83,14 @@ def threefry_rows(keys, x0, x1):
 def counters(keys, n):
     """Both words of the cipher of counters 0..n-1 (64-bit, high word first) under each
     key of keys [L, 2]: two [L, n] uint64 arrays."""
+    m = np.uint64(0xFFFFFFFF)
     out0 = np.empty((keys.shape[0], n), np.uint64)
     out1 = np.empty((keys.shape[0], n), np.uint64)
     for i in range(keys.shape[0]):
         ks0, ks1, ks2 = keys_of(keys[i, 0], keys[i, 1])
         for j in range(n):
             c = np.uint64(j)
-            out0[i, j], out1[i, j] = block(ks0, ks1, ks2, c >> np.uint64(32), c & np.uint64(0xFFFFFFFF))
+            out0[i, j], out1[i, j] = block(ks0, ks1, ks2, c >> np.uint64(32), c & m)
     return out0, out1
 
 
@@ -129,6 +132,23 @@ def unit_floats64(keys, n):
     """flat_unit_floats in float64: [L, n] in [0, 1)."""
     m = (bits64(keys, n) >> np.uint64(12)) | np.uint64(0x3FF0000000000000)
     return m.view(np.float64) - np.float64(1.0)
+
+
+@_jit
+def shuffle(keys, n, rounds):
+    """random.py's _raw_shuffle of a 1-d shape (n,): [L, n] int64, a permutation per key
+    (rounds of stable sorts by random bits)."""
+    out = np.empty((keys.shape[0], n), np.int64)
+    for i in range(keys.shape[0]):
+        key = keys[i:i + 1].copy()
+        index = np.arange(n)
+        for _ in range(rounds):
+            pair = split(key, 2)
+            key = pair[:, 0].copy()
+            order = np.argsort(bits32(pair[:, 1].copy(), n)[0], kind="mergesort")
+            index = index[order]
+        out[i] = index
+    return out
 
 
 @_jit
@@ -195,7 +215,7 @@ def module():
 def functions():
     """The functions the loop tier's kernels call (native_rules.py's PRNG rules)."""
     m = module()
-    return m.split, m.bits32, m.bits64, m.unit_floats32, m.unit_floats64, m.fold_in
+    return m.split, m.bits32, m.bits64, m.unit_floats32, m.unit_floats64, m.fold_in, m.shuffle
 
 
 def _rows_kernel():
