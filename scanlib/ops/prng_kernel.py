@@ -80,58 +80,93 @@ def threefry_rows(keys, x0, x1):
 
 
 @_jit
-def counters(keys, n):
-    """Both words of the cipher of counters 0..n-1 (64-bit, high word first) under each
-    key of keys [L, 2]: two [L, n] uint64 arrays."""
-    m = np.uint64(0xFFFFFFFF)
-    out0 = np.empty((keys.shape[0], n), np.uint64)
-    out1 = np.empty((keys.shape[0], n), np.uint64)
+def split(keys, n):
+    """raw_split: [L, n, 2] uint32, n new keys from each of keys [L, 2] (the cipher of
+    counters 0..n-1, 64-bit, high word first)."""
+    out = np.empty((keys.shape[0], n, 2), np.uint32)
     for i in range(keys.shape[0]):
         ks0, ks1, ks2 = keys_of(keys[i, 0], keys[i, 1])
         for j in range(n):
             c = np.uint64(j)
-            out0[i, j], out1[i, j] = block(ks0, ks1, ks2, c >> np.uint64(32), c & m)
-    return out0, out1
-
-
-@_jit
-def split(keys, n):
-    """raw_split: [L, n, 2] uint32, n new keys from each of keys [L, 2]."""
-    b0, b1 = counters(keys, n)
-    out = np.empty((keys.shape[0], n, 2), np.uint32)
-    for i in range(keys.shape[0]):
-        for j in range(n):
-            out[i, j, 0] = np.uint32(b0[i, j])
-            out[i, j, 1] = np.uint32(b1[i, j])
+            a, b = block(ks0, ks1, ks2, c >> np.uint64(32), c & np.uint64(0xFFFFFFFF))
+            out[i, j, 0], out[i, j, 1] = np.uint32(a), np.uint32(b)
     return out
 
 
 @_jit
 def bits32(keys, n):
-    """flat_bits of width 32 (narrower widths: these, cast): [L, n] uint32."""
-    b0, b1 = counters(keys, n)
-    return (b0 ^ b1).astype(np.uint32)
+    """flat_bits of width 32 (narrower widths: these, cast): [L, n] uint32, the two words
+    xor-ed."""
+    words = split(keys, n)
+    out = np.empty((keys.shape[0], n), np.uint32)
+    for i in range(keys.shape[0]):
+        for j in range(n):
+            out[i, j] = words[i, j, 0] ^ words[i, j, 1]
+    return out
 
 
 @_jit
 def bits64(keys, n):
     """flat_bits of width 64: [L, n] uint64, the first word high."""
-    b0, b1 = counters(keys, n)
-    return (b0 << np.uint64(32)) | b1
+    words = split(keys, n)
+    out = np.empty((keys.shape[0], n), np.uint64)
+    for i in range(keys.shape[0]):
+        for j in range(n):
+            out[i, j] = (np.uint64(words[i, j, 0]) << np.uint64(32)) | np.uint64(words[i, j, 1])
+    return out
 
 
 @_jit
 def unit_floats32(keys, n):
-    """flat_unit_floats in float32: [L, n] in [0, 1)."""
-    m = (bits32(keys, n) >> np.uint32(9)) | np.uint32(0x3F800000)
-    return m.view(np.float32) - np.float32(1.0)
+    """flat_unit_floats in float32: [L, n] in [0, 1), the mantissa's bits under 1.0's
+    exponent, minus 1."""
+    m = bits32(keys, n)
+    for i in range(keys.shape[0]):
+        for j in range(n):
+            m[i, j] = (m[i, j] >> np.uint32(9)) | np.uint32(0x3F800000)
+    out = m.view(np.float32)
+    for i in range(keys.shape[0]):
+        for j in range(n):
+            out[i, j] -= np.float32(1.0)
+    return out
 
 
 @_jit
 def unit_floats64(keys, n):
     """flat_unit_floats in float64: [L, n] in [0, 1)."""
-    m = (bits64(keys, n) >> np.uint64(12)) | np.uint64(0x3FF0000000000000)
-    return m.view(np.float64) - np.float64(1.0)
+    m = bits64(keys, n)
+    for i in range(keys.shape[0]):
+        for j in range(n):
+            m[i, j] = (m[i, j] >> np.uint64(12)) | np.uint64(0x3FF0000000000000)
+    out = m.view(np.float64)
+    for i in range(keys.shape[0]):
+        for j in range(n):
+            out[i, j] -= np.float64(1.0)
+    return out
+
+
+@_jit
+def stable_order(v):
+    """The permutation sorting v stably (NumPy's kind="stable"): a bottom-up merge sort
+    (numba's own argsort takes seconds to compile)."""
+    n = v.shape[0]
+    order = np.arange(n)
+    spare = np.empty(n, np.int64)
+    width = 1
+    while width < n:
+        for lo in range(0, n, 2 * width):
+            mid, hi = min(lo + width, n), min(lo + 2 * width, n)
+            i, j = lo, mid
+            for k in range(lo, hi):
+                if i < mid and (j >= hi or v[order[i]] <= v[order[j]]):
+                    spare[k] = order[i]
+                    i += 1
+                else:
+                    spare[k] = order[j]
+                    j += 1
+        order, spare = spare, order
+        width *= 2
+    return order
 
 
 @_jit
@@ -139,15 +174,22 @@ def shuffle(keys, n, rounds):
     """random.py's _raw_shuffle of a 1-d shape (n,): [L, n] int64, a permutation per key
     (rounds of stable sorts by random bits)."""
     out = np.empty((keys.shape[0], n), np.int64)
+    key = np.empty((1, 2), np.uint32)
+    sub = np.empty((1, 2), np.uint32)
     for i in range(keys.shape[0]):
-        key = keys[i:i + 1].copy()
+        key[0, 0], key[0, 1] = keys[i, 0], keys[i, 1]
         index = np.arange(n)
+        moved = np.empty(n, np.int64)
         for _ in range(rounds):
             pair = split(key, 2)
-            key = pair[:, 0].copy()
-            order = np.argsort(bits32(pair[:, 1].copy(), n)[0], kind="mergesort")
-            index = index[order]
-        out[i] = index
+            key[0, 0], key[0, 1] = pair[0, 0, 0], pair[0, 0, 1]
+            sub[0, 0], sub[0, 1] = pair[0, 1, 0], pair[0, 1, 1]
+            order = stable_order(bits32(sub, n)[0])
+            for k in range(n):
+                moved[k] = index[order[k]]
+            index, moved = moved, index
+        for k in range(n):
+            out[i, k] = index[k]
     return out
 
 
