@@ -3,8 +3,8 @@ layout, raw bits, unit floats and uniforms, erfinv and normals, and the key-deri
 split, fold_in) and draw (bits, uniform, normal) primitives. The public API is scanlib.random.
 
 Imports backends, ops.batching, ops.elementwise, ops.primitive and ops.prng_kernel (numba's
-threefry2x32, where installed); the primitives here have
-no VJP (keys have no gradient), except erfinv's (truncated_normal's inverse CDF).
+threefry2x32, where installed); the primitives here have no VJP (keys have no gradient),
+except erfinv's (truncated_normal's inverse CDF).
 """
 
 from __future__ import annotations
