@@ -1,6 +1,7 @@
 """Random-number generation on raw arrays: Threefry-2x32 (20 rounds) in JAX's "partitionable"
 layout, raw bits, unit floats and uniforms, erfinv and normals, and the key-derivation (seed,
-split, fold_in) and draw (bits, uniform, normal) primitives. The public API is scanlib.random.
+split, fold_in) and draw (bits, uniform, normal, a permutation; categorical's argmax)
+primitives. The public API is scanlib.random.
 
 Imports backends, ops.batching, ops.elementwise, ops.primitive and ops.prng_kernel (numba's
 threefry2x32, where installed); the primitives here have no VJP (keys have no gradient),
@@ -258,6 +259,42 @@ uniform_p = Primitive("random_uniform", lambda key, shape, dtype: _unit_floats(k
 normal_p = Primitive("random_normal", raw_normal,
                      doc="random_normal(key, shape, dtype): standard normal floats.",
                      batch=keys_rule)
+
+
+# --- permutations and categorical's argmax ----------------------------------------------
+def shuffle_rounds(size):
+    """How many sorts raw_shuffle makes of `size` elements (JAX's count)."""
+    return int(np.ceil(3 * np.log(max(1, size)) / np.log(np.iinfo(np.uint32).max)))
+
+
+def raw_shuffle(key, shape, axis):
+    """Indices permuting each slice along axis: JAX's _shuffle, rounds of stable sorts by
+    random 32-bit keys (ceil(3 ln(size) / ln(2**32 - 1)) rounds, so ties barely matter).
+    A batch of keys [..., 2] gives one permutation each (its axes first)."""
+    xp, rounds = backends.xp_of(key), shuffle_rounds(math.prod(shape))
+    lead = key.shape[:-1]
+    with backends.on_device(backends.device_of(key)):
+        along = xp.arange(shape[axis], dtype=np.int64).reshape(
+            (-1,) + (1,) * (len(shape) - axis - 1))
+        index = xp.broadcast_to(along, lead + tuple(shape)).copy()
+    axis += len(lead)
+    for _ in range(rounds):
+        keys = raw_split(key, (2,))
+        key, sort_keys = keys[..., 0, :], raw_bits(keys[..., 1, :], shape, 32)
+        index = xp.take_along_axis(index, xp.argsort(sort_keys, axis=axis, kind="stable"),
+                                   axis=axis)
+    return index
+
+
+shuffle_p = Primitive("random_shuffle", raw_shuffle,
+                      doc="random_shuffle(key, shape, axis): permutation indices along axis.",
+                      batch=keys_rule)
+
+
+argmax_p = Primitive("argmax", lambda x, axis: backends.xp_of(x).asarray(
+                         backends.xp_of(x).argmax(x, axis=axis)),
+                     doc="argmax(x, axis): index of the first maximum (or NaN) along axis.",
+                     batch=batching.axis_rule)
 
 
 # --- erfinv as a differentiable primitive (truncated_normal's), and nextafter -------------

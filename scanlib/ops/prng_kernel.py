@@ -171,7 +171,7 @@ def stable_order(v):
 
 @_jit
 def shuffle(keys, n, rounds):
-    """random.py's _raw_shuffle of a 1-d shape (n,): [L, n] int64, a permutation per key
+    """prng.py's raw_shuffle of a 1-d shape (n,): [L, n] int64, a permutation per key
     (rounds of stable sorts by random bits)."""
     out = np.empty((keys.shape[0], n), np.int64)
     key = np.empty((1, 2), np.uint32)

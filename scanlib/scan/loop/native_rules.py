@@ -6,7 +6,7 @@ cannot prove it writes exactly (an index read from an array, a batch of matrices
 Unsupported, and the body runs as NumPy. Whatever a rule writes, native.py still checks the
 dtype and rank numba infers for every value against the graph's before the kernel runs.
 
-Imports tape, ops and random (for the primitives' identities); numba only inside native.py.
+Imports tape and ops (for the primitives' identities); numba only inside native.py.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ import math
 
 import numpy as np
 
-from ... import random as rnd
 from ...ops import decompositions as dec
 from ...ops import elementwise as ew
 from ...ops import gathers, prng
@@ -512,17 +511,17 @@ def _random_fold_in(eqn, args, outs):
     return [f"{outs[0]} = _prng_fold_in({_keys(key, lead)}, {words}).reshape({lead + (2,)})"]
 
 
-@rule(rnd.shuffle_p)
+@rule(prng.shuffle_p)
 def _random_shuffle(eqn, args, outs):
     key, shape = args[0], tuple(eqn.params["shape"])
     if len(shape) != 1:
         raise Unsupported(f"random_shuffle of shape {shape} (the rule permutes one axis)")
     lead, n = key.shape[:-1], shape[0]
-    return [f"{outs[0]} = _prng_shuffle({_keys(key, lead)}, {n}, {rnd._shuffle_rounds(n)})"
+    return [f"{outs[0]} = _prng_shuffle({_keys(key, lead)}, {n}, {prng.shuffle_rounds(n)})"
             f".reshape({lead + shape})"]
 
 
-@rule(rnd.argmax_p)
+@rule(prng.argmax_p)
 def _argmax(eqn, args, outs):
     x, out = args[0], eqn.outvars[0]
     if x.scalar or x.dtype.kind not in "fiu":
