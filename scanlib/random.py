@@ -19,8 +19,9 @@ from . import backends
 from .ops import Primitive, as_tensor, getitem, log, log1p, maximum, stop_gradient, where
 from .ops import batching
 from .ops.functions import one_axis
-from .ops.prng import (U32, flat_bits, flat_uniform, flat_unit_floats, raw_bits, raw_split,
-                       bits_p, fold_in_p, keys_rule, normal_p, seed_p, split_p, uniform_p)
+from .ops.prng import (U32, flat_bits, flat_uniform, flat_unit_floats, raw_split,
+                       argmax_p, bits_p, fold_in_p, keys_rule, normal_p, seed_p, shuffle_p,
+                       split_p, uniform_p)
 from .ops.prng import threefry2x32  # noqa: F401 (scanlib.random.threefry2x32, as before)
 from .tape import Tensor, type_str
 from .tape.graph import on_stand_ins
@@ -263,12 +264,6 @@ def bernoulli(key, p=0.5, shape=None) -> Tensor:
     return uniform(key, shape, dtype) < _param(p, dtype)
 
 
-argmax_p = Primitive("argmax", lambda x, axis: backends.xp_of(x).asarray(
-                         backends.xp_of(x).argmax(x, axis=axis)),
-                     doc="argmax(x, axis): index of the first maximum (or NaN) along axis.",
-                     batch=batching.axis_rule)
-
-
 def categorical(key, logits, axis=-1, shape=None) -> Tensor:
     """Indices drawn with probabilities softmax(logits) along axis, as jax.random.categorical.
 
@@ -409,31 +404,6 @@ def _integer_bound(v, who):
 
 
 # --- permutations and choice ---------------------------------------------------------------
-def _raw_shuffle(key, shape, axis):
-    """Indices permuting each slice along axis: JAX's _shuffle, rounds of stable sorts by
-    random 32-bit keys (ceil(3 ln(size) / ln(2**32 - 1)) rounds, so ties barely matter).
-    A batch of keys [..., 2] gives one permutation each (its axes first)."""
-    xp, size = backends.xp_of(key), math.prod(shape)
-    rounds = int(np.ceil(3 * np.log(max(1, size)) / np.log(np.iinfo(np.uint32).max)))
-    lead = key.shape[:-1]
-    with backends.on_device(backends.device_of(key)):
-        along = xp.arange(shape[axis], dtype=np.int64).reshape(
-            (-1,) + (1,) * (len(shape) - axis - 1))
-        index = xp.broadcast_to(along, lead + tuple(shape)).copy()
-    axis += len(lead)
-    for _ in range(rounds):
-        keys = raw_split(key, (2,))
-        key, sort_keys = keys[..., 0, :], raw_bits(keys[..., 1, :], shape, 32)
-        index = xp.take_along_axis(index, xp.argsort(sort_keys, axis=axis, kind="stable"),
-                                   axis=axis)
-    return index
-
-
-shuffle_p = Primitive("random_shuffle", _raw_shuffle,
-                      doc="random_shuffle(key, shape, axis): permutation indices along axis.",
-                      batch=keys_rule)
-
-
 def _take(x, index, axis):
     return getitem(x, (slice(None),) * axis + (index,))
 

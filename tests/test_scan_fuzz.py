@@ -242,6 +242,11 @@ POOL_OPS = {
                lambda n, a, b: f"vjp(lambda z: tanh(z @ W), {n.p[a]})[1]({n.p[b]})[0]"),
     "inner": (lambda e, a, b, rev: _inner_scan(e, e.p[a], e.p[b], rev),
               lambda n, a, b, rev: f"inner_scan({n.p[a]}, {n.p[b]}, reverse={rev})"),
+    # a gather at [B, 1] index arrays (fixed_indices, then x[i, j]; a scatter in the VJP)
+    "pick": (lambda e, i, a: e.p[a] * sl.take_along_axis(e.p[a], sl.broadcast_to(
+        sl.minimum(e.x[i], e.shape("S")[1] - 1), (e.shape("S")[0], 1)), axis=-1),
+             lambda n, i, a: f"{n.p[a]} * take_along_axis({n.p[a]}, "
+                             f"broadcast_to(minimum({n.x[i]}, D - 1), (B, 1)), axis=-1)"),
 }
 
 
@@ -873,6 +878,8 @@ def _draw_op(d, kinds):
         return d.push((kind, a, b), bounded[b])
     if kind == "inner":
         return d.push((kind, a, b, d.draw(st.booleans())), bounded[b])
+    if kind == "pick":
+        return d.push((kind, d.add_xs("idx", "()"), a), bounded[a])
     if kind == "add_xint":
         ints = [i for i, (dt, _) in enumerate(d.xs) if dt in INTS]
         i = d.pick(ints) if ints and d.draw(st.booleans()) else d.add_xs(d.pick(INTS),

@@ -1,19 +1,23 @@
 """Random-number generation on raw arrays: Threefry-2x32 (20 rounds) in JAX's "partitionable"
 layout, raw bits, unit floats and uniforms, erfinv and normals, and the key-derivation (seed,
-split, fold_in) and draw (bits, uniform, normal) primitives. The public API is scanlib.random.
+split, fold_in) and draw (bits, uniform, normal, a permutation; categorical's argmax)
+primitives. The public API is scanlib.random.
 
-Imports backends, ops.batching, ops.elementwise and ops.primitive; the primitives here have
-no VJP (keys have no gradient), except erfinv's (truncated_normal's inverse CDF).
+Imports backends, ops.batching, ops.elementwise, ops.primitive and ops.prng_kernel (numba's
+threefry2x32, where installed); the primitives here have no VJP (keys have no gradient),
+except erfinv's (truncated_normal's inverse CDF).
 """
 
 from __future__ import annotations
 
+import logging
 import math
+import time
 
 import numpy as np
 
 from .. import backends
-from . import batching
+from . import batching, prng_kernel
 from .elementwise import exp, mul
 from .primitive import Primitive
 
@@ -23,25 +27,72 @@ _U64 = np.dtype(np.uint64)
 
 # --- Threefry-2x32 on raw uint32 arrays --------------------------------------------------
 _ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
+_SHIFTS = tuple(tuple((np.uint32(r), np.uint32(32 - r)) for r in rots) for rots in _ROTATIONS)
+_PARITY = np.uint32(0x1BD11BDA)
+_ROUND_NUMBERS = tuple(np.uint32(i + 1) for i in range(5))
+# The numba kernel is ~15x faster on a few keys (8 us against 110 us a call), but loading
+# numba's runtime costs 0.5-1 s once per process (2 s to compile it on an empty cache): so
+# by default a process switches to it once it has spent SWITCH_S in NumPy's threefry.
+KERNEL = {"use": None, "auto": None, "numpy_s": 0.0}
+SWITCH_S = 0.5
+log = logging.getLogger("scanlib.numba")  # logs.get("numba"), which ops do not import
 
 
-def _rotate_left(x, r):
-    return (x << np.uint32(r)) | (x >> np.uint32(32 - r))
+def use_kernel(on: bool | None) -> None:
+    """Whether threefry2x32 runs as one numba kernel on NumPy keys: True or False, or None
+    (the default) to switch to it, where numba is installed, once NumPy's has taken
+    SWITCH_S seconds in this process. The two give the same bits."""
+    if on not in (None, True, False):
+        raise ValueError(f"use_kernel: on must be None, True or False, got {on!r}")
+    KERNEL["use"] = on
+
+
+def _kernel_on():
+    on = KERNEL["use"]
+    if on is None:
+        on = KERNEL["auto"]
+        if on is None and KERNEL["numpy_s"] >= SWITCH_S:
+            on = KERNEL["auto"] = prng_kernel.missing() is None
+            if on:
+                log.info("threefry2x32: %.2f s spent in NumPy's; switching to numba's kernel",
+                         KERNEL["numpy_s"])
+    return on
 
 
 def threefry2x32(key, x0, x1):
     """The Threefry-2x32 block cipher (20 rounds) of counters (x0, x1) under key, as raw
     uint32 arrays on the key's backend; the function jax.random is built on. A batch of keys
-    [..., 2] (vmap's) broadcasts against the counters: one row of results per key."""
+    [..., 2] (vmap's) broadcasts against the counters: one row of results per key. On NumPy
+    with numba installed, one numba kernel computes it (use_kernel); otherwise NumPy's
+    operators do, in place (the same bits)."""
+    if _kernel_on():
+        out = prng_kernel.threefry(key, x0, x1)
+        if out is not None:
+            return out
+    start = time.perf_counter()
+    out = _threefry_xp(key, x0, x1)
+    KERNEL["numpy_s"] += time.perf_counter() - start
+    return out
+
+
+def _threefry_xp(key, x0, x1):
+    """threefry2x32 as array operations, each round's in place on two fresh arrays."""
     k0, k1 = key[..., 0:1], key[..., 1:2]  # (1,)-arrays: array arithmetic wraps without warnings
-    ks = (k0, k1, k0 ^ k1 ^ np.uint32(0x1BD11BDA))
-    x0, x1 = x0 + ks[0], x1 + ks[1]
+    ks = (k0, k1, k0 ^ k1 ^ _PARITY)
+    x0, x1 = x0 + ks[0], x1 + ks[1]  # new arrays, updated in place from here
+    if x0.shape != x1.shape:
+        xp = backends.xp_of(x0)
+        shape = np.broadcast_shapes(x0.shape, x1.shape)
+        x0, x1 = xp.broadcast_to(x0, shape).copy(), xp.broadcast_to(x1, shape).copy()
     for i in range(5):
-        for r in _ROTATIONS[i % 2]:
-            x0 = x0 + x1
-            x1 = _rotate_left(x1, r) ^ x0
-        x0 = x0 + ks[(i + 1) % 3]
-        x1 = x1 + ks[(i + 2) % 3] + np.uint32(i + 1)
+        for left, right in _SHIFTS[i % 2]:
+            x0 += x1
+            high = x1 << left
+            x1 >>= right
+            x1 |= high
+            x1 ^= x0
+        x0 += ks[(i + 1) % 3]
+        x1 += ks[(i + 2) % 3] + _ROUND_NUMBERS[i]
     return x0, x1
 
 
@@ -208,6 +259,42 @@ uniform_p = Primitive("random_uniform", lambda key, shape, dtype: _unit_floats(k
 normal_p = Primitive("random_normal", raw_normal,
                      doc="random_normal(key, shape, dtype): standard normal floats.",
                      batch=keys_rule)
+
+
+# --- permutations and categorical's argmax ----------------------------------------------
+def shuffle_rounds(size):
+    """How many sorts raw_shuffle makes of `size` elements (JAX's count)."""
+    return int(np.ceil(3 * np.log(max(1, size)) / np.log(np.iinfo(np.uint32).max)))
+
+
+def raw_shuffle(key, shape, axis):
+    """Indices permuting each slice along axis: JAX's _shuffle, rounds of stable sorts by
+    random 32-bit keys (ceil(3 ln(size) / ln(2**32 - 1)) rounds, so ties barely matter).
+    A batch of keys [..., 2] gives one permutation each (its axes first)."""
+    xp, rounds = backends.xp_of(key), shuffle_rounds(math.prod(shape))
+    lead = key.shape[:-1]
+    with backends.on_device(backends.device_of(key)):
+        along = xp.arange(shape[axis], dtype=np.int64).reshape(
+            (-1,) + (1,) * (len(shape) - axis - 1))
+        index = xp.broadcast_to(along, lead + tuple(shape)).copy()
+    axis += len(lead)
+    for _ in range(rounds):
+        keys = raw_split(key, (2,))
+        key, sort_keys = keys[..., 0, :], raw_bits(keys[..., 1, :], shape, 32)
+        index = xp.take_along_axis(index, xp.argsort(sort_keys, axis=axis, kind="stable"),
+                                   axis=axis)
+    return index
+
+
+shuffle_p = Primitive("random_shuffle", raw_shuffle,
+                      doc="random_shuffle(key, shape, axis): permutation indices along axis.",
+                      batch=keys_rule)
+
+
+argmax_p = Primitive("argmax", lambda x, axis: backends.xp_of(x).asarray(
+                         backends.xp_of(x).argmax(x, axis=axis)),
+                     doc="argmax(x, axis): index of the first maximum (or NaN) along axis.",
+                     batch=batching.axis_rule)
 
 
 # --- erfinv as a differentiable primitive (truncated_normal's), and nextafter -------------

@@ -193,6 +193,8 @@ def kernel_module(params, body_lines, what="kernel"):
         "",
         "from scanlib.scan.loop.native_kernels import _row, _rows_extreme, _scatter1, _scatter2, "
         "_sigmoid, _solve, _take1, _take2, _triangular_solve",
+        "from scanlib.scan.loop.native_prng import _argmax_rows, _fixed_indices, _prng_bits32, "
+        "_prng_bits64, _prng_fold_in, _prng_shuffle, _prng_split, _prng_unit32, _prng_unit64",
         "",
         "",
         "@numba.njit(cache=CACHE, nogil=True, error_model='numpy')",
@@ -378,10 +380,13 @@ def _helpers_digest():
     file changes: so the helpers' source and numba's version are part of every kernel's."""
     import numba
 
-    from . import native_kernels
+    from ...ops import prng_kernel
+    from . import native_kernels, native_prng
 
-    with open(native_kernels.__file__, "rb") as fh:
-        text = fh.read() + numba.__version__.encode()
+    text = numba.__version__.encode() + prng_kernel.SOURCE.encode()
+    for helpers in (native_kernels, native_prng):
+        with open(helpers.__file__, "rb") as fh:
+            text += fh.read()
     return hashlib.sha256(text).hexdigest()[:16]
 
 

@@ -119,9 +119,10 @@ def reduction(name, out, x, code, axes, which):
                          "_i", kept)
 
 
-def store(target, code, shape, tag):
-    """Lines writing array `code` of static `shape` into the row `target` (`Y0[t]`, a view
-    of the same shape), element by element; `tag` makes the row's name unique."""
+def store(target, code, shape, tag, scalar=False):
+    """Lines writing array `code` of static `shape` (or the scalar `code` to every element)
+    into the row `target` (`Y0[t]`, a view of that shape), element by element; `tag` makes
+    the row's name unique."""
     row, lines = f"_row{tag}", []
     if not shape or math.prod(shape) == 0:
         return [f"{target} = {code}"]
@@ -129,7 +130,8 @@ def store(target, code, shape, tag):
         lines.append(f"_value{tag} = {code}")
         code = f"_value{tag}"
     at = _position(len(shape))
-    return lines + [f"{row} = {target}"] + loops(shape, [f"{row}[{at}] = {code}[{at}]"])
+    value = code if scalar else f"{code}[{at}]"
+    return lines + [f"{row} = {target}"] + loops(shape, [f"{row}[{at}] = {value}"])
 
 
 def _dtype(dtype):

@@ -19,6 +19,7 @@ import numpy as np
 
 from ...ops import decompositions as dec
 from ...ops import elementwise as ew
+from ...ops import gathers, prng
 from ...ops import linalg as la
 from ...ops import mathfuncs as mf
 from ...ops import special as sp
@@ -275,20 +276,21 @@ def _transpose(eqn, args, outs):
 
 def _array_index(eqn, args, ndim):
     """For an index that is index arrays only, the arrays as the helpers read them: one or
-    two 1-d integer arrays of one length selecting rows (x[i]) or elements (x[i, j]) of an
+    two integer arrays of one shape selecting rows (x[i]) or elements (x[i, j]) of an
     array of `ndim` axes (a leading ... that stands for no axis allowed, as diagonal()
-    writes); any other form raises Unsupported. The helpers check bounds (NumPy's
-    IndexError then comes from the NumPy loop, which reruns)."""
+    writes), flattened (the rules give the result the arrays' shape again); any other form
+    raises Unsupported. The helpers check bounds (NumPy's IndexError then comes from the
+    NumPy loop, which reruns)."""
     index, arrays = tuple(eqn.params["index"]), args[1:]
     if index[:1] == (Ellipsis,) and len(index) - 1 == ndim:
         index = index[1:]
     slots = [type(i).__name__ == "Slot" for i in index]
     if not (1 <= len(index) <= 2 and all(slots)
             and [i.i for i in index] == list(range(len(arrays)))
-            and all(a.dtype.kind in "iu" and len(a.shape) == 1 for a in arrays)
+            and all(a.dtype.kind in "iu" and len(a.shape) >= 1 for a in arrays)
             and len({a.shape for a in arrays}) == 1):
         raise Unsupported("an index read from an array inside the step, in a form other "
-                          "than x[i] or x[i, j] with 1-d integer arrays")
+                          "than x[i] or x[i, j] with integer arrays of one shape")
     return arrays
 
 
@@ -304,6 +306,11 @@ def _scalar_index(eqn, args, shape):
     return ", ".join(f"_row({a.code}, {int(n)})" for a, n in zip(arrays, shape))
 
 
+def _flat_indices(arrays):
+    """The index arrays' code, each as the 1-d array the helpers take."""
+    return ", ".join(a.code if len(a.shape) == 1 else f"np.ravel({a.code})" for a in arrays)
+
+
 @rule(st.getitem_p)
 def _getitem(eqn, args, outs):
     x, out = args[0], eqn.outvars[0]
@@ -314,8 +321,10 @@ def _getitem(eqn, args, outs):
         arrays = _array_index(eqn, args, len(x.shape))
         if len(x.shape) < len(arrays):
             raise Unsupported("an index with more arrays than axes")
-        return [f"{outs[0]} = _take{len(arrays)}({x.code}, "
-                f"{', '.join(a.code for a in arrays)})"]
+        code = f"_take{len(arrays)}({x.code}, {_flat_indices(arrays)})"
+        if len(arrays[0].shape) != 1:
+            code = f"{code}.reshape({tuple(out.shape)})"
+        return [f"{outs[0]} = {code}"]
     index = tuple(eqn.params["index"])
     if x.scalar:  # x[()], x[...], x[None]: no element is selected, only axes added
         return [f"{outs[0]} = " + (_full(out.shape, x.code) if out.shape else x.code)]
@@ -331,13 +340,16 @@ def _scatter_add(eqn, args, outs):
     zeros = f"{outs[0]} = np.zeros({shape}, {dtype_code(out.dtype)})"
     scalar = _scalar_index(eqn, args, shape) if len(args) > 1 else None
     if scalar is not None and tuple(g.shape) == shape[len(args) - 1:]:  # no index repeats
-        return [zeros, f"{outs[0]}[{scalar}] = {g.code}"]
+        return [zeros, *nests.store(f"{outs[0]}[{scalar}]", g.code, tuple(g.shape), outs[0])]
     if len(args) > 1:
         arrays = _array_index(eqn, args, len(shape))
         if len(shape) < len(arrays):
             raise Unsupported("an index with more arrays than axes")
-        return [zeros, f"_scatter{len(arrays)}({outs[0]}, {g.code}, "
-                       f"{', '.join(a.code for a in arrays)})"]
+        values = g.code
+        if len(arrays[0].shape) != 1:  # g's leading axes are the arrays' shape: one axis
+            rows = (math.prod(arrays[0].shape),) + shape[len(arrays):]
+            values = f"np.ascontiguousarray({g.code}).reshape({rows})"
+        return [zeros, f"_scatter{len(arrays)}({outs[0]}, {values}, {_flat_indices(arrays)})"]
     if not shape:  # the one element of g (x[None] and x[()] of a 0-d x)
         return [f"{outs[0]} = " + (g.code if g.scalar else f"np.ravel({g.code})[0]")]
     # out[index] = g, with the axes that None adds to g taken out of both sides.
@@ -371,7 +383,9 @@ def _scatter_set(eqn, args, outs):
             raise Unsupported("scatter_set of a value broadcast to the written part")
         value = (f"np.ravel({value})[0]" if not target
                  else f"np.ascontiguousarray({value}).reshape({target})")
-    return [f"{outs[0]} = {x.code}.copy()", f"{outs[0]}[{index_code(kept)}] = {value}"]
+    return [f"{outs[0]} = {x.code}.copy()",
+            *nests.store(f"{outs[0]}[{index_code(kept)}]", value, target, outs[0],
+                         scalar=v.scalar)]
 
 
 @rule(st.concatenate_p)
@@ -512,6 +526,120 @@ def _triangular_solve(eqn, args, outs):
     p = eqn.params
     return [f"{outs[0]} = _triangular_solve({args[0].code}, {args[1].code}, "
             f"{bool(p['lower'])}, {bool(p['unit_diagonal'])})"]
+
+
+# --- the PRNG (ops/prng.py's Threefry draws, categorical's argmax) and fixed_indices ------------
+# native_prng.py's functions, which compute what the NumPy impls compute (integer arithmetic,
+# and float bits assembled exactly as prng.flat_unit_floats does): equal bit for bit.
+def _keys(key, lead):
+    """A key argument [..., 2] as the functions read keys: [L, 2], C-contiguous, uint32."""
+    if key.literal or key.dtype != np.uint32 or not key.shape or key.shape[-1] != 2:
+        raise Unsupported(f"a PRNG key of {key.dtype}{list(key.shape)}")
+    code = key.code
+    if tuple(key.shape[:-1]) != tuple(lead):
+        code = f"np.broadcast_to({code}, {tuple(lead) + (2,)})"
+    return f"np.ascontiguousarray({code}).reshape(({math.prod(lead)}, 2))"
+
+
+def _rows_shaped(code, shape):
+    """An [L, n] result in the graph's shape (a scalar for a 0-d one)."""
+    return f"{code}.reshape({tuple(shape)})" if shape else f"{code}[0, 0]"
+
+
+@rule(prng.split_p)
+def _random_split(eqn, args, outs):
+    key, shape = args[0], tuple(eqn.params["shape"])
+    lead = key.shape[:-1]
+    return [f"{outs[0]} = _prng_split({_keys(key, lead)}, {math.prod(shape)})"
+            f".reshape({lead + shape + (2,)})"]
+
+
+@rule(prng.bits_p)
+def _random_bits(eqn, args, outs):
+    key, shape, width = args[0], tuple(eqn.params["shape"]), int(eqn.params["width"])
+    lead = key.shape[:-1]
+    code = f"_prng_bits{64 if width == 64 else 32}({_keys(key, lead)}, {math.prod(shape)})"
+    if width in (8, 16):
+        code = f"{code}.astype(np.uint{width})"
+    elif width not in (32, 64):
+        raise Unsupported(f"random_bits of width {width}")
+    return [f"{outs[0]} = {_rows_shaped(code, lead + shape)}"]
+
+
+@rule(prng.uniform_p)
+def _random_uniform(eqn, args, outs):
+    key, shape, dtype = args[0], tuple(eqn.params["shape"]), np.dtype(eqn.params["dtype"])
+    if dtype not in (np.float32, np.float64):
+        raise Unsupported(f"random_uniform of {dtype}")
+    lead = key.shape[:-1]
+    code = f"_prng_unit{dtype.itemsize * 8}({_keys(key, lead)}, {math.prod(shape)})"
+    return [f"{outs[0]} = {_rows_shaped(code, lead + shape)}"]
+
+
+@rule(prng.fold_in_p)
+def _random_fold_in(eqn, args, outs):
+    key, data = args
+    if data.literal:
+        try:  # what the impl's asarray(data).astype(uint32) makes of it
+            word = int(np.asarray(data.value).astype(np.uint32))
+        except (OverflowError, TypeError, ValueError):
+            raise Unsupported(f"fold_in of {data.value!r}") from None
+        lead, words = key.shape[:-1], f"np.full({math.prod(key.shape[:-1])}, np.uint32({word}))"
+    else:
+        if data.dtype.kind not in "iu":
+            raise Unsupported(f"fold_in of {data.dtype} data")
+        try:
+            lead = tuple(np.broadcast_shapes(key.shape[:-1], data.shape))
+        except ValueError:
+            raise Unsupported("fold_in of data that does not broadcast with the keys") from None
+        n = math.prod(lead)
+        words = (f"np.full({n}, {data.code})" if data.scalar else
+                 f"np.ascontiguousarray(np.broadcast_to({data.code}, {lead})).reshape({n})")
+        words = f"{words}.astype(np.uint32)"
+    return [f"{outs[0]} = _prng_fold_in({_keys(key, lead)}, {words}).reshape({lead + (2,)})"]
+
+
+@rule(prng.shuffle_p)
+def _random_shuffle(eqn, args, outs):
+    key, shape = args[0], tuple(eqn.params["shape"])
+    if len(shape) != 1:
+        raise Unsupported(f"random_shuffle of shape {shape} (the rule permutes one axis)")
+    lead, n = key.shape[:-1], shape[0]
+    return [f"{outs[0]} = _prng_shuffle({_keys(key, lead)}, {n}, {prng.shuffle_rounds(n)})"
+            f".reshape({lead + shape})"]
+
+
+@rule(prng.argmax_p)
+def _argmax(eqn, args, outs):
+    x, out = args[0], eqn.outvars[0]
+    if x.scalar or x.dtype.kind not in "fiu":
+        raise Unsupported(f"argmax of {x.dtype}{list(x.shape)}")
+    axis = int(eqn.params["axis"]) % len(x.shape)
+    if x.shape[axis] == 0:
+        raise Unsupported("an argmax over an empty axis")
+    kept = tuple(a for a in range(len(x.shape)) if a != axis)
+    code = x.code if kept + (axis,) == tuple(range(len(x.shape))) else \
+        f"np.transpose({x.code}, {kept + (axis,)})"
+    rows = math.prod(x.shape[a] for a in kept)
+    code = f"_argmax_rows(np.ascontiguousarray({code}).reshape(({rows}, {x.shape[axis]})))"
+    return [f"{outs[0]} = " + (f"{code}.reshape({tuple(out.shape)})" if out.shape
+                              else f"{code}[0]")]
+
+
+_INDEX_MODES = {"raise": 0, "clip": 1, "wrap": 2}
+
+
+@rule(gathers.fixed_indices_p)
+def _fixed_indices(eqn, args, outs):
+    idx, out = args[0], eqn.outvars[0]
+    size, mode = int(eqn.params["size"]), eqn.params["mode"]
+    if (idx.literal or idx.scalar or idx.dtype.kind != "i" or out.dtype != idx.dtype
+            or not 0 < size <= np.iinfo(idx.dtype).max or mode not in _INDEX_MODES):
+        raise Unsupported(f"fixed_indices of {idx.dtype}{list(idx.shape)} (size {size}, "
+                          f"mode {mode!r})")
+    n = math.prod(idx.shape)
+    return [f"{outs[0]} = _fixed_indices(np.ascontiguousarray({idx.code}).reshape({n}), "
+            f"{size}, {_INDEX_MODES[mode]}).reshape({tuple(idx.shape)})"]
 
 
 def statements(eqn, args, outs, scope=None):
