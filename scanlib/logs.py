@@ -1,7 +1,8 @@
 """The `scanlib` logger: the standard `logging` module's, silent unless the user turns it on.
 
 Slow or surprising work reports here: each numba compile (`scanlib.numba`: at INFO when it
-starts and when it ends, with its time and where it is cached), each jit trace (`scanlib.jit`,
+starts and when it ends, with its time and where it is cached, and at WARNING if it is still
+running after 10 s), each jit trace (`scanlib.jit`,
 INFO), and the fallbacks (jit running f eagerly, numba's tier running the NumPy loop) at
 WARNING, which also go through `warnings.warn` once per cause. Imports nothing of scanlib.
 """

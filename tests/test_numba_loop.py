@@ -272,3 +272,12 @@ def test_a_step_on_large_values_runs_the_numpy_loop_without_a_warning():
     want = sl.scan(f, init, xs)
     np.testing.assert_array_equal(got[0].numpy(), want[0].numpy())
     np.testing.assert_array_equal(got[1].numpy(), want[1].numpy())
+
+
+def test_a_slow_compile_says_so_while_it_runs(monkeypatch, caplog):
+    monkeypatch.setattr(native, "SLOW_COMPILE_S", 0)  # every compile counts as slow here
+    f = lambda c, x: (c * 0.987654 + sl.sin(x), c)  # noqa: E731 - a body no test compiled
+    with caplog.at_level("WARNING", logger="scanlib.numba"):
+        sl.scan(f, _t(3), _t((4, 3)), compiler="numba")
+    assert any("still compiling the step loop of scan body" in r.getMessage()
+               for r in caplog.records)

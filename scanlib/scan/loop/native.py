@@ -26,6 +26,7 @@ import os
 import re
 import sys
 import tempfile
+import threading
 import time
 
 import numpy as np
@@ -59,6 +60,7 @@ class NotProved(Exception):
     """numba typed a value of the step other than the graph says it is."""
 
 
+SLOW_COMPILE_S = 10  # seconds: a compile still running then is logged at WARNING
 STATS = collections.Counter()  # "kernel calls": how often a kernel ran (tests read it)
 log = logs.get("numba")
 
@@ -240,6 +242,13 @@ class NativeKernel:
         log.info("compiling %s (seconds, unless numba's disk cache has it)", self.what)
         log.debug("numba types of its arguments: (%s)", ", ".join(map(str, sig)))
         start = time.perf_counter()
+        # A compile can take minutes on an empty cache: say so while it runs (WARNING).
+        still = threading.Timer(SLOW_COMPILE_S, log.warning, (
+            "still compiling %s after %d s: numba's first compile of a large kernel can take "
+            "minutes; it is then cached on disk for later processes", self.what,
+            SLOW_COMPILE_S))
+        still.daemon = True
+        still.start()
         self.dispatcher._can_compile = True
         try:
             self.dispatcher.compile(sig)
@@ -248,6 +257,7 @@ class NativeKernel:
                       time.perf_counter() - start)
             raise NotProved(f"numba cannot compile it: {_numba_reason(e)}") from None
         finally:
+            still.cancel()
             self.dispatcher._can_compile = False
         seconds = time.perf_counter() - start
         self.compile_seconds += seconds
