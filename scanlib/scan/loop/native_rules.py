@@ -6,9 +6,11 @@ cannot prove it writes exactly (an index read from an array, a batch of matrices
 Unsupported, and the body runs as NumPy. A scan or a while_loop in the body is written as its
 loop (Scope, at the end; jit's fused kernel writes its whole graph with it too). Whatever a
 rule writes, native.py still checks the dtype and rank numba infers for every value against
-the graph's before the kernel runs.
+the graph's before the kernel runs. Float work on arrays is written as loops over scalars
+(native_nests.py), which numba compiles far faster than its own NumPy functions.
 
-Imports tape and ops (for the primitives' identities); numba only inside native.py.
+Imports tape and ops (for the primitives' identities) and native_nests.py; numba only inside
+native.py.
 """
 
 from __future__ import annotations
