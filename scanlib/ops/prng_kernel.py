@@ -278,7 +278,7 @@ def _rows_kernel():
 
 def cache_dir():
     """SCANLIB_CACHE_DIR (default ~/.cache/scanlib)/numba-pyXY, or None where it cannot be
-    written (the loop tier's kernels live there too)."""
+    written: where every numba kernel scanlib writes is cached (the loop tier's import it)."""
     directory = os.environ.get("SCANLIB_CACHE_DIR") or os.path.join(
         os.path.expanduser("~"), ".cache", "scanlib")
     directory = os.path.join(directory, f"numba-py{sys.version_info[0]}{sys.version_info[1]}")

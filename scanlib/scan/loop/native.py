@@ -32,6 +32,7 @@ import time
 import numpy as np
 
 from ... import generated, logs
+from ...ops.prng_kernel import cache_dir as _cache_dir  # one home for kernels' cache
 from ...tape.tensor import type_str
 from . import native_nests as nests
 from .emit import LoopWriter
@@ -431,14 +432,3 @@ def load_kernel(ksource):
                               f"scan kernel {key}", namespace)
     _loaded[key] = namespace["kernel"], proofs
     return _loaded[key]
-
-
-def _cache_dir():
-    directory = os.environ.get("SCANLIB_CACHE_DIR") or os.path.join(
-        os.path.expanduser("~"), ".cache", "scanlib")
-    directory = os.path.join(directory, f"numba-py{sys.version_info[0]}{sys.version_info[1]}")
-    try:
-        os.makedirs(directory, exist_ok=True)
-    except OSError:
-        return None
-    return directory if os.access(directory, os.W_OK) else None
