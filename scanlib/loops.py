@@ -59,7 +59,8 @@ def runner(cond, body, carries, collect=()):
     key = (cond, carries, collect, compiler)
     if key not in cache:
         run = _generate(cond, body, carries, collect)
-        cache[key] = _Compiled(cond, body, carries, run) if compiler == "numba" else run
+        cache[key] = (_Compiled(cond, body, carries, run, compiler == "auto")
+                      if compiler in ("numba", "auto") else run)
     return cache[key]
 
 
@@ -69,20 +70,27 @@ class _Compiled:
     (with a NumbaFallbackWarning, once). An error the kernel raises where NumPy's loop raises
     its own (or none) is left to that loop, which runs the call again."""
 
-    def __init__(self, cond, body, carries, numpy_run):
+    def __init__(self, cond, body, carries, numpy_run, background=False):
         from .scan.loop import native, native_while
 
         self.numpy_run, self.kernel, self.body = numpy_run, None, body
+        self.quiet = background  # "auto": compiled in the background, fallbacks only logged
         why = native.missing()
         if why is not None:
+            if background:
+                return self._fall_back(why)
             raise ImportError(f"while_loop: {why}")
         try:
-            self.kernel, self.source = native_while.build(cond, body, carries)
+            self.kernel, self.source = native_while.build(cond, body, carries, background)
         except native.Unsupported as e:
             self._fall_back(f"it has {e}")
 
     def _fall_back(self, why):
         self.kernel = None
+        if self.quiet:
+            _numba_log.info("while_loop body %r runs as the NumPy loop: numba does not "
+                            "compile it: %s", self.body.name, why)
+            return
         message = (f"while_loop: the loop compiler 'numba' does not compile the loop of body "
                    f"{self.body.name!r}: {why}. It runs as the NumPy loop (the same values, "
                    "slower).")
@@ -90,7 +98,8 @@ class _Compiled:
         warnings.warn(message, NumbaFallbackWarning, stacklevel=5)
 
     def __call__(self, carry, q, k, max_steps):
-        if self.kernel is not None and backends.xp_of(*carry, *q, *k) is np:
+        if self.kernel is not None and not self.kernel.kernel.waiting() and \
+                backends.xp_of(*carry, *q, *k) is np:
             from .scan.loop import native, native_while
 
             if not native.numpy_errstate_forbids():
@@ -98,6 +107,8 @@ class _Compiled:
                     return self.kernel(carry, q, k, max_steps)
                 except native_while.TooManySteps:
                     raise too_many_steps(max_steps) from None
+                except native.NotReady:  # compiling in the background
+                    pass
                 except native.NotProved as e:
                     self._fall_back(str(e))
                 except native.KERNEL_ERRORS:  # NumPy's loop raises its own error (or not)

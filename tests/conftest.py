@@ -20,6 +20,11 @@ if "NUMBA_CACHE_DIR" not in os.environ:
 
     os.environ["NUMBA_CACHE_DIR"] = tempfile.mkdtemp(prefix="scanlib-test-numba-")
 
+# The suite runs on the NumPy loop unless a test names its compiler: "auto" (the default
+# where numba is installed) would compile kernels in background processes all through it.
+# Subprocesses the tests start (examples, MPI ranks) inherit this.
+os.environ.setdefault("SCANLIB_LOOP_COMPILER", "numpy")
+
 import scanlib as sl  # noqa: E402
 
 _ALL = ("numpy", "cupy")

@@ -137,9 +137,10 @@ INNER_RANKS = {
                      "revolve": 4, "fused": 4, "api": 5,
                      "plan": 6, "": 7},
     "scanlib.scan.loop": {"batch": 0, "inplace": 0, "native_kernels": 0, "native_nests": 0,
-                          "native_prng": 0, "native_rules": 1,
+                          "native_prng": 0, "native_background": 0, "native_rules": 1,
                           "ir": 1, "alias": 1, "memory": 2, "passes": 2, "interp": 3,
-                          "emit": 3, "native": 4, "native_while": 5, "": 6},
+                          "emit": 3, "native": 4, "native_while": 5, "native_worker": 5,
+                          "": 6},
 }
 # What a folder may import from scanlib outside it: layers up to this rank. The loop compiler
 # reads graphs and primitives (tape, ops); it knows nothing of tracing, remat or scan's API.

@@ -6,6 +6,9 @@ Imports backends, tape, ops, pytree, tracing and the scan modules below it.
 
 from __future__ import annotations
 
+import functools
+import importlib.util
+import os
 from typing import TYPE_CHECKING, Callable
 
 import numpy as np
@@ -222,25 +225,49 @@ def _check_options(f, length, reverse, dim):
             raise ValueError(f"scan: length must be >= 0, got {length}")
 
 
-_DEFAULT_COMPILER = ["numpy"]
-COMPILERS = ("numpy", "numba")
+COMPILERS = ("auto", "numpy", "numba")
+
+
+def _from_environment():
+    """The default compiler: SCANLIB_LOOP_COMPILER where set, else "auto"."""
+    name = os.environ.get("SCANLIB_LOOP_COMPILER", "").strip().lower() or "auto"
+    if name not in COMPILERS:
+        raise ValueError(f"scanlib: the environment variable SCANLIB_LOOP_COMPILER must be one "
+                         f"of {COMPILERS} (or unset: 'auto'), got {name!r}")
+    return name
+
+
+_DEFAULT_COMPILER = [_from_environment()]  # read once, when scanlib is imported
 
 
 def default_compiler() -> str:
-    """The compiler of a scan that names none (`set_loop_compiler` sets it)."""
-    return _DEFAULT_COMPILER[0]
+    """The compiler of a scan that names none (`set_loop_compiler` sets it), "auto" resolved:
+    "numpy" where numba is not installed."""
+    name = _DEFAULT_COMPILER[0]
+    return "numpy" if name == "auto" and not _numba_installed() else name
 
 
 def set_loop_compiler(name: str) -> str:
     """Set the compiler of every scan that does not name one (`scan(..., compiler=None)`):
-    "numpy" (the default) or "numba" (needs `pip install 'scanlib-autodiff[jit]'`). Returns the
-    previous one, so that `old = set_loop_compiler("numba"); ...; set_loop_compiler(old)`
-    restores it. Process-wide; the scans already traced keep theirs. A `while_loop` reads
-    it when it runs: under "numba" its loop is one numba kernel where every operation of
-    cond_fun and body_fun has a numba form (else the NumPy loop, with a NumbaFallbackWarning).
+
+    - "auto" (the default): "numba" where the jit extra is installed, with each kernel
+      compiled in a background process while the NumPy loop runs the calls that come before
+      it is ready, and a body numba does not compile left to the NumPy loop with a note on
+      the `scanlib.numba` logger (no warning); "numpy" where numba is not installed;
+    - "numpy": Python calling NumPy, no compiler;
+    - "numba" (needs `pip install 'scanlib-autodiff[jit]'`): each kernel compiled when first
+      called, the call waiting for it, and a NumbaFallbackWarning for a body numba does not
+      compile.
+
+    Returns the previous one, so that `old = set_loop_compiler("numba"); ...;
+    set_loop_compiler(old)` restores it. Process-wide; the scans already traced keep theirs.
+    The environment variable SCANLIB_LOOP_COMPILER, read when scanlib is imported, sets it
+    too. A `while_loop` reads it when it runs: under "numba" or "auto" its loop is one numba
+    kernel where every operation of cond_fun and body_fun has a numba form.
 
     >>> import scanlib as sl
-    >>> sl.set_loop_compiler("numpy")  # the default; "numba" needs the jit extra
+    >>> old = sl.set_loop_compiler("numpy")  # "auto" is the default
+    >>> sl.set_loop_compiler(old)
     'numpy'
     """
     name = _check_compiler(name)
@@ -248,12 +275,19 @@ def set_loop_compiler(name: str) -> str:
     return old
 
 
+@functools.lru_cache(maxsize=None)
+def _numba_installed():
+    return importlib.util.find_spec("numba") is not None
+
+
 def _check_compiler(compiler):
     if compiler is None:
-        return _DEFAULT_COMPILER[0]
+        compiler = _DEFAULT_COMPILER[0]
     if compiler not in COMPILERS:
         raise ValueError(f"scan: compiler must be one of {COMPILERS} or None (the default, "
                          f"{_DEFAULT_COMPILER[0]!r}), got {compiler!r}")
+    if compiler == "auto" and not _numba_installed():
+        return "numpy"
     if compiler == "numba":
         from .loop.native import missing
 

@@ -33,7 +33,10 @@ class CompiledBody:
         self.source, self._run = generate(self.program)
         self.num_carry, self.reverse = num_carry, reverse
         self.native, self.native_note = None, None
-        if compiler == "numba":
+        # "auto": the kernel compiles in a background process, and a body numba cannot take
+        # runs as the NumPy loop with a note on the log (the user asked for no compiler).
+        self.quiet = compiler == "auto"
+        if compiler in ("numba", "auto"):
             self._build_native()
 
     def _build_native(self):
@@ -41,6 +44,8 @@ class CompiledBody:
 
         why = native.missing()
         if why is not None:
+            if self.quiet:
+                return self._fall_back(why)
             raise ImportError(f"scan: {why}")
         large = native.largest_step_value(self.program)
         if large > native.SMALL_STEP:
@@ -52,13 +57,18 @@ class CompiledBody:
                       self.native_note)
             return
         try:
-            self.native = native.build(self.program)
+            self.native = native.build(self.program, background=self.quiet)
         except native.Unsupported as e:
             self._fall_back(f"it has {e}")
 
     def _fall_back(self, why):
-        """Once per body (this object is cached on its graph): a warning, and a record."""
+        """Once per body (this object is cached on its graph): a warning (only a log entry
+        under "auto"), and a record."""
         self.native, self.native_note = None, why
+        if self.quiet:
+            _log.info("scan body %r runs as the NumPy loop: numba does not compile it: %s",
+                      self.program.graph.name, why)
+            return
         message = (f"scan: compiler='numba' does not compile the body "
                    f"{self.program.graph.name!r}: {why}. It runs as the NumPy loop (the same "
                    "values, slower); scanlib.scan_plan(...) prints the body.")
@@ -67,12 +77,17 @@ class CompiledBody:
 
     def _run_native(self, args):
         """The numba loop's results, or None when the NumPy loop must run instead: the
-        kernel was not proved for these types (from now on, NumPy), or it raised (NumPy's
-        loop then raises its own error, or gives the values)."""
+        kernel is still compiling in the background, or was not proved for these types
+        (from now on, NumPy), or it raised (NumPy's loop then raises its own error, or gives
+        the values)."""
         from .loop import native
 
+        if self.native.kernel.waiting():
+            return None
         try:
             return self.native.run(*args)
+        except native.NotReady:
+            pass
         except native.NotProved as e:
             self._fall_back(str(e))
         except native.KERNEL_ERRORS:  # NumPy's loop raises its own error (or has values)
@@ -160,7 +175,7 @@ class CompiledBody:
 def compiled(graph, num_carry, num_xs, reverse, sum_carries=(), compiler="numpy"):
     """The CompiledBody of a graph, built once and cached on it. `sum_carries`: the carries
     that are gradient accumulators, whose additions the loop may reorder; `compiler`:
-    "numpy" or "numba" (an entry of each, never one for the other)."""
+    "numpy", "numba" or "auto" (an entry of each, never one for another)."""
     cache = graph._compiled
     if cache is None:
         cache = graph._compiled = {}

@@ -1,5 +1,5 @@
 """A whole traced graph, its scans included, as one numba kernel: what `scanlib.jit` replays
-when every scan in the graph asked for compiler="numba" and its steps are small.
+when every scan in the graph asked for compiler="numba" (or "auto") and its steps are small.
 
 The per-scan tier (loop/native.py) compiles each scan's step loop and leaves the rest in
 Python: the forward and the backward scan each pay an executor call, the batched work the
@@ -53,7 +53,7 @@ def wanted(graph):
     MAX_STEPS steps in all (a nested scan's times its outer's)."""
     scans = list(_scans(graph, 1))
     return ENABLED and bool(scans) and sum(steps for _, steps in scans) <= MAX_STEPS and all(
-        eqn.params.get("compiler") == "numba" and not eqn.params.get("interpret")
+        eqn.params.get("compiler") in ("numba", "auto") and not eqn.params.get("interpret")
         for eqn, _ in scans) and all(
         math.prod(v.shape) <= SMALL for body in _bodies(graph) for e in body.eqns
         for v in e.outvars)
@@ -87,11 +87,13 @@ class FusedKernel:
         self.note = None  # why it stopped running, once it has
 
     def __call__(self, arrays, consts):
-        if self.kernel is None or native.numpy_errstate_forbids():
+        if self.kernel is None or native.numpy_errstate_forbids() or self.kernel.waiting():
             return None  # np.errstate raise/call/log: NumPy's own loops honour those
         values = [a[()] if not a.shape else a for a in (*arrays, *consts)]
         try:
             res = self.kernel(*values)
+        except native.NotReady:  # compiling in the background
+            return None
         except native.NotProved as e:
             self.kernel, self.note = None, str(e)
             native.log.info("jit runs its straight-line code, each scan on its own, "
@@ -114,7 +116,8 @@ class FusedKernel:
 
 def build(graph):
     """The FusedKernel of a graph that `wanted`; raises Unsupported when a primitive (or a
-    form of one) has no numba rule."""
+    form of one) has no numba rule. Where a scan asked for compiler="auto", the kernel
+    compiles in the background process (native.NativeKernel)."""
     why = native.missing()
     if why is not None:
         raise Unsupported(why)
@@ -142,8 +145,8 @@ def build(graph):
     ksource = native.kernel_module(
         params, lines + [f"    return ({''.join(r + ', ' for r in returned)})"],
         "fused kernel")
-    dispatcher, proofs = native.load_kernel(ksource)
     ins = ", ".join(type_str(v.shape, v.dtype) for v in graph.invars)
-    kernel = native.NativeKernel(dispatcher, w.expected, graph.name, proofs,
-                                 f"jit({graph.name}) as one fused kernel ({ins})")
+    background = any(eqn.params.get("compiler") == "auto" for eqn, _ in _scans(graph, 1))
+    kernel = native.new_kernel(ksource, w.expected, graph.name,
+                               f"jit({graph.name}) as one fused kernel ({ins})", background)
     return FusedKernel(ksource, kernel, plan)

@@ -39,8 +39,8 @@ from .emit import LoopWriter
 from .ir import STEP, is_var
 from .native_rules import VIEWS, Arg, Scope, Unsupported, literal_code, statements
 
-__all__ = ["VIEWS", "Unsupported", "NotProved", "KERNEL_ERRORS", "NativeLoop", "build",
-           "available", "missing", "SMALL_STEP", "largest_step_value"]
+__all__ = ["VIEWS", "Unsupported", "NotProved", "NotReady", "KERNEL_ERRORS", "NativeLoop",
+           "build", "available", "missing", "SMALL_STEP", "largest_step_value"]
 
 
 
@@ -61,8 +61,13 @@ class NotProved(Exception):
     """numba typed a value of the step other than the graph says it is."""
 
 
+class NotReady(Exception):
+    """A kernel compiling in the background process is not ready yet: run NumPy's code this
+    call (compiler="auto")."""
+
+
 SLOW_COMPILE_S = 10  # seconds: a compile still running then is logged at WARNING
-STATS = collections.Counter()  # "kernel calls": how often a kernel ran (tests read it)
+STATS = collections.Counter()  # "kernel calls": how often a kernel was called (tests read it)
 log = logs.get("numba")
 
 # What a kernel raises where NumPy's loop would raise (or not) its own way: the executor then
@@ -210,36 +215,79 @@ class NativeKernel:
     them, then every value's inferred type checked against the graph's, then run. New types
     take that path again (compilation is disabled in between, so none slips through). A
     kernel numba loads from its disk cache has no types to read: its proof was recorded
-    beside it (`proofs`, one line per signature) when it was first compiled and checked."""
+    beside it (`proofs`, one line per signature) when it was first compiled and checked.
 
-    def __init__(self, dispatcher, expected, name, proofs=None, what=None):
+    `background` (compiler="auto"): a signature not yet compiled is compiled, checked and
+    recorded by another process (native_background.py) while the caller runs NumPy's code
+    (NotReady); once that process is done, it loads from numba's disk cache here."""
+
+    def __init__(self, dispatcher, expected, name, proofs=None, what=None, background=False,
+                 source=None):
         self.dispatcher, self.expected, self.name, self.proofs = \
             dispatcher, expected, name, proofs
         self.what = what or f"the kernel of {name!r}"  # how the log names it
+        self.background, self.source = background, source  # dispatcher None: load source
+        self._jobs = {}  # signature -> the background compile of it
         self.proved = set()
         self.compile_seconds = 0.0
         self._digest = hashlib.sha256(repr(sorted(
             (k, str(d), r) for k, (d, r) in expected.items())).encode()).hexdigest()[:16]
+        if dispatcher is not None:
+            self._disable_compile()
+
+    def _disable_compile(self):
         # numba's own switch (disable_compile) refuses a dispatcher with no signature yet.
-        dispatcher._can_compile = False
+        self.dispatcher._can_compile = False
 
     def __call__(self, *args):
         STATS["kernel calls"] += 1
-        try:
-            return self.dispatcher(*args)
-        except TypeError:
-            import numba
-
+        if self.dispatcher is None:  # compiling in the background: not loaded here yet
+            sig = _signature(args)
+        else:
             try:
-                sig = tuple(numba.typeof(a) for a in args)
-            except Exception as e:  # noqa: BLE001 - a big-endian array, an object numba lacks
-                raise NotProved(f"numba cannot type an argument: {_numba_reason(e)}") from None
-            if sig in self.proved:
-                raise
+                return self.dispatcher(*args)
+            except TypeError:  # not compiled for these types
+                sig = _signature(args)
+                if sig in self.proved:
+                    raise
+        if self.background:
+            self._prove_in_background(sig)
+        else:
             self._prove(sig)
-            return self.dispatcher(*args)
+        return self.dispatcher(*args)
+
+    def waiting(self):
+        """Whether a compile of this kernel is under way in the background process (the
+        caller then runs NumPy's code without trying the kernel)."""
+        return any(not job.done() for job in self._jobs.values())
+
+    def _prove_in_background(self, sig):
+        """Load the kernel of sig if it is compiled and proved (by this process before, or
+        by the background one); else have it compiled there and raise NotReady."""
+        job = self._jobs.get(sig)
+        if job is None:
+            if self.proofs is None:
+                raise NotProved("it cannot be compiled in the background: no writable cache "
+                                "directory (set SCANLIB_CACHE_DIR)")
+            if f"{self._digest} {sig}" in self._recorded():  # compiled before: on disk
+                self._prove(sig)
+                return
+            from . import native_background
+
+            self._jobs[sig] = native_background.submit(
+                self.proofs[:-len(".proofs")] + ".py", sig, self.expected, self.name,
+                self.what)
+            raise NotReady(self.what)
+        if not job.done():
+            raise NotReady(self.what)
+        if job.error is not None:
+            raise NotProved(job.error)
+        self._prove(sig)  # from numba's disk cache, with the proof the other process wrote
 
     def _prove(self, sig):
+        if self.dispatcher is None:
+            self.dispatcher, self.proofs = load_kernel(self.source)
+            self._disable_compile()
         log.info("compiling %s (seconds, unless numba's disk cache has it)", self.what)
         log.debug("numba types of its arguments: (%s)", ", ".join(map(str, sig)))
         start = time.perf_counter()
@@ -327,6 +375,28 @@ class NativeKernel:
                 pass
 
 
+def _signature(args):
+    """numba's types of a kernel's arguments (NotProved where it has none)."""
+    import numba
+
+    try:
+        return tuple(numba.typeof(a) for a in args)
+    except Exception as e:  # noqa: BLE001 - a big-endian array, an object numba lacks
+        raise NotProved(f"numba cannot type an argument: {_numba_reason(e)}") from None
+
+
+def new_kernel(ksource, expected, name, what, background=False):
+    """The NativeKernel of a kernel module's source. `background`: compiled in another
+    process; the module is then only written to the cache directory here, and loaded once
+    it is compiled (numba's start-up, about half a second, is not paid before)."""
+    if background:
+        path = kernel_file(ksource)
+        proofs = None if path is None else path[:-3] + ".proofs"
+        return NativeKernel(None, expected, name, proofs, what, True, ksource)
+    dispatcher, proofs = load_kernel(ksource)
+    return NativeKernel(dispatcher, expected, name, proofs, what)
+
+
 def _numba_reason(e):
     """The telling lines of a numba error (its first line only names the compiler stage)."""
     lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
@@ -356,16 +426,16 @@ class NativeLoop:
         self.kernel_source, self.kernel = kernel_source, kernel
 
 
-def build(prog):
+def build(prog, background=False):
     """The NativeLoop of a LoopProgram; None when it has no per-step work; Unsupported
-    (raised) when its step loop has no numba translation."""
+    (raised) when its step loop has no numba translation. `background`: its kernel compiles
+    in another process (NativeKernel)."""
     w = _NativeWriter(prog)
     source = w.source()
     if not w.step:
         return None  # no per-step work: the NumPy loop runs it in whole chunks already
     ksource = w.kernel_source()
-    dispatcher, proofs = load_kernel(ksource)
-    kernel = NativeKernel(dispatcher, w.expected, prog.graph.name, proofs, describe(prog))
+    kernel = new_kernel(ksource, w.expected, prog.graph.name, describe(prog), background)
     w.env["_kernel"] = kernel
     generated.exec_source(source, f"scan loop over {prog.graph.name} (numba)", w.env)
     return NativeLoop(source, w.env["run"], ksource, kernel)
@@ -392,11 +462,11 @@ def _helpers_digest():
     import numba
 
     from ...ops import prng_kernel
-    from . import native_kernels, native_prng
 
     text = numba.__version__.encode() + prng_kernel.SOURCE.encode()
-    for helpers in (native_kernels, native_prng):
-        with open(helpers.__file__, "rb") as fh:
+    # Read, not imported: importing them starts numba's compiler (half a second).
+    for helpers in ("native_kernels.py", "native_prng.py"):
+        with open(os.path.join(os.path.dirname(__file__), helpers), "rb") as fh:
             text += fh.read()
     return hashlib.sha256(text).hexdigest()[:16]
 
@@ -406,24 +476,13 @@ def load_kernel(ksource):
     from a file in the cache directory (so numba's own cache keeps its machine code across
     processes), or, when that directory cannot be written, compiled from the source in
     memory."""
-    key = hashlib.sha256(ksource.encode()).hexdigest()[:24]
+    key = _key(ksource)
     if key in _loaded:
         return _loaded[key]
-    directory = _cache_dir()
-    namespace, proofs = None, None
-    if directory is not None:
-        path = os.path.join(directory, f"scanlib_kernel_{key}.py")
+    path, namespace, proofs = kernel_file(ksource), None, None
+    if path is not None:
         try:
-            if not os.path.exists(path):
-                fd, tmp = tempfile.mkstemp(dir=directory, suffix=".tmp")
-                with os.fdopen(fd, "w") as fh:
-                    fh.write(ksource.replace("cache=CACHE", "cache=True"))
-                os.replace(tmp, path)
-            spec = importlib.util.spec_from_file_location(f"scanlib_kernel_{key}", path)
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[spec.name] = module  # numba's cache finds the function through it
-            spec.loader.exec_module(module)
-            namespace, proofs = vars(module), path[:-3] + ".proofs"
+            namespace, proofs = import_kernel(path), path[:-3] + ".proofs"
         except OSError:
             namespace = None
     if namespace is None:
@@ -432,3 +491,35 @@ def load_kernel(ksource):
                               f"scan kernel {key}", namespace)
     _loaded[key] = namespace["kernel"], proofs
     return _loaded[key]
+
+
+def _key(ksource):
+    return hashlib.sha256(ksource.encode()).hexdigest()[:24]
+
+
+def kernel_file(ksource):
+    """The path of the kernel module's file in the cache directory (written unless it is
+    there), or None when that directory cannot be written."""
+    directory = _cache_dir()
+    if directory is None:
+        return None
+    path = os.path.join(directory, f"scanlib_kernel_{_key(ksource)}.py")
+    try:
+        if not os.path.exists(path):
+            fd, tmp = tempfile.mkstemp(dir=directory, suffix=".tmp")
+            with os.fdopen(fd, "w") as fh:
+                fh.write(ksource.replace("cache=CACHE", "cache=True"))
+            os.replace(tmp, path)
+    except OSError:
+        return None
+    return path
+
+
+def import_kernel(path):
+    """The namespace of the kernel module at path (a file of the cache directory)."""
+    name = os.path.splitext(os.path.basename(path))[0]
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # numba's cache finds the function through it
+    spec.loader.exec_module(module)
+    return vars(module)

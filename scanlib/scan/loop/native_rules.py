@@ -716,7 +716,7 @@ class Scope:
         p = eqn.params
         if set(p) - _SCAN_PARAMS:
             raise Unsupported(f"a scan with {sorted(set(p) - _SCAN_PARAMS)}")
-        if p.get("interpret") or p.get("compiler") != "numba":
+        if p.get("interpret") or p.get("compiler") not in ("numba", "auto"):
             raise Unsupported("a nested scan that asked for "
                               + ("the interpreter" if p.get("interpret") else
                                  f"compiler={p.get('compiler', 'numpy')!r}"))

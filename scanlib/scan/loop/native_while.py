@@ -18,7 +18,7 @@ import numpy as np
 
 from ...tape import Literal
 from ...tape.graph import used_vars
-from .native import STATS, VIEWS, NativeKernel, kernel_module, load_kernel
+from .native import STATS, VIEWS, kernel_module, new_kernel
 from .native_rules import Arg, Unsupported, literal_code, statements
 
 __all__ = ["build", "TooManySteps"]
@@ -30,14 +30,15 @@ class TooManySteps(Exception):
     """cond_fun was still True after max_steps steps (loops.py raises the user's error)."""
 
 
-def build(cond, body, carries):
+def build(cond, body, carries, background=False):
     """The loop over the given carries (indices into the body's carries) as a numba kernel
-    and the Python function that calls it; Unsupported when a statement has no rule."""
+    and the Python function that calls it (its `kernel` attribute the NativeKernel);
+    Unsupported when a statement has no rule. `background`: the kernel compiles in another
+    process (NativeKernel)."""
     w = _Writer(cond, body, carries)
     source = kernel_module(w.params, w.lines, "while_loop kernel")
-    dispatcher, proofs = load_kernel(source)
     what = f"the while_loop of body {body.name!r} (carry {_types(body, carries)})"
-    kernel = NativeKernel(dispatcher, w.expected, body.name, proofs, what)
+    kernel = new_kernel(source, w.expected, body.name, what, background)
     return _caller(kernel, w, carries, body), source
 
 
@@ -124,4 +125,5 @@ def _caller(kernel, w, carries, body):
             raise TooManySteps(max_steps)
         return [t(c) if s else c for c, s, t in zip(out, scalar_carry, scalar_types)], \
             int(n), ()
+    run.kernel = kernel
     return run

@@ -1,0 +1,140 @@
+"""Compiles numba kernels in another process, so that a first call does not wait for numba
+(compiler="auto"): the caller runs NumPy's code meanwhile, and loads the kernel from numba's
+disk cache once it is there. numba's compiler is Python holding the GIL; a thread would halve
+the speed of the NumPy code it runs beside, a process takes another core.
+
+One process per Python process, started at the first job (`python -m
+scanlib.scan.loop.native_worker`, at a lower priority), compiles the jobs one at a time in the
+order they came; it exits when this process closes its stdin (at exit), after the job it is
+on. A job is (kernel module's path, numba signature, the graph's types of its values); its
+answer, None or why it failed, is read by a thread here.
+
+Imports only the standard library and the logger (logs.py); the worker imports native.py.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import struct
+import subprocess
+import sys
+import threading
+import time
+
+from ... import logs
+
+__all__ = ["submit", "Job", "read_message", "write_message"]
+
+log = logs.get("numba")
+_HEADER = struct.Struct("<Q")  # a message: its length, then its pickle
+
+
+def write_message(stream, obj):
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(_HEADER.pack(len(data)) + data)
+    stream.flush()
+
+
+def read_message(stream):
+    """The next message, or None at the end of the stream."""
+    header = stream.read(_HEADER.size)
+    if len(header) < _HEADER.size:
+        return None
+    (size,) = _HEADER.unpack(header)
+    data = stream.read(size)
+    return pickle.loads(data) if len(data) == size else None
+
+
+class Job:
+    """A kernel compiling in the worker: done() once it has answered; `error` is then None
+    (compiled, checked and recorded: it loads from the disk cache) or why not."""
+
+    def __init__(self, what):
+        self.what, self.error, self.seconds = what, None, None
+        self._done = threading.Event()
+        self.submitted = time.perf_counter()
+
+    def done(self):
+        return self._done.is_set()
+
+    def finish(self, error, seconds):
+        self.error, self.seconds = error, seconds
+        self._done.set()
+        waited = time.perf_counter() - self.submitted
+        if error is None:
+            log.info("compiled %s in the background in %.1f s (%.1f s after it was asked "
+                     "for); calls from now on run it", self.what, seconds, waited)
+        else:
+            log.info("%s does not compile in the background (%s); NumPy's code runs it",
+                     self.what, error)
+
+
+class _Worker:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.process, self.jobs, self.next_id = None, {}, 0
+
+    def submit(self, path, sig, expected, name, what):
+        job = Job(what)
+        with self.lock:
+            if self.process is None or self.process.poll() is not None:
+                self._start()
+            if self.process is None:
+                job.finish("the background compile process does not start", 0.0)
+                return job
+            self.next_id += 1
+            self.jobs[self.next_id] = (job, self.process)
+            try:
+                write_message(self.process.stdin, (self.next_id, path, sig, expected, name,
+                                                   what))
+            except (OSError, ValueError):  # it exited: the reader thread answers its jobs
+                pass
+        log.info("compiling %s in a background process; NumPy's code runs it meanwhile", what)
+        return job
+
+    def _start(self):
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+            os.path.abspath(__file__)))))  # where `import scanlib` finds this copy
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "scanlib.scan.loop.native_worker"],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                env=env, close_fds=True)
+        except OSError as e:
+            log.info("the background compile process does not start: %s", e)
+            self.process = None
+            return
+        threading.Thread(target=self._read, args=(self.process,), daemon=True,
+                         name="scanlib-numba-worker").start()
+
+    def _read(self, process):
+        while True:
+            try:
+                message = read_message(process.stdout)
+            except (OSError, ValueError, pickle.UnpicklingError, EOFError):
+                message = None
+            if message is None:
+                break
+            job_id, error, seconds = message
+            with self.lock:
+                job, _ = self.jobs.pop(job_id, (None, None))
+            if job is not None:
+                job.finish(error, seconds)
+        code = process.wait()
+        with self.lock:  # the jobs it had not answered
+            orphans = [i for i, (_, p) in self.jobs.items() if p is process]
+            orphans = [self.jobs.pop(i)[0] for i in orphans]
+        for job in orphans:
+            job.finish(f"the background compile process exited (status {code})", 0.0)
+
+
+_WORKER = _Worker()
+
+
+def submit(path, sig, expected, name, what):
+    """A Job: the kernel module at path compiled for the numba signature sig, its types
+    checked against expected, and recorded, in the background process."""
+    return _WORKER.submit(path, sig, expected, name, what)

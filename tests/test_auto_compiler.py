@@ -1,0 +1,158 @@
+"""compiler="auto" (the default where numba is installed): kernels compile in a background
+process while the NumPy loop runs the calls, then the calls run them; a body numba does not
+take stays on the NumPy loop with a note on the log and no warning; without numba, "auto"
+is "numpy". Values and gradients are the NumPy loop's (to rounding once a kernel runs)."""
+
+from __future__ import annotations
+
+import logging
+import time
+import warnings
+
+import numpy as np
+import pytest
+
+import scanlib as sl
+from scanlib.scan import api
+
+numba = pytest.importorskip("numba")
+
+from scanlib.scan.loop import native, native_background  # noqa: E402
+
+
+def _wait_for_background(timeout=240.0):
+    """Until the background process has answered every job sent to it."""
+    deadline = time.monotonic() + timeout
+    while native_background._WORKER.jobs:
+        if time.monotonic() > deadline:
+            pytest.fail("the background compile process did not answer in time")
+        time.sleep(0.05)
+
+
+def _rnn_loss(W, compiler):
+    def loss(h0, xs):
+        def f(h, x):
+            h = sl.tanh(h @ W + x)
+            return h, (h * h).sum()
+        h, ys = sl.scan(f, h0, xs, compiler=compiler)
+        return ys.sum() + (h * h).sum()
+    return loss
+
+
+def _data(seed, T=50, n=3):
+    rng = np.random.default_rng(seed)
+    W = rng.normal(size=(n, n)) * 0.4
+    return W, sl.tensor(rng.normal(size=(T, n))), sl.tensor(rng.normal(size=n))
+
+
+def test_a_first_call_runs_the_numpy_loop_and_later_calls_the_kernel(caplog):
+    W, xs, h0 = _data(0)
+    want_v, want_g = sl.value_and_grad(_rnn_loss(W, "numpy"), argnums=(0, 1))(h0, xs)
+    f = sl.value_and_grad(_rnn_loss(W, "auto"), argnums=(0, 1))
+    before = dict(native.STATS)
+    with caplog.at_level(logging.INFO, logger="scanlib.numba"):
+        v, g = f(h0, xs)  # the kernels are not compiled yet: the NumPy loop's own values
+    assert float(v) == float(want_v)
+    for a, b in zip(g, want_g):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    asked = [r.getMessage() for r in caplog.records if "in a background process" in r.getMessage()]
+    assert len(asked) == 2, asked  # the forward body and the backward body
+    _wait_for_background()
+    v, g = f(h0, xs)
+    ran = native.STATS["kernel calls"] - before.get("kernel calls", 0)
+    assert ran >= 4  # each kernel tried once, then run (forward and backward)
+    np.testing.assert_allclose(float(v), float(want_v), rtol=1e-13)
+    for a, b in zip(g, want_g):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-12, atol=1e-14)
+
+
+def test_a_kernel_proved_before_loads_without_the_background_process(caplog):
+    W, xs, h0 = _data(1)
+    loss = _rnn_loss(W, "auto")
+    sl.grad(loss)(h0, xs)
+    _wait_for_background()
+    # The same body traced anew (a new graph, a new kernel object, the same source): its
+    # proof is recorded beside the kernel, so it loads at its first call.
+    with caplog.at_level(logging.INFO, logger="scanlib.numba"):
+        before = native.STATS["kernel calls"]
+        g = sl.grad(_rnn_loss(W, "auto"))(h0, xs)
+    assert not [r for r in caplog.records if "in a background process" in r.getMessage()]
+    assert native.STATS["kernel calls"] > before
+    np.testing.assert_allclose(g.numpy(), sl.grad(_rnn_loss(W, "numpy"))(h0, xs).numpy(),
+                               rtol=1e-12)
+
+
+def test_a_body_numba_does_not_take_stays_on_the_numpy_loop_without_a_warning(caplog):
+    xs = sl.tensor(np.random.default_rng(2).normal(size=(20, 4)))
+
+    def f(c, x):
+        return c * 0.5 + x + sl.argsort(c), c.sum()  # argsort has no numba rule
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", sl.NumbaFallbackWarning)
+        with caplog.at_level(logging.INFO, logger="scanlib.numba"):
+            c, ys = sl.scan(f, sl.tensor(np.zeros(4)), xs, compiler="auto")
+    want_c, want_ys = sl.scan(f, sl.tensor(np.zeros(4)), xs, compiler="numpy")
+    np.testing.assert_array_equal(c.numpy(), want_c.numpy())
+    np.testing.assert_array_equal(ys.numpy(), want_ys.numpy())
+    notes = [r for r in caplog.records if "runs as the NumPy loop" in r.getMessage()]
+    assert notes and notes[0].levelno == logging.INFO and "argsort" in notes[0].getMessage()
+
+
+def test_a_failed_background_compile_leaves_the_numpy_loop(monkeypatch, caplog):
+    # A background process that cannot start: the job fails, the body keeps the NumPy loop.
+    # (A size no other test uses: a kernel another test compiled would load from the disk.)
+    monkeypatch.setattr(native_background, "_WORKER", native_background._Worker())
+    monkeypatch.setattr(native_background.sys, "executable", "/nonexistent/python")
+    W, xs, h0 = _data(3, T=7, n=5)
+    want = sl.grad(_rnn_loss(W, "numpy"))(h0, xs).numpy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", sl.NumbaFallbackWarning)
+        with caplog.at_level(logging.INFO, logger="scanlib.numba"):
+            for _ in range(3):
+                np.testing.assert_array_equal(sl.grad(_rnn_loss(W, "auto"))(h0, xs).numpy(),
+                                              want)
+    assert any("does not start" in r.getMessage() for r in caplog.records)
+
+
+def test_while_loop_and_jit_under_auto():
+    old = sl.set_loop_compiler("auto")
+    try:
+        def body(c):
+            return c[0] * 1.5 + c[1], c[1] + 0.25
+
+        def run(x):
+            return sl.while_loop(lambda c: c[0] < 100.0, body, (x, sl.tensor(1.0)))[0]
+
+        W, xs, h0 = _data(4, T=30)
+        jitted = sl.jit(sl.value_and_grad(_rnn_loss(W, None)))
+        want_w = float(run(sl.tensor(1.0)))
+        want_v, want_g = jitted(h0, xs)
+        _wait_for_background()
+        before = dict(native.STATS)
+        for _ in range(2):
+            assert float(run(sl.tensor(1.0))) == want_w  # carries the same ops, in order
+            v, g = jitted(h0, xs)
+            np.testing.assert_allclose(float(v), float(want_v), rtol=1e-13)
+            np.testing.assert_allclose(g.numpy(), want_g.numpy(), rtol=1e-12, atol=1e-14)
+        assert native.STATS["while_loop kernel calls"] > before.get("while_loop kernel calls", 0)
+        assert native.STATS["fused calls"] > before.get("fused calls", 0)
+    finally:
+        sl.set_loop_compiler(old)
+
+
+def test_auto_is_numpy_where_numba_is_not_installed(monkeypatch):
+    monkeypatch.setattr(api, "_numba_installed", lambda: False)
+    monkeypatch.setattr(api, "_DEFAULT_COMPILER", ["auto"])
+    assert api.default_compiler() == "numpy"
+    assert api._check_compiler("auto") == "numpy"
+
+
+def test_a_bad_default_compiler_names_the_environment_variable(monkeypatch):
+    monkeypatch.setenv("SCANLIB_LOOP_COMPILER", "fast")
+    with pytest.raises(ValueError, match="SCANLIB_LOOP_COMPILER.*'fast'"):
+        api._from_environment()
+    monkeypatch.setenv("SCANLIB_LOOP_COMPILER", " NumPy ")
+    assert api._from_environment() == "numpy"
+    monkeypatch.delenv("SCANLIB_LOOP_COMPILER")
+    assert api._from_environment() == "auto"
