@@ -528,9 +528,10 @@ class Trace:
         return grad_enabled() and any(c.requires_grad for c in self._tensor_consts)
 
     def __call__(self, arrays, callers=()):
-        outs = self.fused(arrays, self._consts) if self.fused is not None else None
-        if outs is None:
+        if self.fused is None:
             outs = self._run(*arrays)
+        else:
+            outs = self.fused.run(arrays, self._consts, self._run)
         if callers or self._const_roots:
             outs = _not_sharing(outs, callers, self._const_roots)
         leaves = [Tensor(o) if not isinstance(v, Literal) else Tensor(o.copy())

@@ -156,3 +156,39 @@ def test_a_bad_default_compiler_names_the_environment_variable(monkeypatch):
     assert api._from_environment() == "numpy"
     monkeypatch.delenv("SCANLIB_LOOP_COMPILER")
     assert api._from_environment() == "auto"
+
+
+def test_tier_choice_keeps_the_faster_tier_once_each_has_its_samples():
+    choice = native.TierChoice("a body")
+    assert choice.kernel_turn()
+    choice.record("kernel", 9.0, 3)  # the first kernel call loads it: left out
+    for _ in range(native.TierChoice.SAMPLES):
+        assert choice.kernel_turn()
+        choice.record("kernel", 6.0, 3)
+    assert not choice.kernel_turn()  # the NumPy code's turn, to compare
+    for seconds in (2.0, 4.0, 9.0):
+        choice.record("numpy", seconds, 2)
+    assert choice.decided == "numpy" and not choice.kernel_turn()  # 1 s a step against 2
+    choice.record("kernel", 0.001, 1)  # decided: nothing changes it
+    assert choice.decided == "numpy"
+
+    choice = native.TierChoice("a body")
+    for seconds in (5.0, 3.0, 3.0, 3.0):
+        choice.record("numpy", seconds)  # while the kernel compiles
+    assert choice.kernel_turn()
+    for seconds in (50.0, 2.0, 2.5, 2.0):
+        choice.record("kernel", seconds)
+    assert choice.decided == "kernel"
+
+
+def test_auto_settles_on_a_tier_by_measuring_both(caplog):
+    W, xs, h0 = _data(5, T=40, n=2)
+    want = sl.grad(_rnn_loss(W, "numpy"))(h0, xs).numpy()
+    f = sl.grad(_rnn_loss(W, "auto"))
+    with caplog.at_level(logging.INFO, logger="scanlib.numba"):
+        f(h0, xs)
+        _wait_for_background()
+        for _ in range(2 * native.TierChoice.SAMPLES + 2):
+            np.testing.assert_allclose(f(h0, xs).numpy(), want, rtol=1e-12, atol=1e-14)
+    decided = [r.getMessage() for r in caplog.records if "(the kernel " in r.getMessage()]
+    assert len(decided) == 2, decided  # the forward body and the backward body

@@ -9,6 +9,7 @@ Imports backends, the logger and the scan modules below it.
 
 from __future__ import annotations
 
+import time
 import warnings
 
 import numpy as np
@@ -36,6 +37,7 @@ class CompiledBody:
         # "auto": the kernel compiles in a background process, and a body numba cannot take
         # runs as the NumPy loop with a note on the log (the user asked for no compiler).
         self.quiet = compiler == "auto"
+        self.choice = None  # under "auto": the kernel or the NumPy loop, by their times
         if compiler in ("numba", "auto"):
             self._build_native()
 
@@ -60,6 +62,8 @@ class CompiledBody:
             self.native = native.build(self.program, background=self.quiet)
         except native.Unsupported as e:
             self._fall_back(f"it has {e}")
+        if self.native is not None and self.quiet:
+            self.choice = native.TierChoice(native.describe(self.program))
 
     def _fall_back(self, why):
         """Once per body (this object is cached on its graph): a warning (only a log entry
@@ -120,17 +124,24 @@ class CompiledBody:
         scratch = [xp.empty((C,) + v.shape, v.dtype) for v in mem.scratch]
         args = (xp, T, C, *init, *xs, *consts, *stacks, *hists, *scratch)
         # Under np.errstate(...="raise") NumPy raises where a kernel would not: NumPy runs.
-        res = None
+        res, choice = None, self.choice
         if self.native is not None and xp is np:
             from .loop import native
 
-            if not native.numpy_errstate_forbids():
+            if not native.numpy_errstate_forbids() and (choice is None or
+                                                        choice.kernel_turn()):
+                start = time.perf_counter()
                 res = self._run_native(args)
+                if res is not None and choice is not None:
+                    choice.record("kernel", time.perf_counter() - start, T)
         if res is None:
+            start = time.perf_counter()
             try:
                 res = self._run(*args)
             except IndexError as e:
                 raise IndexError(self._index_error(e, T)) from None
+            if choice is not None and self.native is not None:
+                choice.record("numpy", time.perf_counter() - start, T)
         carry, broadcast = list(res[:self.num_carry]), list(res[self.num_carry:])
         ys = []
         for place, v in zip(mem.ys, prog.y_out):

@@ -29,6 +29,7 @@ a kernel is built.
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 
@@ -85,6 +86,25 @@ class FusedKernel:
     def __init__(self, source, kernel, plan):
         self.source, self.kernel, self._plan = source, kernel, plan
         self.note = None  # why it stopped running, once it has
+        # compiler="auto": the kernel or the straight-line code, whichever measures faster
+        self.choice = native.TierChoice(kernel.what, "call") if kernel.background else None
+
+    def run(self, arrays, consts, straight_line):
+        """The graph's outputs: from the kernel where it runs (and, under "auto", is the
+        faster), else from `straight_line(*arrays)`."""
+        choice = self.choice
+        if choice is None or choice.kernel_turn():
+            start = time.perf_counter()
+            outs = self(arrays, consts)
+            if outs is not None:
+                if choice is not None:
+                    choice.record("kernel", time.perf_counter() - start)
+                return outs
+        start = time.perf_counter()
+        outs = straight_line(*arrays)
+        if choice is not None and self.kernel is not None:
+            choice.record("numpy", time.perf_counter() - start)
+        return outs
 
     def __call__(self, arrays, consts):
         if self.kernel is None or native.numpy_errstate_forbids() or self.kernel.waiting():

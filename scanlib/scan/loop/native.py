@@ -40,7 +40,7 @@ from .ir import STEP, is_var
 from .native_rules import VIEWS, Arg, Scope, Unsupported, literal_code, statements
 
 __all__ = ["VIEWS", "Unsupported", "NotProved", "NotReady", "KERNEL_ERRORS", "NativeLoop",
-           "build", "available", "missing", "SMALL_STEP", "largest_step_value"]
+           "TierChoice", "build", "available", "missing", "SMALL_STEP", "largest_step_value"]
 
 
 
@@ -416,6 +416,43 @@ def _dtype_and_rank(typ):
         return (np.dtype(as_dtype(typ)), 0)
     except Exception:  # noqa: BLE001 - a tuple, None, ...: not a value of the graph
         return (None, None)
+
+
+class TierChoice:
+    """Under compiler="auto": which of a kernel and NumPy's code is faster for one body,
+    measured on its calls. Each call's seconds (per step, for a scan) are recorded for the
+    tier that ran it; the kernel's first call is left out (it loads the kernel). Once each
+    has SAMPLES, the faster runs from then on (a kernel slower than NumPy's loop on large
+    values, or by its numba-compiled libm). Both give the loop's values, to rounding."""
+
+    SAMPLES = 3
+
+    def __init__(self, what, unit="step"):
+        self.what, self.unit, self.decided = what, unit, None
+        self.seconds = {"kernel": [], "numpy": []}
+        self._skipped_first = False
+
+    def kernel_turn(self):
+        """Whether this call should try the kernel."""
+        if self.decided is not None:
+            return self.decided == "kernel"
+        return len(self.seconds["kernel"]) < self.SAMPLES or \
+            len(self.seconds["numpy"]) >= self.SAMPLES
+
+    def record(self, tier, seconds, steps=1):
+        if self.decided is not None:
+            return
+        if tier == "kernel" and not self._skipped_first:
+            self._skipped_first = True
+            return
+        self.seconds[tier].append(seconds / max(steps, 1))
+        if all(len(v) >= self.SAMPLES for v in self.seconds.values()):
+            kernel, numpy = min(self.seconds["kernel"]), min(self.seconds["numpy"])
+            self.decided = "kernel" if kernel <= numpy else "numpy"
+            log.info("%s: %s (the kernel %.3g us a %s, NumPy's code %.3g us)", self.what,
+                     "the kernel runs it" if self.decided == "kernel" else
+                     "NumPy's code runs it, faster than the kernel", kernel * 1e6, self.unit,
+                     numpy * 1e6)
 
 
 class NativeLoop:
