@@ -9,7 +9,10 @@ larger than the tests' (T in the hundreds to thousands). scanlib runs it four wa
 - eager: `value_and_grad(loss)` on the tape, every scan as its NumPy loop;
 - jit: `scanlib.jit(value_and_grad(loss))`, traced once and replayed;
 - numba: eager, with `set_loop_compiler("numba")` (each scan's step loop a numba kernel);
-- jit+numba: jit with that default (a call of short scans may run as one fused kernel).
+- jit+numba: jit with that default (a call of short scans may run as one fused kernel);
+- auto and jit+auto: the default where numba is installed, each in a new process on an empty
+  cache: its first call (the NumPy code, while the kernels compile in a background process),
+  when every kernel is ready, and its calls after it has chosen between kernel and NumPy.
 
 Every tier's value and gradients are compared with eager's, and eager's with JAX's
 (max|g - r| / max|r| per array, bench/harness.rel_diff); the exit status is 1 when one
@@ -53,6 +56,10 @@ MAX_REPS = 50
 TOLERANCE = {"jit": 1e-9, "numba": 1e-7, "jit+numba": 1e-7, "jax": 1e-6}
 TIERS = {"eager": (False, "numpy"), "jit": (True, "numpy"), "numba": (False, "numba"),
          "jit+numba": (True, "numba")}
+# The default where numba is installed, measured in new processes on an empty cache: its first
+# call, when its kernels are ready, and its calls once it has chosen (auto_child).
+AUTO_TIERS = {"auto": (False, "auto"), "jit+auto": (True, "auto")}
+TOLERANCE.update({"auto": 1e-7, "jit+auto": 1e-7})
 
 # --- the calls benchmarked: program -> builder(program, jax, jnp, d, r) -> Bench ---------------
 SIZES = {
@@ -508,7 +515,7 @@ def scanlib_runs(name, size, tiers):
     b = BUILDERS[name](program, sl, snp, SIZES[name][size == "full"], np.random.default_rng(0))
     runs = {}
     for tier in tiers:
-        jitted, compiler = TIERS[tier]
+        jitted, compiler = {**TIERS, **AUTO_TIERS}[tier]
         with _compiler(compiler):  # jit's cache key holds the compiler default
             call = b.call(sl)
             call = sl.jit(call) if jitted else call
@@ -583,6 +590,10 @@ def measure(name, size, with_jax, with_numba, cache=None):
         rec["empty_first_s"] = {t: f[0] for t, f in firsts.items()}
         rec["warm_first_s"] = {t: f[1] for t, f in firsts.items()}
         rec["fallbacks"] = {t: f[2] for t, f in firsts.items()}
+    if with_numba and cache:
+        rec["auto"] = auto_runs(name, size, cache)
+        for tier, a in rec["auto"].items():
+            rec["diff"][tier] = (a["diff"], "in its own process")
     runs = scanlib_runs(name, size, tiers)
     ref = None
     for tier, run in runs.items():
@@ -607,6 +618,52 @@ def child_first_call(name, size, tier):
     """In a child process: the first call of one tier, on the SCANLIB_CACHE_DIR it was given."""
     t, _, reasons = first_call(scanlib_runs(name, size, [tier])[tier])
     return {"first_s": t, "fallbacks": reasons}
+
+
+def auto_child(name, size, tier, settle_calls=10, timed_calls=5, timeout_s=600.0):
+    """In a child process on an empty cache: the first call of an "auto" tier; the seconds
+    from its start until the background process has answered every kernel it was sent (None
+    past timeout_s); the median of timed_calls calls after settle_calls more (each body's
+    choice of kernel or NumPy is made by then); the largest difference from eager's values."""
+    from scanlib.scan.loop import native_background
+
+    from .harness import _timed, rel_diff
+
+    runs = scanlib_runs(name, size, [tier, "eager"])
+    start = time.perf_counter()
+    first, out, _ = first_call(runs[tier])
+    ready = None
+    while ready is None and time.perf_counter() - start < timeout_s:
+        if not native_background._WORKER.jobs:
+            ready = time.perf_counter() - start
+        else:
+            time.sleep(0.02)
+    for _ in range(settle_calls):
+        runs[tier]()
+    samples = sorted(_timed(runs[tier])[0] for _ in range(timed_calls))
+    diff, _ = rel_diff(_flat(runs[tier]()), _flat(runs["eager"]()))
+    return {"first_s": first, "ready_s": ready, "settled_s": samples[len(samples) // 2],
+            "diff": diff}
+
+
+def auto_runs(name, size, cache):
+    """{tier: auto_child's record} for each "auto" tier, each in a new process on an empty
+    cache of its own."""
+    import json
+    import subprocess
+
+    out = {}
+    for tier in AUTO_TIERS:
+        directory = os.path.join(cache, f"auto-{name}-{tier.replace('+', '-')}")
+        env = dict(os.environ, SCANLIB_CACHE_DIR=os.path.join(directory, "scanlib"),
+                   NUMBA_CACHE_DIR=os.path.join(directory, "numba"))
+        proc = subprocess.run([sys.executable, "-m", "bench.ports", "--auto-child", size, name,
+                               tier], cwd=ROOT, capture_output=True, text=True, env=env)
+        if proc.returncode != 0:
+            print(f"{name} {tier}: the auto process failed:\n{proc.stderr[-3000:]}")
+            continue
+        out[tier] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return out
 
 
 def numba_first_calls(name, size, cache):
@@ -761,6 +818,29 @@ def ratio_table(records, with_jax):
     return "\n".join(lines)
 
 
+def auto_table(records):
+    """The default where numba is installed ("auto"), each tier in a new process on an empty
+    cache, against JAX's first call and JAX's median in the main process."""
+    lines = ["| program | auto first call (JAX's first) | its kernels ready after | auto / JAX, "
+             "settled | jit+auto first call | ready after | jit+auto / JAX, settled |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    for r in records:
+        jx, cells = r["median_s"].get("jax"), []
+        for tier in AUTO_TIERS:
+            a = r.get("auto", {}).get(tier)
+            if a is None:
+                cells += ["-"] * 3
+                continue
+            first = _s(a["first_s"])
+            if tier == "auto" and "jax" in r["first_s"]:
+                first += f" ({_s(r['first_s']['jax'])})"
+            settled = (f"{a['settled_s'] / jx:.2f}" if jx
+                       else f"{a['settled_s'] * 1e3:.1f} ms")
+            cells += [first, _s(a["ready_s"]), settled]
+        lines.append(f"| {r['program']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def progress_line(rec):
     """One program's numbers as they come, and the distinct NumbaFallbackWarnings."""
     parts = [", ".join(f"{t} {s * 1e3:.2f}" for t, s in rec["median_s"].items()),
@@ -769,6 +849,9 @@ def progress_line(rec):
     for t, s in rec.get("empty_first_s", {}).items():
         line += (f"; {t} first in a new process {_s(s)} on an empty cache, "
                  f"{_s(rec['warm_first_s'][t])} warm")
+    for t, a in rec.get("auto", {}).items():
+        line += (f"; {t}: first {_s(a['first_s'])}, kernels ready after {_s(a['ready_s'])}, "
+                 f"settled {a['settled_s'] * 1e3:.2f} ms")
     line += "; max rel diff " + ", ".join(f"{t} {d:.1e}" for t, (d, _) in rec["diff"].items())
     for tier, reasons in rec["fallbacks"].items():
         for reason in sorted(set(reasons)):
@@ -794,7 +877,7 @@ def main(argv=None):
         _, size, name, tier, *calls = argv
         profile(name, size, tier, *map(int, calls))
         return 0
-    child = argv[:1] == ["--first-child"]
+    child = argv[0] if argv[:1] in (["--first-child"], ["--auto-child"]) else None
     if child:
         argv = argv[1:]
         tier = argv.pop()
@@ -809,7 +892,8 @@ def main(argv=None):
     if child:
         import json
 
-        print(json.dumps(child_first_call(names[0], size, tier)))
+        work = child_first_call if child == "--first-child" else auto_child
+        print(json.dumps(work(names[0], size, tier)))
         return 0
     with_jax = jax_missing() is None
     with_numba = numba_missing() is None
@@ -834,6 +918,8 @@ def main(argv=None):
     load = env.load_average()
     print("\nmedian ms per call (forward + full backward):\n" + detail_table(records, with_jax))
     print("\n" + ratio_table(records, with_jax))
+    if any(r.get("auto") for r in records):
+        print("\n" + auto_table(records))
     print(f"\nload average at the end {load}; total {time.perf_counter() - t0:.0f} s; "
           f"command: {command}")
     bad = problems(records)

@@ -194,9 +194,10 @@ def while_loop(cond_fun: Callable[[PyTree], Any], body_fun: Callable[[PyTree], P
     then scan's compiled loop runs the body; when finding n takes most of the body (cond_fun
     reads the state), one loop finds it and saves what scan's backward reads on the way.
     Without a gradient the loop's own result is returned. Under
-    `set_loop_compiler("numba")` the loop (not the one that keeps residuals) runs as one
-    numba kernel where every operation has a numba form, giving the NumPy loop's values to
-    rounding (numba's exp and log are not NumPy's).
+    `set_loop_compiler("numba")` or "auto" (the default where numba is installed) the loop
+    (not the one that keeps residuals) runs as one numba kernel where every operation has a
+    numba form, giving the NumPy loop's values to rounding (numba's exp and log are not
+    NumPy's); under "auto" once a background process has compiled it.
 
     It works inside a scan body and inside another while_loop too: there the trip count is
     found anew at every step of the enclosing loop, and the gradient recomputes the inner

@@ -76,9 +76,10 @@ def print(fmt: str, *args, ordered: bool = False, **kwargs) -> None:  # noqa: A0
     value_and_grad, vjp, jvp (the primal values). Inside a traced body (a scan, fori_loop or
     while_loop body, a function under jit or vmap) it prints each time the body runs: at every
     step of a loop, at every call of a jitted function, once per example under vmap (as
-    JAX). A scan that asked for compiler="numba" runs a body that prints as the NumPy
-    loop (a NumbaFallbackWarning says so). Where a derivative runs the body again (a
-    checkpointed scan's backward pass) it prints again, as JAX's may. `ordered` is accepted,
+    JAX). A scan that asked for compiler="numba" or "auto" runs a body that prints as the
+    NumPy loop (a NumbaFallbackWarning, or under "auto" the log, says so). Where a
+    derivative runs the body again (a checkpointed scan's backward pass) it prints again, as
+    JAX's may. `ordered` is accepted,
     as JAX's: prints here come in program order.
 
     >>> sl.debug.print("x = {}, loss = {loss:.3f}", sl.tensor([1.0, 2.0]), loss=sl.tensor(0.25))

@@ -8,6 +8,7 @@ Imports backends, tape, ops and scan.primitive (the layers below scanlib/__init_
 
 from __future__ import annotations
 
+import time
 import warnings
 
 import numpy as np
@@ -73,7 +74,7 @@ class _Compiled:
     def __init__(self, cond, body, carries, numpy_run, background=False):
         from .scan.loop import native, native_while
 
-        self.numpy_run, self.kernel, self.body = numpy_run, None, body
+        self.numpy_run, self.kernel, self.body, self.choice = numpy_run, None, body, None
         self.quiet = background  # "auto": compiled in the background, fallbacks only logged
         why = native.missing()
         if why is not None:
@@ -84,6 +85,9 @@ class _Compiled:
             self.kernel, self.source = native_while.build(cond, body, carries, background)
         except native.Unsupported as e:
             self._fall_back(f"it has {e}")
+        # "auto": the kernel or the NumPy loop, whichever measures faster a step
+        self.choice = (native.TierChoice(self.kernel.kernel.what)
+                       if background and self.kernel is not None else None)
 
     def _fall_back(self, why):
         self.kernel = None
@@ -98,13 +102,18 @@ class _Compiled:
         warnings.warn(message, NumbaFallbackWarning, stacklevel=5)
 
     def __call__(self, carry, q, k, max_steps):
+        choice = self.choice
         if self.kernel is not None and not self.kernel.kernel.waiting() and \
-                backends.xp_of(*carry, *q, *k) is np:
+                (choice is None or choice.kernel_turn()) and backends.xp_of(*carry, *q, *k) is np:
             from .scan.loop import native, native_while
 
             if not native.numpy_errstate_forbids():
                 try:
-                    return self.kernel(carry, q, k, max_steps)
+                    start = time.perf_counter()
+                    out = self.kernel(carry, q, k, max_steps)
+                    if choice is not None:
+                        choice.record("kernel", time.perf_counter() - start, out[1])
+                    return out
                 except native_while.TooManySteps:
                     raise too_many_steps(max_steps) from None
                 except native.NotReady:  # compiling in the background
@@ -113,7 +122,11 @@ class _Compiled:
                     self._fall_back(str(e))
                 except native.KERNEL_ERRORS:  # NumPy's loop raises its own error (or not)
                     pass
-        return self.numpy_run(carry, q, k, max_steps)
+        start = time.perf_counter()
+        out = self.numpy_run(carry, q, k, max_steps)
+        if choice is not None and self.kernel is not None:
+            choice.record("numpy", time.perf_counter() - start, out[1])
+        return out
 
 
 def _generate(cond, body, carries, collect):

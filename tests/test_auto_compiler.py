@@ -192,3 +192,20 @@ def test_auto_settles_on_a_tier_by_measuring_both(caplog):
             np.testing.assert_allclose(f(h0, xs).numpy(), want, rtol=1e-12, atol=1e-14)
     decided = [r.getMessage() for r in caplog.records if "(the kernel " in r.getMessage()]
     assert len(decided) == 2, decided  # the forward body and the backward body
+
+
+def test_a_jitted_call_compiles_its_fused_kernel_not_its_scans_kernels(caplog):
+    W, xs, h0 = _data(6, T=20, n=6)
+    jitted = sl.jit(sl.value_and_grad(_rnn_loss(W, "auto")))
+    want_v, want_g = sl.value_and_grad(_rnn_loss(W, "numpy"))(h0, xs)
+    with caplog.at_level(logging.INFO, logger="scanlib.numba"):
+        for _ in range(3):
+            v, g = jitted(h0, xs)  # the straight-line code, its scans on the NumPy loop
+            assert float(v) == float(want_v)
+            np.testing.assert_array_equal(g.numpy(), want_g.numpy())
+    asked = [r.getMessage() for r in caplog.records if "in a background process" in r.getMessage()]
+    assert len(asked) == 1 and "one fused kernel" in asked[0], asked
+    _wait_for_background()
+    for _ in range(2 * native.TierChoice.SAMPLES + 2):
+        v, g = jitted(h0, xs)
+        np.testing.assert_allclose(g.numpy(), want_g.numpy(), rtol=1e-12, atol=1e-14)

@@ -76,20 +76,25 @@ def scan(f: Callable[..., tuple[PyTree, PyTree]], init: PyTree, xs: PyTree = Non
     and changes nothing: the compiled loop is already straight-line Python per step, and
     writing 2-8 steps out in one block measured within noise (bench/NOTES.md).
 
-    `compiler="numba"` (the optional extra, `pip install 'scanlib-autodiff[jit]'`) runs the per-step
-    loop of this scan and of its backward scan as a compiled numba kernel, which is what
-    small states (a few numbers per step, many steps) need; None takes the default
-    (`set_loop_compiler`, "numpy" unless changed). A body numba cannot be proved to compute
+    `compiler` chooses how the per-step loop of this scan and of its backward scan runs:
+    "numpy" (Python calling NumPy), "numba" (a compiled numba kernel, what small states, a
+    few numbers per step over many steps, need; the optional extra,
+    `pip install 'scanlib-autodiff[jit]'`), or "auto"; None takes the default
+    (`set_loop_compiler`), "auto" unless changed. "auto" is "numba" without the waiting: a
+    kernel compiles in a background process while the NumPy loop runs the calls that come
+    before it is ready, then the faster of the two, as measured on the body's calls, runs it;
+    where numba is not installed it is "numpy". A body numba cannot be proved to compute
     exactly as NumPy does (a primitive without a numba form, a dtype numba would change)
-    runs as the NumPy loop with a NumbaFallbackWarning. A body whose step works on values of
-    more than 1,024 elements runs as the NumPy loop too, without a warning: there NumPy's
-    own vectorised loops are faster than the kernel's. Values agree with the NumPy loop to
-    rounding (numba's exp and log are not NumPy's). The first call of a new body compiles it
-    and its backward body: about 1-3 s a kernel on an empty cache, up to tens of seconds for
-    a whole jitted call compiled as one large kernel (bench/NOTES.md). Kernels are then
-    cached on disk (SCANLIB_CACHE_DIR, ~/.cache/scanlib): a new process loads them after
-    numba's own start-up, about a second. Each compile is logged at INFO on the
-    `scanlib.numba` logger (`logging.basicConfig(level=logging.INFO)`).
+    runs as the NumPy loop: under "numba" with a NumbaFallbackWarning, under "auto" with a
+    note on the log. A body whose step works on values of more than 1,024 elements runs as
+    the NumPy loop too, without a warning: there NumPy's own vectorised loops are faster
+    than the kernel's. Values agree with the NumPy loop to rounding (numba's exp and log are
+    not NumPy's). Under "numba" the first call of a new body compiles it and its backward
+    body: about 1-3 s a kernel on an empty cache, up to tens of seconds for a whole jitted
+    call compiled as one large kernel (bench/NOTES.md). Kernels are then cached on disk
+    (SCANLIB_CACHE_DIR, ~/.cache/scanlib): a new process loads them after numba's own
+    start-up, about half a second. Each compile is logged at INFO on the `scanlib.numba`
+    logger (`logging.basicConfig(level=logging.INFO)`).
 
     >>> import scanlib as sl
     >>> carry, ys = sl.scan(lambda c, x: (c + x, c * x), 0.0, sl.tensor([1.0, 2.0, 3.0]))

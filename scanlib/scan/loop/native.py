@@ -19,6 +19,7 @@ the logger (logs.py).
 from __future__ import annotations
 
 import collections
+import contextlib
 import functools
 import hashlib
 import importlib.util
@@ -40,7 +41,8 @@ from .ir import STEP, is_var
 from .native_rules import VIEWS, Arg, Scope, Unsupported, literal_code, statements
 
 __all__ = ["VIEWS", "Unsupported", "NotProved", "NotReady", "KERNEL_ERRORS", "NativeLoop",
-           "TierChoice", "build", "available", "missing", "SMALL_STEP", "largest_step_value"]
+           "TierChoice", "deferring_compiles", "build", "available", "missing", "SMALL_STEP",
+           "largest_step_value"]
 
 
 
@@ -266,6 +268,8 @@ class NativeKernel:
         by the background one); else have it compiled there and raise NotReady."""
         job = self._jobs.get(sig)
         if job is None:
+            if _DEFERRING[0]:  # an enclosing kernel does this work (deferring_compiles)
+                raise NotReady(self.what)
             if self.proofs is None:
                 raise NotProved("it cannot be compiled in the background: no writable cache "
                                 "directory (set SCANLIB_CACHE_DIR)")
@@ -416,6 +420,21 @@ def _dtype_and_rank(typ):
         return (np.dtype(as_dtype(typ)), 0)
     except Exception:  # noqa: BLE001 - a tuple, None, ...: not a value of the graph
         return (None, None)
+
+
+_DEFERRING = [0]
+
+
+@contextlib.contextmanager
+def deferring_compiles():
+    """Within it, a kernel under compiler="auto" that is neither loaded nor compiling is not
+    sent to the background process (its NumPy code runs): jit's fused kernel, compiling or
+    chosen, does the work of the scans its straight-line code would otherwise compile."""
+    _DEFERRING[0] += 1
+    try:
+        yield
+    finally:
+        _DEFERRING[0] -= 1
 
 
 class TierChoice:
