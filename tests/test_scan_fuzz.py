@@ -51,8 +51,9 @@ SCANLIB_FUZZ_NUMBA (default a fiftieth) for bodies also run with compiler="numba
 is installed; that tier must agree with the loop and the NumPy loop, and the report counts
 the bodies whose kernels ran rather than fell back), as many with each step's carry computed
 by a one-trip while_loop under the loop compiler numba (while_loop's kernel), and half as
-many under jit with every scan's compiler numba (jit's fused kernel where it applies);
-derandomized,
+many under jit with every scan's compiler numba (jit's fused kernel where it applies), and
+SCANLIB_FUZZ_AUTO (default a third of SCANLIB_FUZZ_NUMBA) under compiler="auto" (each run
+twice, the kernels compiled by the background process in between); derandomized,
 so CI runs the same bodies every time. A longer hunt:
 
     SCANLIB_FUZZ_EXAMPLES=2000 python -m pytest tests/test_scan_fuzz.py
@@ -92,6 +93,8 @@ EXAMPLES = int(os.environ.get("SCANLIB_FUZZ_EXAMPLES", "250"))
 JIT_EXAMPLES = int(os.environ.get("SCANLIB_FUZZ_JIT", str(max(1, EXAMPLES // 5))))
 # compiler="numba": each body compiles its kernels (about a second each), so fewer of them.
 NUMBA_EXAMPLES = int(os.environ.get("SCANLIB_FUZZ_NUMBA", str(max(1, EXAMPLES // 50))))
+# compiler="auto" (kernels compiled by the background process, then loaded): fewer still.
+AUTO_EXAMPLES = int(os.environ.get("SCANLIB_FUZZ_AUTO", str(max(1, NUMBA_EXAMPLES // 3))))
 HAVE_NUMBA = native.missing() is None
 # Shrinking a failing body can take hypothesis minutes: only on request.
 SHRINK = os.environ.get("SCANLIB_FUZZ_SHRINK", "") not in ("", "0")
@@ -529,18 +532,42 @@ def while_numba_scan(f, init, xs=None, length=None, reverse=False):
 while_numba_scan.compiler = "numba"
 
 
+def auto_scan(*args, **kw):
+    return sl.scan(*args, compiler="auto", **kw)
+
+
+# compiler="auto": run_all runs the whole computation once (the NumPy loop, its kernels sent to
+# the background process), waits for that process, and runs it again (the kernels run).
+auto_scan.compiler, auto_scan.settle = "auto", True
+
+
+def wait_for_background(timeout=300.0):
+    """Until the background compile process has answered every kernel sent to it."""
+    import time
+
+    from scanlib.scan.loop import native_background
+
+    deadline = time.monotonic() + timeout
+    while native_background._WORKER.jobs:
+        if time.monotonic() > deadline:
+            raise AssertionError("the background compile process did not answer in time")
+        time.sleep(0.02)
+
+
 def outer(scan_fn):
     """scanlib.jit for the jit tier, else nothing: what Check wraps each computation in."""
     return sl.jit if getattr(scan_fn, "jit", False) else (lambda f: f)
 
 
 SCANS = {"loop": loop_scan, "interp": interp_scan, "compiled": sl.scan, "numba": numba_scan,
-         "jit": jit_scan, "jit-numba": jit_numba_scan, "while-numba": while_numba_scan}
+         "jit": jit_scan, "jit-numba": jit_numba_scan, "while-numba": while_numba_scan,
+         "auto": auto_scan}
 PAIRS = (("compiled", "loop"), ("compiled", "interp"), ("interp", "loop"))
 EXTRA_PAIRS = {"numba": (("numba", "loop"), ("numba", "compiled")),
                "jit": (("jit", "loop"), ("jit", "compiled")),
                "jit-numba": (("jit-numba", "loop"), ("jit-numba", "compiled")),
-               "while-numba": (("while-numba", "loop"), ("while-numba", "compiled"))}
+               "while-numba": (("while-numba", "loop"), ("while-numba", "compiled")),
+               "auto": (("auto", "loop"), ("auto", "compiled"))}
 TIERS = ("interp", "compiled")
 
 
@@ -669,6 +696,9 @@ def run_all(fn, tiers=TIERS):
         scan_fn = SCANS[name]
         old = sl.set_loop_compiler(getattr(scan_fn, "compiler", None))
         try:
+            if getattr(scan_fn, "settle", False):
+                fn(scan_fn)
+                wait_for_background()
             results[name] = fn(scan_fn)
         except Exception as e:  # noqa: BLE001 - a scan that raises is a disagreement too
             results[name] = Raised(e)
@@ -1292,6 +1322,13 @@ def test_random_bodies_under_jit(body):
 def test_random_bodies_under_jit_with_numba(body):
     check_random_body(body, "random jit numba", second_order=body.seed % 4 == 0,
                       tiers=TIERS + ("jit-numba",))
+
+
+@pytest.mark.skipif(not HAVE_NUMBA, reason="numba is not installed (compiler='numba')")
+@settings(SETTINGS, max_examples=AUTO_EXAMPLES)
+@given(bodies())
+def test_random_bodies_auto_compiler(body):
+    check_random_body(body, "random auto", tiers=TIERS + ("auto",))
 
 
 @pytest.mark.skipif(not HAVE_NUMBA, reason="numba is not installed (compiler='numba')")
