@@ -4,7 +4,7 @@ disk cache once it is there. numba's compiler is Python holding the GIL; a threa
 the speed of the NumPy code it runs beside, a process takes another core.
 
 One process per Python process, started at the first job (`python -m
-scanlib.scan.loop.native_worker`, at a lower priority), compiles the jobs one at a time in the
+scanlib.scan.loop.native_worker`, at a slightly lower priority), compiles the jobs one at a time in the
 order they came; it exits when this process closes its stdin (at exit), after the job it is
 on. A job is (kernel module's path, numba signature, the graph's types of its values); its
 answer, None or why it failed, is read by a thread here.
@@ -53,9 +53,12 @@ class Job:
     def __init__(self, what):
         self.what, self.error, self.seconds = what, None, None
         self._done = threading.Event()
-        self.submitted = time.perf_counter()
+        self.submitted, self.pid = time.perf_counter(), os.getpid()
 
     def done(self):
+        if self.pid != os.getpid() and not self._done.is_set():  # a fork's copy: no answer
+            self.error = "it was compiling in the parent process when this one was forked"
+            return True
         return self._done.is_set()
 
     def finish(self, error, seconds):
@@ -132,6 +135,17 @@ class _Worker:
 
 
 _WORKER = _Worker()
+
+
+def _forget_in_child():
+    """A forked child has the parent's worker object, but no thread reading its answers, and
+    shares its pipes: it starts its own."""
+    global _WORKER
+    _WORKER = _Worker()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_in_child)
 
 
 def submit(path, sig, expected, name, what):
