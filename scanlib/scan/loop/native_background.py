@@ -4,10 +4,11 @@ disk cache once it is there. numba's compiler is Python holding the GIL; a threa
 the speed of the NumPy code it runs beside, a process takes another core.
 
 One process per Python process, started at the first job (`python -m
-scanlib.scan.loop.native_worker`, at a slightly lower priority), compiles the jobs one at a time in the
-order they came; it exits when this process closes its stdin (at exit), after the job it is
-on. A job is (kernel module's path, numba signature, the graph's types of its values); its
-answer, None or why it failed, is read by a thread here.
+scanlib.scan.loop.native_worker`, at a slightly lower priority), compiles the jobs one at a
+time in the order they came. It exits at the end of its stdin (when this process exits),
+after the jobs it was sent: those still fill the disk cache for the next run. A job is (the
+kernel module's path, numba's signature, the graph's types of its values); its answer, None
+or why it failed, is read by a thread here. A forked child starts a process of its own.
 
 Imports only the standard library and the logger (logs.py); the worker imports native.py.
 """
