@@ -344,12 +344,15 @@ through the `warnings` module as well):
 - `scanlib.numba`, INFO: each numba compile when it starts (which scan body, or which jitted
   function as one fused kernel, and its argument types) and when it ends (its seconds, and
   the cache directory, or that it was loaded from numba's disk cache). On an empty cache a
-  body takes seconds to compile (bench/NOTES.md has measured times).
+  body takes seconds to compile (bench/NOTES.md has measured times). Under the default,
+  `compiler="auto"`, also: a kernel sent to the background process and when it is ready,
+  each body's choice between its kernel and the NumPy loop (with both times), and a body
+  numba does not compile (why; no warning).
 - `scanlib.jit`, INFO: each trace of a jitted function (its signature, how long, how many
   traces it holds).
 - WARNING, once per cause and also as a warning: a jitted function running f eagerly, or
   tracing f again for each new value of a Python-number argument (`JitFallbackWarning`); a
-  scan asked for numba running the NumPy loop (`NumbaFallbackWarning`).
+  scan that asked for `compiler="numba"` running the NumPy loop (`NumbaFallbackWarning`).
 
 ```python
 import logging

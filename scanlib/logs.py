@@ -2,9 +2,10 @@
 
 Slow or surprising work reports here: each numba compile (`scanlib.numba`: at INFO when it
 starts and when it ends, with its time and where it is cached, and at WARNING if it is still
-running after 10 s), each jit trace (`scanlib.jit`,
-INFO), and the fallbacks (jit running f eagerly, numba's tier running the NumPy loop) at
-WARNING, which also go through `warnings.warn` once per cause. Imports nothing of scanlib.
+running after 10 s; under compiler="auto", the background compiles and each body's choice of
+tier, at INFO), each jit trace (`scanlib.jit`, INFO), and the fallbacks (jit running f
+eagerly, compiler="numba" running the NumPy loop) at WARNING, which also go through
+`warnings.warn` once per cause. Imports nothing of scanlib.
 """
 
 from __future__ import annotations
