@@ -8,6 +8,7 @@ and bad keys, shapes and dtypes raise.
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -626,3 +627,43 @@ def test_bad_weights_known_only_inside_a_trace_raise_as_the_loop_does(w):
     assert str(scanned.value) == str(loop.value)
     _, (good, _, _) = sl.scan(body, 0.0, sl.tensor([[0.2, 0.3, 0.5]]))
     np.testing.assert_array_equal(_np(good)[0], _np(r.choice(K, items, (4,), p=[0.2, 0.3, 0.5])))
+
+
+@pytest.mark.parametrize("T", [3, 4])  # T = 4: the number of keys, where shapes would agree
+@pytest.mark.parametrize("compiler", ["numpy", "numba"])
+def test_fold_in_of_a_batch_of_keys_with_data_from_xs(T, compiler):
+    # The loop compiler batches fold_in over the steps (its data comes from xs alone): the
+    # keys vmap made [4, 2] must meet each step's datum, not be paired with the steps.
+    if compiler == "numba":
+        pytest.importorskip("numba")
+    keys = sl.random.split(sl.random.key(0), 4)
+
+    def f(c, x):
+        u = sl.vmap(lambda k: sl.random.uniform(sl.random.fold_in(k, x), ()))(keys)
+        return c + u.sum(), u
+
+    xs = sl.tensor(np.arange(T) * 3 + 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sl.NumbaFallbackWarning)
+        c, us = sl.scan(f, sl.tensor(0.0), xs, compiler=compiler)
+    want = np.array([[float(sl.random.uniform(sl.random.fold_in(keys[i], 3 * t + 1), ()))
+                      for i in range(4)] for t in range(T)])
+    np.testing.assert_array_equal(us.numpy(), want)
+    assert float(c) == float(sl.tensor(want).sum())  # the same additions, in the loop's order
+
+
+def test_fold_in_under_vmap_of_keys_data_or_both():
+    keys = sl.random.split(sl.random.key(1), 3)
+    data = sl.tensor(np.array([5, 6, 7]))
+    one = [[sl.random.key_data(sl.random.fold_in(keys[i], int(d))).numpy() for d in (5, 6, 7)]
+           for i in range(3)]
+    both = sl.vmap(sl.random.fold_in)(keys, data)
+    keys_only = sl.vmap(lambda k: sl.random.fold_in(k, 6))(keys)
+    data_only = sl.vmap(lambda d: sl.random.fold_in(keys[2], d))(data)
+    nested = sl.vmap(lambda d: sl.vmap(lambda k: sl.random.fold_in(k, d))(keys))(data)
+    data_of = sl.random.key_data
+    np.testing.assert_array_equal(data_of(both).numpy(), [one[i][i] for i in range(3)])
+    np.testing.assert_array_equal(data_of(keys_only).numpy(), [one[i][1] for i in range(3)])
+    np.testing.assert_array_equal(data_of(data_only).numpy(), one[2])
+    np.testing.assert_array_equal(data_of(nested).numpy(),
+                                  [[one[i][j] for i in range(3)] for j in range(3)])

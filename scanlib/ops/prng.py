@@ -244,12 +244,30 @@ def keys_rule(prim, params, batched, shapes, out_shape, ops=batching.ARRAYS):
     return lambda *args: ops.bind(prim, *args, **params)
 
 
+def _fold_in_rule(prim, params, batched, shapes, out_shape, ops=batching.ARRAYS):
+    """fold_in's: each input's batch axis first, the key broadcast to the batch where only the
+    data is batched (a key closed over, data from a scan's xs), and batched data given 1s
+    after its batch axis so that it broadcasts against the key's own leading axes (keys
+    [4, 2] folded with one datum each example), not against the batch axis."""
+    (key_batched, data_batched), (key_shape, data_shape) = batched, shapes
+    lead = len(key_shape) - 1  # the key's leading axes in one example
+
+    def run(key, data):
+        B = (key if key_batched else data).shape[0]
+        if not key_batched:
+            key = ops.broadcast_to(key, (B,) + tuple(key_shape))
+        if data_batched and len(data_shape) < lead:
+            data = ops.reshape(data, (B,) + (1,) * (lead - len(data_shape)) + tuple(data_shape))
+        return ops.bind(prim, key, data, **params)
+    return run
+
+
 seed_p = Primitive("random_seed", _seed_impl, doc="random_seed(seed): the key of an int seed.",
                    batch=keys_rule)
 split_p = Primitive("random_split", raw_split, doc="random_split(key, shape): new keys.",
                     batch=keys_rule)
 fold_in_p = Primitive("random_fold_in", _fold_in_impl, doc="random_fold_in(key, data).",
-                      batch=keys_rule)
+                      batch=_fold_in_rule)
 bits_p = Primitive("random_bits", lambda key, shape, width: raw_bits(key, shape, width),
                    doc="random_bits(key, shape, width): uniform unsigned integers.",
                    batch=keys_rule)
