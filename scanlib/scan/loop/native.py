@@ -10,7 +10,9 @@ value of the step are compared with the graph's (a float32 promoted to float64 b
 typing would be a silent change), and a mismatch raises NotProved. The executor then runs the
 NumPy loop, with a warning. Kernels are cached on disk by numba (keyed by their source) under
 SCANLIB_CACHE_DIR (default ~/.cache/scanlib), so a new process compiles nothing it compiled
-before.
+before. Under compiler="auto" the compile and its proof are made by a background process
+(native_background.py): until it answers, a kernel raises NotReady and the caller runs its
+NumPy code; then TierChoice keeps whichever of the two measures faster.
 
 Imports numba (lazily: the tier is an extra), the loop IR, emit.py and native_rules.py, and
 the logger (logs.py).
