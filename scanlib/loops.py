@@ -76,10 +76,8 @@ class _Compiled:
 
         self.numpy_run, self.kernel, self.body, self.choice = numpy_run, None, body, None
         self.quiet = background  # "auto": compiled in the background, fallbacks only logged
-        why = native.missing()
+        why = None if background else native.missing()  # (as in scan's executor)
         if why is not None:
-            if background:
-                return self._fall_back(why)
             raise ImportError(f"while_loop: {why}")
         try:
             self.kernel, self.source = native_while.build(cond, body, carries, background)

@@ -6,6 +6,7 @@ is "numpy". Values and gradients are the NumPy loop's (to rounding once a kernel
 from __future__ import annotations
 
 import logging
+import os
 import time
 import warnings
 
@@ -209,3 +210,45 @@ def test_a_jitted_call_compiles_its_fused_kernel_not_its_scans_kernels(caplog):
     for _ in range(2 * native.TierChoice.SAMPLES + 2):
         v, g = jitted(h0, xs)
         np.testing.assert_allclose(g.numpy(), want_g.numpy(), rtol=1e-12, atol=1e-14)
+
+
+def _values():
+    base = np.arange(24.0).reshape(2, 3, 4)
+    readonly = np.ones(3, np.float32)
+    readonly.flags.writeable = False
+    yield from [base, base.T, base[:, ::2], base[0], base[0, :, 1], base[..., 0].T,
+                np.asfortranarray(base), base.astype(np.int32)[:, 1:], np.ones((), np.int8),
+                np.zeros((0, 3)), np.zeros((3, 0), order="F"), np.ones(5, bool), readonly,
+                np.ones((2, 2), np.complex64)[:, :1], np.ones(1, np.uint16)]
+    yield from [np.float32(1.5), np.int64(3), np.bool_(True), np.complex128(1j), np.uint8(7)]
+    yield from [True, 3, -(2 ** 62), 2.5, 1j]
+
+
+@pytest.mark.parametrize("value", list(_values()), ids=lambda v: type(v).__name__)
+def test_argument_types_name_what_numba_types(value):
+    (kind,) = native.argument_types([value])
+    assert numba.typeof(native.proxy(kind)) == numba.typeof(value)
+
+
+@pytest.mark.parametrize("value", [np.ones(3, ">f8"), np.zeros(3, object), 2 ** 64, "a",
+                                   np.zeros(4, np.dtype([("a", "f8")])),
+                                   np.frombuffer(bytes(17), np.float64, 2, offset=1)])
+def test_argument_types_leave_other_values_to_numba(value):
+    assert native.argument_types([value]) is None
+
+
+def test_a_first_call_does_not_import_numba(tmp_path):
+    # numba's start-up (about half a second) is paid when a kernel is ready, not before.
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, numpy as np, scanlib as sl\n"
+        "c, ys = sl.scan(lambda c, x: (sl.tanh(c * 0.5 + x), c), sl.tensor(np.zeros(3)),\n"
+        "                sl.tensor(np.ones((20, 3))))\n"
+        "print('numba' in sys.modules, float(c.sum()))\n")
+    env = dict(os.environ, SCANLIB_LOOP_COMPILER="auto", SCANLIB_CACHE_DIR=str(tmp_path))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split()[0] == "False", out.stdout

@@ -44,10 +44,9 @@ class CompiledBody:
     def _build_native(self):
         from .loop import native  # numba only when asked for
 
-        why = native.missing()
+        # ("auto" found numba installed; a broken one fails in the background process.)
+        why = None if self.quiet else native.missing()
         if why is not None:
-            if self.quiet:
-                return self._fall_back(why)
             raise ImportError(f"scan: {why}")
         large = native.largest_step_value(self.program)
         if large > native.SMALL_STEP:

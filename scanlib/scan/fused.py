@@ -141,7 +141,8 @@ def build(graph):
     """The FusedKernel of a graph that `wanted`; raises Unsupported when a primitive (or a
     form of one) has no numba rule. Where a scan asked for compiler="auto", the kernel
     compiles in the background process (native.NativeKernel)."""
-    why = native.missing()
+    background = any(eqn.params.get("compiler") == "auto" for eqn, _ in _scans(graph, 1))
+    why = None if background else native.missing()  # ("auto" found numba installed)
     if why is not None:
         raise Unsupported(why)
     # numba types only native byte order (older releases refuse the others at the call)
@@ -169,7 +170,6 @@ def build(graph):
         params, lines + [f"    return ({''.join(r + ', ' for r in returned)})"],
         "fused kernel")
     ins = ", ".join(type_str(v.shape, v.dtype) for v in graph.invars)
-    background = any(eqn.params.get("compiler") == "auto" for eqn, _ in _scans(graph, 1))
     kernel = native.new_kernel(ksource, w.expected, graph.name,
                                f"jit({graph.name}) as one fused kernel ({ins})", background)
     return FusedKernel(ksource, kernel, plan)

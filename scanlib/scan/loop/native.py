@@ -246,16 +246,16 @@ class NativeKernel:
     def __call__(self, *args):
         STATS["kernel calls"] += 1
         if self.dispatcher is None:  # compiling in the background: not loaded here yet
+            self._prove_in_background(args)
+            return self.dispatcher(*args)
+        try:
+            return self.dispatcher(*args)
+        except TypeError:  # not compiled for these types
             sig = _signature(args)
-        else:
-            try:
-                return self.dispatcher(*args)
-            except TypeError:  # not compiled for these types
-                sig = _signature(args)
-                if sig in self.proved:
-                    raise
+            if sig in self.proved:
+                raise
         if self.background:
-            self._prove_in_background(sig)
+            self._prove_in_background(args, sig)
         else:
             self._prove(sig)
         return self.dispatcher(*args)
@@ -265,29 +265,41 @@ class NativeKernel:
         caller then runs NumPy's code without trying the kernel)."""
         return any(not job.done() for job in self._jobs.values())
 
-    def _prove_in_background(self, sig):
-        """Load the kernel of sig if it is compiled and proved (by this process before, or
-        by the background one); else have it compiled there and raise NotReady."""
-        job = self._jobs.get(sig)
+    def _prove_in_background(self, args, sig=None):
+        """Load the kernel for args' types if it is compiled and proved (by this process, the
+        background one, or another before), else have the background process compile it and
+        raise NotReady. Until then numba is not imported here: the job names the arguments'
+        types by `argument_types` where it can (numba's start-up is half a second)."""
+        types = argument_types(args) if sig is None else None
+        if types is None and sig is None:
+            sig = _signature(args)
+        what = types if types is not None else sig  # the job's name for the types
+        job = self._jobs.get(what)
         if job is None:
             if _DEFERRING[0]:  # an enclosing kernel does this work (deferring_compiles)
                 raise NotReady(self.what)
             if self.proofs is None:
                 raise NotProved("it cannot be compiled in the background: no writable cache "
                                 "directory (set SCANLIB_CACHE_DIR)")
-            if f"{self._digest} {sig}" in self._recorded():  # compiled before: on disk
-                self._prove(sig)
+            recorded = self._recorded()
+            token = f"{self._digest} {sig}" if types is None else \
+                f"{self._digest} args {types!r}"
+            if token in recorded:  # compiled and proved before: on disk
+                self._prove(sig if sig is not None else _signature(args))
                 return
             from . import native_background
 
-            self._jobs[sig] = native_background.submit(
-                self.proofs[:-len(".proofs")] + ".py", sig, self.expected, self.name,
-                self.what)
+            self._jobs[what] = native_background.submit(
+                self.proofs[:-len(".proofs")] + ".py", what, self.expected, self.name,
+                self.what, self._digest)
             raise NotReady(self.what)
         if not job.done():
             raise NotReady(self.what)
         if job.error is not None:
             raise NotProved(job.error)
+        sig = sig if sig is not None else _signature(args)
+        if f"{self._digest} {sig}" not in self._recorded():  # argument_types missed a type
+            raise NotProved(f"the background process compiled it for other types than ({sig})")
         self._prove(sig)  # from numba's disk cache, with the proof the other process wrote
 
     def _prove(self, sig):
@@ -379,6 +391,48 @@ class NativeKernel:
                     fh.write(token + "\n")
             except OSError:
                 pass
+
+
+def argument_types(args):
+    """The types numba gives the arguments, without numba: per argument (kind, ...) as
+    `proxy` reads it back, or None for an argument it does not describe (numba's own typeof
+    is then needed). numba types an array by dtype, rank, layout (C, F or A, read from the
+    flags as here) and whether it is writable; a Python int below 2**63 in magnitude as
+    int64."""
+    types = []
+    for a in args:
+        if isinstance(a, np.ndarray):
+            dt = a.dtype
+            if not a.flags.aligned or not dt.isnative or dt.hasobject or dt.fields:
+                return None
+            layout = "C" if a.flags.c_contiguous else "F" if a.flags.f_contiguous else "A"
+            types.append(("array", dt.str, a.ndim, layout, bool(a.flags.writeable)))
+        elif isinstance(a, np.generic) and a.dtype.isnative and not a.dtype.hasobject:
+            types.append(("scalar", a.dtype.str))
+        elif type(a) in (bool, float, complex):
+            types.append((type(a).__name__,))
+        elif type(a) is int and a.bit_length() < 64:
+            types.append(("int",))
+        else:
+            return None
+    return tuple(types)
+
+
+def proxy(kind):
+    """A value numba types as `kind` (an entry of argument_types)."""
+    if kind[0] == "array":
+        _, dtype, ndim, layout, writeable = kind
+        if layout == "C":
+            a = np.zeros((1,) * ndim, dtype)
+        elif layout == "F":
+            a = np.zeros((2,) * ndim, dtype, order="F")
+        else:  # every other element: contiguous in no order
+            a = np.zeros((4,) * ndim, dtype)[(slice(None, None, 2),) * ndim]
+        a.flags.writeable = writeable
+        return a
+    if kind[0] == "scalar":
+        return np.dtype(kind[1]).type(0)
+    return {"bool": False, "int": 0, "float": 0.0, "complex": 0j}[kind[0]]
 
 
 def _signature(args):
@@ -517,11 +571,12 @@ _loaded = {}
 def _helpers_digest():
     """numba's cache keeps a kernel's machine code, helpers inlined, until the kernel's own
     file changes: so the helpers' source and numba's version are part of every kernel's."""
-    import numba
+    from importlib import metadata
 
     from ...ops import prng_kernel
 
-    text = numba.__version__.encode() + prng_kernel.SOURCE.encode()
+    # numba's version from its metadata: importing it takes half a second
+    text = metadata.version("numba").encode() + prng_kernel.SOURCE.encode()
     # Read, not imported: importing them starts numba's compiler (half a second).
     for helpers in ("native_kernels.py", "native_prng.py"):
         with open(os.path.join(os.path.dirname(__file__), helpers), "rb") as fh:
