@@ -261,8 +261,12 @@ class NativeKernel:
         return self.dispatcher(*args)
 
     def waiting(self):
-        """Whether a compile of this kernel is under way in the background process (the
-        caller then runs NumPy's code without trying the kernel)."""
+        """Whether the kernel cannot run now: a compile of it is under way in the background
+        process, or it is not loaded and compiles are deferred (deferring_compiles). The
+        caller then runs its NumPy code without trying it (a try would first do the work
+        before the kernel's call, which NumPy's code then does again)."""
+        if self.background and _DEFERRING[0] and not self.proved:
+            return True
         return any(not job.done() for job in self._jobs.values())
 
     def _prove_in_background(self, args, sig=None):
