@@ -833,7 +833,7 @@ def auto_table(records):
              "best of jit and jit+numba, settled |",
              "|---|---:|---:|---:|---:|---:|---:|"]
     for r in records:
-        jx, cells = r["median_s"].get("jax"), []
+        cells = []
         for tier in AUTO_TIERS:
             a = r.get("auto", {}).get(tier)
             if a is None:
