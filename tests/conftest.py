@@ -39,12 +39,12 @@ def _numba_kernel_cache(tmp_path_factory):
         os.environ["SCANLIB_CACHE_DIR"] = old
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _freeze_what_earlier_modules_left():
-    """Each test module starts with the objects alive then (imported libraries, compiled
-    kernels, caches: about two million by the end of a run) frozen out of Python's cyclic
-    garbage collector, which otherwise walks them all in each full collection: about 80 s of
-    a whole run here. Garbage is collected first; what a test makes is collected as usual, and
+@pytest.fixture(autouse=True)
+def _freeze_what_earlier_tests_left():
+    """Each test starts with the objects alive then (imported libraries, compiled kernels,
+    caches: about two million by the end of a run) frozen out of Python's cyclic garbage
+    collector, which otherwise walks them all in each full collection: about 100 s of a whole
+    run here. Garbage is collected first; what a test makes is collected as usual, and
     gc.get_objects() lists only what was made since."""
     gc.collect()
     gc.freeze()
