@@ -252,8 +252,10 @@ def test_rollout_body_draws_compile_bit_exact(batch):
     _same_bits(got, want)
 
 
-@pytest.mark.parametrize("mode", ["raise", "clip", "wrap"])
-@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+# Each mode once and each index dtype in two modes (every pair: six kernels, not three).
+@pytest.mark.parametrize("mode, dtype", [("raise", np.int32), ("clip", np.int64),
+                                         ("wrap", np.int32), ("raise", np.int64)],
+                         ids=["raise-int32", "clip-int64", "wrap-int32", "raise-int64"])
 def test_fixed_indices_and_gathers_in_a_body(mode, dtype):
     table = RNG.normal(size=(6, 3))
 
