@@ -1,6 +1,7 @@
 """Shared fixtures: the `backend` fixture runs a test on NumPy and, where a GPU is usable, on
 CuPy. SCANLIB_TEST_BACKEND=numpy|cupy restricts the run to one backend (bench/gpu_check.sh
-sets it to cupy).
+sets it to cupy). What was alive before each test (and after each collected module) is frozen
+out of Python's cyclic garbage collector, which would otherwise walk it again and again.
 """
 
 from __future__ import annotations
@@ -49,6 +50,13 @@ def _freeze_what_earlier_tests_left():
     gc.collect()
     gc.freeze()
     yield
+
+
+def pytest_collectreport(report):
+    """The same while collecting: after each collector (a test module imports JAX, numba,
+    hypothesis, ...), a third of collection's time here."""
+    gc.collect()
+    gc.freeze()
 
 
 def _selected():
@@ -136,3 +144,4 @@ def pytest_terminal_summary(terminalreporter):
     import optree
     terminalreporter.write_line(f"tested on Python {platform.python_version()}, NumPy "
                                 f"{np.__version__}, optree {optree.__version__}")
+
