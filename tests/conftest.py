@@ -1,10 +1,12 @@
 """Shared fixtures: the `backend` fixture runs a test on NumPy and, where a GPU is usable, on
 CuPy. SCANLIB_TEST_BACKEND=numpy|cupy restricts the run to one backend (bench/gpu_check.sh
-sets it to cupy).
+sets it to cupy). What was alive before each test (and after each collected module) is frozen
+out of Python's cyclic garbage collector, which would otherwise walk it again and again.
 """
 
 from __future__ import annotations
 
+import gc
 import os
 
 import numpy as np
@@ -41,6 +43,25 @@ def _numba_kernel_cache(tmp_path_factory):
         os.environ.pop("SCANLIB_CACHE_DIR", None)
     else:
         os.environ["SCANLIB_CACHE_DIR"] = old
+
+
+@pytest.fixture(autouse=True)
+def _freeze_what_earlier_tests_left():
+    """Each test starts with the objects alive then (imported libraries, compiled kernels,
+    caches: about two million by the end of a run) frozen out of Python's cyclic garbage
+    collector, which otherwise walks them all in each full collection: about 100 s of a whole
+    run here. Garbage is collected first; what a test makes is collected as usual, and
+    gc.get_objects() lists only what was made since."""
+    gc.collect()
+    gc.freeze()
+    yield
+
+
+def pytest_collectreport(report):
+    """The same while collecting: after each collector (a test module imports JAX, numba,
+    hypothesis, ...), a third of collection's time here."""
+    gc.collect()
+    gc.freeze()
 
 
 def _selected():
@@ -128,3 +149,4 @@ def pytest_terminal_summary(terminalreporter):
     import optree
     terminalreporter.write_line(f"tested on Python {platform.python_version()}, NumPy "
                                 f"{np.__version__}, optree {optree.__version__}")
+

@@ -252,8 +252,10 @@ def test_rollout_body_draws_compile_bit_exact(batch):
     _same_bits(got, want)
 
 
-@pytest.mark.parametrize("mode", ["raise", "clip", "wrap"])
-@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+# Each mode once and each index dtype in two modes (every pair: six kernels, not three).
+@pytest.mark.parametrize("mode, dtype", [("raise", np.int32), ("clip", np.int64),
+                                         ("wrap", np.int32), ("raise", np.int64)],
+                         ids=["raise-int32", "clip-int64", "wrap-int32", "raise-int64"])
 def test_fixed_indices_and_gathers_in_a_body(mode, dtype):
     table = RNG.normal(size=(6, 3))
 
@@ -283,7 +285,9 @@ def test_fixed_indices_out_of_range_raises_numpys_error():
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_gather_at_index_arrays_gradients(dtype):
     """take_along_axis (x[i, j] with [B, 1] index arrays) and its scatter in the backward
-    body: values, gradients and second order on the numba tier equal the NumPy tier's."""
+    body: values, gradients and (float64) second order on the numba tier equal the NumPy
+    tier's. The second-order bodies hold the same gather and scatter again; in float32 they
+    would add two kernels (six seconds) and no rule."""
     w0 = RNG.normal(size=(4, 3)).astype(dtype)
     actions = RNG.integers(0, 3, (6, 4))
 
@@ -300,7 +304,7 @@ def test_gather_at_index_arrays_gradients(dtype):
         g = sl.grad(loss)(w, compiler)
         return sl.grad(lambda w: (sl.grad(loss)(w, compiler) * g.numpy()).sum())(w)
 
-    for fn in (loss, sl.grad(loss), grad2):
+    for fn in (loss, sl.grad(loss), grad2)[:3 if dtype == np.float64 else 2]:
         want = fn(w0, "numpy")
         before = native.STATS["kernel calls"]
         with warnings.catch_warnings():
