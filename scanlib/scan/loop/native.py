@@ -277,8 +277,8 @@ class NativeKernel:
         types = argument_types(args) if sig is None else None
         if types is None and sig is None:
             sig = _signature(args)
-        what = types if types is not None else sig  # the job's name for the types
-        job = self._jobs.get(what)
+        asked = types if types is not None else sig  # how the job names the types
+        job = self._jobs.get(asked)
         if job is None:
             if _DEFERRING[0]:  # an enclosing kernel does this work (deferring_compiles)
                 raise NotReady(self.what)
@@ -293,9 +293,9 @@ class NativeKernel:
                 return
             from . import native_background
 
-            self._jobs[what] = native_background.submit(
-                self.proofs[:-len(".proofs")] + ".py", what, self.expected, self.name,
-                self.what, self._digest)
+            self._jobs[asked] = native_background.submit(
+                self.proofs[:-len(".proofs")] + ".py", asked, self.expected, self.name,
+                self.what)
             raise NotReady(self.what)
         if not job.done():
             raise NotReady(self.what)

@@ -79,7 +79,7 @@ class _Worker:
         self.lock = threading.Lock()
         self.process, self.jobs, self.next_id = None, {}, 0
 
-    def submit(self, path, types, expected, name, what, digest):
+    def submit(self, path, types, expected, name, what):
         job = Job(what)
         with self.lock:
             if self.process is None or self.process.poll() is not None:
@@ -91,7 +91,7 @@ class _Worker:
             self.jobs[self.next_id] = (job, self.process)
             try:
                 write_message(self.process.stdin, (self.next_id, path, types, expected, name,
-                                                   what, digest))
+                                                   what))
             except (OSError, ValueError):  # it exited: the reader thread answers its jobs
                 pass
         log.info("compiling %s in a background process; NumPy's code runs it meanwhile", what)
@@ -149,8 +149,8 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_in_child)
 
 
-def submit(path, types, expected, name, what, digest):
+def submit(path, types, expected, name, what):
     """A Job: the kernel module at path compiled for the argument types `types` (numba's
     signature, or native.argument_types'), its values' types checked against expected, and
-    recorded (under the kernel's digest), in the background process."""
-    return _WORKER.submit(path, types, expected, name, what, digest)
+    recorded, in the background process."""
+    return _WORKER.submit(path, types, expected, name, what)

@@ -17,10 +17,11 @@ import time
 
 NICE = 3  # the priority below the caller's (a nice-0 process weighs twice a nice-3 one)
 
+
 def _answer(job):
     from . import native
 
-    _, path, types, expected, name, what, digest = job
+    _, path, types, expected, name, what = job
     start = time.perf_counter()
     try:
         import numba
@@ -34,7 +35,7 @@ def _answer(job):
         if dispatcher._cache.load_overload(sig, dispatcher.targetctx) is None:
             return "numba does not cache it on disk (a NumbaWarning says why)", 0.0
         if described:  # the caller finds the proof by these, without importing numba
-            kernel._record(f"{digest} args {types!r}")
+            kernel._record(f"{kernel._digest} args {types!r}")
     except native.NotProved as e:
         return str(e), time.perf_counter() - start
     except Exception as e:  # noqa: BLE001 - a broken file, numba's internals: say which
