@@ -100,14 +100,13 @@ class _Compiled:
         warnings.warn(message, NumbaFallbackWarning, stacklevel=5)
 
     def __call__(self, carry, q, k, max_steps):
-        choice = self.choice
+        choice, start, raised = self.choice, time.perf_counter(), False
         if self.kernel is not None and not self.kernel.kernel.waiting() and \
                 (choice is None or choice.kernel_turn()) and backends.xp_of(*carry, *q, *k) is np:
             from .scan.loop import native, native_while
 
             if not native.numpy_errstate_forbids():
                 try:
-                    start = time.perf_counter()
                     out = self.kernel(carry, q, k, max_steps)
                     if choice is not None:
                         choice.record("kernel", time.perf_counter() - start, out[1])
@@ -119,11 +118,13 @@ class _Compiled:
                 except native.NotProved as e:
                     self._fall_back(str(e))
                 except native.KERNEL_ERRORS:  # NumPy's loop raises its own error (or not)
-                    pass
-        start = time.perf_counter()
+                    raised = True
+        numpy_start = time.perf_counter()
         out = self.numpy_run(carry, q, k, max_steps)
         if choice is not None and self.kernel is not None:
-            choice.record("numpy", time.perf_counter() - start, out[1])
+            # A kernel that raised and left the call to NumPy's loop cost both.
+            choice.record(*("kernel", time.perf_counter() - start) if raised else
+                          ("numpy", time.perf_counter() - numpy_start), out[1])
         return out
 
 

@@ -252,3 +252,21 @@ def test_a_first_call_does_not_import_numba(tmp_path):
                          env=env, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split()[0] == "False", out.stdout
+
+
+def test_a_kernel_that_leaves_each_call_to_numpy_gives_numpys_values():
+    # The kernel's solve defers a pivot within n * eps of the largest entry to NumPy: it
+    # raises, and the NumPy loop runs the call (its time counts against the kernel).
+    A = sl.tensor(np.array([[1.0, 1.0], [1.0, 1.0 + 4e-16]]))
+
+    def f(c, x):
+        return sl.linalg.solve(A, c * 0.5 + x) * 1e-16, c.sum()
+
+    xs = sl.tensor(np.ones((50, 2)))
+    want_c, want_ys = sl.scan(f, sl.tensor(np.ones(2)), xs, compiler="numpy")
+    sl.scan(f, sl.tensor(np.ones(2)), xs, compiler="auto")
+    _wait_for_background()
+    for _ in range(2 * native.TierChoice.SAMPLES + 2):
+        c, ys = sl.scan(f, sl.tensor(np.ones(2)), xs, compiler="auto")
+        np.testing.assert_array_equal(c.numpy(), want_c.numpy())
+        np.testing.assert_array_equal(ys.numpy(), want_ys.numpy())

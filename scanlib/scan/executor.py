@@ -38,6 +38,7 @@ class CompiledBody:
         # runs as the NumPy loop with a note on the log (the user asked for no compiler).
         self.quiet = compiler == "auto"
         self.choice = None  # under "auto": the kernel or the NumPy loop, by their times
+        self.kernel_raised = False  # in this call, the kernel raised and NumPy's loop ran
         if compiler in ("numba", "auto"):
             self._build_native()
 
@@ -94,7 +95,7 @@ class CompiledBody:
         except native.NotProved as e:
             self._fall_back(str(e))
         except native.KERNEL_ERRORS:  # NumPy's loop raises its own error (or has values)
-            pass
+            self.kernel_raised = True
         return None
 
     def chunk_length(self, T):
@@ -123,24 +124,26 @@ class CompiledBody:
         scratch = [xp.empty((C,) + v.shape, v.dtype) for v in mem.scratch]
         args = (xp, T, C, *init, *xs, *consts, *stacks, *hists, *scratch)
         # Under np.errstate(...="raise") NumPy raises where a kernel would not: NumPy runs.
-        res, choice = None, self.choice
+        res, choice, self.kernel_raised = None, self.choice, False
+        start = time.perf_counter()
         if self.native is not None and xp is np:
             from .loop import native
 
             if not native.numpy_errstate_forbids() and (choice is None or
                                                         choice.kernel_turn()):
-                start = time.perf_counter()
                 res = self._run_native(args)
                 if res is not None and choice is not None:
                     choice.record("kernel", time.perf_counter() - start, T)
         if res is None:
-            start = time.perf_counter()
+            numpy_start = time.perf_counter()
             try:
                 res = self._run(*args)
             except IndexError as e:
                 raise IndexError(self._index_error(e, T)) from None
             if choice is not None and self.native is not None:
-                choice.record("numpy", time.perf_counter() - start, T)
+                # A kernel that raised and left the call to NumPy's loop cost both.
+                choice.record(*("kernel", time.perf_counter() - start) if self.kernel_raised
+                              else ("numpy", time.perf_counter() - numpy_start), T)
         carry, broadcast = list(res[:self.num_carry]), list(res[self.num_carry:])
         ys = []
         for place, v in zip(mem.ys, prog.y_out):

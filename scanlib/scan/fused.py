@@ -86,27 +86,28 @@ class FusedKernel:
     def __init__(self, source, kernel, plan):
         self.source, self.kernel, self._plan = source, kernel, plan
         self.note = None  # why it stopped running, once it has
+        self.raised = False  # in this call, the kernel raised and the straight-line code ran
         # compiler="auto": the kernel or the straight-line code, whichever measures faster
         self.choice = native.TierChoice(kernel.what, "call") if kernel.background else None
 
     def run(self, arrays, consts, straight_line):
         """The graph's outputs: from the kernel where it runs (and, under "auto", is the
         faster), else from `straight_line(*arrays)`."""
-        choice = self.choice
+        choice, start, self.raised = self.choice, time.perf_counter(), False
         if choice is None or choice.kernel_turn():
-            start = time.perf_counter()
             outs = self(arrays, consts)
             if outs is not None:
                 if choice is not None:
                     choice.record("kernel", time.perf_counter() - start)
                 return outs
-        start = time.perf_counter()
-        if choice is not None and self.kernel is not None and choice.decided != "numpy":
-            with native.deferring_compiles():  # the scans' own kernels are not wanted
-                outs = straight_line(*arrays)
-            choice.record("numpy", time.perf_counter() - start)
-        else:
+        if choice is None or self.kernel is None or choice.decided == "numpy":
+            return straight_line(*arrays)
+        numpy_start = time.perf_counter()
+        with native.deferring_compiles():  # the scans' own kernels are not wanted
             outs = straight_line(*arrays)
+        # A kernel that raised and left the call to the straight-line code cost both.
+        choice.record(*("kernel", time.perf_counter() - start) if self.raised else
+                      ("numpy", time.perf_counter() - numpy_start))
         return outs
 
     def __call__(self, arrays, consts):
@@ -123,6 +124,7 @@ class FusedKernel:
                              "instead of one fused kernel: %s", e)
             return None
         except native.KERNEL_ERRORS:  # the straight-line code raises its own error
+            self.raised = True
             return None
         native.STATS["fused calls"] += 1
         out = []
