@@ -70,6 +70,7 @@ class NotReady(Exception):
     call (compiler="auto")."""
 
 
+_PROVING = threading.RLock()  # NativeKernel: loading and proving, one thread at a time
 SLOW_COMPILE_S = 10  # seconds: a compile still running then is logged at WARNING
 STATS = collections.Counter()  # "kernel calls": how often a kernel was called (tests read it)
 log = logs.get("numba")
@@ -245,19 +246,23 @@ class NativeKernel:
 
     def __call__(self, *args):
         STATS["kernel calls"] += 1
-        if self.dispatcher is None:  # compiling in the background: not loaded here yet
-            self._prove_in_background(args)
-            return self.dispatcher(*args)
-        try:
-            return self.dispatcher(*args)
-        except TypeError:  # not compiled for these types
-            sig = _signature(args)
-            if sig in self.proved:
-                raise
-        if self.background:
-            self._prove_in_background(args, sig)
-        else:
-            self._prove(sig)
+        if self.dispatcher is not None:
+            try:
+                return self.dispatcher(*args)
+            except TypeError:  # not compiled for these types
+                pass
+        # One thread at a time loads, proves or asks for a kernel: numba's switch
+        # (_can_compile) and the loaded kernels are shared by the threads.
+        with _PROVING:
+            if self.dispatcher is None:  # compiling in the background: not loaded here yet
+                self._prove_in_background(args)
+            else:
+                sig = _signature(args)
+                if sig not in self.proved:  # (proved: numba's own TypeError, again below)
+                    if self.background:
+                        self._prove_in_background(args, sig)
+                    else:
+                        self._prove(sig)
         return self.dispatcher(*args)
 
     def waiting(self):

@@ -1,0 +1,87 @@
+"""compiler="auto" under hostile use: threads, forks and the like. Each test here failed
+before the fix it names in its docstring."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import scanlib as sl
+
+numba = pytest.importorskip("numba")
+
+from scanlib.scan.loop import native_background  # noqa: E402
+
+
+def _wait_for_background(timeout=240.0):
+    deadline = time.monotonic() + timeout
+    while native_background._WORKER.jobs:
+        if time.monotonic() > deadline:
+            pytest.fail("the background compile process did not answer in time")
+        time.sleep(0.05)
+
+
+def test_threads_loading_one_kernel_at_once_get_the_loops_values():
+    """Threads calling scans whose kernel had just compiled raced in loading and proving it
+    (numba's compile switch is shared): a KeyError from inside NativeKernel._prove."""
+    rng = np.random.default_rng(11)
+    W = rng.normal(size=(4, 4)) * 0.4
+    xs, h0 = rng.normal(size=(9, 4)), rng.normal(size=4)
+
+    def loss(compiler):
+        def run(h0, xs):
+            def f(h, x):
+                h = sl.tanh(h @ W + x)
+                return h, (h * h).sum()
+            h, ys = sl.scan(f, h0, xs, compiler=compiler)
+            return ys.sum() + (h * h).sum()
+        return sl.grad(run)
+
+    want = loss("numpy")(sl.tensor(h0), sl.tensor(xs)).numpy()
+    loss("auto")(sl.tensor(h0), sl.tensor(xs))
+    _wait_for_background()
+    fs = [loss("auto") for _ in range(8)]  # new traces: each loads the kernel at its first call
+    start, errors, got = threading.Barrier(len(fs)), [], []
+
+    def work(f):
+        start.wait()
+        try:
+            for _ in range(3):
+                got.append(f(sl.tensor(h0), sl.tensor(xs)).numpy())
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(f,)) for f in fs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    for g in got:
+        np.testing.assert_allclose(g, want, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork")
+def test_a_forked_child_does_not_keep_the_parents_worker_alive(monkeypatch):
+    """A forked child kept its copy of the pipe to the parent's background process open: that
+    process saw no end of its stdin, and outlived the parent for as long as the child ran."""
+    worker = native_background._Worker()
+    monkeypatch.setattr(native_background, "_WORKER", worker)
+    with worker.lock:
+        worker._start()
+    process = worker.process
+    assert process is not None
+    pid = os.fork()
+    if pid == 0:  # the child: outlives the parent's end of the pipe
+        time.sleep(8)
+        os._exit(0)
+    try:
+        process.stdin.close()  # the parent is done with it (as at its exit)
+        process.wait(timeout=6)  # then it exits, the child still running
+    finally:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
