@@ -14,7 +14,7 @@ import scanlib as sl
 
 numba = pytest.importorskip("numba")
 
-from scanlib.scan.loop import native_background  # noqa: E402
+from scanlib.scan.loop import native, native_background  # noqa: E402
 
 
 def _wait_for_background(timeout=240.0):
@@ -85,3 +85,35 @@ def test_a_forked_child_does_not_keep_the_parents_worker_alive(monkeypatch):
     finally:
         os.kill(pid, 9)
         os.waitpid(pid, 0)
+
+
+def test_a_kernel_file_changed_on_disk_is_written_again(monkeypatch):
+    """A kernel module edited (or damaged) in the cache directory was imported as it was,
+    and its proof, recorded for the kernel scanlib wrote, let it run: wrong values."""
+    import glob
+
+    xs = sl.tensor(np.ones((12, 3)))
+
+    def f(c, x):
+        return c * 0.8125 + x, c
+
+    want = sl.scan(f, sl.tensor(np.zeros(3)), xs, compiler="numpy")[0].numpy()
+    sl.scan(f, sl.tensor(np.zeros(3)), xs, compiler="auto")
+    _wait_for_background()
+    (path,) = [p for p in glob.glob(os.path.join(native._cache_dir(), "scanlib_kernel_*.py"))
+               if "0.8125" in open(p).read()]
+    with open(path) as fh:
+        text = fh.read()
+    with open(path, "w") as fh:
+        fh.write(text.replace("0.8125", "0.25"))
+    monkeypatch.setattr(native, "_loaded", {})  # as a new process would: import the file
+
+    def g(c, x):  # the same body, traced anew
+        return c * 0.8125 + x, c
+
+    before = native.STATS["kernel calls"]
+    got = [sl.scan(g, sl.tensor(np.zeros(3)), xs, compiler="auto")[0].numpy()
+           for _ in range(2)]
+    assert native.STATS["kernel calls"] > before
+    for c in got:
+        np.testing.assert_allclose(c, want, rtol=1e-14)

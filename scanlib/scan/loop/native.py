@@ -621,16 +621,23 @@ def _key(ksource):
 
 def kernel_file(ksource):
     """The path of the kernel module's file in the cache directory (written unless it is
-    there), or None when that directory cannot be written."""
+    there with this source: a file changed on disk is written again, and numba, seeing it
+    changed, compiles it again), or None when that directory cannot be written."""
     directory = _cache_dir()
     if directory is None:
         return None
     path = os.path.join(directory, f"scanlib_kernel_{_key(ksource)}.py")
+    text = ksource.replace("cache=CACHE", "cache=True")
     try:
-        if not os.path.exists(path):
+        try:
+            with open(path) as fh:
+                there = fh.read()
+        except (FileNotFoundError, UnicodeDecodeError):
+            there = None
+        if there != text:
             fd, tmp = tempfile.mkstemp(dir=directory, suffix=".tmp")
             with os.fdopen(fd, "w") as fh:
-                fh.write(ksource.replace("cache=CACHE", "cache=True"))
+                fh.write(text)
             os.replace(tmp, path)
     except OSError:
         return None
