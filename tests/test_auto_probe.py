@@ -117,3 +117,31 @@ def test_a_kernel_file_changed_on_disk_is_written_again(monkeypatch):
     assert native.STATS["kernel calls"] > before
     for c in got:
         np.testing.assert_allclose(c, want, rtol=1e-14)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork")
+def test_a_forked_child_runs_the_kernel_its_parent_was_compiling():
+    """A child forked while its parent's kernel compiled took that compile for failed (it
+    hears no answer), and ran the NumPy loop for good (a fork Pool never ran a kernel)."""
+    xs = sl.tensor(np.ones((14, 3)))
+
+    def f(c, x):
+        return sl.tanh(c * 0.6875 + x), c
+
+    want = sl.scan(f, sl.tensor(np.zeros(3)), xs, compiler="numpy")[0].numpy()
+    sl.scan(f, sl.tensor(np.zeros(3)), xs, compiler="auto")  # sent to the background
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            for _ in range(2 * native.TierChoice.SAMPLES + 2):
+                before = native.STATS["kernel calls"]
+                c = sl.scan(f, sl.tensor(np.zeros(3)), xs, compiler="auto")[0].numpy()
+                np.testing.assert_allclose(c, want, rtol=1e-14)
+                _wait_for_background(8)
+            code = 0 if native.STATS["kernel calls"] > before else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.WEXITSTATUS(status) == 0, "the child did not run the kernel" \
+        if os.WEXITSTATUS(status) == 2 else "the child failed"

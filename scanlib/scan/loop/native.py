@@ -284,6 +284,8 @@ class NativeKernel:
             sig = _signature(args)
         asked = types if types is not None else sig  # how the job names the types
         job = self._jobs.get(asked)
+        if job is not None and job.pid != os.getpid():  # the parent's, before a fork: ask anew
+            job = self._jobs.pop(asked) and None
         if job is None:
             if _DEFERRING[0]:  # an enclosing kernel does this work (deferring_compiles)
                 raise NotReady(self.what)
