@@ -145,3 +145,31 @@ def test_a_forked_child_runs_the_kernel_its_parent_was_compiling():
     _, status = os.waitpid(pid, 0)
     assert os.WEXITSTATUS(status) == 0, "the child did not run the kernel" \
         if os.WEXITSTATUS(status) == 2 else "the child failed"
+
+
+def test_a_numba_that_no_longer_imports_leaves_recorded_kernels_to_the_numpy_loop(
+        monkeypatch):
+    """A kernel recorded in the cache, then numba broken (a NumPy upgrade it does not
+    support): every scan of that body raised numba's ImportError, under the default."""
+    import sys
+
+    from scanlib.scan import api
+
+    xs = sl.tensor(np.ones((11, 3)))
+
+    def f(c, x):
+        return sl.tanh(c * 0.4375 + x), c
+
+    want = sl.scan(f, sl.tensor(np.zeros(3)), xs, compiler="numpy")[0].numpy()
+    sl.scan(f, sl.tensor(np.zeros(3)), xs, compiler="auto")
+    _wait_for_background()
+    monkeypatch.setattr(native, "_loaded", {})  # a new process: nothing loaded yet
+    monkeypatch.setitem(sys.modules, "numba", None)  # `import numba` raises ImportError
+    monkeypatch.setattr(api, "_numba_installed", lambda: True)  # (its files are there)
+
+    def g(c, x):  # the same body, traced anew
+        return sl.tanh(c * 0.4375 + x), c
+
+    for _ in range(2):
+        c = sl.scan(g, sl.tensor(np.zeros(3)), xs, compiler="auto")[0].numpy()
+        np.testing.assert_array_equal(c, want)

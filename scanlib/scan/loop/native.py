@@ -447,9 +447,12 @@ def proxy(kind):
 
 
 def _signature(args):
-    """numba's types of a kernel's arguments (NotProved where it has none)."""
-    import numba
-
+    """numba's types of a kernel's arguments (NotProved where it has none, or where numba
+    does not import: a kernel recorded in the cache by a numba that a NumPy upgrade broke)."""
+    try:
+        import numba
+    except Exception as e:  # noqa: BLE001 - ImportError, or a broken install
+        raise NotProved(f"numba does not import ({type(e).__name__}: {e})") from None
     try:
         return tuple(numba.typeof(a) for a in args)
     except Exception as e:  # noqa: BLE001 - a big-endian array, an object numba lacks
