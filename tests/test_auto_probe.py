@@ -173,3 +173,27 @@ def test_a_numba_that_no_longer_imports_leaves_recorded_kernels_to_the_numpy_loo
     for _ in range(2):
         c = sl.scan(g, sl.tensor(np.zeros(3)), xs, compiler="auto")[0].numpy()
         np.testing.assert_array_equal(c, want)
+
+
+def test_numba_without_its_metadata_leaves_the_scan_running(monkeypatch):
+    """numba installed without its package metadata (an application frozen without it):
+    every scan under auto raised PackageNotFoundError, from the kernels' cache key."""
+    from importlib import metadata
+
+    def no_metadata(name):
+        raise metadata.PackageNotFoundError(name)
+
+    xs = sl.tensor(np.ones((13, 3)))
+
+    def f(c, x):
+        return c * 0.5625 + x, c
+
+    want = sl.scan(f, sl.tensor(np.zeros(3)), xs, compiler="numpy")[0].numpy()
+    monkeypatch.setattr(metadata, "version", no_metadata)
+    native._helpers_digest.cache_clear()
+    try:
+        c = sl.scan(f, sl.tensor(np.zeros(3)), xs, compiler="auto")[0].numpy()
+        assert native._helpers_digest() != ""
+    finally:
+        native._helpers_digest.cache_clear()
+    np.testing.assert_array_equal(c, want)

@@ -585,17 +585,31 @@ _loaded = {}
 def _helpers_digest():
     """numba's cache keeps a kernel's machine code, helpers inlined, until the kernel's own
     file changes: so the helpers' source and numba's version are part of every kernel's."""
-    from importlib import metadata
-
     from ...ops import prng_kernel
 
-    # numba's version from its metadata: importing it takes half a second
-    text = metadata.version("numba").encode() + prng_kernel.SOURCE.encode()
+    text = _numba_version().encode() + prng_kernel.SOURCE.encode()
     # Read, not imported: importing them starts numba's compiler (half a second).
     for helpers in ("native_kernels.py", "native_prng.py"):
         with open(os.path.join(os.path.dirname(__file__), helpers), "rb") as fh:
             text += fh.read()
     return hashlib.sha256(text).hexdigest()[:16]
+
+
+def _numba_version():
+    """numba's version from its metadata (importing it takes half a second), else its
+    _version.py (an application frozen without the metadata), else "unknown"."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("numba")
+    except Exception:  # noqa: BLE001 - PackageNotFoundError, a broken install
+        pass
+    try:
+        origin = importlib.util.find_spec("numba").origin
+        with open(os.path.join(os.path.dirname(origin), "_version.py")) as fh:
+            return fh.read()
+    except Exception:  # noqa: BLE001 - no such file: numba's own cache checks its version
+        return "unknown"
 
 
 def load_kernel(ksource):
