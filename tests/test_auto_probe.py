@@ -197,3 +197,28 @@ def test_numba_without_its_metadata_leaves_the_scan_running(monkeypatch):
     finally:
         native._helpers_digest.cache_clear()
     np.testing.assert_array_equal(c, want)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "PROBE, not fixed: every distinct body is a job, none dropped. A Python float closed "
+    "over is a literal of the kernel's source, so a sweep over one makes a kernel a value; "
+    "the background process grows by about 1.6 MB a compiled kernel (numba keeps them) "
+    "and, when the caller exits, compiles the rest of its queue (minutes) before it exits; "
+    "each writes a kernel file to the cache that nothing deletes"))
+def test_the_background_queue_is_bounded(monkeypatch):
+    worker = native_background._Worker()
+    monkeypatch.setattr(native_background, "_WORKER", worker)
+    xs = sl.tensor(np.ones((6, 2)))
+    try:
+        for i in range(40):
+            k = 0.3 + i / 1024
+
+            def f(c, x, k=k):
+                return c * k + x, c
+
+            sl.scan(f, sl.tensor(np.zeros(2)), xs, compiler="auto")
+        assert len(worker.jobs) <= 8, f"{len(worker.jobs)} kernels queued"
+    finally:
+        if worker.process is not None:
+            worker.process.kill()
+            worker.process.wait()
