@@ -222,3 +222,15 @@ def test_the_background_queue_is_bounded(monkeypatch):
         if worker.process is not None:
             worker.process.kill()
             worker.process.wait()
+
+
+def test_a_big_endian_init_is_named_in_the_carry_error():
+    """A big-endian init (read from a file, say) raised "init is f64[3] and the returned
+    carry is f64[3] (dtypes differ)": the two types printed the same."""
+    init = sl.tensor(np.zeros(3, ">f8"))
+    with pytest.raises(TypeError, match=r"byte orders differ: init is '>f8'.*newbyteorder"):
+        sl.scan(lambda c, x: (c * 0.5 + x, c), init, sl.tensor(np.ones((4, 3))),
+                compiler="auto")
+    c, _ = sl.scan(lambda c, x: (c * 0.5 + x, c), init.astype(np.dtype(">f8").newbyteorder("=")),
+                   sl.tensor(np.ones((4, 3))), compiler="auto")
+    assert c.numpy().dtype == np.float64
