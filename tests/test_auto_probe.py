@@ -234,3 +234,27 @@ def test_a_big_endian_init_is_named_in_the_carry_error():
     c, _ = sl.scan(lambda c, x: (c * 0.5 + x, c), init.astype(np.dtype(">f8").newbyteorder("=")),
                    sl.tensor(np.ones((4, 3))), compiler="auto")
     assert c.numpy().dtype == np.float64
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork")
+def test_a_child_forked_while_a_thread_proves_a_kernel_can_prove_its_own():
+    """(The lock that makes threads prove one at a time is a fresh one in a forked child.)"""
+    held, release = threading.Event(), threading.Event()
+
+    def prover():
+        with native._PROVING:
+            held.set()
+            release.wait(10)
+
+    t = threading.Thread(target=prover)
+    t.start()
+    held.wait(10)
+    try:
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0 if native._PROVING.acquire(timeout=2) else 1)
+        _, status = os.waitpid(pid, 0)
+    finally:
+        release.set()
+        t.join()
+    assert os.WEXITSTATUS(status) == 0

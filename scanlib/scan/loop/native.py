@@ -71,6 +71,16 @@ class NotReady(Exception):
 
 
 _PROVING = threading.RLock()  # NativeKernel: loading and proving, one thread at a time
+
+
+def _unlock_in_child():
+    """A child forked while another thread proved a kernel: that thread is not in it."""
+    global _PROVING
+    _PROVING = threading.RLock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_unlock_in_child)
 SLOW_COMPILE_S = 10  # seconds: a compile still running then is logged at WARNING
 STATS = collections.Counter()  # "kernel calls": how often a kernel was called (tests read it)
 log = logs.get("numba")
