@@ -258,3 +258,50 @@ def test_a_child_forked_while_a_thread_proves_a_kernel_can_prove_its_own():
         release.set()
         t.join()
     assert os.WEXITSTATUS(status) == 0
+
+
+def test_threads_calling_with_new_layouts_while_one_compiles():
+    """(compiler="numba", where the compile runs in the caller; "auto" loads the same way.)
+    A thread whose call found numba's compile switch on (another thread proving a kernel)
+    had numba compile its own types, unproved, or raise RuntimeError("compilation
+    disabled") out of the scan."""
+    import warnings
+
+    compiler = "numba"
+    rng = np.random.default_rng(12)
+    W = rng.normal(size=(3, 3)) * 0.4
+
+    def f(h, x):
+        h = sl.tanh(h @ W + x)
+        return h, (h * h).sum()
+
+    base = rng.normal(size=(12, 3))
+    readonly = base.copy()
+    readonly.flags.writeable = False
+    layouts = [base, np.asfortranarray(base), np.repeat(base, 2, 0)[::2], readonly]
+    want = sl.scan(f, sl.tensor(np.zeros(3)), sl.tensor(base), compiler="numpy")[0].numpy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sl.NumbaFallbackWarning)
+        sl.scan(f, sl.tensor(np.zeros(3)), sl.tensor(base), compiler=compiler)
+    _wait_for_background()
+    errors, got = [], []
+
+    def work(i):
+        time.sleep(0.03 * i)
+        try:
+            for _ in range(6):
+                got.append(sl.scan(f, sl.tensor(np.zeros(3)), layouts[i % 4],
+                                   compiler=compiler)[0].numpy())
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(16)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sl.NumbaFallbackWarning)
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert not errors, errors
+    for c in got:
+        np.testing.assert_allclose(c, want, rtol=1e-12)

@@ -261,6 +261,9 @@ class NativeKernel:
                 return self.dispatcher(*args)
             except TypeError:  # not compiled for these types
                 pass
+            except RuntimeError as e:  # the same, found while another thread proved a kernel
+                if "compilation disabled" not in str(e):
+                    raise
         # One thread at a time loads, proves or asks for a kernel: numba's switch
         # (_can_compile) and the loaded kernels are shared by the threads.
         with _PROVING:
@@ -337,16 +340,24 @@ class NativeKernel:
             SLOW_COMPILE_S))
         still.daemon = True
         still.start()
-        self.dispatcher._can_compile = True
+        from numba.core.compiler_lock import global_compiler_lock
+
         try:
-            self.dispatcher.compile(sig)
+            # Switched on only within numba's lock, which its compile takes before it reads
+            # the switch: a call of another thread that finds it on cannot compile, unproved,
+            # types of its own (it raises "compilation disabled", and is proved in turn).
+            with global_compiler_lock:
+                self.dispatcher._can_compile = True
+                try:
+                    self.dispatcher.compile(sig)
+                finally:
+                    self.dispatcher._can_compile = False
         except Exception as e:  # noqa: BLE001 - numba's typing and lowering errors
             log.info("%s does not compile (%.1f s)", self.what,
                       time.perf_counter() - start)
             raise NotProved(f"numba cannot compile it: {_numba_reason(e)}") from None
         finally:
             still.cancel()
-            self.dispatcher._can_compile = False
         seconds = time.perf_counter() - start
         self.compile_seconds += seconds
         token = f"{self._digest} {sig}"
