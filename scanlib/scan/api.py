@@ -462,6 +462,9 @@ def prepare(f, init, xs, length, reverse, dim, interpret=False):
     for path, x, v in zip(init_paths, init_t, body.outvars):
         if (x.shape, x.dtype) != (v.shape, v.dtype):
             what = "shapes differ" if x.shape != v.shape else "dtypes differ"
+            if x.shape == v.shape and np.dtype(x.dtype).newbyteorder("=") == v.dtype:
+                what = (f"byte orders differ: {path} is {np.dtype(x.dtype).str!r}; pass it "
+                        "as x.astype(x.dtype.newbyteorder('=')), in native order")
             carry_path = "carry" + path[len("init"):]
             raise TypeError(
                 f"scan: the carry returned by f must match init, but {path} is "

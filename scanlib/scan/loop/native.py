@@ -70,6 +70,17 @@ class NotReady(Exception):
     call (compiler="auto")."""
 
 
+_PROVING = threading.RLock()  # NativeKernel: loading and proving, one thread at a time
+
+
+def _unlock_in_child():
+    """A child forked while another thread proved a kernel: that thread is not in it."""
+    global _PROVING
+    _PROVING = threading.RLock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_unlock_in_child)
 SLOW_COMPILE_S = 10  # seconds: a compile still running then is logged at WARNING
 STATS = collections.Counter()  # "kernel calls": how often a kernel was called (tests read it)
 log = logs.get("numba")
@@ -245,19 +256,26 @@ class NativeKernel:
 
     def __call__(self, *args):
         STATS["kernel calls"] += 1
-        if self.dispatcher is None:  # compiling in the background: not loaded here yet
-            self._prove_in_background(args)
-            return self.dispatcher(*args)
-        try:
-            return self.dispatcher(*args)
-        except TypeError:  # not compiled for these types
-            sig = _signature(args)
-            if sig in self.proved:
-                raise
-        if self.background:
-            self._prove_in_background(args, sig)
-        else:
-            self._prove(sig)
+        if self.dispatcher is not None:
+            try:
+                return self.dispatcher(*args)
+            except TypeError:  # not compiled for these types
+                pass
+            except RuntimeError as e:  # the same, found while another thread proved a kernel
+                if "compilation disabled" not in str(e):
+                    raise
+        # One thread at a time loads, proves or asks for a kernel: numba's switch
+        # (_can_compile) and the loaded kernels are shared by the threads.
+        with _PROVING:
+            if self.dispatcher is None:  # compiling in the background: not loaded here yet
+                self._prove_in_background(args)
+            else:
+                sig = _signature(args)
+                if sig not in self.proved:  # (proved: numba's own TypeError, again below)
+                    if self.background:
+                        self._prove_in_background(args, sig)
+                    else:
+                        self._prove(sig)
         return self.dispatcher(*args)
 
     def waiting(self):
@@ -279,6 +297,8 @@ class NativeKernel:
             sig = _signature(args)
         asked = types if types is not None else sig  # how the job names the types
         job = self._jobs.get(asked)
+        if job is not None and job.pid != os.getpid():  # the parent's, before a fork: ask anew
+            job = self._jobs.pop(asked) and None
         if job is None:
             if _DEFERRING[0]:  # an enclosing kernel does this work (deferring_compiles)
                 raise NotReady(self.what)
@@ -320,16 +340,24 @@ class NativeKernel:
             SLOW_COMPILE_S))
         still.daemon = True
         still.start()
-        self.dispatcher._can_compile = True
+        from numba.core.compiler_lock import global_compiler_lock
+
         try:
-            self.dispatcher.compile(sig)
+            # Switched on only within numba's lock, which its compile takes before it reads
+            # the switch: a call of another thread that finds it on cannot compile, unproved,
+            # types of its own (it raises "compilation disabled", and is proved in turn).
+            with global_compiler_lock:
+                self.dispatcher._can_compile = True
+                try:
+                    self.dispatcher.compile(sig)
+                finally:
+                    self.dispatcher._can_compile = False
         except Exception as e:  # noqa: BLE001 - numba's typing and lowering errors
             log.info("%s does not compile (%.1f s)", self.what,
                       time.perf_counter() - start)
             raise NotProved(f"numba cannot compile it: {_numba_reason(e)}") from None
         finally:
             still.cancel()
-            self.dispatcher._can_compile = False
         seconds = time.perf_counter() - start
         self.compile_seconds += seconds
         token = f"{self._digest} {sig}"
@@ -440,9 +468,12 @@ def proxy(kind):
 
 
 def _signature(args):
-    """numba's types of a kernel's arguments (NotProved where it has none)."""
-    import numba
-
+    """numba's types of a kernel's arguments (NotProved where it has none, or where numba
+    does not import: a kernel recorded in the cache by a numba that a NumPy upgrade broke)."""
+    try:
+        import numba
+    except Exception as e:  # noqa: BLE001 - ImportError, or a broken install
+        raise NotProved(f"numba does not import ({type(e).__name__}: {e})") from None
     try:
         return tuple(numba.typeof(a) for a in args)
     except Exception as e:  # noqa: BLE001 - a big-endian array, an object numba lacks
@@ -575,17 +606,31 @@ _loaded = {}
 def _helpers_digest():
     """numba's cache keeps a kernel's machine code, helpers inlined, until the kernel's own
     file changes: so the helpers' source and numba's version are part of every kernel's."""
-    from importlib import metadata
-
     from ...ops import prng_kernel
 
-    # numba's version from its metadata: importing it takes half a second
-    text = metadata.version("numba").encode() + prng_kernel.SOURCE.encode()
+    text = _numba_version().encode() + prng_kernel.SOURCE.encode()
     # Read, not imported: importing them starts numba's compiler (half a second).
     for helpers in ("native_kernels.py", "native_prng.py"):
         with open(os.path.join(os.path.dirname(__file__), helpers), "rb") as fh:
             text += fh.read()
     return hashlib.sha256(text).hexdigest()[:16]
+
+
+def _numba_version():
+    """numba's version from its metadata (importing it takes half a second), else its
+    _version.py (an application frozen without the metadata), else "unknown"."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("numba")
+    except Exception:  # noqa: BLE001 - PackageNotFoundError, a broken install
+        pass
+    try:
+        origin = importlib.util.find_spec("numba").origin
+        with open(os.path.join(os.path.dirname(origin), "_version.py")) as fh:
+            return fh.read()
+    except Exception:  # noqa: BLE001 - no such file: numba's own cache checks its version
+        return "unknown"
 
 
 def load_kernel(ksource):
@@ -616,16 +661,23 @@ def _key(ksource):
 
 def kernel_file(ksource):
     """The path of the kernel module's file in the cache directory (written unless it is
-    there), or None when that directory cannot be written."""
+    there with this source: a file changed on disk is written again, and numba, seeing it
+    changed, compiles it again), or None when that directory cannot be written."""
     directory = _cache_dir()
     if directory is None:
         return None
     path = os.path.join(directory, f"scanlib_kernel_{_key(ksource)}.py")
+    text = ksource.replace("cache=CACHE", "cache=True")
     try:
-        if not os.path.exists(path):
+        try:
+            with open(path) as fh:
+                there = fh.read()
+        except (FileNotFoundError, UnicodeDecodeError):
+            there = None
+        if there != text:
             fd, tmp = tempfile.mkstemp(dir=directory, suffix=".tmp")
             with os.fdopen(fd, "w") as fh:
-                fh.write(ksource.replace("cache=CACHE", "cache=True"))
+                fh.write(text)
             os.replace(tmp, path)
     except OSError:
         return None

@@ -138,10 +138,24 @@ class _Worker:
 _WORKER = _Worker()
 
 
+_FORKED_FROM = []  # in a forked child: the parent's worker object, its pipes closed here
+
+
 def _forget_in_child():
     """A forked child has the parent's worker object, but no thread reading its answers, and
-    shares its pipes: it starts its own."""
+    shares its pipes: it starts its own, and closes its copies of the parent's (else the
+    parent's process would not see the end of its stdin until every child exited). They are
+    closed by descriptor, not flushed (a fork during another thread's write would send half
+    a message); the objects are kept so that nothing closes those numbers again."""
     global _WORKER
+    process = _WORKER.process
+    if process is not None:
+        for stream in (process.stdin, process.stdout):
+            try:
+                os.close(stream.fileno())
+            except (OSError, ValueError):
+                pass
+        _FORKED_FROM.append(_WORKER)
     _WORKER = _Worker()
 
 
