@@ -37,6 +37,7 @@ import numpy as np
 from ... import generated, logs
 from ...ops.prng_kernel import cache_dir as _cache_dir  # one home for kernels' cache
 from ...tape.tensor import type_str
+from . import native_background
 from . import native_nests as nests
 from .emit import LoopWriter
 from .ir import STEP, is_var
@@ -81,6 +82,8 @@ def _unlock_in_child():
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_unlock_in_child)
+
+
 SLOW_COMPILE_S = 10  # seconds: a compile still running then is logged at WARNING
 STATS = collections.Counter()  # "kernel calls": how often a kernel was called (tests read it)
 log = logs.get("numba")
@@ -280,10 +283,12 @@ class NativeKernel:
 
     def waiting(self):
         """Whether the kernel cannot run now: a compile of it is under way in the background
-        process, or it is not loaded and compiles are deferred (deferring_compiles). The
+        process, or it is not loaded and compiles are deferred (deferring_compiles) or the
+        background queue is full (native_background.MAX_QUEUED). The
         caller then runs its NumPy code without trying it (a try would first do the work
         before the kernel's call, which NumPy's code then does again)."""
-        if self.background and _DEFERRING[0] and not self.proved:
+        if self.background and not self.proved and (
+                _DEFERRING[0] or not self._jobs and native_background.full()):
             return True
         return any(not job.done() for job in self._jobs.values())
 
@@ -311,8 +316,8 @@ class NativeKernel:
             if token in recorded:  # compiled and proved before: on disk
                 self._prove(sig if sig is not None else _signature(args))
                 return
-            from . import native_background
-
+            if native_background.full():  # asked for again once the queue has room
+                raise NotReady(self.what)
             self._jobs[asked] = native_background.submit(
                 self.proofs[:-len(".proofs")] + ".py", asked, self.expected, self.name,
                 self.what)

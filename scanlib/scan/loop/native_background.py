@@ -28,6 +28,13 @@ from ... import logs
 __all__ = ["submit", "Job", "read_message", "write_message"]
 
 log = logs.get("numba")
+# Kernels waiting in the background process at most: more are asked for again once it has
+# room (a body closing over a Python float is a kernel per value: a sweep over 150 values
+# queued 150 compiles, 35 s of them after the caller had exited).
+MAX_QUEUED = 8
+# Kernels one process compiles before it is replaced (numba keeps every module it compiled:
+# about 1.6 MB each).
+RECYCLE_AFTER = 100
 _HEADER = struct.Struct("<Q")  # a message: its length, then its pickle
 
 
@@ -77,17 +84,20 @@ class Job:
 class _Worker:
     def __init__(self):
         self.lock = threading.Lock()
-        self.process, self.jobs, self.next_id = None, {}, 0
+        self.process, self.jobs, self.next_id, self.sent = None, {}, 0, 0
 
     def submit(self, path, types, expected, name, what):
         job = Job(what)
         with self.lock:
+            if self.process is not None and self.sent >= RECYCLE_AFTER:
+                self._retire()
             if self.process is None or self.process.poll() is not None:
                 self._start()
             if self.process is None:
                 job.finish("the background compile process does not start", 0.0)
                 return job
             self.next_id += 1
+            self.sent += 1
             self.jobs[self.next_id] = (job, self.process)
             try:
                 write_message(self.process.stdin, (self.next_id, path, types, expected, name,
@@ -97,7 +107,17 @@ class _Worker:
         log.info("compiling %s in a background process; NumPy's code runs it meanwhile", what)
         return job
 
+    def _retire(self):
+        """Close the process's stdin: it answers the jobs it has and exits (its reader thread
+        reads them); the next job starts a new one."""
+        try:
+            self.process.stdin.close()
+        except OSError:
+            pass
+        self.process = None
+
     def _start(self):
+        self.sent = 0
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
             os.path.abspath(__file__)))))  # where `import scanlib` finds this copy
         env = dict(os.environ)
@@ -161,6 +181,11 @@ def _forget_in_child():
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_in_child)
+
+
+def full():
+    """Whether MAX_QUEUED kernels wait in the background process already."""
+    return len(_WORKER.jobs) >= MAX_QUEUED
 
 
 def submit(path, types, expected, name, what):
