@@ -632,12 +632,8 @@ def auto_child(name, size, tier, settle_calls=10, timed_calls=5, timeout_s=600.0
     runs = scanlib_runs(name, size, [tier, "eager"])
     start = time.perf_counter()
     first, out, _ = first_call(runs[tier])
-    ready = None
-    while ready is None and time.perf_counter() - start < timeout_s:
-        if not native_background._WORKER.jobs:
-            ready = time.perf_counter() - start
-        else:
-            time.sleep(0.02)
+    idle = native_background.wait_idle(max(0.0, timeout_s - (time.perf_counter() - start)))
+    ready = time.perf_counter() - start if idle else None
     for _ in range(settle_calls):
         runs[tier]()
     diff, _ = rel_diff(_flat(runs[tier]()), _flat(runs["eager"]()))

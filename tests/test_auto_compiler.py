@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import logging
 import os
-import time
 import warnings
 
 import numpy as np
@@ -22,12 +21,8 @@ from scanlib.scan.loop import native, native_background  # noqa: E402
 
 
 def _wait_for_background(timeout=240.0):
-    """Until the background process has answered every job sent to it."""
-    deadline = time.monotonic() + timeout
-    while native_background._WORKER.jobs:
-        if time.monotonic() > deadline:
-            pytest.fail("the background compile process did not answer in time")
-        time.sleep(0.05)
+    if not native_background.wait_idle(timeout):
+        pytest.fail("the background compile process did not answer in time")
 
 
 def _rnn_loss(W, compiler):

@@ -543,15 +543,10 @@ auto_scan.compiler, auto_scan.settle = "auto", True
 
 def wait_for_background(timeout=300.0):
     """Until the background compile process has answered every kernel sent to it."""
-    import time
-
     from scanlib.scan.loop import native_background
 
-    deadline = time.monotonic() + timeout
-    while native_background._WORKER.jobs:
-        if time.monotonic() > deadline:
-            raise AssertionError("the background compile process did not answer in time")
-        time.sleep(0.02)
+    if not native_background.wait_idle(timeout):
+        raise AssertionError("the background compile process did not answer in time")
 
 
 def outer(scan_fn):

@@ -25,7 +25,7 @@ import time
 
 from ... import logs
 
-__all__ = ["submit", "Job", "read_message", "write_message"]
+__all__ = ["submit", "wait_idle", "full", "Job", "read_message", "write_message"]
 
 log = logs.get("numba")
 # Kernels waiting in the background process at most: more are asked for again once it has
@@ -181,6 +181,17 @@ def _forget_in_child():
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_in_child)
+
+
+def wait_idle(timeout=None):
+    """Wait until the background process has answered every kernel sent to it (its calls
+    from then on run the kernels, once chosen); False if `timeout` seconds passed first."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while _WORKER.jobs:
+        if deadline is not None and time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
 
 
 def full():
