@@ -465,3 +465,35 @@ def test_a_scan_bound_with_residuals_nobody_reads_is_pruned_to_its_plain_body():
     want_value, want_g = sl.value_and_grad(lambda a, xs: sl.sum(sl.scan(
         lambda c, x: (c * a + x, sl.sin(c)), sl.tensor(0.5), xs)[1]))(a, xs)
     assert float(value) == float(want_value) and float(g) == float(want_g)
+
+
+def test_jit_prunes_the_cotangents_nobody_asked_for_inside_nested_backward_bodies():
+    """Under jit every argument is traced, so scan's VJP computes a cotangent for dt too;
+    the gradient asked only for w. Pruning drops dt's cotangent from the top-level backward
+    scan (its reader, an add, is dead) and, through the scan's rule, from the inner backward
+    scan in the outer backward body: the jitted call computes what eager computes."""
+    def loss(w, dt, xs):
+        def outer(h, x):
+            g, _ = sl.scan(lambda g, _: (g + dt * sl.tanh(w @ g + x), None), h, None,
+                           length=4)
+            return g, sl.sum(g)
+        return sl.sum(sl.scan(outer, sl.zeros(3), xs)[1])
+
+    rng = np.random.default_rng(0)
+    args = (rng.normal(size=(3, 3)) * 0.3, np.array(0.1), rng.normal(size=(20, 3)))
+    jitted = sl.jit(sl.value_and_grad(loss))
+    graph = jitted.trace(*args)
+
+    def backward_scans(g):
+        for e in g.eqns:
+            if e.prim.name == "scan":
+                yield e
+                yield from backward_scans(e.params["body"])
+
+    # every scan computes at most the carry cotangent and w's (and a forward's carry and ys)
+    assert all(len(e.outvars) <= 3 for e in backward_scans(graph))
+    assert not any(e.prim.name == "add" and e.outvars[0].shape == () for e in graph.eqns)
+    value, g = jitted(*args)
+    want_value, want_g = sl.value_and_grad(loss)(*args)
+    assert float(value) == float(want_value)
+    np.testing.assert_array_equal(np.asarray(g), np.asarray(want_g))

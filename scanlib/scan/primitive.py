@@ -14,7 +14,7 @@ from ..ops import concatenate, stack
 from ..ops.primitive import Primitive, bind
 from ..remat import replay
 from ..tape import Tensor, current_builder, grad_enabled, record
-from ..tape.graph import Graph, reached_inputs, stand_ins_for, used_vars
+from ..tape.graph import Graph, prune_outputs, reached_inputs, stand_ins_for, used_vars
 from ..tape.tensor import is_differentiable_dtype
 from . import batching, jvp
 from .cache import canonical
@@ -251,7 +251,13 @@ def _prune_scan(params, used):
     body, nc, nx = params["body"], params["num_carry"], params["num_xs"]
     need = {i for i, u in enumerate(used) if u}
     for _ in range(nc + 1):  # each round adds a carry or ends
-        eqns, live = used_vars(body.eqns, [body.outvars[i] for i in sorted(need)])
+        outs = [body.outvars[i] for i in sorted(need)]
+        # The body's own scans computing only what these outputs read (a backward body's
+        # inner backward scan, say, no longer summing a cotangent that was dropped here).
+        cut = Graph(body.invars, body.constvars, body.consts, body.eqns, outs, body.name,
+                    body.device)
+        inner = prune_outputs(cut)
+        eqns, live = used_vars(inner.eqns, outs)
         more = need | {i for i in range(nc) if body.invars[i] in live}
         if more == need:
             break
@@ -260,7 +266,7 @@ def _prune_scan(params, used):
         raise AssertionError("scan's prune: the carries read, fixpoint not reached")
     keep_in = ([i in need for i in range(nc)] + [v in live for v in body.invars[nc:]]
                + [v in live for v in body.constvars])
-    if len(need) == len(body.outvars) and all(keep_in):
+    if len(need) == len(body.outvars) and all(keep_in) and inner is cut:
         return None
     keep_out = [i in need for i in range(len(body.outvars))]
     carries = [i for i in range(nc) if i in need]

@@ -311,15 +311,18 @@ def used_vars(eqns, outvars):
 
 def prune_outputs(graph: Graph) -> Graph:
     """graph with each multiple-result equation computing only the results that are read
-    (by a later equation or as an output), where its primitive has a `prune` rule: a
+    (by a later live equation or as an output), where its primitive has a `prune` rule: a
     backward scan whose caller drops some cotangents (those of inputs that need none) then
-    never computes them. Dead equations stay (this is not dead-code elimination); the same
-    graph when nothing changes."""
+    never computes them, nor, through the rule, do the scans in its body. An equation whose
+    results nobody reads counts as no reader, and is dropped when something was pruned; the
+    same graph when nothing is."""
     read = {v for v in graph.outvars if isinstance(v, Var)}
     eqns, changed = [], False
     for eqn in reversed(graph.eqns):
         used = [v in read for v in eqn.outvars]
-        if eqn.prim.prune is not None and any(used) and not all(used):
+        if not (eqn.prim.effect or any(used)):
+            continue  # dead: reads nothing on anyone's behalf
+        if eqn.prim.prune is not None:  # all used: its body's own scans may still be cut
             pruned = eqn.prim.prune(eqn.params, used)
             if pruned is not None:
                 params, keep_in, keep_out = pruned

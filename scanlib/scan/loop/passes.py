@@ -41,8 +41,8 @@ def prune_nested_results(prog):
     """A multiple-result equation of the body (a nested scan, often the backward scan of a
     checkpointed segment) computes only the results the body reads: the cotangents of the
     inputs that need none are dropped with the work that made them (graph.prune_outputs;
-    each primitive's `prune` rule says what it can drop). Must not fire where every result
-    is read."""
+    each primitive's `prune` rule says what it can drop, in its own body too). Must not fire
+    where every result is read and every nested body computes only what it returns."""
     graph = prune_outputs(prog.graph)
     if graph is prog.graph:
         return prog
