@@ -5,6 +5,8 @@ Imports backends, tape and the ops below it.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import backends
@@ -22,10 +24,29 @@ def _mT(x):
     return transpose_p(x, axes=axes)
 
 
+def _rows(x):
+    """x [..., K] as the 2-d [rows, K] of its rows."""
+    return reshape_p(x, shape=(math.prod(x.shape[:-1]), x.shape[-1]))
+
+
+def _matmul_vjp(g, out, x, y):
+    """(g @ y^T, x^T @ g), each summed over the batch axes its operand was broadcast along.
+    A matrix against a batch (a layer's weight applied to [B, T, K] rows, or under vmap) gets
+    that sum as one product over every row, not a product per batch index summed after,
+    which would write B x K x N values; elsewhere the walk sums the batch axes."""
+    if y.ndim == 2 and x.ndim > 2:  # sum_b x_b^T g_b = rows(x)^T rows(g)
+        return matmul_p(g, _mT(y)), matmul_p(_mT(_rows(x)), _rows(g))
+    if x.ndim == 2 and y.ndim > 2:  # sum_b g_b y_b^T = [M, (b, N)] @ [(b, N), K]
+        nb = g.ndim - 2
+        g_rows = reshape_p(transpose_p(g, axes=(nb,) + tuple(range(nb)) + (nb + 1,)),
+                           shape=(g.shape[-2], math.prod(g.shape[:-2]) * g.shape[-1]))
+        return matmul_p(g_rows, _rows(_mT(y))), matmul_p(_mT(x), g)
+    return matmul_p(g, _mT(y)), matmul_p(_mT(x), g)
+
+
 # Both operands have ndim >= 2 here; the public matmul promotes vectors first.
 matmul_p = Primitive(
-    "matmul", lambda x, y: x @ y,
-    lambda g, out, x, y: (matmul_p(g, _mT(y)), matmul_p(_mT(x), g)),  # the walk sums batch axes
+    "matmul", lambda x, y: x @ y, _matmul_vjp,
     batch=batching.matmul_rule, ufunc="matmul", inline="({0} @ {1})", multilinear=True,
     promote=True)
 
