@@ -56,9 +56,11 @@ SMALL_STEP = 1024
 
 
 def largest_step_value(prog):
-    """The element count of the largest value the step loop computes or carries."""
+    """The element count of the largest value the step loop computes or carries. An
+    accumulator (a weight's cotangent, say) is not carried step to step: it sums its terms
+    once per chunk, outside the step."""
     values = [v for n in prog.in_section(STEP) for v in prog.eqns[n].outvars]
-    values += [v for v in prog.carry_in if is_var(v)]
+    values += [v for i, v in enumerate(prog.carry_in) if is_var(v) and i not in prog.accumulators]
     return max((int(np.prod(v.shape, dtype=np.int64)) for v in values), default=0)
 
 
