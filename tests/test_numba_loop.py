@@ -288,25 +288,6 @@ def test_a_large_weight_s_cotangent_does_not_keep_a_small_step_off_numba():
     assert 48 * 48 in [a.shape[0] * a.shape[1] for a in plan.backward_loop.program.carry_in
                        if len(a.shape) == 2]  # W's cotangent is carried
     assert native.largest_step_value(plan.backward_loop.program) <= native.SMALL_STEP
-@pytest.mark.parametrize("carry_shape, w_shape, w_left", [
-    ((4, 4, 64), (64, 64), False), ((4, 4, 64), (4, 64, 64), False),
-    ((2, 2, 4, 64), (2, 64, 64), False), ((4, 4, 64), (1, 64, 64), False),
-    ((2, 32, 8), (32, 32), True), ((2, 32, 8), (1, 32, 32), True)])
-@pytest.mark.parametrize("dtype", ["float64", "float32"])
-def test_batched_matmuls_too_large_for_a_nest_run_in_the_kernel(carry_shape, w_shape, w_left,
-                                                                 dtype):
-    """A carry's stack of products of 16-65 thousand multiply-adds each step (a nest writes
-    up to 4,096): rows against one matrix, batches broadcast against each other, one matrix
-    against a batch, by BLAS inside the kernel, forward and backward."""
-    W = sl.tensor((RNG.standard_normal(w_shape) / w_shape[-1]).astype(dtype),
-                  requires_grad=True)
-
-    def f(c, x):
-        h = sl.tanh((W @ c if w_left else c @ W) + x)
-        return h, sl.sum(h)
-
-    check(f, _t(carry_shape, dtype), _t((5,) + carry_shape, dtype),
-          rtol=1e-5 if dtype == "float32" else 1e-10)
 
 
 def test_a_slow_compile_says_so_while_it_runs(monkeypatch, caplog):

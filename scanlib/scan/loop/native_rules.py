@@ -488,42 +488,9 @@ def _matmul(eqn, args, outs):
             and math.prod(out.shape) * a.shape[-1] <= nests.SMALL):
         return nests.matmul(outs[0], out, a, a.code, b, b.code)
     if any(len(a.shape) > 2 for a in args):
-        return _batched_matmul(outs[0], out, a, b)
+        raise Unsupported("a batched matmul")
     return [f"{outs[0]} = np.ascontiguousarray({args[0].code}) @ "
             f"np.ascontiguousarray({args[1].code})"]
-
-
-def _batched_matmul(o, out, a, b):
-    """A stack of products too large for a nest, by BLAS: rows against one matrix as one
-    product over every row; else matrix by matrix, each operand's batch axes broadcast to
-    the result's (a copy, C-contiguous, as numba's np.dot wants)."""
-    lead, (M, N), K = tuple(out.shape[:-2]), tuple(out.shape[-2:]), a.shape[-1]
-    count = math.prod(lead)
-    if not count * M * N * K:
-        raise Unsupported("a batched matmul with an empty axis")
-    if a.dtype != b.dtype or a.dtype != out.dtype:
-        raise Unsupported("a batched matmul of mixed dtypes")
-    if len(b.shape) == 2:
-        return [f"{o} = np.dot(np.ascontiguousarray({a.code}).reshape(({count * M}, {K})), "
-                f"np.ascontiguousarray({b.code})).reshape({lead + (M, N)})"]
-
-    def stacked(x, rows, cols):
-        code = x.code if tuple(x.shape[:-2]) == lead else \
-            f"np.broadcast_to({x.code}, {lead + (rows, cols)})"
-        return f"np.ascontiguousarray({code}).reshape(({count}, {rows}, {cols}))"
-
-    left = f"_a{o}[_i{o}]"
-    lines = []
-    if len(a.shape) == 2:
-        lines.append(f"_a{o} = np.ascontiguousarray({a.code})")
-        left = f"_a{o}"
-    else:
-        lines.append(f"_a{o} = {stacked(a, M, K)}")
-    return lines + [f"_b{o} = {stacked(b, K, N)}",
-                    f"_o{o} = np.empty(({count}, {M}, {N}), {dtype_code(out.dtype)})",
-                    f"for _i{o} in range({count}):",
-                    f"    _o{o}[_i{o}] = np.dot({left}, _b{o}[_i{o}])",
-                    f"{o} = _o{o}.reshape({lead + (M, N)})"]
 
 
 @rule(la.vdot_p)
