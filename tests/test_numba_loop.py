@@ -274,22 +274,6 @@ def test_a_step_on_large_values_runs_the_numpy_loop_without_a_warning():
     np.testing.assert_array_equal(got[1].numpy(), want[1].numpy())
 
 
-def test_a_large_weight_s_cotangent_does_not_keep_a_small_step_off_numba():
-    """The backward body of a small state against a 48 x 48 weight accumulates W's
-    cotangent (2,304 elements), but sums it once per chunk, outside the step: its step
-    values are 48 elements, so the backward loop is a kernel too."""
-    W = sl.tensor(RNG.standard_normal((48, 48)) * 0.1, requires_grad=True)
-
-    def f(c, x):
-        return sl.tanh(c @ W + x), sl.sum(c)
-
-    check(f, _t((48,)), _t((6, 48)))
-    plan = sl.scan_plan(f, _t((48,)), _t((6, 48)))
-    assert 48 * 48 in [a.shape[0] * a.shape[1] for a in plan.backward_loop.program.carry_in
-                       if len(a.shape) == 2]  # W's cotangent is carried
-    assert native.largest_step_value(plan.backward_loop.program) <= native.SMALL_STEP
-
-
 def test_a_slow_compile_says_so_while_it_runs(monkeypatch, caplog):
     monkeypatch.setattr(native, "SLOW_COMPILE_S", 0)  # every compile counts as slow here
     f = lambda c, x: (c * 0.987654 + sl.sin(x), c)  # noqa: E731 - a body no test compiled

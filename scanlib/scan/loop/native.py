@@ -56,11 +56,9 @@ SMALL_STEP = 1024
 
 
 def largest_step_value(prog):
-    """The element count of the largest value the step loop computes or carries. An
-    accumulator (a weight's cotangent, say) is not carried step to step: it sums its terms
-    once per chunk, outside the step."""
+    """The element count of the largest value the step loop computes or carries."""
     values = [v for n in prog.in_section(STEP) for v in prog.eqns[n].outvars]
-    values += [v for i, v in enumerate(prog.carry_in) if is_var(v) and i not in prog.accumulators]
+    values += [v for v in prog.carry_in if is_var(v)]
     return max((int(np.prod(v.shape, dtype=np.int64)) for v in values), default=0)
 
 
