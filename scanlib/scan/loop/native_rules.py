@@ -2,7 +2,7 @@
 equation and its inputs' code to the statements computing its outputs, in the subset of NumPy
 that numba compiles. A 0-d value is a scalar inside the kernel (numba computes scalars, not 0-d
 arrays), so rules say what they do with one. A primitive without a rule, or a form its rule
-cannot prove it writes exactly (an index read from an array, a batch of matrices), raises
+cannot prove it writes exactly (an index read from an array, a complex matrix), raises
 Unsupported, and the body runs as NumPy. A scan or a while_loop in the body is written as its
 loop (Scope, at the end; jit's fused kernel writes its whole graph with it too). Whatever a
 rule writes, native.py still checks the dtype and rank numba infers for every value against
@@ -502,32 +502,63 @@ def _vdot(eqn, args, outs):
     return [f"{outs[0]} = np.vdot(np.ravel({x.code}), np.ravel({y.code}))"]
 
 
-def _matrices(args, who):
+def _matrices(eqn, args, who):
+    """The batch shape of an equation on matrices a [..., n, n] (and right-hand sides
+    [..., n, k]): their batch axes broadcast, as the impls' _batch_broadcast does; () for
+    one matrix each. Unsupported for a vector, mixed dtypes, or an empty stack or matrix."""
     _real_float(args, who)
-    if any(len(a.shape) != 2 for a in args):
-        raise Unsupported(f"{who} of a batch of matrices")
     if len({a.dtype for a in args}) > 1:
         raise Unsupported(f"{who} of mixed dtypes")
+    if any(len(a.shape) < 2 for a in args):
+        raise Unsupported(f"{who} of a vector")
+    try:
+        batch = tuple(np.broadcast_shapes(*(a.shape[:-2] for a in args)))
+    except ValueError:
+        raise Unsupported(f"{who} of batch axes that do not broadcast") from None
+    out = eqn.outvars[0]
+    if batch and (0 in out.shape or tuple(out.shape) != batch + tuple(args[-1].shape[-2:])):
+        raise Unsupported(f"{who} of {[list(a.shape) for a in args]} to {list(out.shape)}")
+    return batch
+
+
+def _stack(a, batch):
+    """The code of a [..., r, c] as a C-contiguous [B, r, c] stack, its batch axes broadcast
+    to `batch` first."""
+    full = batch + tuple(a.shape[-2:])
+    code = a.code if tuple(a.shape) == full else f"np.broadcast_to({a.code}, {full})"
+    return f"np.ascontiguousarray({code}).reshape({(math.prod(batch),) + full[-2:]})"
+
+
+def _linalg_lines(eqn, args, outs, who, one, stack, extra=""):
+    """One matrix (or one right-hand side): `one(codes)`; a batch of them: the kernel
+    function `stack` over their [B, n, n] (and [B, n, k]) stacks, reshaped back to the
+    graph's shape. `extra` is the code of further arguments."""
+    batch = _matrices(eqn, args, who)
+    if not batch:
+        return [f"{outs[0]} = {one([a.code for a in args])}"]
+    code = f"{stack}({', '.join(_stack(a, batch) for a in args)}{extra})"
+    return [f"{outs[0]} = {code}.reshape({tuple(eqn.outvars[0].shape)})"]
 
 
 @rule(dec.cholesky_p)
 def _cholesky(eqn, args, outs):
-    _matrices(args, "cholesky")
-    return [f"{outs[0]} = np.linalg.cholesky(np.ascontiguousarray({args[0].code}))"]
+    return _linalg_lines(eqn, args, outs, "cholesky",
+                         lambda c: f"np.linalg.cholesky(np.ascontiguousarray({c[0]}))",
+                         "_cholesky_stack")
 
 
 @rule(dec.solve_p)
 def _solve(eqn, args, outs):
-    _matrices(args, "solve")
-    return [f"{outs[0]} = _solve({args[0].code}, {args[1].code})"]
+    return _linalg_lines(eqn, args, outs, "solve", lambda c: f"_solve({c[0]}, {c[1]})",
+                         "_solve_stack")
 
 
 @rule(dec.triangular_solve_p)
 def _triangular_solve(eqn, args, outs):
-    _matrices(args, "triangular_solve")
-    p = eqn.params
-    return [f"{outs[0]} = _triangular_solve({args[0].code}, {args[1].code}, "
-            f"{bool(p['lower'])}, {bool(p['unit_diagonal'])})"]
+    flags = f", {bool(eqn.params['lower'])}, {bool(eqn.params['unit_diagonal'])}"
+    return _linalg_lines(eqn, args, outs, "triangular_solve",
+                         lambda c: f"_triangular_solve({c[0]}, {c[1]}{flags})",
+                         "_triangular_solve_stack", flags)
 
 
 # --- the PRNG (ops/prng.py's Threefry draws, categorical's argmax) and fixed_indices ------------
