@@ -180,3 +180,22 @@ def test_forms_the_rules_cannot_prove_fall_back(init, xs, match):
         got = sl.scan(f, sl.tensor(init), sl.tensor(xs), compiler="numba")
     np.testing.assert_array_equal(got[1].numpy(), want[1].numpy())
     assert got[1].dtype == want[1].dtype
+
+
+def test_jit_fuses_a_scan_with_batched_linear_algebra():
+    from test_fused import check as check_fused
+
+    def make(compiler):
+        def loss(A, c0, xs):
+            def f(c, x):
+                L = sl.linalg.cholesky(A @ sl.swapaxes(A, -1, -2) + sl.eye(2) * (1.0 + x))
+                y = sl.linalg.solve_triangular(L, c, lower=True)
+                return 0.5 * c + sl.linalg.solve(A + 2.0 * sl.eye(2), y), sl.sum(y)
+
+            c, ys = sl.scan(f, c0, xs, compiler=compiler)
+            return sl.sum(c * c) + sl.sum(ys)
+
+        return sl.value_and_grad(loss, argnums=(0, 1))
+
+    check_fused(make, _t((3, 2, 2), scale=0.5), _t((3, 2, 1)), sl.tensor(np.arange(5) * 0.1),
+                rtol=1e-9)
