@@ -1,6 +1,7 @@
 """The few functions the numba kernels call that NumPy-in-numba lacks (or compiles slowly):
 max and min over an axis, gathers and scatters at index arrays with NumPy's bounds, a
-triangular solve, a linear solve, and sigmoid in the same arithmetic as ops/elementwise.py's.
+triangular solve, a linear solve (each also over a stack of matrices, as is cholesky), and
+sigmoid in the same arithmetic as ops/elementwise.py's.
 Each is compiled by numba on first use and cached beside this file. Imported only by the
 kernels that native.py writes (so only when numba is installed).
 """
@@ -132,6 +133,35 @@ def _solve(a, b):
     if not np.all(np.isfinite(x)):
         raise np.linalg.LinAlgError("not finite")
     return x
+
+
+@_jit
+def _solve_stack(a, b):
+    """_solve of each matrix of a stack: a [B, n, n], b [B, n, k]; a matrix that raises
+    LinAlgError raises it for the whole stack (NumPy's loop then runs the step)."""
+    x = np.empty(b.shape, b.dtype)
+    for i in range(a.shape[0]):
+        x[i] = _solve(a[i], b[i])
+    return x
+
+
+@_jit
+def _triangular_solve_stack(a, b, lower, unit_diagonal):
+    """_triangular_solve of each matrix of a stack: a [B, n, n], b [B, n, k]."""
+    x = np.empty(b.shape, b.dtype)
+    for i in range(a.shape[0]):
+        x[i] = _triangular_solve(a[i], b[i], lower, unit_diagonal)
+    return x
+
+
+@_jit
+def _cholesky_stack(a):
+    """numba's np.linalg.cholesky (LAPACK's potrf, as NumPy's) of each matrix of a stack
+    a [B, n, n], C-contiguous; one not positive definite (or not finite) raises LinAlgError."""
+    out = np.empty(a.shape, a.dtype)
+    for i in range(a.shape[0]):
+        out[i] = np.linalg.cholesky(a[i])
+    return out
 
 
 # float32 first: a ufunc runs the first loop its input casts to safely, and float32 casts to

@@ -2,7 +2,7 @@
 equation and its inputs' code to the statements computing its outputs, in the subset of NumPy
 that numba compiles. A 0-d value is a scalar inside the kernel (numba computes scalars, not 0-d
 arrays), so rules say what they do with one. A primitive without a rule, or a form its rule
-cannot prove it writes exactly (an index read from an array, a batch of matrices), raises
+cannot prove it writes exactly (an index read from an array, a complex matrix), raises
 Unsupported, and the body runs as NumPy. A scan or a while_loop in the body is written as its
 loop (Scope, at the end; jit's fused kernel writes its whole graph with it too). Whatever a
 rule writes, native.py still checks the dtype and rank numba infers for every value against
@@ -276,36 +276,56 @@ def _transpose(eqn, args, outs):
     return [f"{outs[0]} = np.transpose({x.code}, {axes})"]
 
 
+def _whole(i):
+    return isinstance(i, slice) and (i.start, i.stop, i.step) == (None, None, None)
+
+
+def _leading_whole_axes(index, ndim):
+    """(k, the rest of the index): the axes an index passes over whole before its other
+    items (k full slices, or a ... standing for them, as vmap and diagonal() write x[:, i]
+    and x[..., i, j]); k is None where the index has no such form."""
+    n = 0
+    while n < len(index) and (_whole(index[n]) or index[n] is Ellipsis):
+        n += 1
+    head, rest = index[:n], index[n:]
+    if head.count(Ellipsis) > 1:
+        return None, rest
+    k = ndim - len(rest) if Ellipsis in head else len(head)
+    return (k if len(head) - (Ellipsis in head) <= k <= ndim else None), rest
+
+
 def _array_index(eqn, args, ndim):
-    """For an index that is index arrays only, the arrays as the helpers read them: one or
-    two integer arrays of one shape selecting rows (x[i]) or elements (x[i, j]) of an
-    array of `ndim` axes (a leading ... that stands for no axis allowed, as diagonal()
-    writes), flattened (the rules give the result the arrays' shape again); any other form
-    raises Unsupported. The helpers check bounds (NumPy's IndexError then comes from the
-    NumPy loop, which reruns)."""
-    index, arrays = tuple(eqn.params["index"]), args[1:]
-    if index[:1] == (Ellipsis,) and len(index) - 1 == ndim:
-        index = index[1:]
+    """For an index that is index arrays only, after k axes taken whole (x[..., i, j],
+    x[:, i]): (k, the arrays), one or two integer arrays of one shape selecting rows (x[i])
+    or elements (x[i, j]) of each [k-axes-indexed] array of `ndim - k` axes; the rules flatten
+    them and give the result the arrays' shape again. Any other form raises Unsupported. The
+    helpers check bounds (NumPy's IndexError then comes from the NumPy loop, which reruns)."""
+    arrays = args[1:]
+    k, index = _leading_whole_axes(tuple(eqn.params["index"]), ndim)
     slots = [type(i).__name__ == "Slot" for i in index]
-    if not (1 <= len(index) <= 2 and all(slots)
-            and [i.i for i in index] == list(range(len(arrays)))
+    if not (k is not None and 1 <= len(index) <= 2 and all(slots)
+            and [i.i for i in index] == list(range(len(arrays))) and k + len(arrays) <= ndim
             and all(a.dtype.kind in "iu" and len(a.shape) >= 1 for a in arrays)
             and len({a.shape for a in arrays}) == 1):
         raise Unsupported("an index read from an array inside the step, in a form other "
-                          "than x[i] or x[i, j] with integer arrays of one shape")
-    return arrays
+                          "than x[..., i] or x[..., i, j] with integer arrays of one shape")
+    return k, arrays
 
 
 def _scalar_index(eqn, args, shape):
-    """For an index that is 0-d integer arrays only (x[i], x[i, j] at a step's i), the
-    index code, each checked against its axis as NumPy checks it (_row: IndexError, and the
-    NumPy code reruns); None for any other index."""
-    index, arrays = tuple(eqn.params["index"]), args[1:]
-    if not (arrays and all(type(i).__name__ == "Slot" for i in index)
-            and [i.i for i in index] == list(range(len(arrays))) and len(arrays) <= len(shape)
+    """For an index that is 0-d integer arrays only, after k axes taken whole (x[i],
+    x[i, j], x[:, i] at a step's i): (k, the index code), each checked against its axis as
+    NumPy checks it (_row: IndexError, and the NumPy code reruns); None for any other
+    index."""
+    arrays = args[1:]
+    k, index = _leading_whole_axes(tuple(eqn.params["index"]), len(shape))
+    if not (arrays and k is not None and all(type(i).__name__ == "Slot" for i in index)
+            and [i.i for i in index] == list(range(len(arrays)))
+            and k + len(arrays) <= len(shape)
             and all(a.dtype.kind == "i" and a.scalar and not a.literal for a in arrays)):
         return None
-    return ", ".join(f"_row({a.code}, {int(n)})" for a, n in zip(arrays, shape))
+    return k, ", ".join([":"] * k + [f"_row({a.code}, {int(n)})"
+                                     for a, n in zip(arrays, shape[k:])])
 
 
 def _flat_indices(arrays):
@@ -313,17 +333,32 @@ def _flat_indices(arrays):
     return ", ".join(a.code if len(a.shape) == 1 else f"np.ravel({a.code})" for a in arrays)
 
 
+def _per_lead(name, lead, call):
+    """Lines running `call(l)` (a statement) for each l of `lead` leading positions."""
+    return [f"for _l{name} in range({lead}):", f"    {call(f'_l{name}')}"]
+
+
 @rule(st.getitem_p)
 def _getitem(eqn, args, outs):
     x, out = args[0], eqn.outvars[0]
     scalar = _scalar_index(eqn, args, x.shape) if len(args) > 1 else None
     if scalar is not None:
-        return [f"{outs[0]} = {x.code}[{scalar}]"]
+        return [f"{outs[0]} = {x.code}[{scalar[1]}]"]
     if len(args) > 1:
-        arrays = _array_index(eqn, args, len(x.shape))
-        if len(x.shape) < len(arrays):
-            raise Unsupported("an index with more arrays than axes")
-        code = f"_take{len(arrays)}({x.code}, {_flat_indices(arrays)})"
+        k, arrays = _array_index(eqn, args, len(x.shape))
+        take = f"_take{len(arrays)}"
+        if k:  # each of the leading positions' arrays, one after the other
+            lead, m = math.prod(x.shape[:k]), math.prod(arrays[0].shape)
+            rows = (lead, m) + tuple(x.shape[k + len(arrays):])
+            if not lead * m:
+                raise Unsupported("an index array into an empty array, or an empty one")
+            o = outs[0]
+            return [f"_x{o} = np.ascontiguousarray({x.code}).reshape({(lead,) + x.shape[k:]})",
+                    f"_s{o} = np.empty({rows}, {dtype_code(out.dtype)})",
+                    *_per_lead(o, lead, lambda l: f"_s{o}[{l}] = {take}(_x{o}[{l}], "
+                                                  f"{_flat_indices(arrays)})"),
+                    f"{o} = _s{o}.reshape({tuple(out.shape)})"]
+        code = f"{take}({x.code}, {_flat_indices(arrays)})"
         if len(arrays[0].shape) != 1:
             code = f"{code}.reshape({tuple(out.shape)})"
         return [f"{outs[0]} = {code}"]
@@ -339,21 +374,31 @@ def _getitem(eqn, args, outs):
 def _scatter_add(eqn, args, outs):
     g, out = args[0], eqn.outvars[0]
     index, shape = tuple(eqn.params["index"]), tuple(eqn.params["shape"])
-    zeros = f"{outs[0]} = np.zeros({shape}, {dtype_code(out.dtype)})"
+    o = outs[0]
+    zeros = f"{o} = np.zeros({shape}, {dtype_code(out.dtype)})"
     scalar = _scalar_index(eqn, args, shape) if len(args) > 1 else None
-    if scalar is not None and tuple(g.shape) == shape[len(args) - 1:]:  # no index repeats
-        return [zeros, *nests.store(f"{outs[0]}[{scalar}]", g.code, tuple(g.shape), outs[0])]
+    if scalar is not None:
+        k, code = scalar
+        if tuple(g.shape) == shape[:k] + shape[k + len(args) - 1:]:  # no index repeats
+            return [zeros, *nests.store(f"{o}[{code}]", g.code, tuple(g.shape), o)]
     if len(args) > 1:
-        arrays = _array_index(eqn, args, len(shape))
-        if len(shape) < len(arrays):
-            raise Unsupported("an index with more arrays than axes")
+        k, arrays = _array_index(eqn, args, len(shape))
+        n, m = len(arrays), math.prod(arrays[0].shape)
+        rows = (m,) + shape[k + n:]  # g's axes of the arrays' shape as one axis
+        if k:
+            lead = math.prod(shape[:k])
+            if not lead * m or tuple(g.shape) != shape[:k] + tuple(arrays[0].shape) + rows[1:]:
+                raise Unsupported(f"scatter_add of {list(g.shape)} into {list(shape)}")
+            return [zeros, f"_o{o} = {o}.reshape({(lead,) + shape[k:]})",
+                    f"_g{o} = np.ascontiguousarray({g.code}).reshape({(lead,) + rows})",
+                    *_per_lead(o, lead, lambda l: f"_scatter{n}(_o{o}[{l}], _g{o}[{l}], "
+                                                  f"{_flat_indices(arrays)})")]
         values = g.code
-        if len(arrays[0].shape) != 1:  # g's leading axes are the arrays' shape: one axis
-            rows = (math.prod(arrays[0].shape),) + shape[len(arrays):]
+        if len(arrays[0].shape) != 1:
             values = f"np.ascontiguousarray({g.code}).reshape({rows})"
-        return [zeros, f"_scatter{len(arrays)}({outs[0]}, {values}, {_flat_indices(arrays)})"]
+        return [zeros, f"_scatter{n}({o}, {values}, {_flat_indices(arrays)})"]
     if not shape:  # the one element of g (x[None] and x[()] of a 0-d x)
-        return [f"{outs[0]} = " + (g.code if g.scalar else f"np.ravel({g.code})[0]")]
+        return [f"{o} = " + (g.code if g.scalar else f"np.ravel({g.code})[0]")]
     # out[index] = g, with the axes that None adds to g taken out of both sides.
     kept = tuple(i for i in index if i is not None)
     target = np.empty(shape, bool)[kept].shape
@@ -361,7 +406,8 @@ def _scatter_add(eqn, args, outs):
     if tuple(g.shape) != target:
         value = (f"np.ravel({g.code})[0]" if not target
                  else f"np.ascontiguousarray({g.code}).reshape({target})")
-    return [zeros, *nests.store(f"{outs[0]}[{index_code(kept)}]", value, target, outs[0])]
+    code = index_code(kept)  # numba indexes no array with a lone ...: the whole of it
+    return [zeros, *nests.store(o if code == "..." else f"{o}[{code}]", value, target, o)]
 
 
 @rule(st.scatter_set_p)
@@ -502,32 +548,63 @@ def _vdot(eqn, args, outs):
     return [f"{outs[0]} = np.vdot(np.ravel({x.code}), np.ravel({y.code}))"]
 
 
-def _matrices(args, who):
+def _matrices(eqn, args, who):
+    """The batch shape of an equation on matrices a [..., n, n] (and right-hand sides
+    [..., n, k]): their batch axes broadcast, as the impls' _batch_broadcast does; () for
+    one matrix each. Unsupported for a vector, mixed dtypes, or an empty stack or matrix."""
     _real_float(args, who)
-    if any(len(a.shape) != 2 for a in args):
-        raise Unsupported(f"{who} of a batch of matrices")
     if len({a.dtype for a in args}) > 1:
         raise Unsupported(f"{who} of mixed dtypes")
+    if any(len(a.shape) < 2 for a in args):
+        raise Unsupported(f"{who} of a vector")
+    try:
+        batch = tuple(np.broadcast_shapes(*(a.shape[:-2] for a in args)))
+    except ValueError:
+        raise Unsupported(f"{who} of batch axes that do not broadcast") from None
+    out = eqn.outvars[0]
+    if batch and (0 in out.shape or tuple(out.shape) != batch + tuple(args[-1].shape[-2:])):
+        raise Unsupported(f"{who} of {[list(a.shape) for a in args]} to {list(out.shape)}")
+    return batch
+
+
+def _stack(a, batch):
+    """The code of a [..., r, c] as a C-contiguous [B, r, c] stack, its batch axes broadcast
+    to `batch` first."""
+    full = batch + tuple(a.shape[-2:])
+    code = a.code if tuple(a.shape) == full else f"np.broadcast_to({a.code}, {full})"
+    return f"np.ascontiguousarray({code}).reshape({(math.prod(batch),) + full[-2:]})"
+
+
+def _linalg_lines(eqn, args, outs, who, one, stack, extra=""):
+    """One matrix (or one right-hand side): `one(codes)`; a batch of them: the kernel
+    function `stack` over their [B, n, n] (and [B, n, k]) stacks, reshaped back to the
+    graph's shape. `extra` is the code of further arguments."""
+    batch = _matrices(eqn, args, who)
+    if not batch:
+        return [f"{outs[0]} = {one([a.code for a in args])}"]
+    code = f"{stack}({', '.join(_stack(a, batch) for a in args)}{extra})"
+    return [f"{outs[0]} = {code}.reshape({tuple(eqn.outvars[0].shape)})"]
 
 
 @rule(dec.cholesky_p)
 def _cholesky(eqn, args, outs):
-    _matrices(args, "cholesky")
-    return [f"{outs[0]} = np.linalg.cholesky(np.ascontiguousarray({args[0].code}))"]
+    return _linalg_lines(eqn, args, outs, "cholesky",
+                         lambda c: f"np.linalg.cholesky(np.ascontiguousarray({c[0]}))",
+                         "_cholesky_stack")
 
 
 @rule(dec.solve_p)
 def _solve(eqn, args, outs):
-    _matrices(args, "solve")
-    return [f"{outs[0]} = _solve({args[0].code}, {args[1].code})"]
+    return _linalg_lines(eqn, args, outs, "solve", lambda c: f"_solve({c[0]}, {c[1]})",
+                         "_solve_stack")
 
 
 @rule(dec.triangular_solve_p)
 def _triangular_solve(eqn, args, outs):
-    _matrices(args, "triangular_solve")
-    p = eqn.params
-    return [f"{outs[0]} = _triangular_solve({args[0].code}, {args[1].code}, "
-            f"{bool(p['lower'])}, {bool(p['unit_diagonal'])})"]
+    flags = f", {bool(eqn.params['lower'])}, {bool(eqn.params['unit_diagonal'])}"
+    return _linalg_lines(eqn, args, outs, "triangular_solve",
+                         lambda c: f"_triangular_solve({c[0]}, {c[1]}{flags})",
+                         "_triangular_solve_stack", flags)
 
 
 # --- the PRNG (ops/prng.py's Threefry draws, categorical's argmax) and fixed_indices ------------
