@@ -287,7 +287,8 @@ def _array_index(eqn, args, shape):
     index, arrays = tuple(eqn.params["index"]), args[1:]
     if any(type(t) not in (slice, int, type(None), type(Ellipsis)) and not _is_slot(t)
            for t in index) or index.count(Ellipsis) > 1:
-        raise Unsupported(f"an index {index!r} holding a boolean")
+        raise Unsupported(f"an index {index!r} with an item other than ints, slices, None, "
+                          "... and integer arrays")
     if not all(a.dtype.kind in "iu" for a in arrays):
         raise Unsupported("an index array that is not of integers")
     consumed = sum(1 for t in index if t is not None and t is not Ellipsis)
@@ -320,8 +321,7 @@ class Gather:
                 d += len(shape) - consumed
             elif isinstance(t, slice):
                 basic.append(index_code((t,)))
-                axes.append((pos, len(range(*t.indices(shape[d])))))
-                axes[-1] += (False,)
+                axes.append((pos, len(range(*t.indices(shape[d]))), False))
                 d += 1
             elif _is_slot(t) and arrays[t.i].shape:  # read by a helper: its axis kept here
                 basic.append(":")
@@ -330,6 +330,8 @@ class Gather:
                 advanced.append(pos)
                 d += 1
             else:  # an int or a 0-d array: indexes here, its axis dropped
+                if _is_slot(t) and arrays[t.i].dtype.kind != "i":  # _row adds in floats
+                    raise Unsupported(f"a 0-d index of {arrays[t.i].dtype}")
                 if _is_slot(t):
                     basic.append(f"_row({arrays[t.i].code}, {int(shape[d])})")
                 elif -shape[d] <= t < shape[d]:
