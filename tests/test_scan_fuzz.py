@@ -250,6 +250,13 @@ POOL_OPS = {
         sl.minimum(e.x[i], e.shape("S")[1] - 1), (e.shape("S")[0], 1)), axis=-1),
              lambda n, i, a: f"{n.p[a]} * take_along_axis({n.p[a]}, "
                              f"broadcast_to(minimum({n.x[i]}, D - 1), (B, 1)), axis=-1)"),
+    # x[rows, cols] at index arrays broadcast together ([B, 1] and [D], repeated columns: the
+    # VJP adds them up), and x[:, i] at a 0-d index
+    "regather": (lambda e, i, a: e.p[a] * e.p[a][np.arange(e.shape("S")[0])[:, None], (
+        e.x[i] * np.arange(e.shape("S")[1])) % e.shape("S")[1]] + e.p[a][:, e.x[i] % (
+            e.shape("S")[1])][:, None],
+                 lambda n, i, a: f"{n.p[a]} * {n.p[a]}[arange(B)[:, None], ({n.x[i]} * "
+                                 f"arange(D)) % D] + {n.p[a]}[:, {n.x[i]} % D][:, None]"),
 }
 
 
@@ -903,7 +910,7 @@ def _draw_op(d, kinds):
         return d.push((kind, a, b), bounded[b])
     if kind == "inner":
         return d.push((kind, a, b, d.draw(st.booleans())), bounded[b])
-    if kind == "pick":
+    if kind in ("pick", "regather"):
         return d.push((kind, d.add_xs("idx", "()"), a), bounded[a])
     if kind == "add_xint":
         ints = [i for i, (dt, _) in enumerate(d.xs) if dt in INTS]
@@ -1243,6 +1250,27 @@ UNREAD_YS_UNDER_JIT = Body(
 @pytest.mark.skipif(not HAVE_NUMBA, reason="numba is not installed (compiler='numba')")
 def test_unread_ys_get_no_zero_cotangent_under_jit():
     check_body(UNREAD_YS_UNDER_JIT, "regression", tiers=TIERS + ("jit-numba",))
+
+
+# x[rows, cols] at [B, 1] and [D] index arrays (a column repeated) and x[:, i] at a 0-d index,
+# in the forward body; their scatter-adds in the backward one: the numba loop's kernels take
+# both (before, any index but x[i] and x[i, j] at arrays of one shape kept the NumPy loop).
+REGATHER = Body(
+    carries=((F64, S), (F64, SCALAR)), xs=(("idx", "()"),), ops=(("regather", 0, 0),),
+    updates=(("set", 1, 1), ("acc", ("sum", 1), False)), ys=(("pool", 1),), T=5, B=3, D=4,
+    name="gathers at broadcast index arrays")
+
+
+@pytest.mark.skipif(not HAVE_NUMBA, reason="numba is not installed (compiler='numba')")
+@pytest.mark.parametrize("tier", ["numba", "jit-numba"])
+def test_gathers_at_broadcast_index_arrays_in_numba_kernels(tier):
+    kind = f"regression {tier}"
+    before = BODIES_RUN[f"{kind}, of them ran numba kernels"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", sl.NumbaFallbackWarning)
+        check_body(REGATHER, kind, second_order=True, tiers=TIERS + (tier,))
+    if tier == "numba":
+        assert BODIES_RUN[f"{kind}, of them ran numba kernels"] > before
 
 
 SWEEP = Body(  # accumulators, a lag and an integer counter, for every interesting length

@@ -276,6 +276,128 @@ def _transpose(eqn, args, outs):
     return [f"{outs[0]} = np.transpose({x.code}, {axes})"]
 
 
+def _array_index(eqn, args, shape):
+    """An index holding index arrays (x[i], x[:, i], x[i, 0], x[i, :, j], x[.., i, j] with
+    arrays broadcast together), as the kernel reads it: `Gather`, the index split into a
+    basic part the kernel indexes with (slices, None, ints and 0-d arrays, each bounds-checked
+    as NumPy checks it: _row) and at most two arrays of one or more axes read by the helpers,
+    with NumPy's placement of their broadcast axes (where the array and int items stand
+    together, else first). Any other form raises Unsupported. The helpers check bounds
+    (NumPy's IndexError then comes from the NumPy loop, which reruns)."""
+    index, arrays = tuple(eqn.params["index"]), args[1:]
+    if any(type(t) not in (slice, int, type(None), type(Ellipsis)) and not _is_slot(t)
+           for t in index) or index.count(Ellipsis) > 1:
+        raise Unsupported(f"an index {index!r} with an item other than ints, slices, None, "
+                          "... and integer arrays")
+    if not all(a.dtype.kind in "iu" for a in arrays):
+        raise Unsupported("an index array that is not of integers")
+    consumed = sum(1 for t in index if t is not None and t is not Ellipsis)
+    if consumed > len(shape):
+        raise Unsupported("an index with more items than axes")
+    return Gather(index, arrays, shape, consumed)
+
+
+def _is_slot(t):
+    return type(t).__name__ == "Slot"
+
+
+class Gather:
+    """x[index] for an index with arrays, split as the kernel writes it: x[basic] (a view;
+    `axes` its axes, each (template position, length, whether None made it)), transposed so
+    the axes read at `arrays` (1-d or more) come first, read there by _take1 / _take2, the
+    result reshaped to the arrays' broadcast shape `lead` and its axes moved behind the first
+    `before` other axes."""
+
+    def __init__(self, index, arrays, shape, consumed):
+        basic, axes, picked, advanced, d = [], [], [], [], 0
+        for pos, t in enumerate(index):
+            if t is None:
+                basic.append("None")
+                axes.append((pos, 1, True))
+            elif t is Ellipsis:
+                for n in shape[d:d + len(shape) - consumed]:
+                    basic.append(":")
+                    axes.append((pos, n, False))
+                d += len(shape) - consumed
+            elif isinstance(t, slice):
+                basic.append(index_code((t,)))
+                axes.append((pos, len(range(*t.indices(shape[d]))), False))
+                d += 1
+            elif _is_slot(t) and arrays[t.i].shape:  # read by a helper: its axis kept here
+                basic.append(":")
+                picked.append((len(axes), arrays[t.i]))
+                axes.append((pos, shape[d], False))
+                advanced.append(pos)
+                d += 1
+            else:  # an int or a 0-d array: indexes here, its axis dropped
+                if _is_slot(t) and arrays[t.i].dtype.kind != "i":  # _row adds in floats
+                    raise Unsupported(f"a 0-d index of {arrays[t.i].dtype}")
+                if _is_slot(t):
+                    basic.append(f"_row({arrays[t.i].code}, {int(shape[d])})")
+                elif -shape[d] <= t < shape[d]:
+                    basic.append(str(t % shape[d]))
+                else:
+                    raise Unsupported(f"an index {t} out of range for an axis of {shape[d]}")
+                advanced.append(pos)
+                d += 1
+        axes += [(len(index), n, False) for n in shape[d:]]
+        if len(picked) > 2:
+            raise Unsupported("an index with more than two index arrays of one or more axes")
+        try:
+            self.lead = tuple(np.broadcast_shapes(*[a.shape for _, a in picked]))
+        except ValueError:
+            raise Unsupported("index arrays whose shapes do not broadcast") from None
+        self.basic = basic + [":"] * (len(shape) - d)
+        self.axes, self.picked = axes, picked
+        rest = [a for k, a in enumerate(axes) if k not in {k for k, _ in picked}]
+        together = advanced == list(range(advanced[0], advanced[-1] + 1)) if advanced else True
+        self.before = sum(1 for a in rest if a[0] < advanced[0]) if together and picked else 0
+        self.rest = rest
+        self.shape = (tuple(a[1] for a in rest[:self.before]) + self.lead
+                      + tuple(a[1] for a in rest[self.before:]))
+
+    def view(self, code, nones=True):
+        """x[basic] (without its None axes unless `nones`): the axes the helpers index."""
+        parts = [b for b in self.basic if nones or b != "None"]
+        if all(p == ":" for p in parts):
+            return code
+        return f"{code}[{', '.join(parts)}]"
+
+    def order(self, nones=True):
+        """The transpose of view(nones) putting the helpers' axes first."""
+        kept = [k for k, a in enumerate(self.axes) if nones or not a[2]]
+        first = [k for k, _ in self.picked]
+        perm = [kept.index(k) for k in first] + [kept.index(k) for k in kept if k not in first]
+        return tuple(perm)
+
+    def flat(self):
+        """The index arrays' code, each broadcast to `lead` and flattened."""
+        codes = []
+        for _, a in self.picked:
+            if tuple(a.shape) != self.lead:
+                codes.append(f"np.ravel(np.broadcast_to({a.code}, {self.lead}))")
+            else:
+                codes.append(a.code if len(a.shape) == 1 else f"np.ravel({a.code})")
+        return ", ".join(codes)
+
+    def moved(self):
+        """The transpose taking (lead, rest) to NumPy's order (lead after `before` axes)."""
+        n, r = len(self.lead), len(self.rest)
+        return (tuple(range(n, n + self.before)) + tuple(range(n))
+                + tuple(range(n + self.before, n + r)))
+
+
+def _moved(code, perm):
+    return code if perm == tuple(range(len(perm))) else f"np.transpose({code}, {perm})"
+
+
+def _check_layout(at, out):
+    """The layout `at` works out must be the traced result's (else the form is not written)."""
+    if at.shape != tuple(out.shape):
+        raise Unsupported(f"an index whose result {list(out.shape)} is not the layout "
+                          f"{list(at.shape)} worked out for it")
+
+
 def _whole(i):
     return isinstance(i, slice) and (i.start, i.stop, i.step) == (None, None, None)
 
@@ -294,24 +416,6 @@ def _leading_whole_axes(index, ndim):
     return (k if len(head) - (Ellipsis in head) <= k <= ndim else None), rest
 
 
-def _array_index(eqn, args, ndim):
-    """For an index that is index arrays only, after k axes taken whole (x[..., i, j],
-    x[:, i]): (k, the arrays), one or two integer arrays of one shape selecting rows (x[i])
-    or elements (x[i, j]) of each [k-axes-indexed] array of `ndim - k` axes; the rules flatten
-    them and give the result the arrays' shape again. Any other form raises Unsupported. The
-    helpers check bounds (NumPy's IndexError then comes from the NumPy loop, which reruns)."""
-    arrays = args[1:]
-    k, index = _leading_whole_axes(tuple(eqn.params["index"]), ndim)
-    slots = [type(i).__name__ == "Slot" for i in index]
-    if not (k is not None and 1 <= len(index) <= 2 and all(slots)
-            and [i.i for i in index] == list(range(len(arrays))) and k + len(arrays) <= ndim
-            and all(a.dtype.kind in "iu" and len(a.shape) >= 1 for a in arrays)
-            and len({a.shape for a in arrays}) == 1):
-        raise Unsupported("an index read from an array inside the step, in a form other "
-                          "than x[..., i] or x[..., i, j] with integer arrays of one shape")
-    return k, arrays
-
-
 def _scalar_index(eqn, args, shape):
     """For an index that is 0-d integer arrays only, after k axes taken whole (x[i],
     x[i, j], x[:, i] at a step's i): (k, the index code), each checked against its axis as
@@ -328,16 +432,6 @@ def _scalar_index(eqn, args, shape):
                                      for a, n in zip(arrays, shape[k:])])
 
 
-def _flat_indices(arrays):
-    """The index arrays' code, each as the 1-d array the helpers take."""
-    return ", ".join(a.code if len(a.shape) == 1 else f"np.ravel({a.code})" for a in arrays)
-
-
-def _per_lead(name, lead, call):
-    """Lines running `call(l)` (a statement) for each l of `lead` leading positions."""
-    return [f"for _l{name} in range({lead}):", f"    {call(f'_l{name}')}"]
-
-
 @rule(st.getitem_p)
 def _getitem(eqn, args, outs):
     x, out = args[0], eqn.outvars[0]
@@ -345,22 +439,15 @@ def _getitem(eqn, args, outs):
     if scalar is not None:
         return [f"{outs[0]} = {x.code}[{scalar[1]}]"]
     if len(args) > 1:
-        k, arrays = _array_index(eqn, args, len(x.shape))
-        take = f"_take{len(arrays)}"
-        if k:  # each of the leading positions' arrays, one after the other
-            lead, m = math.prod(x.shape[:k]), math.prod(arrays[0].shape)
-            rows = (lead, m) + tuple(x.shape[k + len(arrays):])
-            if not lead * m:
-                raise Unsupported("an index array into an empty array, or an empty one")
-            o = outs[0]
-            return [f"_x{o} = np.ascontiguousarray({x.code}).reshape({(lead,) + x.shape[k:]})",
-                    f"_s{o} = np.empty({rows}, {dtype_code(out.dtype)})",
-                    *_per_lead(o, lead, lambda l: f"_s{o}[{l}] = {take}(_x{o}[{l}], "
-                                                  f"{_flat_indices(arrays)})"),
-                    f"{o} = _s{o}.reshape({tuple(out.shape)})"]
-        code = f"{take}({x.code}, {_flat_indices(arrays)})"
-        if len(arrays[0].shape) != 1:
-            code = f"{code}.reshape({tuple(out.shape)})"
+        at = _array_index(eqn, args, tuple(x.shape))
+        _check_layout(at, out)
+        code = at.view(x.code)
+        if at.picked:
+            rest = tuple(a[1] for a in at.rest)
+            code = f"_take{len(at.picked)}({_moved(code, at.order())}, {at.flat()})"
+            if len(at.lead) != 1:
+                code = f"{code}.reshape({at.lead + rest})"
+            code = _moved(code, at.moved())
         return [f"{outs[0]} = {code}"]
     index = tuple(eqn.params["index"])
     if x.scalar:  # x[()], x[...], x[None]: no element is selected, only axes added
@@ -381,22 +468,22 @@ def _scatter_add(eqn, args, outs):
         k, code = scalar
         if tuple(g.shape) == shape[:k] + shape[k + len(args) - 1:]:  # no index repeats
             return [zeros, *nests.store(f"{o}[{code}]", g.code, tuple(g.shape), o)]
-    if len(args) > 1:
-        k, arrays = _array_index(eqn, args, len(shape))
-        n, m = len(arrays), math.prod(arrays[0].shape)
-        rows = (m,) + shape[k + n:]  # g's axes of the arrays' shape as one axis
-        if k:
-            lead = math.prod(shape[:k])
-            if not lead * m or tuple(g.shape) != shape[:k] + tuple(arrays[0].shape) + rows[1:]:
-                raise Unsupported(f"scatter_add of {list(g.shape)} into {list(shape)}")
-            return [zeros, f"_o{o} = {o}.reshape({(lead,) + shape[k:]})",
-                    f"_g{o} = np.ascontiguousarray({g.code}).reshape({(lead,) + rows})",
-                    *_per_lead(o, lead, lambda l: f"_scatter{n}(_o{o}[{l}], _g{o}[{l}], "
-                                                  f"{_flat_indices(arrays)})")]
-        values = g.code
-        if len(arrays[0].shape) != 1:
-            values = f"np.ascontiguousarray({g.code}).reshape({rows})"
-        return [zeros, f"_scatter{n}({o}, {values}, {_flat_indices(arrays)})"]
+    if len(args) > 1:  # the gather's steps undone in reverse order, into a view of out
+        at = _array_index(eqn, args, shape)
+        _check_layout(at, g)
+        rest = tuple(a[1] for a in at.rest if not a[2])  # None's axes are not out's
+        view = at.view(outs[0], nones=False)
+        if not at.picked:  # each position written once: stored
+            value = g.code
+            if tuple(g.shape) != rest:
+                value = (f"np.ravel({g.code})[0]" if not rest
+                         else f"np.ascontiguousarray({g.code}).reshape({rest})")
+            return [zeros, *nests.store(view, value, rest, outs[0])]
+        back = tuple(int(k) for k in np.argsort(at.moved()))
+        rows = (math.prod(at.lead),) + rest
+        values = f"np.ascontiguousarray({_moved(g.code, back)}).reshape({rows})"
+        return [zeros, f"_scatter{len(at.picked)}({_moved(view, at.order(nones=False))}, "
+                       f"{values}, {at.flat()})"]
     if not shape:  # the one element of g (x[None] and x[()] of a 0-d x)
         return [f"{o} = " + (g.code if g.scalar else f"np.ravel({g.code})[0]")]
     # out[index] = g, with the axes that None adds to g taken out of both sides.
