@@ -497,3 +497,22 @@ def test_jit_prunes_the_cotangents_nobody_asked_for_inside_nested_backward_bodie
     want_value, want_g = sl.value_and_grad(loss)(*args)
     assert float(value) == float(want_value)
     np.testing.assert_array_equal(np.asarray(g), np.asarray(want_g))
+
+
+def test_jit_keeps_a_dead_loop_whose_body_prints(capsys):
+    """A scan and a while_loop whose results nobody reads, each printing in its body, run
+    under jit(grad) as they do eagerly, also when pruning cuts something else in the graph
+    (a's cotangent: grad takes w's only)."""
+    def f(w, a, xs):
+        sl.scan(lambda c, x: (sl.debug.print("scan x={}", x) or c, None), sl.tensor(0.0), xs)
+        sl.lax.while_loop(lambda i: i < 2,
+                          lambda i: (sl.debug.print("while i={}", i), i + 1)[1], 0)
+        return sl.sum(sl.scan(lambda c, x: (c * w + a * x, c), sl.tensor(0.0), xs)[1])
+
+    args = (np.array(0.5), np.array(0.3), np.arange(2.0))
+    sl.grad(f)(*args)
+    eager = capsys.readouterr().out
+    assert eager.count("scan x=") == 2 and eager.count("while i=") == 2
+    for argnums in (0, (0, 1, 2)):
+        sl.jit(sl.grad(f, argnums))(*args)
+        assert capsys.readouterr().out == eager

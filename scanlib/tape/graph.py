@@ -309,20 +309,36 @@ def used_vars(eqns, outvars):
     return kept, live
 
 
+def has_effect(eqn) -> bool:
+    """Whether eqn is run for what it does: its primitive's `effect` (debug printing), or an
+    equation with one in a graph among its params (a loop whose body prints)."""
+    return eqn.prim.effect or any(has_effect(e) for g in _graphs_in(eqn.params.values())
+                                  for e in g.eqns)
+
+
+def _graphs_in(values):
+    for v in values:
+        if isinstance(v, Graph):
+            yield v
+        elif isinstance(v, (tuple, list)):
+            yield from _graphs_in(v)
+
+
 def prune_outputs(graph: Graph) -> Graph:
     """graph with each multiple-result equation computing only the results that are read
     (by a later live equation or as an output), where its primitive has a `prune` rule: a
     backward scan whose caller drops some cotangents (those of inputs that need none) then
     never computes them, nor, through the rule, do the scans in its body. An equation whose
-    results nobody reads counts as no reader, and is dropped when something was pruned; the
-    same graph when nothing is."""
+    results nobody reads counts as no reader, and is dropped when something was pruned,
+    unless it has an effect (a loop that prints); the same graph when nothing is."""
     read = {v for v in graph.outvars if isinstance(v, Var)}
     eqns, changed = [], False
     for eqn in reversed(graph.eqns):
         used = [v in read for v in eqn.outvars]
-        if not (eqn.prim.effect or any(used)):
-            continue  # dead: reads nothing on anyone's behalf
-        if eqn.prim.prune is not None:  # all used: its body's own scans may still be cut
+        if not any(used):
+            if not has_effect(eqn):
+                continue  # dead: reads nothing on anyone's behalf
+        elif eqn.prim.prune is not None:  # all used: its body's own scans may still be cut
             pruned = eqn.prim.prune(eqn.params, used)
             if pruned is not None:
                 params, keep_in, keep_out = pruned
