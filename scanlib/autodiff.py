@@ -54,7 +54,9 @@ def _fresh_input(x, path, who):
         t = builder.lift(t)
     if t.requires_grad and grad_enabled():
         return ew.copy(t)  # a node: the outer walk flows through to x
-    return Tensor(t._value, True, _trace=t._trace, _var=t._var)
+    leaf = Tensor(t._value, True, _trace=t._trace, _var=t._var)
+    leaf._scratch = True
+    return leaf
 
 
 def should_record(originals, cts=()):

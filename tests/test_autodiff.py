@@ -456,3 +456,25 @@ def test_vjp_outputs_and_aux_are_plain_values_when_nothing_differentiates_them()
     assert out.requires_grad and aux.requires_grad
     sl.sum(out + aux).backward()
     np.testing.assert_array_equal(w.grad.numpy(), 2 * x.numpy())
+
+
+def test_mixed_partials_come_back_as_plain_values_as_jax_returns_them():
+    """grad(grad(f, 1), 2) and jacrev(grad(f, 1), 0): the inner grad's own input is a leaf
+    that needs a gradient, but nothing can differentiate with respect to it once the inner
+    call has returned, so the result is a plain value (JAX: an array), not one left on the
+    tape; a closed-over tensor that requires grad still keeps it there."""
+    def f(w, a, b):
+        return sl.sum(sl.sin(w * a * b))
+
+    w, a, b = np.ones(3), np.array(0.5), np.array(0.2)
+    mixed = sl.grad(sl.grad(f, 1), 2)(w, a, b)
+    assert not mixed.requires_grad
+    np.testing.assert_allclose(np.asarray(mixed), 3 * (np.cos(0.1) - 0.1 * np.sin(0.1)),
+                               rtol=1e-14)
+    jac = sl.jacrev(sl.grad(f, 1), 0)(w, a, b)
+    assert not jac.requires_grad and jac.shape == (3,)
+    third = sl.grad(lambda b: sl.grad(sl.grad(f, 1), 2)(w, a, b))(b)
+    np.testing.assert_allclose(np.asarray(third), -3 * (2 * 0.5 * np.sin(0.1)
+                                                        + 0.05 * np.cos(0.1)), rtol=1e-13)
+    W = sl.tensor(2.0, requires_grad=True)
+    assert sl.grad(sl.grad(lambda x, y: sl.sum(W * x * y), 0), 1)(1.0, 3.0).requires_grad

@@ -172,6 +172,8 @@ def reaches_other_leaves(roots, inputs):
             continue
         node = x._node
         if node is None:
+            if getattr(x, "_scratch", False):  # an inner grad's own input: it has returned
+                continue
             return True
         if node in seen or node.inputs is None:
             continue

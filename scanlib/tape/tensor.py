@@ -79,8 +79,10 @@ class Tensor(TensorMethods):
     under `no_grad()`, or use scanlib.optim.
     """
 
+    # _scratch (set only where true): a leaf a grad/vjp made of data that needed no gradient,
+    # its own input; nothing differentiates with respect to it once that call has returned.
     __slots__ = ("_value", "requires_grad", "_grad", "_node", "_index", "_trace", "_var",
-                 "_weak", "__weakref__")
+                 "_weak", "_scratch", "__weakref__")
     # ndarray <op> Tensor must come back to Tensor's reflected operator.
     __array_priority__ = 1000
 
