@@ -336,8 +336,49 @@ minimum = Primitive("minimum", lambda x, y: _xp(x, y).minimum(x, y),
                     elementwise=True, ufunc="minimum",
                     tangent=_picked_tangent(_x_less, _x_greater))
 
+# A large float where is picked by bits, branch-free: ((x ^ y) * c) ^ y on the operands'
+# bits as integers of their size is x's bits where c is True and y's elsewhere (x * c where
+# y is +0.0, whose bits are zeros). np.where branches per element, and a mask as
+# unpredictable as a relu's costs it 4-6x as much (1.8 ms against 0.3-0.5 ms on 500k
+# float64; on a predictable mask np.where is 0.3 ms). Bits are copied, not computed, so the
+# values are np.where's; other dtypes, a condition that is not bool, or a result whose
+# shape or dtype is not the operands' (broadcast up by the condition, or promoted) go to
+# np.where.
+_BITS_MIN_SIZE = 8192
+_SAME_SIZE_INT = {2: np.int16, 4: np.int32, 8: np.int64}
+
+
+def _where_impl(c, x, y):
+    xp = _xp(c, x, y)
+    if xp is np and isinstance(c, np.ndarray) and c.dtype == np.bool_:
+        picked = _pick_bits(c, x, y)
+        if picked is not None:
+            return picked
+    return xp.where(c, x, y)
+
+
+def _pick_bits(c, x, y):
+    """where(c, x, y) computed on the bits of x and y, or None where that does not apply."""
+    dtype = np.result_type(x, y)
+    if dtype.kind != "f" or dtype.itemsize not in _SAME_SIZE_INT:
+        return None
+    arrays = [v for v in (x, y) if isinstance(v, np.ndarray)]
+    if any(v.dtype != dtype for v in arrays) or max((v.size for v in arrays), default=0) < \
+            _BITS_MIN_SIZE:
+        return None
+    bits = _SAME_SIZE_INT[dtype.itemsize]
+    xb, yb = (np.asarray(v, dtype).view(bits) for v in (x, y))
+    shape = np.broadcast_shapes(xb.shape, yb.shape)
+    if np.broadcast_shapes(shape, c.shape) != shape:
+        return None
+    if not yb.ndim and yb == 0:
+        return np.multiply(xb, c).view(dtype)
+    out = np.bitwise_xor(xb, yb)
+    np.multiply(out, c, out=out)
+    return np.bitwise_xor(out, yb, out=out).view(dtype)
+
 where = Primitive(
-    "where", lambda c, x, y: _xp(c, x, y).where(c, x, y),
+    "where", _where_impl,
     lambda g, out, c, x, y: (None, where(c, g, 0.0), where(c, 0.0, g)), elementwise=True,
     linear=(1, 2), promote=(1, 2))
 
