@@ -649,3 +649,33 @@ def test_matmul_vjp_of_a_matrix_against_a_batch_is_one_product(x_shape, y_shape)
                    for e in graph.eqns)  # nothing summed after
     if x.size and y.size and 0 not in x_shape + y_shape:
         check_grads(lambda x, y: sl.sum(sl.tanh(x @ y) ** 2), (x, y), order=2)
+
+
+# --- einsum: large contractions of two float arrays by BLAS ------------------------------------
+@pytest.mark.parametrize("spec, shapes, blas", [
+    ("hp,lp->lh", [(32, 32), (1024, 32)], True), ("ij,jk->ik", [(64, 48), (48, 40)], True),
+    ("lh,lp->hp", [(1024, 32), (1024, 32)], True), ("ij,ij->", [(300, 300), (300, 300)], True),
+    ("abc,cbd->ad", [(8, 16, 32), (32, 16, 24)], True),
+    ("ldn,ld->dn", [(256, 64, 16), (256, 64)], False),  # d: a batch index
+    ("ij,jk->ik", [(4, 5), (5, 6)], False),  # small
+    ("ij,jk->ik", [(300, 1), (300, 300)], False),  # j broadcast from 1
+    ("ii,ik->k", [(300, 300), (300, 300)], False),  # a diagonal
+])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "complex128"])
+def test_einsum_of_a_large_contraction_goes_to_blas(spec, shapes, blas, dtype):
+    """The value is np.einsum's to rounding, of its dtype and shape, in memory of its own;
+    the gradient is the same einsums' (against finite differences in float64)."""
+    from scanlib.ops import linalg as la
+
+    rng = np.random.default_rng(0)
+    xs = [(rng.standard_normal(s) + (1j * rng.standard_normal(s) if dtype == "complex128"
+                                     else 0)).astype(dtype) for s in shapes]
+    assert la._blas_pays(spec, xs) == blas
+    got = sl.einsum(spec, *[sl.tensor(x) for x in xs]).numpy()
+    want = np.einsum(spec, *xs)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert not any(np.shares_memory(got, x) for x in xs)
+    tol = 1e-4 if dtype == "float32" else 1e-12
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.abs(want).max())
+    if dtype == "float64" and blas and max(map(np.size, xs)) <= 40_000:
+        check_grads(lambda *ts: sl.sum(sl.sin(sl.einsum(spec, *ts))), tuple(xs), order=1)
