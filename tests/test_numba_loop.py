@@ -274,6 +274,52 @@ def test_a_step_on_large_values_runs_the_numpy_loop_without_a_warning():
     np.testing.assert_array_equal(got[1].numpy(), want[1].numpy())
 
 
+def test_a_float64_step_of_many_small_operations_on_2000_values_is_a_kernel():
+    """CTC's alpha recursion: a logsumexp of shifted copies on [8, 243] values, no product.
+    NumPy's calls cost more than their loops there, and the kernel runs it."""
+    skip = _t((8, 243)).numpy() > 0
+
+    def f(alpha, logp):
+        advance = sl.concatenate([sl.full((8, 1), -1e5), alpha[:, :-1]], axis=1)
+        jump = sl.where(skip, sl.concatenate([sl.full((8, 2), -1e5), alpha[:, :-2]], axis=1),
+                        -1e5)
+        new = sl.logsumexp(sl.stack([alpha, advance, jump]), axis=0) + logp
+        return new, new.sum()
+
+    check(f, _t((8, 243)), _t((6, 8, 243)), rtol=1e-9)
+
+
+@pytest.mark.parametrize("dtype, shape", [("float32", (8, 243)), ("float64", (130, 130))])
+def test_float32_work_or_a_very_large_step_keeps_the_numpy_loop(dtype, shape):
+    # NumPy's SIMD loops over float32, and its loops over more than 16,384 elements, are faster
+    f = lambda c, x: (sl.tanh(c * 0.5 + x), c.sum())  # noqa: E731
+    init, xs = _t(shape, dtype), _t((4,) + shape, dtype)
+    before = native.STATS["kernel calls"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", sl.NumbaFallbackWarning)
+        got = sl.scan(f, init, xs, compiler="numba")
+    assert native.STATS["kernel calls"] == before
+    want = sl.scan(f, init, xs)
+    np.testing.assert_array_equal(got[0].numpy(), want[0].numpy())
+
+
+def test_why_the_numpy_loop_is_faster_names_the_reason():
+    def eqns(f, *args):
+        return sl.make_graph(f)(*args).eqns
+
+    small = np.ones((8, 100))
+    assert native.numpy_loop_is_faster(eqns(lambda a: sl.exp(a) * 2.0, small)) is None
+    mid = np.ones((8, 243))
+    assert native.numpy_loop_is_faster(eqns(lambda a: sl.exp(a) * 2.0, mid)) is None
+    assert "float32" in native.numpy_loop_is_faster(eqns(lambda a: sl.exp(a),
+                                                         mid.astype(np.float32)))
+    assert "16384" in native.numpy_loop_is_faster(eqns(lambda a: a * 2.0, np.ones((130, 130))))
+    assert "product" in native.numpy_loop_is_faster(eqns(lambda a, w: a @ w, np.ones((32, 64)),
+                                                         np.ones((64, 64))))
+    assert native.numpy_loop_is_faster(eqns(lambda a, w: a @ w, np.ones((32, 8)),
+                                            np.ones((8, 64)))) is None  # 16,384 multiply-adds
+
+
 def test_a_slow_compile_says_so_while_it_runs(monkeypatch, caplog):
     monkeypatch.setattr(native, "SLOW_COMPILE_S", 0)  # every compile counts as slow here
     f = lambda c, x: (c * 0.987654 + sl.sin(x), c)  # noqa: E731 - a body no test compiled

@@ -86,15 +86,16 @@ def scan(f: Callable[..., tuple[PyTree, PyTree]], init: PyTree, xs: PyTree = Non
     where numba is not installed it is "numpy". A body numba cannot be proved to compute
     exactly as NumPy does (a primitive without a numba form, a dtype numba would change)
     runs as the NumPy loop: under "numba" with a NumbaFallbackWarning, under "auto" with a
-    note on the log. A body whose step works on values of more than 1,024 elements runs as
-    the NumPy loop too, without a warning: there NumPy's own vectorised loops are faster
-    than the kernel's. Values agree with the NumPy loop to rounding (numba's exp and log are
-    not NumPy's). Under "numba" the first call of a new body compiles it and its backward
-    body: about 1-3 s a kernel on an empty cache, up to tens of seconds for a whole jitted
-    call compiled as one large kernel (bench/NOTES.md). Kernels are then cached on disk
-    (SCANLIB_CACHE_DIR, ~/.cache/scanlib): a new process loads them after numba's own
-    start-up, about half a second. Each compile is logged at INFO on the `scanlib.numba`
-    logger (`logging.basicConfig(level=logging.INFO)`).
+    note on the log. A body whose step works on large values runs as the NumPy loop too,
+    without a warning, where NumPy's own vectorised loops are faster than the kernel's: values
+    of more than 16,384 elements, or of more than 1,024 with a matrix product BLAS does
+    faster or float32 work NumPy does with SIMD. Values agree with the NumPy loop to
+    rounding (numba's exp and log are not NumPy's). Under "numba" the first call of a new
+    body compiles it and its backward body: about 1-3 s a kernel on an empty cache, up to
+    tens of seconds for a whole jitted call compiled as one large kernel (bench/NOTES.md).
+    Kernels are then cached on disk (SCANLIB_CACHE_DIR, ~/.cache/scanlib): a new process
+    loads them after numba's own start-up, about half a second. Each compile is logged at
+    INFO on the `scanlib.numba` logger (`logging.basicConfig(level=logging.INFO)`).
 
     >>> import scanlib as sl
     >>> carry, ys = sl.scan(lambda c, x: (c + x, c * x), 0.0, sl.tensor([1.0, 2.0, 3.0]))

@@ -17,6 +17,7 @@ import numpy as np
 from .. import backends, logs
 from .loop.emit import generate
 from .loop import compile_program
+from .loop.ir import STEP
 
 _log = logs.get("numba")
 CHUNK_BYTES = 1 << 19  # budget for the per-chunk temporaries of batched work
@@ -49,13 +50,12 @@ class CompiledBody:
         why = None if self.quiet else native.missing()
         if why is not None:
             raise ImportError(f"scan: {why}")
-        large = native.largest_step_value(self.program)
-        if large > native.SMALL_STEP:
-            # NumPy's own loops over such values cost more than its call, and they are
-            # vectorised where numba's scalar loops call libm: the NumPy loop is faster.
-            self.native_note = (f"its step works on values of {large} elements (more than "
-                                f"{native.SMALL_STEP}), where the NumPy loop is faster")
-            _log.info("scan body %r runs as the NumPy loop: %s", self.program.graph.name,
+        prog = self.program
+        why = native.numpy_loop_is_faster([prog.eqns[n] for n in prog.in_section(STEP)],
+                                          prog.carry_in)
+        if why is not None:
+            self.native_note = f"{why}, where the NumPy loop is faster"
+            _log.info("scan body %r runs as the NumPy loop: %s", prog.graph.name,
                       self.native_note)
             return
         try:

@@ -17,10 +17,11 @@ Unsupported when the graph is built (jit then replays its straight-line code); b
 kernel first runs on new argument types, numba's inferred dtype and rank of every value are
 compared with the graph's (NotProved: the straight-line code from then on); and where the
 kernel raises (an index out of range, a singular matrix) the straight-line code runs the
-call instead and raises its own error. It is not used where a step works on large arrays
-(more than SMALL elements in a value of a scan body) or the scans are long (more than
-MAX_STEPS steps in all): there the loop compiler's batched work across steps is faster than
-the same work one step at a time, and a call's fixed cost is a small part of it.
+call instead and raises its own error. It is not used where a scan body's step is faster
+as the NumPy loop (loop/native.py's numpy_loop_is_faster: large values with BLAS or SIMD
+work) or the scans are long (more than MAX_STEPS steps in all): there the loop compiler's
+batched work across steps is faster than the same work one step at a time, and a call's
+fixed cost is a small part of it.
 
 Imports the scan primitive, the loop compiler's numba printer and rules; numba only when
 a kernel is built.
@@ -28,7 +29,6 @@ a kernel is built.
 
 from __future__ import annotations
 
-import math
 import time
 
 import numpy as np
@@ -42,22 +42,20 @@ from .primitive import scan_p
 # Where the fixed cost of a call (what the fused kernel saves: ~0.1-0.2 ms) is not most of it,
 # the loop compiler's batched work across steps, which the kernel gives up, is worth more:
 # an HMM with K=8 over T=2,000 (8,000 steps forward and back) is 1.4x slower fused.
-SMALL = 1024  # elements: a scan body value above this keeps the per-scan tier
 MAX_STEPS = 4096  # steps of all the graph's scans: more keep the per-scan tier
 ENABLED = True  # False: jit replays its straight-line code (the bench's per-scan column)
 
 
 def wanted(graph):
     """Whether the graph asks for the fused kernel: ENABLED; it has a scan; every scan in it
-    (nested ones too) asked for compiler="numba" and none for the interpreter; no value of a
-    scan or while_loop body has more than SMALL elements; and the scans run at most
+    (nested ones too) asked for compiler="numba" and none for the interpreter; no scan or
+    while_loop body is one whose step the NumPy loop runs faster; and the scans run at most
     MAX_STEPS steps in all (a nested scan's times its outer's)."""
     scans = list(_scans(graph, 1))
     return ENABLED and bool(scans) and sum(steps for _, steps in scans) <= MAX_STEPS and all(
         eqn.params.get("compiler") in ("numba", "auto") and not eqn.params.get("interpret")
-        for eqn, _ in scans) and all(
-        math.prod(v.shape) <= SMALL for body in _bodies(graph) for e in body.eqns
-        for v in e.outvars)
+        for eqn, _ in scans) and not any(
+        native.numpy_loop_is_faster(body.eqns, body.invars) for body in _bodies(graph))
 
 
 def _bodies(graph):

@@ -44,22 +44,60 @@ from .ir import STEP, is_var
 from .native_rules import VIEWS, Arg, Scope, Unsupported, literal_code, statements
 
 __all__ = ["VIEWS", "Unsupported", "NotProved", "NotReady", "KERNEL_ERRORS", "NativeLoop",
-           "TierChoice", "deferring_compiles", "build", "available", "missing", "SMALL_STEP",
-           "largest_step_value"]
+           "TierChoice", "deferring_compiles", "build", "available", "missing",
+           "numpy_loop_is_faster"]
 
 
 
-# elements: a body whose step has a larger value keeps the NumPy loop (executor.py). Measured
-# on bench/while_overhead's rnn (B=32, H=128: 4,096-element values), the kernel took 3x the
-# NumPy loop's time; on the HMM's 256-element values a tenth of it (bench/NOTES.md).
-SMALL_STEP = 1024
+# Which loop runs a step of large values (executor.py; fused.py asks the same of a whole
+# body). A kernel's nests are scalar loops: NumPy's vectorised ones over a large value, and
+# BLAS for a product, are faster, but a step of many small NumPy calls pays their fixed cost
+# (a few microseconds each) each step. Measured (bench/NOTES.md): bench/while_overhead's rnn
+# (B=32, H=128, float32 tanh and a [32,128]@[128,128] product: 4,096-element values) took
+# 3x as long as a kernel; the CTC port's alpha recursion (float64 logsumexp and gathers on
+# 1,944-element values, no product) half as long; an HMM's 256-element step a tenth.
+SMALL_STEP = 1024  # elements: up to this, the kernel
+LARGE_STEP = 16384  # elements: above this, the NumPy loop
+PRODUCT_WORK = 16384  # multiply-adds of one product in a step: above this, BLAS's NumPy loop
+_PRODUCTS = {"matmul", "einsum", "vdot"}
 
 
-def largest_step_value(prog):
-    """The element count of the largest value the step loop computes or carries."""
-    values = [v for n in prog.in_section(STEP) for v in prog.eqns[n].outvars]
-    values += [v for v in prog.carry_in if is_var(v)]
-    return max((int(np.prod(v.shape, dtype=np.int64)) for v in values), default=0)
+def numpy_loop_is_faster(eqns, carries=()):
+    """Why a step (its equations, the carries it reads) runs faster as the NumPy loop than
+    as a kernel, or None: a value above LARGE_STEP elements; or, above SMALL_STEP, a product
+    of more than PRODUCT_WORK multiply-adds or float32 work, which NumPy does with SIMD."""
+    values = [v for e in eqns for v in e.outvars] + [v for v in carries if is_var(v)]
+    large = max((_size(v) for v in values), default=0)
+    if large <= SMALL_STEP:
+        return None
+    if large > LARGE_STEP:
+        return f"its step works on values of {large} elements (more than {LARGE_STEP})"
+    for e in eqns:
+        if e.prim.name in _PRODUCTS and _product_work(e) > PRODUCT_WORK:
+            return (f"its step has a product of {_product_work(e)} multiply-adds (more than "
+                    f"{PRODUCT_WORK}) and values of {large} elements, which BLAS does faster")
+        if any(np.dtype(v.dtype).itemsize < 8 and np.dtype(v.dtype).kind in "fc"
+               and _size(v) > SMALL_STEP for v in e.outvars):
+            return (f"its step works on {np.dtype(e.outvars[0].dtype).name} values of up to "
+                    f"{large} elements, which NumPy's SIMD loops do faster")
+    return None
+
+
+def _size(v):
+    return int(np.prod(v.shape, dtype=np.int64))
+
+
+def _product_work(eqn):
+    """Multiply-adds of a matmul, einsum or vdot equation: its output's size times the
+    length it sums over (for einsum, the product of every index's length)."""
+    if eqn.prim.name == "einsum":
+        ins = eqn.params["spec"].split("->")[0].split(",")
+        sizes = {}
+        for sub, x in zip(ins, eqn.invars):
+            sizes.update(zip(sub, x.shape))
+        return int(np.prod(list(sizes.values()), dtype=np.int64))
+    summed = eqn.invars[0].shape[-1] if eqn.invars[0].shape else 1
+    return max(_size(eqn.outvars[0]), 1) * int(summed)
 
 
 class NotProved(Exception):
