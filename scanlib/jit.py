@@ -107,7 +107,9 @@ def jit(f: Callable[..., Any] | None = None, *, static_argnums: int | Sequence[i
     replayed one and those that ran f eagerly. Each trace is logged at INFO on the
     `scanlib.jit` logger.
 
-    The graph runs as the same NumPy calls f makes (the same bits), but where every scan in
+    The graph runs as the same NumPy calls f makes (the same bits), less those whose results
+    nothing reads (the cotangent of an argument grad does not ask for), as XLA drops them
+    under JAX's jit, except where they have an effect (a print); but where every scan in
     it asked for compiler="numba" (or "auto", the default where numba is installed) and the
     scans are short and small (scan/fused.py): then the whole call runs as one numba kernel,
     each scan as the plain loop over its body, so a gradient's sums are taken in the loop's

@@ -499,6 +499,26 @@ def test_jit_prunes_the_cotangents_nobody_asked_for_inside_nested_backward_bodie
     np.testing.assert_array_equal(np.asarray(g), np.asarray(want_g))
 
 
+def test_jit_drops_the_cotangents_of_arguments_grad_does_not_ask_for():
+    """matmul's VJP gives both operands a cotangent; under jit(grad(f)) of the weights only,
+    the data's is computed by no one's request and dropped, as XLA drops it (one product
+    forward, one for w's cotangent), and the values are eager's."""
+    def f(w, x):
+        return sl.sum(sl.tanh(x @ w))
+
+    rng = np.random.default_rng(0)
+    args = (rng.normal(size=(16, 8)), rng.normal(size=(64, 16)))
+    jitted = sl.jit(sl.value_and_grad(f))
+    graph = jitted.trace(*args)
+    assert sum(e.prim.name == "matmul" for e in graph.eqns) == 2
+    assert all(v in graph.outvars or any(v in e.invars for e in graph.eqns)
+               for e in graph.eqns for v in e.outvars)  # nothing computed for no reader
+    value, g = jitted(*args)
+    want_value, want_g = sl.value_and_grad(f)(*args)
+    assert float(value) == float(want_value)
+    np.testing.assert_array_equal(np.asarray(g), np.asarray(want_g))
+
+
 def test_jit_keeps_a_dead_loop_whose_body_prints(capsys):
     """A scan and a while_loop whose results nobody reads, each printing in its body, run
     under jit(grad) as they do eagerly, also when pruning cuts something else in the graph

@@ -329,14 +329,17 @@ def prune_outputs(graph: Graph) -> Graph:
     (by a later live equation or as an output), where its primitive has a `prune` rule: a
     backward scan whose caller drops some cotangents (those of inputs that need none) then
     never computes them, nor, through the rule, do the scans in its body. An equation whose
-    results nobody reads counts as no reader, and is dropped when something was pruned,
-    unless it has an effect (a loop that prints); the same graph when nothing is."""
+    results nobody reads is dropped, and counts as no reader, unless it has an effect (a loop
+    that prints), as XLA drops it under JAX's jit: a backward walk's cotangent of an input
+    that needs none (matmul's VJP gives both operands theirs). The same graph when nothing
+    is pruned."""
     read = {v for v in graph.outvars if isinstance(v, Var)}
     eqns, changed = [], False
     for eqn in reversed(graph.eqns):
         used = [v in read for v in eqn.outvars]
         if not any(used):
             if not has_effect(eqn):
+                changed = True
                 continue  # dead: reads nothing on anyone's behalf
         elif eqn.prim.prune is not None:  # all used: its body's own scans may still be cut
             pruned = eqn.prim.prune(eqn.params, used)
