@@ -2,6 +2,8 @@
 one trace per signature and never a stale one, and f itself wherever a replay could not give
 f's answer (arguments or closed-over tensors on the caller's tape, nested traces)."""
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -379,6 +381,39 @@ def test_higher_order_through_a_scan_over_closed_over_xs():
     for transform in (sl.hessian, lambda f: sl.grad(sl.grad(f))):
         # the eager walk binds the scans with other residual sets: 1 ulp apart here
         same(sl.jit(transform(loss))(np.array(0.5)), transform(loss)(np.array(0.5)), 1e-14)
+
+
+@pytest.mark.parametrize("compiler", ["numpy", "auto"])
+def test_second_order_reads_residuals_a_first_walk_back_left_unread(compiler):
+    # Traced, the body's closed-over NumPy constant (K, in a scan nothing reads) is an input
+    # of the trace, so the first walk back binds the outer scan again with more residuals,
+    # and its backward scan reads only some of them: the walk back through that backward
+    # scan needs the others, which that binding must keep (they were None in the replay).
+    K = np.array([0.5, -1.0, 2.0])
+
+    def f(h, xs, flag, scan):
+        def body(carry, x):
+            h, flag = carry
+            scan(lambda c, _: (c * x * K, None), h, None, length=2)  # nothing reads it
+            return (sl.tanh(sl.where(flag, x, -x)), flag), None
+
+        return sl.sum(scan(body, (h, flag), xs)[0][0])
+
+    def loop(f, init, xs, length=None):
+        carry = init
+        for t in range(length if xs is None else len(xs)):
+            carry, _ = f(carry, None if xs is None else xs[t])
+        return carry, None
+
+    def hvp(scan):
+        g = sl.grad(lambda h, xs, flag: sl.sum(sl.grad(f, argnums=(0, 1))(h, xs, flag, scan)[1]),
+                    argnums=(0, 1))
+        return lambda h, xs, flag: g(h, xs, flag)
+
+    args = (RNG.standard_normal(3), RNG.standard_normal((2, 3)), np.array(True))
+    scan = functools.partial(sl.scan, compiler=compiler)
+    same(sl.jit(hvp(scan))(*args), hvp(loop)(*args), rtol=1e-12)
+    same(sl.jit(hvp(scan))(*args), hvp(scan)(*args), rtol=1e-12)
 
 
 def test_static_arguments_by_name_or_position_and_left_to_their_default():
