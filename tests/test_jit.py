@@ -416,6 +416,33 @@ def test_second_order_reads_residuals_a_first_walk_back_left_unread(compiler):
     same(sl.jit(hvp(scan))(*args), hvp(scan)(*args), rtol=1e-12)
 
 
+def test_grad_of_grad_through_three_nested_scans_when_the_loss_reads_the_final_carry():
+    # Each walk back binds the outer scan again, extended with the residuals that order
+    # needs: two bindings that extend the same one with different residuals are two
+    # computations, and merging the second into the place of the first lost the first's.
+    def f(w, a, b, xs):
+        def l1(h, x):
+            def l2(g, y):
+                g2, _ = sl.scan(lambda q, z: (q * a + sl.tanh(w @ q + x * z) * b, None), g,
+                                sl.stack([y, y]))
+                return g2, sl.sum(g2 * b)
+
+            h2, ys = sl.scan(l2, h, sl.arange(3.0))
+            return h2, sl.sum(ys)
+
+        h, ys = sl.scan(l1, sl.zeros(3), xs)
+        return sl.sum(ys) + sl.sum(h ** 2) * b
+
+    rng = np.random.default_rng(5)
+    w, a, b, xs = (rng.normal(size=(3, 3)) * 0.3, np.array(0.7), np.array(0.2),
+                   rng.normal(size=(5, 3)))
+    gg = sl.grad(sl.grad(f, 1), 2)
+    same(sl.jit(gg)(w, a, b, xs), gg(w, a, b, xs), rtol=1e-12)
+    eps = 1e-6
+    fd = (sl.grad(f, 1)(w, a, b + eps, xs) - sl.grad(f, 1)(w, a, b - eps, xs)) / (2 * eps)
+    np.testing.assert_allclose(sl.jit(gg)(w, a, b, xs).numpy(), fd.numpy(), rtol=1e-6)
+
+
 def test_static_arguments_by_name_or_position_and_left_to_their_default():
     def f(x, mode, n=2):
         return sl.take(x, np.array([7]), mode=mode) * n

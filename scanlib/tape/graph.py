@@ -436,6 +436,9 @@ def merge_rebound(graph: Graph) -> Graph:
     same computation, or one it extends, on the same inputs) reads them from it.
     `prim.rebinding(params) -> (key, extended_key)`: what the equation computes, and what the
     binding it extends computed (None if none); outputs of equal keys lead the same way.
+    Two bindings that extend the same one differently (a walk back of each order asking for
+    other residuals) are not merged with each other: the second one stays where it is, since
+    the one in its place computes outputs that it does not.
     """
     eqns, rename = list(graph.eqns), {}
     kept = {}  # (key, operands) -> position of the equation whose outputs begin with key's
@@ -458,7 +461,7 @@ def merge_rebound(graph: Graph) -> Graph:
             eqns[i] = None
             continue
         j = kept.get((extended, ops)) if extended is not None else None
-        if j is not None:
+        if j is not None and eqns[j].prim.rebinding(eqns[j].params)[0] == extended:
             alias(eqns[j].outvars, eqn.outvars)
             eqns[j], eqns[i] = eqn, None
             kept[(key, ops)] = j
