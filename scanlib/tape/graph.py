@@ -298,11 +298,12 @@ def eval_graph(graph, args, consts):
 
 def used_vars(eqns, outvars):
     """The eqns needed for outvars (in order) and every Var they read: dead-code elimination.
-    An equation of a primitive run for its effect (debug printing) is always needed."""
+    An equation run for its effect (debug printing, or a loop whose body prints: has_effect)
+    is always needed."""
     live = {v for v in outvars if isinstance(v, Var)}
     kept = []
     for eqn in reversed(eqns):
-        if eqn.prim.effect or any(v in live for v in eqn.outvars):
+        if any(v in live for v in eqn.outvars) or has_effect(eqn):
             kept.append(eqn)
             live.update(v for v in eqn.invars if isinstance(v, Var))
     kept.reverse()
