@@ -2,6 +2,8 @@
 one trace per signature and never a stale one, and f itself wherever a replay could not give
 f's answer (arguments or closed-over tensors on the caller's tape, nested traces)."""
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -379,6 +381,66 @@ def test_higher_order_through_a_scan_over_closed_over_xs():
     for transform in (sl.hessian, lambda f: sl.grad(sl.grad(f))):
         # the eager walk binds the scans with other residual sets: 1 ulp apart here
         same(sl.jit(transform(loss))(np.array(0.5)), transform(loss)(np.array(0.5)), 1e-14)
+
+
+@pytest.mark.parametrize("compiler", ["numpy", "auto"])
+def test_second_order_reads_residuals_a_first_walk_back_left_unread(compiler):
+    # Traced, the body's closed-over NumPy constant (K, in a scan nothing reads) is an input
+    # of the trace, so the first walk back binds the outer scan again with more residuals,
+    # and its backward scan reads only some of them: the walk back through that backward
+    # scan needs the others, which that binding must keep (they were None in the replay).
+    K = np.array([0.5, -1.0, 2.0])
+
+    def f(h, xs, flag, scan):
+        def body(carry, x):
+            h, flag = carry
+            scan(lambda c, _: (c * x * K, None), h, None, length=2)  # nothing reads it
+            return (sl.tanh(sl.where(flag, x, -x)), flag), None
+
+        return sl.sum(scan(body, (h, flag), xs)[0][0])
+
+    def loop(f, init, xs, length=None):
+        carry = init
+        for t in range(length if xs is None else len(xs)):
+            carry, _ = f(carry, None if xs is None else xs[t])
+        return carry, None
+
+    def hvp(scan):
+        g = sl.grad(lambda h, xs, flag: sl.sum(sl.grad(f, argnums=(0, 1))(h, xs, flag, scan)[1]),
+                    argnums=(0, 1))
+        return lambda h, xs, flag: g(h, xs, flag)
+
+    args = (RNG.standard_normal(3), RNG.standard_normal((2, 3)), np.array(True))
+    scan = functools.partial(sl.scan, compiler=compiler)
+    same(sl.jit(hvp(scan))(*args), hvp(loop)(*args), rtol=1e-12)
+    same(sl.jit(hvp(scan))(*args), hvp(scan)(*args), rtol=1e-12)
+
+
+def test_grad_of_grad_through_three_nested_scans_when_the_loss_reads_the_final_carry():
+    # Each walk back binds the outer scan again, extended with the residuals that order
+    # needs: two bindings that extend the same one with different residuals are two
+    # computations, and merging the second into the place of the first lost the first's.
+    def f(w, a, b, xs):
+        def l1(h, x):
+            def l2(g, y):
+                g2, _ = sl.scan(lambda q, z: (q * a + sl.tanh(w @ q + x * z) * b, None), g,
+                                sl.stack([y, y]))
+                return g2, sl.sum(g2 * b)
+
+            h2, ys = sl.scan(l2, h, sl.arange(3.0))
+            return h2, sl.sum(ys)
+
+        h, ys = sl.scan(l1, sl.zeros(3), xs)
+        return sl.sum(ys) + sl.sum(h ** 2) * b
+
+    rng = np.random.default_rng(5)
+    w, a, b, xs = (rng.normal(size=(3, 3)) * 0.3, np.array(0.7), np.array(0.2),
+                   rng.normal(size=(5, 3)))
+    gg = sl.grad(sl.grad(f, 1), 2)
+    same(sl.jit(gg)(w, a, b, xs), gg(w, a, b, xs), rtol=1e-12)
+    eps = 1e-6
+    fd = (sl.grad(f, 1)(w, a, b + eps, xs) - sl.grad(f, 1)(w, a, b - eps, xs)) / (2 * eps)
+    np.testing.assert_allclose(sl.jit(gg)(w, a, b, xs).numpy(), fd.numpy(), rtol=1e-6)
 
 
 def test_static_arguments_by_name_or_position_and_left_to_their_default():

@@ -6,6 +6,7 @@ should and not where it must not; and the verifier rejects broken programs.
 
 from __future__ import annotations
 
+import functools
 import importlib
 
 import numpy as np
@@ -536,3 +537,63 @@ def test_jit_keeps_a_dead_loop_whose_body_prints(capsys):
     for argnums in (0, (0, 1, 2)):
         sl.jit(sl.grad(f, argnums))(*args)
         assert capsys.readouterr().out == eager
+
+
+def _printing_outer(h, x):
+    """A scan body with loops nested in it that nobody reads, each printing at its steps:
+    two alike scans of constants only (neither merged nor hoisted out of the step) and a
+    while_loop of the step's x."""
+    for name in ("a", "b"):
+        sl.scan(lambda c, _, name=name: (sl.debug.print(name + " c={}", c) or c + 1.0, None),
+                sl.tensor(0.0), None, length=2)
+    sl.lax.while_loop(lambda i: i < 1,
+                      lambda i: (sl.debug.print("w x={}", sl.sum(x)), i + 1)[1], 0)
+    h = sl.tanh(h * 0.5 + x)
+    return h, sl.sum(h)
+
+
+def _loop(f, init, xs, length=None):
+    carry = init
+    for t in range(length if xs is None else len(xs)):
+        carry, _ = f(carry, None if xs is None else xs[t])
+    return carry, None
+
+
+def test_a_dead_loop_whose_body_prints_runs_inside_a_scan_body(capsys):
+    """The loops nested in a body print at each step of the outer scan, as the Python loop
+    that defines scan does (JAX keeps effects too): eager, interpreted, under jit, grad and
+    vmap; the dead-code elimination of the loop compiler's passes keeps them."""
+    xs = np.array([[0.25, 0.5], [1.0, 2.0]])
+    _loop(_printing_outer, sl.zeros(2), xs)
+    want = capsys.readouterr().out
+    assert want.count("a c=") == want.count("b c=") == 4 and want.count("w x=") == 2
+
+    def loss(xs, scan):
+        return sl.sum(scan(_printing_outer, sl.zeros(2), xs)[1])
+
+    interp = functools.partial(sl.scan, interpret=True)
+    jit = functools.partial(sl.jit, static_argnums=1)
+    for run in (loss, sl.grad(loss), jit(loss), jit(sl.grad(loss))):
+        for scan in (sl.scan, interp):
+            run(xs, scan)
+            assert capsys.readouterr().out == want, (run, scan)
+    sl.vmap(loss, in_axes=(0, None))(np.stack([xs, xs]), sl.scan)
+    assert capsys.readouterr().out.count("w x=") == 4  # once per example (x is batched)
+
+
+def test_a_dead_nested_loop_that_prints_nothing_is_still_pruned():
+    """The loop compiler's programs keep a nested loop that prints and drop one that does
+    not (it has no effect: only its results could make it needed)."""
+    def pure(h, x):
+        sl.scan(lambda c, _: (c + 1.0, None), sl.tensor(0.0), None, length=2)
+        return sl.tanh(h * 0.5 + x), None
+
+    def loops(shown):
+        prog = shown.program
+        return [prog.eqns[n].prim.name for n in prog.section
+                if prog.eqns[n].prim.name in ("scan", "while_loop")]
+
+    xs = np.ones((3, 2))
+    assert loops(sl.scan_plan(pure, sl.zeros(2), xs).forward_loop) == []
+    assert loops(sl.scan_plan(_printing_outer, sl.zeros(2), xs).forward_loop) == [
+        "scan", "scan", "while_loop"]

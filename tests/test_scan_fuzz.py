@@ -1252,6 +1252,22 @@ def test_unread_ys_get_no_zero_cotangent_under_jit():
     check_body(UNREAD_YS_UNDER_JIT, "regression", tiers=TIERS + ("jit-numba",))
 
 
+# Found by test_random_bodies_under_jit: traced, the dead inner scan's closed-over K is an
+# input of the trace, so the first walk back bound the outer scan again with more residuals;
+# the second walk back read one its backward scan had not (a None in the replay).
+DEAD_INNER_HVP_UNDER_JIT = Body(
+    carries=(("float32", S), ("bool", SCALAR), ("int32", S), (F64, S)),
+    xs=(("float32", S), (F64, S), ("int32", S), ("idx", "()"), ("int8", S)),
+    ops=(("inner", 1, 2, False), ("where_bool", 1, 2)),
+    updates=(("set", 2, 0), ("copy", 1), ("acc", ("xint", 4), False), ("set", 5, 1)),
+    T=2, B=1, D=1, name="second order of a body with a dead inner scan under jit")
+
+
+def test_second_order_of_a_dead_inner_scan_under_jit():
+    check_body(DEAD_INNER_HVP_UNDER_JIT, "regression", second_order=True,
+               tiers=TIERS + ("jit",))
+
+
 # x[rows, cols] at [B, 1] and [D] index arrays (a column repeated) and x[:, i] at a 0-d index,
 # in the forward body; their scatter-adds in the backward one: the numba loop's kernels take
 # both (before, any index but x[i] and x[i, j] at arrays of one shape kept the NumPy loop).

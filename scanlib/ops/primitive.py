@@ -89,7 +89,8 @@ class Primitive:
 
     `effect`: the primitive is run for what it does, not for its result (debug printing):
     dead-code elimination keeps its equations (graph.used_vars), and a loop runs them at every
-    step, never once for all steps.
+    step, never once for all steps; so too an equation with one in a graph among its params
+    (a loop whose body prints, at any depth: graph.has_effect).
 
     Called, a primitive reads as the function it is: `inspect.signature` and `help()` show its
     inputs (positional-only, named after impl's) and that it returns a Tensor, and

@@ -19,7 +19,7 @@ from ..ops.structural import (concatenate_p, scatter_add_p)
 from ..ops.primitive import bind
 from ..tape import GraphBuilder, Graph, Literal, Var, tracing
 from ..tape.backward import fit_cotangent
-from ..tape.graph import reached_inputs, used_vars
+from ..tape.graph import has_effect, reached_inputs, used_vars
 from ..tape.tensor import is_differentiable_dtype
 from .residuals import (CLONE, KEEP, REMOVE_ADDITIONAL_INPUTS, REMOVE_XS, Kind, Linearization,
                         Residual)
@@ -156,7 +156,7 @@ def const_only_values(body: Graph) -> set:
     every step, so the backward body recomputes them once instead of saving them."""
     const_only = set(body.constvars)
     for eqn in body.eqns:  # (a debug print is the forward pass's: never recomputed)
-        if not eqn.prim.effect and all(v in const_only for v in eqn.invars
+        if not has_effect(eqn) and all(v in const_only for v in eqn.invars
                                        if isinstance(v, Var)):
             const_only.update(eqn.outvars)
     return const_only

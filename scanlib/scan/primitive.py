@@ -205,10 +205,11 @@ def _peeled_vjp(cts, inputs, lin, saved, given, patterns, length, reverse, inter
 
 def _bind_linearized(inputs, lin, length, reverse, interpret, sum_carries, compiler):
     """The outputs of the scan of lin's body extended with its residuals (bound on the tape:
-    the VJP of a VJP differentiates through it)."""
-    return bind(scan_p, *inputs, body=lin.aug_body, length=length, reverse=reverse,
+    the VJP of a VJP differentiates through it; its node keeps the residuals)."""
+    outs = bind(scan_p, *inputs, body=lin.aug_body, length=length, reverse=reverse,
                 num_carry=len(lin.ct_carry), num_xs=len(lin.x_needs), _lin=lin,
                 **_mode(interpret, sum_carries, compiler))
+    return _keep_residuals(outs, lin, len(lin.ct_carry))
 
 
 def _residuals(lin, outs, xs):
@@ -312,9 +313,10 @@ def _bind_recorded(*inputs, body, length, reverse, num_carry, num_xs, interpret=
     it is recorded its residuals are kept at once instead of recomputed by its VJP. An
     equation already bound with its residuals (`_lin`) binds as it was."""
     if _lin is not None:
-        return bind(scan_p, *inputs, body=body, length=length, reverse=reverse,
+        outs = bind(scan_p, *inputs, body=body, length=length, reverse=reverse,
                     num_carry=num_carry, num_xs=num_xs, _lin=_lin,
                     **_mode(interpret, sum_carries, compiler))
+        return _keep_residuals(outs, _lin, num_carry)
     nc, nx = num_carry, num_xs
     return apply_scan(body, inputs[:nc], inputs[nc:nc + nx], inputs[nc + nx:], length,
                       reverse, interpret, sum_carries, compiler)
@@ -366,21 +368,22 @@ def apply_scan(body, init, xs, consts, length, reverse, interpret=False, sum_car
         return bind(scan_p, *inputs, body=body, length=length, reverse=reverse,
                     num_carry=nc, num_xs=nx, **_mode(interpret, sum_carries, compiler))
     lin = linearize(body, nc, [_needs_grad(x) for x in xs], [_needs_grad(k) for k in consts])
-    outs = bind(scan_p, *inputs, body=lin.aug_body, length=length, reverse=reverse,
-                num_carry=nc, num_xs=nx, _lin=lin, **_mode(interpret, sum_carries, compiler))
-    return _keep_residuals(outs, lin, nc)
+    outs = _bind_linearized(inputs, lin, length, reverse, interpret, sum_carries, compiler)
+    return outs[:nc + lin.num_ys]
 
 
 def _keep_residuals(outs, lin, nc):
-    """The user's outputs (carry + ys) of a scan bound with its residuals; the outputs the VJP
-    reads must outlive the user's references to them, so its tape node keeps them."""
+    """outs, the outputs of a scan bound with its residuals (`_lin`), its tape node now
+    holding those its VJP reads: they must outlive the references of whoever bound it (a
+    VJP that used only some of them, a user who reads only the carry), since the tape
+    holds outputs weakly and the VJP reads them by position."""
     n_user = nc + lin.num_ys
     node = next((o._node for o in outs if o._node is not None), None)
     if node is not None:
         keep = list(outs[n_user:])
         keep += [outs[nc + r.index] for r in lin.residuals if r.kind is Kind.YS]
         node.saved = keep
-    return outs[:n_user]
+    return outs
 
 
 def linearized(body, consts):
@@ -399,4 +402,4 @@ def record_scan(lin, init, consts, length, values):
     params = dict(body=lin.aug_body, length=length, reverse=False, num_carry=len(init),
                   num_xs=0, _lin=lin)
     outs = record(scan_p, inputs, params, [_read_only(v) for v in values], None, None)
-    return _keep_residuals(outs, lin, len(init))
+    return _keep_residuals(outs, lin, len(init))[:len(init) + lin.num_ys]

@@ -298,11 +298,12 @@ def eval_graph(graph, args, consts):
 
 def used_vars(eqns, outvars):
     """The eqns needed for outvars (in order) and every Var they read: dead-code elimination.
-    An equation of a primitive run for its effect (debug printing) is always needed."""
+    An equation run for its effect (debug printing, or a loop whose body prints: has_effect)
+    is always needed."""
     live = {v for v in outvars if isinstance(v, Var)}
     kept = []
     for eqn in reversed(eqns):
-        if eqn.prim.effect or any(v in live for v in eqn.outvars):
+        if any(v in live for v in eqn.outvars) or has_effect(eqn):
             kept.append(eqn)
             live.update(v for v in eqn.invars if isinstance(v, Var))
     kept.reverse()
@@ -439,6 +440,9 @@ def merge_rebound(graph: Graph) -> Graph:
     same computation, or one it extends, on the same inputs) reads them from it.
     `prim.rebinding(params) -> (key, extended_key)`: what the equation computes, and what the
     binding it extends computed (None if none); outputs of equal keys lead the same way.
+    Two bindings that extend the same one differently (a walk back of each order asking for
+    other residuals) are not merged with each other: the second one stays where it is, since
+    the one in its place computes outputs that it does not.
     """
     eqns, rename = list(graph.eqns), {}
     kept = {}  # (key, operands) -> position of the equation whose outputs begin with key's
@@ -461,7 +465,7 @@ def merge_rebound(graph: Graph) -> Graph:
             eqns[i] = None
             continue
         j = kept.get((extended, ops)) if extended is not None else None
-        if j is not None:
+        if j is not None and eqns[j].prim.rebinding(eqns[j].params)[0] == extended:
             alias(eqns[j].outvars, eqn.outvars)
             eqns[j], eqns[i] = eqn, None
             kept[(key, ops)] = j

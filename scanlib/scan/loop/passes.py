@@ -15,7 +15,8 @@ import heapq
 from ...ops.elementwise import add as add_p
 from ...ops.linalg import matmul_p
 from ...ops.structural import sum_p, transpose_p
-from ...tape.graph import Eqn, Graph, param_fingerprint, prune_outputs, used_vars
+from ...tape.graph import (Eqn, Graph, has_effect, param_fingerprint, prune_outputs,
+                           used_vars)
 from . import alias
 from .batch import batched_impl
 from .memory import plan_memory
@@ -59,7 +60,7 @@ def eliminate_common_subexpressions(prog):
     for n, eqn in enumerate(prog.eqns):
         invars = [rename.get(v, v) if is_var(v) else v for v in eqn.invars]
         key = (eqn.prim, tuple(_operand_key(v) for v in invars), _params_key(eqn.params))
-        if eqn.prim.effect:  # two prints of one value print twice
+        if has_effect(eqn):  # two prints of one value print twice
             key = (key, n)
         first = seen.get(key)
         if first is not None and all((a.shape, a.dtype) == (b.shape, b.dtype)
@@ -170,7 +171,7 @@ def hoist(prog):
     for n, eqn in enumerate(prog.eqns):
         in_kinds = [kind[v] for v in eqn.invars if is_var(v)]
         where, k = STEP, STEP_VALUE
-        if eqn.prim.effect:  # debug printing: at every step
+        if has_effect(eqn):  # debug printing (a loop that prints too): at every step
             pass
         elif all(x == CONST for x in in_kinds):
             where, k = PRE, CONST
