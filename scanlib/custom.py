@@ -543,10 +543,11 @@ def _root(a):
     return a
 
 
-def _numba_statements(eqn, args, outs):
+def _numba_statements(eqn, args, outs, scope=None):
     """A custom call in a numba kernel: its function's equations, inline (their own numba
-    rules; one without raises Unsupported and the loop runs as NumPy's). An output that is
-    an input, or a view of one, is copied, as the primitive's impl does."""
+    rules, a scan's or while_loop's by the kernel's `scope`; one without raises Unsupported
+    and the loop runs as NumPy's). An output that is an input, or a view of one, is copied,
+    as the primitive's impl does."""
     fun = eqn.params["fun"]
     env = dict(zip(fun.invars + fun.constvars, args))
     fresh = set()
@@ -554,7 +555,7 @@ def _numba_statements(eqn, args, outs):
     for n, inner in enumerate(fun.eqns):
         ins = [env[v] if isinstance(v, Var) else native_rules.Arg(None, v) for v in inner.invars]
         names = [f"{outs[0]}__c{n}_{j}" for j in range(len(inner.outvars))]
-        lines += native_rules.statements(inner, ins, names)
+        lines += native_rules.statements(inner, ins, names, scope)
         env.update((v, native_rules.Arg(name, v)) for v, name in zip(inner.outvars, names))
         if inner.prim.name not in VIEWS:
             fresh.update(inner.outvars)
@@ -804,4 +805,4 @@ custom_vjp_call_p = Primitive("custom_vjp_call", _call_impl, _custom_vjp_vjp,
 custom_jvp_call_p = Primitive("custom_jvp_call", _call_impl, _custom_jvp_vjp,
                               multiple_results=True, reach=_reach, jvp=_custom_jvp_jvp,
                               vmap=_custom_vmap)
-native_rules.rule(custom_vjp_call_p, custom_jvp_call_p)(_numba_statements)
+native_rules.rule(custom_vjp_call_p, custom_jvp_call_p, scoped=True)(_numba_statements)

@@ -326,3 +326,46 @@ def test_jit_fuses_a_while_loop_in_a_scan_body():
     assert _trace(jitted).fused is not None, _trace(jitted).fused_note
     assert native.STATS["fused calls"] == before + 1
     _agree(got, want, 1e-12)
+
+
+def custom_rnn(scan_fn, W, xs):
+    """An outer scan whose body calls a custom_vjp function that runs a scan of its own (as
+    odeint's solver does in its custom_vjp): the inner scan is written into the outer kernel
+    through the custom call's rule, forward and backward."""
+    def run(h, x, W):
+        def inner(c, k):
+            return sl.tanh(c @ W + k * x), None
+        return scan_fn(inner, h, sl.arange(3.0).astype(x.dtype) * 0.5)[0]
+
+    @sl.custom_vjp
+    def solve(h, x, W):
+        return run(h, x, W)
+
+    def solve_fwd(h, x, W):
+        return run(h, x, W), (h, x, W)
+
+    def solve_bwd(res, g):
+        return sl.vjp(run, *res)[1](g)
+
+    solve.defvjp(solve_fwd, solve_bwd)
+
+    def outer(h, x):
+        h = solve(h, x, W)
+        return h, (h * h).sum()
+
+    h, ys = scan_fn(outer, xs[0] * 0, xs)
+    return (h * h).sum() + ys.sum()
+
+
+def test_a_scan_inside_a_custom_vjp_call_in_a_scan_body():
+    check(custom_rnn, (_t((4, 4), scale=0.4), _t((6, 4))))
+
+
+def test_jit_fuses_a_call_whose_custom_vjp_runs_a_scan():
+    W, xs = _t((4, 4), scale=0.4), _t((6, 4))
+    loss = sl.value_and_grad(lambda W, xs: custom_rnn(numba_scan, W, xs), argnums=(0, 1))
+    jitted = sl.jit(loss)
+    jitted(W, xs)
+    assert _trace(jitted).fused is not None, _trace(jitted).fused_note
+    _agree(jitted(W, xs), sl.value_and_grad(lambda W, xs: custom_rnn(loop_scan, W, xs),
+                                            argnums=(0, 1))(W, xs), 1e-10)

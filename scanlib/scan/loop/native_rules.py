@@ -111,12 +111,17 @@ def index_code(index):
 
 # --- the rules ----------------------------------------------------------------------------------
 RULES = {}
+SCOPED = set()  # primitives whose rule takes the scope too (a graph inside: its scans)
 
 
-def rule(*prims):
+def rule(*prims, scoped=False):
+    """Registers fn(eqn, args, outs) as the rule of prims, fn(eqn, args, outs, scope) where
+    `scoped`: a primitive holding a graph whose scans the scope writes."""
     def register(fn):
         for p in prims:
             RULES[p] = fn
+            if scoped:
+                SCOPED.add(p)
         return fn
     return register
 
@@ -816,7 +821,10 @@ def statements(eqn, args, outs, scope=None):
             raise Unsupported(f"{eqn.prim.name} (no numba rule)")
         return (scope.scan if _is_scan(eqn) else scope.while_loop)(eqn, args, outs)
     fn = RULES.get(eqn.prim)
-    lines = fn(eqn, args, outs) if fn is not None else elementwise(eqn, args, outs)
+    if fn is None:
+        lines = elementwise(eqn, args, outs)
+    else:
+        lines = fn(eqn, args, outs, scope) if eqn.prim in SCOPED else fn(eqn, args, outs)
     if lines is None:
         raise Unsupported(f"{eqn.prim.name} (no numba rule)")
     return lines
