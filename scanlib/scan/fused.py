@@ -55,7 +55,7 @@ def wanted(graph):
     return ENABLED and bool(scans) and sum(steps for _, steps in scans) <= MAX_STEPS and all(
         eqn.params.get("compiler") in ("numba", "auto") and not eqn.params.get("interpret")
         for eqn, _ in scans) and not any(
-        native.numpy_loop_is_faster(body.eqns, body.invars) for body in _bodies(graph))
+        native.numpy_loop_is_faster(body.eqns) for body in _bodies(graph))
 
 
 def _bodies(graph):
