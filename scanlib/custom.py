@@ -298,17 +298,31 @@ class _Call:
     def _traced(self, prim, given):
         """Inside a trace (a scan body, checkpoint, jit, vmap, jvp): fun traced into a Graph
         and bound as one equation; the tensors fun closed over become its last inputs."""
-        inputs, outs_tree = self.inputs, []
+        inputs, outs_tree, residuals = self.inputs, [], []
         probe = self.rules(given, None, ())
         primal = self.fun
-        if grad_enabled() and any(x.requires_grad for x in inputs):  # differentiated here
+        differentiated = grad_enabled() and any(x.requires_grad for x in inputs)
+        if differentiated:
             primal = _differentiated_primal(prim, probe)
+        # Differentiated in a jit call's own trace, a custom_vjp call is fwd's graph, its
+        # residuals (the tensors among them) extra outputs that its node keeps for bwd, as
+        # JAX runs fwd once: the walk back does not run fwd again, nor print what fwd prints
+        # a second time. (Elsewhere a graph may be batched or bound again: fwd runs again.)
+        keep_residuals = (differentiated and prim is custom_vjp_call_p
+                          and current_builder().whole_call)
 
         def traced(*tracers):
-            out = primal(*probe.args(list(tracers)))
+            if keep_residuals:
+                out, res = _fwd_pair(probe.fwd, probe.fwd(*probe.args(list(tracers))))
+                res_leaves, res_tree = pytree.flatten(res)
+                held = [i for i, r in enumerate(res_leaves) if isinstance(r, Tensor)]
+                residuals.append((res_tree, res_leaves, held))
+            else:
+                out = primal(*probe.args(list(tracers)))
             leaves, tree = pytree.flatten(out)
             outs_tree.append(tree)
-            return [_output(self.who, o) for o in leaves]
+            outs = [_output(self.who, o) for o in leaves]
+            return outs + [res_leaves[i] for i in held] if keep_residuals else outs
 
         device = next((x.device for x in inputs), "cpu")
         graph, _, _ = trace_function(
@@ -319,9 +333,17 @@ class _Call:
         _refuse_traced_closure(self.who, self.fun, consts, prim is custom_vjp_call_p)
         graph = Graph(graph.invars, graph.constvars, [None] * len(consts), graph.eqns,
                       graph.outvars, graph.name, graph.device)
-        rules = self.rules(given, outs_tree[0], [(v.shape, v.dtype) for v in graph.outvars])
+        n = outs_tree[0].num_leaves
+        rules = self.rules(given, outs_tree[0], [(v.shape, v.dtype) for v in graph.outvars[:n]])
         outs = bind(prim, *inputs, *consts, fun=graph, rules=rules, num_args=len(inputs))
-        return pytree.unflatten(outs_tree[0], outs)
+        if keep_residuals:
+            res_tree, res_leaves, held = residuals[0]
+            res_leaves = list(res_leaves)
+            for i, r in zip(held, outs[n:]):
+                res_leaves[i] = r
+            if outs and outs[0]._node is not None:  # "live": residuals this node outputs
+                outs[0]._node.saved = (pytree.unflatten(res_tree, res_leaves), "live")
+        return pytree.unflatten(outs_tree[0], outs[:n])
 
 
 def _differentiated_primal(prim, rules):
@@ -432,6 +454,9 @@ def _record_fwd(rules, fun, inputs, num_args):
 def _custom_vjp_bind_recorded(*inputs, fun, rules, num_args):
     """How a recorded graph's custom_vjp_call binds again on Tensors (checkpoint's replay,
     vmap's unbatched equations): on the tape, fwd runs and its residuals are kept."""
+    if fun is not None and len(fun.outvars) != len(rules.out_avals):
+        raise AssertionError(f"{rules.name}: a call with fwd's residuals as outputs, traced for "
+                             "a jit call's own graph, is bound again")
     if (current_builder() is None and grad_enabled()
             and any(isinstance(x, Tensor) and x.requires_grad for x in inputs[:num_args])):
         return _record_fwd(rules, fun, list(inputs), num_args)[1]
@@ -593,16 +618,55 @@ def _custom_vjp_vjp(cts, outs, *inputs, _saved=None, fun, rules, num_args):
     trace) or the walk is itself differentiated (grad of grad), fwd run again from the
     inputs, recorded, so that the result is differentiated through fwd and bwd."""
     _refuse_const_grads(inputs, num_args, rules)
-    if all(c is None for c in cts):
-        return [None] * len(inputs)
+    n = len(rules.out_avals)
+    out_cts, res_cts = cts[:n], cts[n:]
     args = list(inputs[:num_args])
-    ct = pytree.unflatten(rules.out_tree, _zero_cts(cts, rules, inputs))
-    if _saved and not grad_enabled():
-        res = _saved[0]
-    else:
-        res = _fwd_pair(rules.fwd, rules.fwd(*rules.args(args)))[1]
-    found = rules.bwd(*rules.nondiff_values(), res, ct)
-    return _flatten_bwd(rules, found, args) + [None] * (len(inputs) - num_args)
+    result = [None] * len(inputs)
+    if any(c is not None for c in out_cts):
+        ct = pytree.unflatten(rules.out_tree, _zero_cts(out_cts, rules, inputs))
+        # saved residuals the walk may use: "live" ones are this call's outputs (a derivative
+        # of bwd reaches the inputs through them, below); others were computed detached
+        if _saved and (len(_saved) > 1 or not grad_enabled()):
+            res = _saved[0]
+        else:
+            res = _fwd_pair(rules.fwd, rules.fwd(*rules.args(args)))[1]
+        found = rules.bwd(*rules.nondiff_values(), res, ct)
+        result[:num_args] = _flatten_bwd(rules, found, args)
+    if any(c is not None for c in res_cts):
+        through = _residual_cotangents(rules, args, res_cts)
+        result[:num_args] = [a if b is None else b if a is None else a + b
+                             for a, b in zip(result[:num_args], through)]
+    return result
+
+
+def _residual_cotangents(rules, args, res_cts):
+    """The cotangents of the inputs through fwd's residuals, where a walk back is itself
+    differentiated (grad of grad) and reaches the residuals a call gave as outputs: fwd run
+    again from fresh leaves, recorded, and walked back from the residuals, as JAX
+    differentiates fwd itself beyond the first order."""
+    builder = current_builder()
+    starts = [Tensor(x._value, True, _trace=x._trace, _var=x._var)
+              if isinstance(x, Tensor) and is_differentiable_dtype(x.dtype) else x for x in args]
+    for s in starts:
+        if isinstance(s, Tensor) and s.requires_grad:
+            s._scratch = True  # a leaf of this walk, not a parameter closed over
+    with enable_grad():
+        res = _fwd_pair(rules.fwd, rules.fwd(*rules.args(starts)))[1]
+    held = [r for r in pytree.flatten(res)[0] if isinstance(r, Tensor)]
+    roots, root_cts = [], []
+    for r, c in zip(held, res_cts):
+        if c is not None and r.requires_grad:
+            roots.append(r)
+            root_cts.append(c)
+    wanted = [i for i, s in enumerate(starts) if isinstance(s, Tensor) and s.requires_grad]
+    found = [None] * len(wanted)
+    if roots:
+        found = backward_pass(roots, root_cts, targets=[starts[i] for i in wanted],
+                              create_graph=grad_enabled() or builder is not None)
+    through = [None] * len(args)
+    for i, g in zip(wanted, found):
+        through[i] = g
+    return through
 
 
 def _flatten_bwd(rules, found, args):

@@ -497,7 +497,7 @@ class Trace:
         name = getattr(fun, "__name__", "f").replace("<lambda>", "f")
         self.graph, self.out_tree, out_leaves = trace_function(
             flat, sig.avals, flat_tree, device=sig.device, name=name,
-            const_names=closure_names(fun), weak=sig.weak)
+            const_names=closure_names(fun), weak=sig.weak, whole_call=True)
         self._weak_out = [i for i, t in enumerate(out_leaves) if type(t) is Tensor and t._weak]
         for v in self.graph.outvars:
             if isinstance(v, Literal) and not (backends.is_array(v.value)

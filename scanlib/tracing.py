@@ -64,7 +64,8 @@ def _cell_full(cell):
 
 
 def trace_function(fn, in_avals, in_tree, *, device="cpu", hints=None, name="f",
-                   split_args=False, const_names=None, interpret=False, weak=()):
+                   split_args=False, const_names=None, interpret=False, weak=(),
+                   whole_call=False):
     """Run fn once on traced inputs with the given (shape, dtype) and record a Graph.
 
     Returns (graph, out_treedef, out_leaves) where out_leaves are the traced outputs (tracers
@@ -74,6 +75,7 @@ def trace_function(fn, in_avals, in_tree, *, device="cpu", hints=None, name="f",
     builder = GraphBuilder(device)
     builder.const_names = const_names if const_names is not None else closure_names(fn)
     builder.interpret = interpret  # scans traced inside fn default to the reference interpreter
+    builder.whole_call = whole_call
     hints = hints or [None] * len(in_avals)
     with tracing(builder):
         tracers = [builder.new_input(shape, dtype, hint)

@@ -769,3 +769,56 @@ def test_custom_derivatives_module_is_a_view():
     assert custom_derivatives.custom_vjp is sl.custom_vjp
     assert custom_derivatives.custom_jvp is sl.custom_jvp
     assert custom_derivatives.closure_convert is sl.closure_convert
+
+
+# --- under jit, fwd runs once: its residuals are the call's outputs ---------------------------
+def _printing_sin():
+    @sl.custom_vjp
+    def f(x, w):
+        return sl.sin(x * w) * w
+
+    def f_fwd(x, w):
+        sl.debug.print("fwd {}", x)
+        return sl.sin(x * w) * w, (sl.cos(x * w), x, w)
+
+    def f_bwd(res, g):
+        c, x, w = res
+        return g * c * w * w, sl.sum(g * (c * x * w + sl.sin(x * w)))
+
+    f.defvjp(f_fwd, f_bwd)
+    return lambda x, w: sl.sum(f(x, w) ** 2)
+
+
+def test_jit_of_a_gradient_runs_fwd_once_as_jax_does(capsys):
+    loss = _printing_sin()
+    x, w = np.array([0.3, -0.7]), np.array(1.3)
+    for transform in (sl.grad, sl.value_and_grad):
+        want = transform(loss, (0, 1))(x, w)
+        assert capsys.readouterr().out.count("fwd") == 1
+        jitted = sl.jit(transform(loss, (0, 1)))
+        got = jitted(x, w)
+        assert capsys.readouterr().out.count("fwd") == 1
+        for a, b in zip(sl.pytree.flatten(got)[0], sl.pytree.flatten(want)[0]):
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+        graph = jitted.trace(x, w)
+        assert [e.prim.name for e in graph.eqns].count("custom_vjp_call") == 1
+        assert not any(e.prim.name == "cos" for e in graph.eqns)  # fwd's cos: in the call
+
+
+@pytest.mark.parametrize("order", ["grad of grad", "jacrev of grad"])
+def test_jit_differentiates_fwd_through_the_residuals_it_kept(order, capsys):
+    """Beyond the first order a derivative of bwd reaches the inputs through fwd's residuals,
+    which under jit are the call's outputs: eager's values, and JAX's grad of grad."""
+    loss = _printing_sin()
+    x, w = np.array([0.3, -0.7]), np.array(1.3)
+    if order == "grad of grad":
+        fn = sl.grad(lambda x, w: sl.sum(sl.grad(loss)(x, w) ** 2), (0, 1))
+    else:
+        fn = sl.jacrev(sl.grad(loss, 1), 0)
+    want, got = fn(x, w), sl.jit(fn)(x, w)
+    capsys.readouterr()
+    for a, b in zip(sl.pytree.flatten(got)[0], sl.pytree.flatten(want)[0]):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-13, atol=1e-13)
+    if order == "grad of grad":  # JAX 0.4's values for this program
+        np.testing.assert_allclose(np.asarray(got[0]), [12.54897201, 5.99910016], rtol=1e-8)
+        np.testing.assert_allclose(float(got[1]), 31.60665682, rtol=1e-8)

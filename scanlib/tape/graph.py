@@ -96,6 +96,10 @@ class GraphBuilder:
         self.interpret = False  # scans traced here run on the reference interpreter
         self.closed = False  # set when its trace ends (tape.state.tracing)
         self.grad_at_start = True  # recording was on when the trace began
+        # A jit call's own trace: its graph is replayed as it is, never bound again on the
+        # tape nor batched, so an equation may hand values to the walk back through its
+        # node (custom_vjp's residuals).
+        self.whole_call = False
 
     def _tracer(self, var, value):
         return Tensor(value, False, _trace=self, _var=var)
