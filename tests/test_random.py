@@ -667,3 +667,45 @@ def test_fold_in_under_vmap_of_keys_data_or_both():
     np.testing.assert_array_equal(data_of(data_only).numpy(), one[2])
     np.testing.assert_array_equal(data_of(nested).numpy(),
                                   [[one[i][j] for i in range(3)] for j in range(3)])
+
+
+def _erfinv64_by_selects(x):
+    """XLA's float64 erfinv as selects over three regions for every element (the oracle)."""
+    from scanlib.ops.prng import _ERFINV64
+
+    with np.errstate(all="ignore"):
+        w = -np.log1p(-x * x)
+        lt625, lt16 = w < 6.25, w < 16.0
+        w = np.where(lt625, w - 3.125, np.sqrt(w) - np.where(lt16, 3.25, 5.0))
+        a, b, c = _ERFINV64
+
+        def coefficient(i):
+            out = np.where(lt625, a[i], b[i]) if i < 19 else a[i]
+            return np.where(lt16, out, c[i]) if i < 17 else out
+
+        p = coefficient(0)
+        for i in range(1, 17):
+            p = coefficient(i) + p * w
+        for i in range(17, 23):
+            p = np.where(lt16 if i < 19 else lt625, coefficient(i) + p * w, p)
+        return p * x
+
+
+@pytest.mark.parametrize("shape", [(1000,), (3, 7), (1,), ()])
+def test_float64_erfinv_by_its_central_polynomial_is_the_selects_bit_for_bit(shape):
+    """Where most values are central (a normal draw's), erfinv runs the central polynomial
+    on all and the selects on the others: the same floats as the selects everywhere."""
+    from scanlib.ops.prng import _erfinv64
+
+    rng = np.random.default_rng(3)
+    x = rng.uniform(-1, 1, shape)
+    flat = x.reshape(-1)
+    edges = [1.0, -1.0, np.nan, 0.0, -0.0, 0.9999999, -0.99999999999, np.nextafter(1, 0),
+             0.9981, -0.9982, 2.0]
+    flat[::5] = np.resize(edges, flat[::5].shape)
+    with np.errstate(all="ignore"):
+        got = _erfinv64(np, x)
+    want = _erfinv64_by_selects(x)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(np.asarray(got).view(np.uint64),
+                                  np.asarray(want).view(np.uint64))
