@@ -341,24 +341,26 @@ minimum = Primitive("minimum", lambda x, y: _xp(x, y).minimum(x, y),
 # y is +0.0, whose bits are zeros). np.where branches per element, and a mask as
 # unpredictable as a relu's costs it 4-6x as much (1.8 ms against 0.3-0.5 ms on 500k
 # float64; on a predictable mask np.where is 0.3 ms). Bits are copied, not computed, so the
-# values are np.where's; other dtypes, a condition that is not bool, or a result whose
-# shape or dtype is not the operands' (broadcast up by the condition, or promoted) go to
-# np.where.
+# values are np.where's; other dtypes, a condition that is not bool or smaller than
+# _BITS_MIN_SIZE, or a result whose shape or dtype is not the operands' (broadcast up by the
+# condition, or promoted) go to np.where.
 _BITS_MIN_SIZE = 8192
 _SAME_SIZE_INT = {2: np.int16, 4: np.int32, 8: np.int64}
+_HOST_VALUES = (np.ndarray, np.generic, int, float)
 
 
 def _where_impl(c, x, y):
-    xp = _xp(c, x, y)
-    if xp is np and isinstance(c, np.ndarray) and c.dtype == np.bool_:
-        picked = _pick_bits(c, x, y)
+    if type(c) is np.ndarray and c.size >= _BITS_MIN_SIZE and c.dtype == np.bool_:
+        picked = _pick_bits(c, x, y)  # (a NumPy condition: x and y are not CuPy's)
         if picked is not None:
             return picked
-    return xp.where(c, x, y)
+    return _xp(c, x, y).where(c, x, y)
 
 
 def _pick_bits(c, x, y):
     """where(c, x, y) computed on the bits of x and y, or None where that does not apply."""
+    if not all(isinstance(v, _HOST_VALUES) for v in (x, y)):
+        return None  # a CuPy operand beside a NumPy condition: np.where says what is wrong
     dtype = np.result_type(x, y)
     if dtype.kind != "f" or dtype.itemsize not in _SAME_SIZE_INT:
         return None
