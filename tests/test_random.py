@@ -701,8 +701,10 @@ def test_float64_erfinv_by_its_central_polynomial_is_the_selects_bit_for_bit(sha
     x = rng.uniform(-1, 1, shape)
     flat = x.reshape(-1)
     edges = [1.0, -1.0, np.nan, 0.0, -0.0, 0.9999999, -0.99999999999, np.nextafter(1, 0),
-             0.9981, -0.9982, 2.0]
+             0.9981, -0.9982, 2.0, 0.9995, -0.99995, 0.999999, 0.99999999, np.inf]
     flat[::5] = np.resize(edges, flat[::5].shape)
+    near_one = 1 - 10.0 ** -rng.uniform(2.5, 16, flat[1::5].shape)  # the two outer regions
+    flat[1::5] = near_one * np.sign(rng.uniform(-1, 1, near_one.shape))
     with np.errstate(all="ignore"):
         got = _erfinv64(np, x)
     want = _erfinv64_by_selects(x)

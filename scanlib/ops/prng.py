@@ -217,20 +217,36 @@ def _erfinv64_central(xp, x, w, central):
     of a normal draw): there every select picks the central polynomial, so its Horner steps
     with scalar coefficients give the same floats as the selects do, at a quarter of the
     time (1,000 values: 79 against 327 us); the few others (and NaN) are computed by the
-    selects alone and put in place. None elsewhere (CuPy, 0-d, no element central). float32
-    keeps its selects: 9 terms in two regions, where the tail's own call costs more."""
+    polynomials the selects would pick for them and put in place. None elsewhere (CuPy, 0-d,
+    no element central). float32 keeps its selects (9 terms in two regions)."""
     if xp is not np or not x.ndim or not central.any():
         return None
-    w = w - 3.125
+    t = w - 3.125
     a = _ERFINV64[0]
     p = a[0]
     for k in a[1:]:
-        p = k + p * w
+        p = k + p * t
     out = p * x
     tail = ~central
     if tail.any():
-        out[tail] = _erfinv64(xp, x[tail])
+        out[tail] = _erfinv64_tail(w[tail], x[tail])
     return out
+
+
+def _erfinv64_tail(w, x):
+    """The few values outside the central region, one by one as Python floats (IEEE double
+    products and sums, as NumPy's), where the selects would pick for them: for 6.25 <= w <
+    16 the second polynomial in sqrt(w) - 3.25, else (w >= 16, NaN) the third in
+    sqrt(w) - 5."""
+    _, b, c = _ERFINV64
+    found = []
+    for w_i, root, x_i in zip(w.tolist(), np.sqrt(w).tolist(), x.tolist()):
+        coefficients, t = (b, root - 3.25) if w_i < 16.0 else (c, root - 5.0)
+        p = coefficients[0]
+        for k in coefficients[1:]:
+            p = k + p * t
+        found.append(p * x_i)
+    return found
 
 
 def raw_normal(key, shape, dtype):
