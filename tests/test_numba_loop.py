@@ -122,6 +122,21 @@ def test_float32_lstm_with_sigmoids_of_split_views():
           rtol=2e-5)
 
 
+def test_softplus_and_log_sigmoid_with_their_second_derivative():
+    # softplus is one primitive with a numba form, its gradient softplus_grad another (the
+    # step of an HMC leapfrog differentiates a log_sigmoid likelihood, and its scan's VJP
+    # differentiates that gradient again)
+    w = _t(3, "float64", 2.0)
+
+    def f(c, x):
+        g = sl.grad(lambda v: (sl.log_sigmoid(v * x) + sl.softplus(v - x)).sum())(c)
+        return c + 0.1 * g, sl.softplus(x * 20.0) - sl.log_sigmoid(-c)
+
+    check(f, w, _t((8, 3), "float64", 3.0))
+    check(lambda c, x: (sl.softplus(c * x), sl.log_sigmoid(x)), _t(4, "float32"),
+          _t((6, 4), "float32"), rtol=2e-5)
+
+
 def test_gather_and_scatter_of_a_diagonal_and_static_slices():
     def f(c, x):
         M = c[:, None] * x + sl.eye(3)
