@@ -289,6 +289,23 @@ def test_a_step_on_large_values_runs_the_numpy_loop_without_a_warning():
     np.testing.assert_array_equal(got[1].numpy(), want[1].numpy())
 
 
+def test_a_large_carry_returned_unchanged_does_not_keep_the_numpy_loop():
+    # a rollout carries the model's parameters through unchanged: they are read per step,
+    # like a closed-over value, and the step's own values are small
+    def f(c, x):
+        W, h = c
+        return (W, sl.tanh(h @ W + x)), h.sum()
+
+    check(f, (_t((40, 40), scale=0.1), _t((2, 40))), _t((6, 2, 40)))
+    changed = lambda c, x: ((c[0] * 0.5, sl.tanh(c[1] @ c[0] + x)), c[1].sum())  # noqa: E731
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", sl.NumbaFallbackWarning)
+        before = native.STATS["kernel calls"]
+        sl.scan(changed, (_t((40, 40), scale=0.1), _t((2, 40))), _t((6, 2, 40)),
+                compiler="numba")
+        assert native.STATS["kernel calls"] == before  # W changes: 1,600 values a step
+
+
 def test_a_slow_compile_says_so_while_it_runs(monkeypatch, caplog):
     monkeypatch.setattr(native, "SLOW_COMPILE_S", 0)  # every compile counts as slow here
     f = lambda c, x: (c * 0.987654 + sl.sin(x), c)  # noqa: E731 - a body no test compiled

@@ -56,9 +56,11 @@ SMALL_STEP = 1024
 
 
 def largest_step_value(prog):
-    """The element count of the largest value the step loop computes or carries."""
+    """The element count of the largest value the step loop computes or carries. A carry
+    the body returns as it came in (a model's parameters through a rollout) is read, never
+    computed or written per step: it counts as a closed-over value does, not at all."""
     values = [v for n in prog.in_section(STEP) for v in prog.eqns[n].outvars]
-    values += [v for v in prog.carry_in if is_var(v)]
+    values += [v for v, out in zip(prog.carry_in, prog.carry_out) if is_var(v) and out is not v]
     return max((int(np.prod(v.shape, dtype=np.int64)) for v in values), default=0)
 
 
