@@ -88,7 +88,8 @@ def scan(f: Callable[..., tuple[PyTree, PyTree]], init: PyTree, xs: PyTree = Non
     runs as the NumPy loop: under "numba" with a NumbaFallbackWarning, under "auto" with a
     note on the log. A body whose step works on values of more than 1,024 elements runs as
     the NumPy loop too, without a warning: there NumPy's own vectorised loops are faster
-    than the kernel's. Values agree with the NumPy loop to rounding (numba's exp and log are
+    than the kernel's (a carry the body returns unchanged is read, never worked on, and
+    does not count). Values agree with the NumPy loop to rounding (numba's exp and log are
     not NumPy's). Under "numba" the first call of a new body compiles it and its backward
     body: about 1-3 s a kernel on an empty cache, up to tens of seconds for a whole jitted
     call compiled as one large kernel (bench/NOTES.md). Kernels are then cached on disk
