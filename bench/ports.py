@@ -733,12 +733,19 @@ def _category(filename, func):
 
 def profile(name, size, tier, calls=5):
     """cProfile of `calls` calls of one tier after its first, by category and by function;
-    and what the `scanlib` logger and NumbaFallbackWarnings said during the first call."""
+    and what the `scanlib` logger and NumbaFallbackWarnings said during the first call.
+    Where numba is installed the PRNG's threefry kernel is on from the start: the timed
+    calls of a bench run have it after their first 0.5 s of NumPy threefry (prng.SWITCH_S),
+    which a few profiled calls would not reach."""
     import cProfile
     import io
     import logging
     import pstats
 
+    from scanlib.ops import prng
+
+    if numba_missing() is None:
+        prng.use_kernel(True)
     stream = io.StringIO()
     handler = logging.StreamHandler(stream)
     logger = logging.getLogger("scanlib")

@@ -122,6 +122,21 @@ def test_float32_lstm_with_sigmoids_of_split_views():
           rtol=2e-5)
 
 
+def test_softplus_and_log_sigmoid_with_their_second_derivative():
+    # softplus is one primitive with a numba form, its gradient softplus_grad another (the
+    # step of an HMC leapfrog differentiates a log_sigmoid likelihood, and its scan's VJP
+    # differentiates that gradient again)
+    w = _t(3, "float64", 2.0)
+
+    def f(c, x):
+        g = sl.grad(lambda v: (sl.log_sigmoid(v * x) + sl.softplus(v - x)).sum())(c)
+        return c + 0.1 * g, sl.softplus(x * 20.0) - sl.log_sigmoid(-c)
+
+    check(f, w, _t((8, 3), "float64", 3.0))
+    check(lambda c, x: (sl.softplus(c * x), sl.log_sigmoid(x)), _t(4, "float32"),
+          _t((6, 4), "float32"), rtol=2e-5)
+
+
 def test_gather_and_scatter_of_a_diagonal_and_static_slices():
     def f(c, x):
         M = c[:, None] * x + sl.eye(3)
@@ -266,8 +281,8 @@ def _runs_the_numpy_loop_without_a_warning(f, init, xs):
         got = sl.scan(f, init, xs, compiler="numba")
     assert native.STATS["kernel calls"] == before
     want = sl.scan(f, init, xs)
-    np.testing.assert_array_equal(got[0].numpy(), want[0].numpy())
-    np.testing.assert_array_equal(got[1].numpy(), want[1].numpy())
+    for g, w in zip(sl.pytree.flatten(got)[0], sl.pytree.flatten(want)[0]):
+        np.testing.assert_array_equal(g.numpy(), w.numpy())
 
 
 def test_a_step_on_large_values_runs_the_numpy_loop_without_a_warning():
@@ -314,6 +329,20 @@ def test_why_the_numpy_loop_is_faster_names_the_reason():
                                                          np.ones((64, 64))))
     assert native.numpy_loop_is_faster(eqns(lambda a, w: a @ w, np.ones((32, 8)),
                                             np.ones((8, 64)))) is None  # 16,384 multiply-adds
+
+
+def test_a_large_carry_returned_unchanged_does_not_keep_the_numpy_loop():
+    # a rollout carries the model's parameters through unchanged: they are read per step,
+    # like a closed-over value, and the step's own values are small
+    def f(c, x):
+        W, h = c
+        return (W, sl.tanh(h @ W + x)), h.sum()
+
+    check(f, (_t((130, 130), scale=0.05), _t((2, 130))), _t((6, 2, 130)))
+    changed = lambda c, x: ((c[0] * 0.5, sl.tanh(c[1] @ c[0] + x)), c[1].sum())  # noqa: E731
+    # W changes: 16,900 values a step
+    _runs_the_numpy_loop_without_a_warning(changed, (_t((130, 130), scale=0.05), _t((2, 130))),
+                                           _t((6, 2, 130)))
 
 
 def test_a_slow_compile_says_so_while_it_runs(monkeypatch, caplog):

@@ -163,6 +163,39 @@ def _equal_jax(jax):
                                   np.asarray(jax.random.permutation(jkey, 12)))
 
 
+def test_draws_on_numpy_keys_are_one_kernel_call_each(monkeypatch):
+    """With the kernel on, split, bits and unit floats of NumPy keys (one, a batch, a
+    read-only view) call one numba function each, not the cipher with counters made apart."""
+    old = prng.KERNEL["use"]
+    prng.use_kernel(True)
+    try:
+        key = sl.random.key(7)
+        keys = sl.random.split(key, 3)
+        draws = [lambda k: sl.random.split(k, 4), lambda k: sl.random.bits(k, (2, 3)),
+                 lambda k: sl.random.bits(k, (3,), np.uint64),
+                 lambda k: sl.random.bits(k, (5,), np.uint8),
+                 lambda k: sl.random.uniform(k, (4,), np.float32),
+                 lambda k: sl.random.uniform(k, (2, 2)), lambda k: sl.random.normal(k, (3,))]
+        want = [np.asarray(_numpy(d, key)) for d in draws]
+        want_vmapped = [np.asarray(_numpy(sl.vmap(d), keys)) for d in draws]
+
+        def no_cipher(*args):
+            raise AssertionError("threefry2x32 called")
+
+        monkeypatch.setattr(prng_kernel, "threefry", no_cipher)
+        monkeypatch.setattr(prng, "_threefry_xp", no_cipher)
+        frozen = np.asarray(keys).copy()
+        frozen.flags.writeable = False
+        for d, w, wv in zip(draws, want, want_vmapped):
+            got = np.asarray(d(key))
+            assert got.dtype == w.dtype
+            np.testing.assert_array_equal(got, w)
+            np.testing.assert_array_equal(np.asarray(sl.vmap(d)(keys)), wv)
+            np.testing.assert_array_equal(np.asarray(sl.vmap(d)(frozen)), wv)
+    finally:
+        prng.use_kernel(old)
+
+
 def test_jit_equals_numpy(kernel_on):
     def f(key):
         k1, k2 = sl.random.split(key)

@@ -208,6 +208,34 @@ sigmoid = Primitive(
         "in the tail, nothing overflows); VJP g * out * (1 - out).",
     elementwise=True, out_impl=_sigmoid_out, inexact=True,
     tangent=lambda ts, out, x: mul(ts[0], mul(out, sub(1.0, out))))
+
+
+def _softplus_impl(x):
+    # max(x, 0) + log1p(exp(-|x|)): x + log1p(exp(-x)) for x > 0, else log1p(exp(x)), so
+    # nothing overflows (JAX's logaddexp(x, 0)); NumPy's own logaddexp is slower and warns
+    # at NaN. One equation, where `where` over the two branches takes ten.
+    xp = _xp(x)
+    return xp.maximum(x, 0) + xp.log1p(xp.exp(-xp.abs(x)))
+
+
+def _logistic_derivative(out, x):
+    return mul(out, sigmoid(neg(x)))  # sigmoid(x) sigmoid(-x): accurate in both tails
+
+
+# softplus' derivative: sigmoid's values, and a derivative that keeps sigmoid(-x) where
+# 1 - sigmoid(x) rounds to 0 (softplus'' at 50 is exp(-50), not 0).
+softplus_grad_p = Primitive(
+    "softplus_grad", _sigmoid_impl,
+    lambda g, out, x: (mul(g, _logistic_derivative(out, x)),),
+    doc="softplus_grad(x): sigmoid(x), softplus' derivative; VJP g * out * sigmoid(-x).",
+    elementwise=True, out_impl=_sigmoid_out, inexact=True,
+    tangent=lambda ts, out, x: mul(ts[0], _logistic_derivative(out, x)))
+softplus_p = Primitive(
+    "softplus", _softplus_impl, lambda g, out, x: (mul(g, softplus_grad_p(x)),),
+    doc="softplus(x): log(1 + exp(x)) without overflow, for real floats; VJP g * sigmoid(x).",
+    elementwise=True, inexact=True, tangent=lambda ts, out, x: mul(ts[0], softplus_grad_p(x)))
+
+
 sign = Primitive("sign", lambda x: _xp(x).sign(x), elementwise=True,
                  doc="sign(x): -1, 0 or 1 elementwise (not differentiable).")
 

@@ -213,10 +213,9 @@ def as_inexact(x: ArrayLike) -> Tensor:
 def softplus(x: ArrayLike) -> Tensor:
     """log(1 + exp(x)), computed without overflow, as jax.nn.softplus.
 
-    x + log1p(exp(-x)) for x > 0, else log1p(exp(x)): each piece is smooth at 0 (so the second
-    derivative there is 1/4), and each sees only the x of its side (the other gets 0), so
-    neither overflows nor sends nan back. Integers and bools compute in floating point
-    (`as_inexact`).
+    x + log1p(exp(-x)) for x > 0, else log1p(exp(x)) (NumPy's logaddexp(x, 0)); its gradient
+    is sigmoid(x), so the second derivative at 0 is 1/4 and nothing overflows far out.
+    Integers and bools compute in floating point (`as_inexact`).
 
     >>> sl.softplus(sl.tensor([-1000.0, 0.0, 1000.0]))
     """
@@ -224,12 +223,7 @@ def softplus(x: ArrayLike) -> Tensor:
     if x.dtype.kind == "c":
         raise TypeError(f"softplus: got complex input ({x.dtype}); it is defined here for real "
                         "numbers only. Apply it to the real part or the magnitude.")
-    x = as_inexact(x)
-    positive = ew.greater(x, 0)
-    above = ew.where(positive, x, 0.0)
-    below = ew.where(positive, 0.0, x)
-    return ew.where(positive, ew.add(above, ew.log1p(ew.exp(ew.neg(above)))),
-                    ew.log1p(ew.exp(below)))
+    return bind(ew.softplus_p, as_inexact(x))
 
 
 def clip(x: ArrayLike, lo: ArrayLike | None = None, hi: ArrayLike | None = None, *,

@@ -107,8 +107,18 @@ def _counters(key, size):
     return (index >> np.uint64(32)).astype(U32), (index & np.uint64(0xFFFFFFFF)).astype(U32)
 
 
+def _drawn(name, key, size):
+    """prng_kernel.draw's [L, size(, 2)] rows as key's leading axes + (size,) (+ (2,)), or
+    None where the kernel is off or does not take these keys."""
+    out = prng_kernel.draw(name, key, size) if _kernel_on() else None
+    return None if out is None else out.reshape(key.shape[:-1] + out.shape[1:])
+
+
 def flat_bits(key, size, width):
     """size random unsigned integers of `width` bits: JAX's partitionable random_bits."""
+    out = _drawn("bits64" if width == 64 else "bits32", key, size)
+    if out is not None:  # one numba call, the bits below's
+        return out if width in (32, 64) else out.astype(np.dtype(f"uint{width}"))
     b0, b1 = threefry2x32(key, *_counters(key, size))
     if width == 64:
         return (b0.astype(_U64) << np.uint64(32)) | b1.astype(_U64)
@@ -123,13 +133,19 @@ def raw_bits(key, shape, width):
 def raw_split(key, shape):
     """`shape` new keys (uint32 pairs, the last axis) derived from key (from each of a
     batch of keys: its axes first)."""
-    b0, b1 = threefry2x32(key, *_counters(key, math.prod(shape)))
-    return backends.xp_of(key).stack([b0, b1], axis=-1).reshape(
-        key.shape[:-1] + tuple(shape) + (2,))
+    out = _drawn("split", key, math.prod(shape))
+    if out is None:
+        b0, b1 = threefry2x32(key, *_counters(key, math.prod(shape)))
+        out = backends.xp_of(key).stack([b0, b1], axis=-1)
+    return out.reshape(key.shape[:-1] + tuple(shape) + (2,))
 
 
 def flat_unit_floats(key, size, dtype):
     """Floats in [0, 1) of dtype: random mantissa bits under the exponent of 1.0, minus 1."""
+    if dtype in (np.float32, np.float64):
+        out = _drawn(f"unit_floats{dtype.itemsize * 8}", key, size)
+        if out is not None:  # one numba call, the arithmetic below's
+            return out
     info = np.finfo(dtype)
     uint = np.dtype(f"uint{info.bits}")
     mantissa = flat_bits(key, size, info.bits) >> uint.type(info.bits - info.nmant)

@@ -295,6 +295,30 @@ def _c(a):
     return a if a.flags.writeable else a.copy()
 
 
+def draw(name, key, n):
+    """module().<name>(keys, n) (split, bits32, bits64, unit_floats32, unit_floats64) of
+    NumPy uint32 keys [..., 2] as rows [L, 2]: [L, n] (split: [L, n, 2]); None where the
+    keys are not that (the caller computes it otherwise). Its first call per function
+    compiles it, or loads it from numba's disk cache, and is logged."""
+    if not (type(key) is np.ndarray and key.dtype == np.uint32 and key.ndim >= 1
+            and key.shape[-1] == 2):
+        return None
+    fn = _draws.get(name)
+    if fn is None:
+        start = time.perf_counter()
+        fn = getattr(module(), name)
+        out = fn(_c(key.reshape(-1, 2)), n)
+        log.info("%s the %s kernel of threefry2x32 in %.2f s; %s",
+                 "loaded" if sum(fn.stats.cache_hits.values()) else "compiled", name,
+                 time.perf_counter() - start, module().where)
+        _draws[name] = fn
+        return out
+    return fn(_c(key.reshape(-1, 2)), n)
+
+
+_draws = {}  # name -> module()'s function, once called
+
+
 def threefry(key, x0, x1):
     """prng.threefry2x32 of NumPy uint32 arrays by the kernel, or None where its one form
     does not fit: x0 and x1 of one shape with at least one axis, whose leading axes are

@@ -360,7 +360,7 @@ def _sum_vjp(g, out, x, axis, keepdims):
     return (broadcast_to_p(g, shape=x.shape),)
 
 
-sum_p = Primitive("sum", lambda x, axis, keepdims: _xp(x).sum(x, axis=axis, keepdims=keepdims),
+sum_p = Primitive("sum", lambda x, axis, keepdims: x.sum(axis=axis, keepdims=keepdims),
                   _sum_vjp, batch=batching.reduce_rule, linear=True,
                   keeps_weak=False)  # JAX's reductions give typed results
 

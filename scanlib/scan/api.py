@@ -89,10 +89,11 @@ def scan(f: Callable[..., tuple[PyTree, PyTree]], init: PyTree, xs: PyTree = Non
     note on the log. A body whose step works on large values runs as the NumPy loop too,
     without a warning, where NumPy's own vectorised loops are faster than the kernel's: values
     of more than 16,384 elements, or of more than 1,024 with a matrix product BLAS does
-    faster or float32 work NumPy does with SIMD. Values agree with the NumPy loop to
-    rounding (numba's exp and log are not NumPy's). Under "numba" the first call of a new
-    body compiles it and its backward body: about 1-3 s a kernel on an empty cache, up to
-    tens of seconds for a whole jitted call compiled as one large kernel (bench/NOTES.md).
+    faster or float32 work NumPy does with SIMD (a carry the body returns unchanged is read,
+    never worked on, and does not count). Values agree with the NumPy loop to rounding
+    (numba's exp and log are not NumPy's). Under "numba" the first call of a new body
+    compiles it and its backward body: about 1-3 s a kernel on an empty cache, up to tens
+    of seconds for a whole jitted call compiled as one large kernel (bench/NOTES.md).
     Kernels are then cached on disk (SCANLIB_CACHE_DIR, ~/.cache/scanlib): a new process
     loads them after numba's own start-up, about half a second. Each compile is logged at
     INFO on the `scanlib.numba` logger (`logging.basicConfig(level=logging.INFO)`).

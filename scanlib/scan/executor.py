@@ -51,8 +51,11 @@ class CompiledBody:
         if why is not None:
             raise ImportError(f"scan: {why}")
         prog = self.program
+        # a carry the body returns as it came in (a model's parameters through a rollout)
+        # is read, never computed or written per step: it counts as a closed-over value does
+        changed = [v for v, out in zip(prog.carry_in, prog.carry_out) if out is not v]
         why = native.numpy_loop_is_faster([prog.eqns[n] for n in prog.in_section(STEP)],
-                                          prog.carry_in)
+                                          changed)
         if why is not None:
             self.native_note = f"{why}, where the NumPy loop is faster"
             _log.info("scan body %r runs as the NumPy loop: %s", prog.graph.name,

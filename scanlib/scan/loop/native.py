@@ -256,7 +256,7 @@ def kernel_module(params, body_lines, what="kernel"):
         "import numpy as np",
         "",
         "from scanlib.scan.loop.native_kernels import _cholesky_stack, _row, _rows_extreme, "
-        "_scatter1, _scatter2, _sigmoid, _solve, _solve_stack, _take1, _take2, "
+        "_scatter1, _scatter2, _sigmoid, _softplus, _solve, _solve_stack, _take1, _take2, "
         "_triangular_solve, _triangular_solve_stack",
         "from scanlib.scan.loop.native_prng import _argmax_rows, _fixed_indices, _prng_bits32, "
         "_prng_bits64, _prng_fold_in, _prng_shuffle, _prng_split, _prng_unit32, _prng_unit64",

@@ -173,3 +173,9 @@ def _sigmoid(x):
     if x < 0:
         return e / (1 + e)
     return 1 / (1 + e)
+
+
+@numba.vectorize(["float32(float32)", "float64(float64)"], cache=True)
+def _softplus(x):
+    """max(x, 0) + log1p(exp(-|x|)): ops.softplus_p's form (NaN stays NaN)."""
+    return (x if x > 0 else x * 0) + np.log1p(np.exp(-np.abs(x)))

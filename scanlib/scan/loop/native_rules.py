@@ -196,11 +196,18 @@ def _identity(eqn, args, outs):
     return [f"{outs[0]} = {args[0].code}"]
 
 
-@rule(ew.sigmoid)
+@rule(ew.sigmoid, ew.softplus_grad_p)
 def _sigmoid(eqn, args, outs):
     if args[0].dtype.kind != "f":
         raise Unsupported(f"sigmoid of {args[0].dtype}")
     return [f"{outs[0]} = _sigmoid({args[0].code})"]
+
+
+@rule(ew.softplus_p)
+def _softplus(eqn, args, outs):
+    if args[0].dtype.kind != "f":
+        raise Unsupported(f"softplus of {args[0].dtype}")
+    return [f"{outs[0]} = _softplus({args[0].code})"]
 
 
 @rule(mf.sinc_maclaurin_p)
