@@ -597,3 +597,27 @@ def test_a_dead_nested_loop_that_prints_nothing_is_still_pruned():
     assert loops(sl.scan_plan(pure, sl.zeros(2), xs).forward_loop) == []
     assert loops(sl.scan_plan(_printing_outer, sl.zeros(2), xs).forward_loop) == [
         "scan", "scan", "while_loop"]
+
+
+def _printing_loss(v):
+    def body(h, t):
+        sl.debug.print("step {}", h)
+        return sl.sin(h) * t, h
+    return sl.sum(sl.lax.scan(body, v, sl.arange(1.0, 3.0))[0])
+
+
+@pytest.mark.parametrize("call, prints", [
+    (lambda x: sl.vmap(sl.grad(_printing_loss))(x), 4),
+    (lambda x: sl.lax.scan(lambda c, t: (c + sl.grad(_printing_loss)(c * t), None), x[0],
+                           sl.arange(1.0, 3.0)), 4),
+    (lambda x: sl.vmap(sl.grad(sl.checkpoint(_printing_loss)))(x), 8),
+    (lambda x: sl.jit(lambda u: sl.lax.while_loop(
+        lambda s: s[0] < 1, lambda s: (s[0] + 1, sl.grad(_printing_loss)(s[1])),
+        (0, u[0])))(x), 2),
+], ids=["vmap(grad)", "grad in a scan body", "vmap(grad(checkpoint))", "grad in a while body"])
+def test_a_loop_bound_again_with_residuals_prints_once_per_step(call, prints, capsys):
+    """Differentiating a printing loop inside a trace binds it for its value, then again with
+    residuals; the first binding is dead, and its prints are the second's: each step prints
+    as often as under JAX (2 steps, 2 examples; checkpoint runs the forward twice)."""
+    call(np.array([[0.3, -0.7], [0.1, 0.4]]))
+    assert capsys.readouterr().out.count("step") == prints

@@ -303,15 +303,40 @@ def eval_graph(graph, args, consts):
 def used_vars(eqns, outvars):
     """The eqns needed for outvars (in order) and every Var they read: dead-code elimination.
     An equation run for its effect (debug printing, or a loop whose body prints: has_effect)
-    is always needed."""
+    is always needed, unless a later equation binds it again (rebound_later): its effect
+    runs there."""
     live = {v for v in outvars if isinstance(v, Var)}
     kept = []
+    again = None
     for eqn in reversed(eqns):
-        if any(v in live for v in eqn.outvars) or has_effect(eqn):
+        needed = any(v in live for v in eqn.outvars)
+        if not needed and has_effect(eqn):
+            again = rebound_later(eqns) if again is None else again
+            needed = id(eqn) not in again
+        if needed:
             kept.append(eqn)
             live.update(v for v in eqn.invars if isinstance(v, Var))
     kept.reverse()
     return kept, live
+
+
+def rebound_later(eqns) -> set:
+    """The ids of the equations that a later one binds again, on the same operands, as it is
+    or extended (`prim.rebinding`; merge_rebound merges them): differentiating a loop inside
+    a trace binds it once for its value and again with residuals, and a print in its body
+    belongs to the one loop both stand for."""
+    found, seen = set(), {}
+    for eqn in reversed(eqns):
+        if eqn.prim.rebinding is None:
+            continue
+        key, extended = eqn.prim.rebinding(eqn.params)
+        ops = _operands(eqn)
+        if (key, ops) in seen:
+            found.add(id(eqn))
+        seen[(key, ops)] = True
+        if extended is not None:
+            seen[(extended, ops)] = True
+    return found
 
 
 def has_effect(eqn) -> bool:
