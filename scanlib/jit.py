@@ -109,12 +109,14 @@ def jit(f: Callable[..., Any] | None = None, *, static_argnums: int | Sequence[i
 
     The graph runs as the same NumPy calls f makes (the same bits), less those whose results
     nothing reads (the cotangent of an argument grad does not ask for), as XLA drops them
-    under JAX's jit, except where they have an effect (a print); but where every scan in
-    it asked for compiler="numba" (or "auto", the default where numba is installed) and the
-    scans are short and small (scan/fused.py): then the whole call runs as one numba kernel,
-    each scan as the plain loop over its body, so a gradient's sums are taken in the loop's
-    order and results agree with f's to rounding. Under "auto" that kernel compiles in a
-    background process while the NumPy calls run, and runs once it measures faster.
+    under JAX's jit, except where they have an effect (a print); an error such a call would
+    raise (a Cholesky factor of a matrix that is not positive definite) is then not raised,
+    as under JAX's jit. Where every scan in it asked for compiler="numba" (or "auto", the
+    default where numba is installed) and the scans are short and small (scan/fused.py),
+    the whole call runs as one numba kernel, each scan as the plain loop over its body, so a
+    gradient's sums are taken in the loop's order and results agree with f's to rounding.
+    Under "auto" that kernel compiles in a background process while the NumPy calls run, and
+    runs once it measures faster.
 
     `donate_argnums`, `donate_argnames`, `keep_unused` and `inline` are accepted, as JAX's
     hints, and change nothing: scanlib never writes into an argument's buffer (a donated
