@@ -399,11 +399,7 @@ def test_second_order_reads_residuals_a_first_walk_back_left_unread(compiler):
 
         return sl.sum(scan(body, (h, flag), xs)[0][0])
 
-    def loop(f, init, xs, length=None):
-        carry = init
-        for t in range(length if xs is None else len(xs)):
-            carry, _ = f(carry, None if xs is None else xs[t])
-        return carry, None
+    from test_scan_oracle import loop_scan as loop
 
     def hvp(scan):
         g = sl.grad(lambda h, xs, flag: sl.sum(sl.grad(f, argnums=(0, 1))(h, xs, flag, scan)[1]),

@@ -17,6 +17,7 @@ from scanlib.scan.interpret import run_interpreted
 from scanlib.scan.linearize import linearize
 from scanlib.scan.loop import format_loop, stages, verify
 from scanlib.scan.loop.interp import run_program
+from test_scan_oracle import loop_scan as _loop  # scan's definition: the oracle
 from scanlib.scan.loop.ir import (CHUNK, POST, PRE, STEP, InPlace, InvalidLoop, RunningSum,
                                   SumAtB, SumScatter, SumSteps, SumStepsAxes)
 
@@ -552,11 +553,6 @@ def _printing_outer(h, x):
     return h, sl.sum(h)
 
 
-def _loop(f, init, xs, length=None):
-    carry = init
-    for t in range(length if xs is None else len(xs)):
-        carry, _ = f(carry, None if xs is None else xs[t])
-    return carry, None
 
 
 def test_a_dead_loop_whose_body_prints_runs_inside_a_scan_body(capsys):
