@@ -94,6 +94,7 @@ CASES = {
     ew.sigmoid: [lambda r: ([_r(r, 2, 3, low=-30, high=30)], {}), lambda r: ([_c(r, 3)], {})],
     ew.softplus_p: [lambda r: ([_r(r, 2, 3, low=-30, high=30)], {})],
     ew.softplus_grad_p: [lambda r: ([_r(r, 2, 3, low=-30, high=30)], {})],
+    ew.relu_p: [lambda r: ([_r(r, 2, 3)], {})],
     ew.absolute: [lambda r: ([_r(r, 2, 3)], {}),
                   lambda r: ([T(np.array([0.0, 1 + 2j, -3j]))], {})],
     ew.real: [lambda r: ([_c(r, 2, 3)], {}), lambda r: ([_r(r, 3)], {})],

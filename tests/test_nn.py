@@ -12,6 +12,7 @@ import pytest
 
 import scanlib as sl
 from scanlib import nn
+from scanlib.testing import check_grads
 
 from opcheck import fd_grad, jax_x64
 
@@ -287,3 +288,48 @@ def test_on_the_device_of_the_data(backend):
             backend.numpy(w), _np(INITS[name](nn.initializers)(sl.random.key(0), (4, 3, 2))))
     for f in (nn.mish, nn.glu, nn.standardize, nn.log1mexp, nn.logmeanexp):
         backend.check_device(f(backend.tensor(np.abs(q[0, 0]) + 0.5)))
+
+
+def test_relu_is_one_equation_with_the_values_and_gradient_of_its_where_form():
+    """relu of a real float array is one primitive: max(x, 0), which is where(x > 0, x,
+    max(x, 0)) to the bit, with that form's gradient (0 at 0 and at NaN, as JAX's), at
+    first and second order, also inside a numba kernel."""
+    import warnings
+
+    from scanlib.ops import elementwise as ew
+
+    def where_form(v):
+        return ew.where(ew.greater(v, 0), v, ew.stop_gradient(ew.maximum(v, 0)))
+
+    rng = np.random.default_rng(0)
+    for dtype in ("float32", "float64"):
+        x = rng.normal(size=(64, 9)).astype(dtype)
+        x[0, :5] = [0.0, -0.0, np.nan, np.inf, -np.inf]
+        t = sl.tensor(x)
+        assert [e.prim.name for e in sl.make_graph(sl.relu)(t).eqns] == ["relu"]
+        for got, want in [(sl.relu(t), where_form(t)),
+                          (sl.grad(lambda v: sl.sum(sl.relu(v) * 3.0))(t),
+                           sl.grad(lambda v: sl.sum(where_form(v) * 3.0))(t))]:
+            got, want = got.numpy(), want.numpy()
+            assert got.dtype == want.dtype == np.dtype(dtype)
+            np.testing.assert_array_equal(got.view(f"u{got.itemsize}"),
+                                          want.view(f"u{want.itemsize}"))
+    check_grads(lambda v: sl.sum(sl.relu(v) ** 2 * v), (rng.normal(size=(5, 4)),), order=2)
+
+    def body(c, x):
+        return sl.relu(c * 0.9 + x), sl.relu(c).sum()
+
+    init, xs = sl.tensor(rng.normal(size=8)), sl.tensor(rng.normal(size=(20, 8)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", sl.NumbaFallbackWarning)
+        got = sl.scan(body, init, xs, compiler="numba") if _has_numba() else None
+    if got is not None:
+        want = sl.scan(body, init, xs, compiler="numpy")
+        np.testing.assert_array_equal(got[0].numpy(), want[0].numpy())
+        np.testing.assert_array_equal(got[1].numpy(), want[1].numpy())
+
+
+def _has_numba():
+    import importlib.util
+
+    return importlib.util.find_spec("numba") is not None

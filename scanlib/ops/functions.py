@@ -200,6 +200,8 @@ def where(condition: ArrayLike, x: ArrayLike, y: ArrayLike) -> Tensor:
 def relu(x: ArrayLike) -> Tensor:
     """max(x, 0); its gradient at 0 is 0, as in JAX and PyTorch. NaN stays NaN (with gradient
     0, as JAX's), so a diverging value is not hidden."""
+    if type(x) is Tensor and x.dtype.kind == "f" and not x._weak:
+        return bind(ew.relu_p, x)  # one equation, the same values and derivative
     return ew.where(ew.greater(x, 0), x, ew.stop_gradient(ew.maximum(x, 0)))
 
 

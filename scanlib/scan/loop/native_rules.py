@@ -27,6 +27,7 @@ from ...ops import mathfuncs as mf
 from ...ops import special as sp
 from ...ops import structural as st
 from ...tape import Literal
+from ...tape.graph import Eqn
 from . import native_nests as nests
 
 
@@ -181,6 +182,13 @@ def elementwise(eqn, args, outs):
             def expr(c):
                 return f"np.{name}({', '.join(c)})"
     return _elementwise_lines(outs[0], out, args, operands(args, out.dtype), expr)
+
+
+@rule(ew.relu_p)
+def _relu(eqn, args, outs):
+    """relu as the maximum(x, 0) it computes (the same nest, NumPy's pick at a tie)."""
+    as_maximum = Eqn(ew.maximum, [eqn.invars[0], Literal(0)], {}, eqn.outvars)
+    return elementwise(as_maximum, [args[0], Arg(None, Literal(0))], outs)
 
 
 def _elementwise_lines(name, out, args, code, expr):
