@@ -48,7 +48,6 @@ __all__ = ["VIEWS", "Unsupported", "NotProved", "NotReady", "KERNEL_ERRORS", "Na
            "numpy_loop_is_faster"]
 
 
-
 # Which loop runs a step of large values (executor.py; fused.py asks the same of a whole
 # body). A kernel's nests are scalar loops: NumPy's vectorised ones over a large value, and
 # BLAS for a product, are faster, but a step of many small NumPy calls pays their fixed cost
@@ -76,8 +75,8 @@ def numpy_loop_is_faster(eqns, carries=()):
         if e.prim.name in _PRODUCTS and _product_work(e) > PRODUCT_WORK:
             return (f"its step has a product of {_product_work(e)} multiply-adds (more than "
                     f"{PRODUCT_WORK}) and values of {large} elements, which BLAS does faster")
-        if any(np.dtype(v.dtype).itemsize < 8 and np.dtype(v.dtype).kind in "fc"
-               and _size(v) > SMALL_STEP for v in e.outvars):
+        if any(np.dtype(v.dtype) in (np.float16, np.float32) and _size(v) > SMALL_STEP
+               for v in e.outvars):
             return (f"its step works on {np.dtype(e.outvars[0].dtype).name} values of up to "
                     f"{large} elements, which NumPy's SIMD loops do faster")
     return None
