@@ -19,6 +19,7 @@ numba = pytest.importorskip("numba")
 
 import scanlib as sl
 from scanlib.scan.loop import native, native_rules
+from test_numba_loop import little_recursion, long_chain
 from test_scan_oracle import loop_scan
 
 fused = sys.modules["scanlib.scan.fused"]
@@ -369,3 +370,19 @@ def test_jit_fuses_a_call_whose_custom_vjp_runs_a_scan():
     assert _trace(jitted).fused is not None, _trace(jitted).fused_note
     _agree(jitted(W, xs), sl.value_and_grad(lambda W, xs: custom_rnn(loop_scan, W, xs),
                                             argnums=(0, 1))(W, xs), 1e-10)
+
+
+def test_a_nested_carry_read_after_a_long_chain_of_operations_compiles():
+    # numba walks a carry's definitions recursively; each step reads its carries by a name
+    # assigned once, so a long body stays within the recursion limit.
+    def program(scan_fn, W, xs):
+        def outer(h, x):
+            def inner(c, k):
+                return c * 0.9 + long_chain(c * k) + x, None
+            c, _ = scan_fn(inner, h, sl.arange(2.0), reverse=False)
+            return c, None
+        h, _ = scan_fn(outer, W, xs)
+        return (h * h).sum()
+
+    with little_recursion():
+        check(program, (_t(4), _t((3, 4))))

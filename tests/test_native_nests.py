@@ -108,6 +108,19 @@ def test_matmuls_of_every_rank_reshapes_and_broadcasts(dtype, rtol):
     assert "np.broadcast_to(" not in src and ".reshape(" not in src and " @ " not in src
 
 
+def test_a_batched_matmul_of_more_than_a_nests_work_is_a_nest():
+    # vmap's `X @ w` over chains: [n, d] @ [chains, d, 1], 5,120 multiply-adds; numba's @
+    # has no batch axes, so it is a nest, where it used to fall back.
+    X = _t((128, 10), scale=0.3)
+
+    def f(w, x):  # w [4, 10]
+        logits = (X @ w[:, :, None])[:, :, 0]  # [4, 128]
+        return w + 0.1 * (sl.tanh(logits) @ X) + x, logits.sum(axis=1)
+
+    check(f, _t((4, 10)), _t((3, 10)))
+    assert "for _k in range(10):" in kernel_source(f, _t((4, 10)), _t((3, 10)))
+
+
 def test_complex_elementwise_work_in_nests():
     lam = sl.tensor(np.array([0.9 + 0.1j, 0.5 - 0.4j, -0.3 + 0.8j]))
 

@@ -8,6 +8,9 @@ errors inside a kernel come out as NumPy's. Kernels compile into a temporary cac
 (conftest.py).
 """
 
+import contextlib
+import inspect
+import sys
 import warnings
 
 import numpy as np
@@ -164,17 +167,53 @@ def test_kalman_step_with_linalg():
     check(f, (_t(2), sl.tensor(np.eye(2))), _t((10, 1)))
 
 
-def test_an_integer_carry_numba_would_widen_falls_back_with_a_warning():
-    # numba adds int32 scalars in int64: the proof catches it, the NumPy loop runs.
+def test_an_int32_scalar_carry_stays_int32_and_wraps_as_numpys():
+    # numba adds int32 scalars in int64: the kernel casts back, and wraps at 2**31 as
+    # NumPy's int32 does.
     def f(c, x):
         n, s = c
-        return (n + 1, s + x), n
+        n = n + np.int32(1)
+        return (n, s + x), n * np.int32(3) - np.int32(2)
 
-    init = (sl.tensor(np.int32(0)), sl.tensor(0.0))
-    with pytest.warns(sl.NumbaFallbackWarning, match="int64"):
-        carry, ys = sl.scan(f, init, _t(5), compiler="numba")
-    assert carry[0].dtype == np.int32 and ys.dtype == np.int32
-    np.testing.assert_array_equal(ys.numpy(), np.arange(5, dtype=np.int32))
+    init, xs = (sl.tensor(np.int32(2**31 - 3)), sl.tensor(0.0)), _t(5)
+    with np.errstate(over="ignore"):
+        want = sl.scan(f, init, xs, compiler="numpy")
+        before = native.STATS["kernel calls"]
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", sl.NumbaFallbackWarning)
+            got = sl.scan(f, init, xs, compiler="numba")
+    assert native.STATS["kernel calls"] > before
+    for g, w in zip(sl.pytree.flatten(got)[0], sl.pytree.flatten(want)[0]):
+        assert g.dtype == w.dtype
+        np.testing.assert_array_equal(g.numpy(), w.numpy())
+    assert got[1].numpy()[3] < 0  # wrapped
+
+
+@contextlib.contextmanager
+def little_recursion(room=200):
+    """Python's recursion limit `room` frames above the caller's depth: numba walks a
+    carry's definitions recursively, and a long body exceeded the default limit of 1000."""
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(len(inspect.stack(0)) + room)
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(old)
+
+
+def long_chain(h, n=40):
+    """n operations in a row on h, each a loop nest in a kernel."""
+    for _ in range(n):
+        h = sl.sin(h) * 0.5
+    return h
+
+
+def test_a_carry_read_after_a_long_chain_of_operations_compiles():
+    def f(c, x):
+        return c * 0.9 + long_chain(c) + x, c
+
+    with little_recursion():
+        check(f, _t(4), _t((3, 4)))
 
 
 def test_a_primitive_without_a_rule_falls_back_with_a_warning():

@@ -167,6 +167,13 @@ class _NativeWriter(LoopWriter):
         if prog.in_place or prog.copied:
             raise Unsupported("an in-place indexed update (.at[...]) of a carry")
         self.scope = Scope("n")  # a nested scan's loop and its values (n0, nx1, nt2, ...)
+        self.loop_carries = [i for i in range(prog.num_carry) if i not in prog.accumulators]
+        # The step reads each carry by a name assigned once (Scope.step_aliases says why).
+        carry_names = {v: names[v] for v in prog.carry_in}
+        self.aliases = {f"s{i}" for i in self.loop_carries}
+        for i in self.loop_carries:
+            names[prog.carry_in[i]] = f"s{i}"
+            self.step.append(f"s{i} = c{i}")
         for n in prog.in_section(STEP):
             eqn = prog.eqns[n]
             args = [Arg(self.ref_step(a), a) for a in eqn.invars]
@@ -175,10 +182,10 @@ class _NativeWriter(LoopWriter):
             for target in map(str, targets):
                 shape = tuple(v.shape) if is_var(v) else ()
                 self.step += nests.store(target, self.ref_step(v), shape, len(self.step))
-        self.loop_carries = [i for i in range(prog.num_carry) if i not in prog.accumulators]
         if self.loop_carries:
             self.step.append(", ".join(f"c{i}" for i in self.loop_carries) + " = "
                              + ", ".join(self._carry_out(i) for i in self.loop_carries))
+        names.update(carry_names)
         # The kernel's carries are its own arrays (numba types one array per variable).
         self.prologue += [f"c{i} = xp.array(c{i}, copy=True)" for i in self.loop_carries
                           if prog.carry_in[i].shape]
@@ -199,12 +206,13 @@ class _NativeWriter(LoopWriter):
         prog = self.prog
         defined = set(self.names[v] for n in prog.in_section(STEP)
                       for v in prog.eqns[n].outvars) | set(self.step_slices.values())
+        known = defined | self.aliases
         by_name = {name: v for v, name in self.names.items()}
         used = []
         for line in self.step:
             for word in re.findall(r"\b[A-Za-z_]\w*\b", line):
                 if (word in by_name or re.fullmatch(r"[XYHS]\d+", word)) and \
-                        word not in defined and word not in used:
+                        word not in known and word not in used:
                     used.append(word)
         carries = [f"c{i}" for i in self.loop_carries]
         inputs = carries + [w for w in used if w not in carries]

@@ -196,6 +196,10 @@ def _elementwise_lines(name, out, args, code, expr):
     NumPy-in-numba call."""
     if nests.nestable(out, args):
         return nests.elementwise(name, out, args, code, expr)
+    if not out.shape and out.dtype.kind in "iu" and out.dtype.itemsize < 8:
+        # numba computes integer scalars in 64 bits (int32 + int32 is int64); the cast
+        # wraps as NumPy's narrower integers do
+        return [f"{name} = {dtype_code(out.dtype)}({expr(code)})"]
     return [f"{name} = {expr(code)}"]
 
 
@@ -637,11 +641,12 @@ def _real_float(args, who):
 def _matmul(eqn, args, outs):
     _real_float(args, "matmul")
     a, b, out = args[0], args[1], eqn.outvars[0]
-    if (a.shape and b.shape and a.dtype == b.dtype == out.dtype
-            and math.prod(out.shape) * a.shape[-1] <= nests.SMALL):
-        return nests.matmul(outs[0], out, a, a.code, b, b.code)
-    if any(len(a.shape) > 2 for a in args):
-        raise Unsupported("a batched matmul")
+    nest = a.shape and b.shape and a.dtype == b.dtype == out.dtype
+    batched = any(len(a.shape) > 2 for a in args)
+    if nest and (batched or math.prod(out.shape) * a.shape[-1] <= nests.SMALL):
+        return nests.matmul(outs[0], out, a, a.code, b, b.code)  # numba's @ has no batch axes
+    if batched:
+        raise Unsupported("a batched matmul of mixed dtypes")
     return [f"{outs[0]} = np.ascontiguousarray({args[0].code}) @ "
             f"np.ascontiguousarray({args[1].code})"]
 
@@ -882,6 +887,15 @@ class Scope:
         self.expected[name] = (np.dtype(v.dtype), len(v.shape))
         return name
 
+    def step_aliases(self, carries, invars, indent):
+        """(names, lines): each carry bound to a fresh name at the top of a step, for the
+        body to read. numba rebuilds SSA form for a variable assigned in more than one
+        place (a carry), and finds the value a use reads by walking up the dominator tree,
+        recursively: a carry read after a few hundred nests exceeded Python's recursion
+        limit ("maximum recursion depth exceeded"). A name assigned once needs no walk."""
+        names = [self.new(v, "s") for v in invars]
+        return names, [f"{indent}{n} = {c}" for n, c in zip(names, carries)]
+
     def graph(self, graph, in_codes, const_codes, indent):
         """(lines, the code of each output): graph's equations written at `indent`; a code
         is (a name, whether it is fresh: computed here, no view), or (a Literal, True)."""
@@ -923,8 +937,10 @@ class Scope:
         inner = indent + "    "
         x_names = [self.new(v, "x") for v in body.invars[nc:nc + nx]]
         lines += [f"{inner}{n} = {a.code}[{t}]" for n, a in zip(x_names, xs)]
-        body_lines, results = self.graph(body, carries + x_names, [a.code for a in consts],
+        now, alias_lines = self.step_aliases(carries, body.invars[:nc], inner)
+        body_lines, results = self.graph(body, now + x_names, [a.code for a in consts],
                                          inner)
+        lines += alias_lines
         lines += body_lines
         for name, (code, _), v in zip(ys, results[nc:], eqn.outvars[nc:]):
             value = literal_code(code.value, v.dtype) if isinstance(code, Literal) else code
@@ -957,14 +973,16 @@ class Scope:
         if p["max_steps"] is not None:
             lines += [f"{inner}if {n} == {int(p['max_steps'])}:",
                       f"{inner}    raise ValueError('while_loop: past max_steps')"]
-        body_lines, results = self.graph(body, carries, [a.code for a in k], inner)
-        lines += body_lines
+        now, alias_lines = self.step_aliases(carries, body.invars[:nc], inner)
+        body_lines, results = self.graph(body, now, [a.code for a in k], inner)
+        # n, like the carries, read only up here and assigned only at the end of the step
+        n_next = f"{n}_next"
+        lines += [f"{inner}{n_next} = {n} + 1"] + alias_lines + body_lines
         if nc:
             nexts = [owned(code, fresh, v) for (code, fresh), v
                      in zip(results[:nc], eqn.outvars[:nc])]
             lines.append(f"{inner}{', '.join(carries)}, = {', '.join(nexts)},")
-        lines.append(f"{inner}{n} += 1")
-        return lines
+        return lines + [f"{inner}{n} = {n_next}"]
 
 
 def owned(code, fresh, v):

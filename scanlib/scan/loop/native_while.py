@@ -52,10 +52,10 @@ def _types(body, carries):
 class _Writer:
     def __init__(self, cond, body, carries):
         self.names, self.expected = {}, {}
-        for i in carries:
-            self.names[cond.invars[i]] = self.names[body.invars[i]] = f"c{i}"
+        for i in carries:  # the body reads its own name of each carry (Scope.step_aliases)
+            self.names[cond.invars[i]], self.names[body.invars[i]] = f"c{i}", f"s{i}"
             v = body.invars[i]
-            self.expected[f"c{i}"] = (np.dtype(v.dtype), len(v.shape))
+            self.expected[f"c{i}"] = self.expected[f"s{i}"] = (np.dtype(v.dtype), len(v.shape))
         self.names.update({v: f"q{j}" for j, v in enumerate(cond.constvars)})
         self.names.update({v: f"k{j}" for j, v in enumerate(body.constvars)})
         cs = [f"c{i}" for i in carries]
@@ -68,11 +68,13 @@ class _Writer:
         ret = f"return ({''.join(c + ', ' for c in cs)}n, "
         step += [f"    if not {self._ref(cond.outvars[0], None)}:", f"        {ret}False)",
                  "    if n == max_steps:", f"        {ret}True)"]
+        # n, like the carries, read only up here and assigned only at the end of the step
+        step += ["    n_next = n + 1"] + [f"    s{i} = c{i}" for i in carries]
         step += ["    " + s for s in self._statements(body, new, "b", produced)]
         if carries:
             outs = [self._carry_out(v, body.invars[i], produced) for i, v in zip(carries, new)]
             step.append(f"    {', '.join(cs)}, = {', '.join(outs)},")
-        step.append("    n += 1")
+        step.append("    n = n_next")
         self.lines = ["    " + s for s in step]
 
     def _ref(self, v, dtype):
