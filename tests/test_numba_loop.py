@@ -357,17 +357,30 @@ def test_why_the_numpy_loop_is_faster_names_the_reason():
     def eqns(f, *args):
         return sl.make_graph(f)(*args).eqns
 
-    small = np.ones((8, 100))
+    def many_operations(a):
+        for _ in range(20):
+            a = a * 0.5 + 1.0
+        return sl.exp(a)
+
+    small, mid = np.ones((8, 100)), np.ones((8, 243))
     assert native.numpy_loop_is_faster(eqns(lambda a: sl.exp(a) * 2.0, small)) is None
-    mid = np.ones((8, 243))
-    assert native.numpy_loop_is_faster(eqns(lambda a: sl.exp(a) * 2.0, mid)) is None
+    # a few transcendental calls on large values: NumPy's SIMD loops; many operations: the
+    # kernel, which pays no call's fixed cost
+    assert "exp on large values" in native.numpy_loop_is_faster(
+        eqns(lambda a: sl.exp(a) * 2.0, mid))
+    assert native.numpy_loop_is_faster(eqns(many_operations, mid)) is None
     assert "float32" in native.numpy_loop_is_faster(eqns(lambda a: sl.exp(a),
                                                          mid.astype(np.float32)))
     assert "16384" in native.numpy_loop_is_faster(eqns(lambda a: a * 2.0, np.ones((130, 130))))
-    assert "product" in native.numpy_loop_is_faster(eqns(lambda a, w: a @ w, np.ones((32, 64)),
-                                                         np.ones((64, 64))))
-    assert native.numpy_loop_is_faster(eqns(lambda a, w: a @ w, np.ones((32, 8)),
-                                            np.ones((8, 64)))) is None  # 16,384 multiply-adds
+    rnn = native.numpy_loop_is_faster(eqns(lambda h, w: sl.tanh(h @ w), np.ones((40, 40)),
+                                           np.ones((40, 40))))
+    assert "matmul, tanh on large values" in rnn and "as NumPy calls" in rnn
+    # a product alone is BLAS's either way (numba's @ calls it)
+    assert native.numpy_loop_is_faster(eqns(lambda a, w: a @ w, np.ones((32, 64)),
+                                            np.ones((64, 64)))) is None
+    # ... but a batched one is a loop nest in the kernel
+    assert "matmul on large values" in native.numpy_loop_is_faster(
+        eqns(lambda a, w: a @ w, np.ones((4, 64, 32)), np.ones((4, 32, 16))))
 
 
 def test_a_large_carry_returned_unchanged_does_not_keep_the_numpy_loop():

@@ -51,20 +51,32 @@ __all__ = ["VIEWS", "Unsupported", "NotProved", "NotReady", "KERNEL_ERRORS", "Na
 # Which loop runs a step of large values (executor.py; fused.py asks the same of a whole
 # body). A kernel's nests are scalar loops: NumPy's vectorised ones over a large value, and
 # BLAS for a product, are faster, but a step of many small NumPy calls pays their fixed cost
-# (a few microseconds each) each step. Measured (bench/NOTES.md): bench/while_overhead's rnn
-# (B=32, H=128, float32 tanh and a [32,128]@[128,128] product: 4,096-element values) took
-# 3x as long as a kernel; the CTC port's alpha recursion (float64 logsumexp and gathers on
-# 1,944-element values, no product) half as long; an HMM's 256-element step a tenth.
+# (about a microsecond each) each step. Between SMALL_STEP and LARGE_STEP elements the
+# choice is an estimate of both (_step_cost). Measured (bench/NOTES.md): an rnn step,
+# tanh(h @ W + x) on [40, 40] float64, took 2x as long as a kernel; the CTC port's alpha
+# recursion (about 40 operations on [8, 81] values, a few exp and log) half as long; the PPO
+# port's minibatch step (about 200 operations, the largest values its 64 x 64 weights) 0.9x.
 SMALL_STEP = 1024  # elements: up to this, the kernel
 LARGE_STEP = 16384  # elements: above this, the NumPy loop
-PRODUCT_WORK = 16384  # multiply-adds of one product in a step: above this, BLAS's NumPy loop
+# Nanoseconds, measured on an x86-64 with AVX-512 (bench/NOTES.md): a NumPy call's fixed cost
+# in the generated loop; per element, an arithmetic operation and a transcendental function
+# (NumPy's SIMD loops; numba calls libm's scalar exp, log, tanh at 5-10 ns); per
+# multiply-add, BLAS and a kernel's loop nest (numba's @ has no batch axes).
+NUMPY_CALL_NS = 1000.0
+NUMPY_NS = {"arithmetic": 0.4, "transcendental": 1.5}
+KERNEL_NS = {"arithmetic": 0.3, "transcendental": 7.0}
+BLAS_NS, NEST_NS = 0.1, 1.0
+TRANSCENDENTAL = frozenset({
+    "exp", "expm1", "log", "log1p", "log2", "log10", "logaddexp", "pow", "tanh", "sinh",
+    "cosh", "sin", "cos", "tan", "arcsin", "arccos", "arctan", "arctan2", "arcsinh",
+    "arccosh", "arctanh", "sigmoid", "softplus", "softplus_grad", "erf", "erfc", "cbrt"})
 _PRODUCTS = {"matmul", "einsum", "vdot"}
 
 
 def numpy_loop_is_faster(eqns, carries=()):
     """Why a step (its equations, the carries it reads) runs faster as the NumPy loop than
-    as a kernel, or None: a value above LARGE_STEP elements; or, above SMALL_STEP, a product
-    of more than PRODUCT_WORK multiply-adds or float32 work, which NumPy does with SIMD."""
+    as a kernel, or None: a value above LARGE_STEP elements; or, above SMALL_STEP, float32
+    work (NumPy's SIMD loops) or NumPy's calls estimated faster than the kernel."""
     values = [v for e in eqns for v in e.outvars] + [v for v in carries if is_var(v)]
     large = max((_size(v) for v in values), default=0)
     if large <= SMALL_STEP:
@@ -72,14 +84,42 @@ def numpy_loop_is_faster(eqns, carries=()):
     if large > LARGE_STEP:
         return f"its step works on values of {large} elements (more than {LARGE_STEP})"
     for e in eqns:
-        if e.prim.name in _PRODUCTS and _product_work(e) > PRODUCT_WORK:
-            return (f"its step has a product of {_product_work(e)} multiply-adds (more than "
-                    f"{PRODUCT_WORK}) and values of {large} elements, which BLAS does faster")
         if any(np.dtype(v.dtype) in (np.float16, np.float32) and _size(v) > SMALL_STEP
                for v in e.outvars):
             return (f"its step works on {np.dtype(e.outvars[0].dtype).name} values of up to "
                     f"{large} elements, which NumPy's SIMD loops do faster")
-    return None
+    numpy_ns, kernel_ns = _step_cost(eqns)
+    if numpy_ns >= kernel_ns:
+        return None
+    heavy = sorted({e.prim.name for e in eqns if e.prim.name in TRANSCENDENTAL | _PRODUCTS
+                    and _elements(e) > SMALL_STEP})
+    return (f"its step on values of up to {large} elements is estimated at "
+            f"{numpy_ns / 1e3:.0f} us as NumPy calls and {kernel_ns / 1e3:.0f} us as a kernel"
+            + (f" ({', '.join(heavy)} on large values)" if heavy else ""))
+
+
+def _step_cost(eqns):
+    """(NumPy's, the kernel's) estimated nanoseconds for one step of these equations."""
+    numpy_ns = kernel_ns = 0.0
+    for e in eqns:
+        numpy_ns += NUMPY_CALL_NS
+        if e.prim.name in _PRODUCTS:
+            work = _product_work(e)
+            nest = any(len(v.shape) > 2 for v in e.invars if is_var(v)) or \
+                work <= nests.SMALL
+            numpy_ns += work * BLAS_NS
+            kernel_ns += work * (NEST_NS if nest else BLAS_NS)
+            continue
+        kind = "transcendental" if e.prim.name in TRANSCENDENTAL else "arithmetic"
+        numpy_ns += _elements(e) * NUMPY_NS[kind]
+        kernel_ns += _elements(e) * KERNEL_NS[kind]
+    return numpy_ns, kernel_ns
+
+
+def _elements(eqn):
+    """The most elements an equation reads or writes."""
+    return max((_size(v) for v in list(eqn.invars) + list(eqn.outvars) if is_var(v)),
+               default=1)
 
 
 def _size(v):
