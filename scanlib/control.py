@@ -198,7 +198,8 @@ def while_loop(cond_fun: Callable[[PyTree], Any], body_fun: Callable[[PyTree], P
     the loop compiler, as `scan` does. Without a gradient the loop's own result is returned.
     Under `set_loop_compiler("numba")` or "auto" (the default where numba is installed) the
     loop (not the one that keeps residuals) runs as one numba kernel where every operation
-    has a numba form, giving the NumPy loop's values to rounding (numba's exp and log are not
+    has a numba form and its step is small enough (as a scan's step, where NumPy's loop is
+    the faster), giving the NumPy loop's values to rounding (numba's exp and log are not
     NumPy's); under "auto" once a background process has compiled it.
 
     It works inside a scan body and inside another while_loop too: there the trip count is

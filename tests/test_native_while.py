@@ -288,6 +288,25 @@ def test_a_body_without_a_numba_rule_falls_back_with_a_warning():
     assert_trees_close(got, want)
 
 
+def test_a_step_of_large_values_runs_as_the_numpy_loop():
+    """As for a scan: above native.LARGE_STEP elements NumPy's vectorised loop is faster
+    than a kernel's scalar loops, so numba leaves the loop to it (no warning: nothing is
+    missing)."""
+    x = sl.tensor(np.linspace(-1.0, 1.0, native.LARGE_STEP + 1))
+
+    def go():
+        return sl.while_loop(lambda c: c[0] < 5, lambda c: (c[0] + 1, sl.tanh(c[1]) * 1.1),
+                             (sl.tensor(0), x))
+
+    with compiler("numpy"):
+        want = go()
+    before = native.STATS["while_loop kernel calls"]
+    with compiler("numba"):
+        got = go()
+    assert native.STATS["while_loop kernel calls"] == before
+    assert_trees_close(got, want, rtol=0, atol=0)
+
+
 def test_the_numpy_compiler_runs_no_kernel():
     before = native.STATS["while_loop kernel calls"]
     with compiler("numpy"):
