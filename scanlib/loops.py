@@ -293,8 +293,8 @@ def _tape_while_vjp(cts, inputs, body, nc, nq, n):
     order is the tape's and inputs no path reaches get none, exactly as in the Python loop.
     The cond's constants get none."""
     def run(starts):
-        return apply_scan(body, starts[:nc], [], starts[nc + nq:], n, False) if n else (
-            starts[:nc])
+        return apply_scan(body, starts[:nc], [], starts[nc + nq:], n, False,
+                          compiler=default_compiler()) if n else starts[:nc]
     return vjp_by_replay(run, inputs, cts[:nc], skip=range(nc, nc + nq))
 
 
@@ -353,7 +353,8 @@ def _derivative(xs, body, nc, num_cts, given, create_graph, lanes=False):
         if lanes:
             return replay_lanes(body, init, consts, [True] * len(consts), n._value)
         n = int(backends.to_numpy(n._value))
-        return apply_scan(body, init, [], consts, n, False) if n else list(init)
+        return apply_scan(body, init, [], consts, n, False,
+                          compiler=default_compiler()) if n else list(init)
     ct, primals = xs[:num_cts[0]], xs[num_cts[0]:]
     outs = _derivative(primals, body, nc, num_cts[1:], given[1:], True, lanes)
     pairs = [(o, c) for o, c, g in zip(outs, ct, given[0])

@@ -128,11 +128,13 @@ def test_the_gradient_runs_scan_kernels(state_cond):
     def scan_kernel_calls():  # "kernel calls" counts while_loop kernels' too
         return native.STATS["kernel calls"] - native.STATS["while_loop kernel calls"]
 
-    with compiler("numba"):
-        before = scan_kernel_calls()
-        got = sl.grad(f, argnums=(0, 1))(*args)
-        assert scan_kernel_calls() >= before + 2, "the scan and its backward ran no kernel"
-    assert_trees_close(got, want, rtol=1e-12, atol=1e-12)
+    for grad in (sl.grad(f, argnums=(0, 1)), sl.jit(sl.grad(f, argnums=(0, 1)))):
+        with compiler("numba"):
+            grad(*args)  # (jit: traced)
+            before = scan_kernel_calls()
+            got = grad(*args)
+            assert scan_kernel_calls() >= before + 2, "the scan and its backward ran no kernel"
+        assert_trees_close(got, want, rtol=1e-12, atol=1e-12)
 
 
 def _python_f(x, w, state_cond):
