@@ -8,6 +8,7 @@ jvp by double VJP"):
     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python -m bench.jvp_cost kalman-chol full
     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python -m bench.jvp_cost gp full
     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python -m bench.jvp_cost kalman full numba jit
+    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python -m bench.jvp_cost kalman full jax  # + JAX's
 
 The tier: "numpy", "numba" or "auto" (scan's compiler; none named: the library's default) and
 "jit" (kalman, kalman-chol and gp: each timed function under scanlib.jit).
@@ -56,6 +57,44 @@ def _kalman_cases(size, jit=False):
         return kalman.log_likelihood(th, ys)
 
     return _cases(ll, theta, jit)
+
+
+def _kalman_jax(size):
+    """JAX's forward, jacrev and jacfwd of the same log-likelihood under jax.jit (where JAX is
+    installed), timed as scanlib's: the context for the jacfwd / jacrev ratio."""
+    try:
+        import jax
+        import jax.numpy as jnp
+    except ImportError:
+        return None
+    jax.config.update("jax_enable_x64", True)
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+    import kalman  # noqa: PLC0415
+
+    T, N = (100, 20) if size == "full" else (20, 4)
+    true = {"rho": 0.95, "omega": 0.3, "q": 0.5, "r": 1.0}
+    ys = jnp.asarray(kalman.simulate(true, T, N, np.random.default_rng(0)))
+    theta = {k: jnp.asarray(float(v.numpy())) for k, v in kalman.to_theta(true).items()}
+
+    def ll(th):
+        rho, omega = jax.nn.sigmoid(th["rho"]), jnp.exp(th["log_omega"])
+        c, s = jnp.cos(omega), jnp.sin(omega)
+        A = rho * jnp.stack([jnp.stack([c, -s]), jnp.stack([s, c])])
+        Q, r2 = jnp.exp(2 * th["log_q"]) * jnp.eye(2), jnp.exp(2 * th["log_r"])
+
+        def step(carry, y):
+            m, P = carry
+            m, P = m @ A.T, A @ P @ A.T + Q
+            S = P[0, 0] + r2
+            K, v = P[:, 0] / S, y - m[:, 0]
+            ll = -0.5 * (N * jnp.log(2 * np.pi * S) + jnp.sum(v * v) / S)
+            return (m + v[:, None] * K, P - S * (K[:, None] * K[None, :])), ll
+
+        return jnp.sum(jax.lax.scan(step, (jnp.zeros((N, 2)), 10.0 * jnp.eye(2)), ys)[1])
+
+    fns = {"jax forward": jax.jit(ll), "jax jacrev": jax.jit(jax.jacrev(ll)),
+           "jax jacfwd": jax.jit(jax.jacfwd(ll))}
+    return {k: (lambda f=f: jax.block_until_ready(f(theta))) for k, f in fns.items()}
 
 
 def _kalman_chol_cases(size, jit=False):
@@ -123,6 +162,13 @@ def main(argv):
         firsts[k] = time.perf_counter() - t
     print("first calls (s): " + ", ".join(f"{k} {t:.2f}" for k, t in firsts.items()))
     env.settle(*cases.values())
+    if name == "kalman" and "jax" in argv:  # JAX's, interleaved with scanlib's
+        jax_cases = _kalman_jax(size)
+        if jax_cases:
+            cases.update(jax_cases)
+            bases.update({k: "jax forward" for k in jax_cases})
+            for c in jax_cases.values():
+                c()
     times = median_cpu_times(cases)
     for k, v in times.items():
         base = times[bases[k]]
