@@ -27,6 +27,11 @@ def parse_args(argv):
                    help="seconds of timed calls per contender and workload (2, quick 0.1)")
     p.add_argument("--warmup", type=int, default=None, help="untimed calls after the first")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--compiler", choices=("numpy", "numba", "auto"), default=None,
+                   help="scanlib's loop compiler (default: the library's, auto where numba "
+                        "is installed); under auto, timing waits for the background compiles")
+    p.add_argument("--jit", action="store_true",
+                   help="scanlib-scan and scanlib-assoc under scanlib.jit")
     p.add_argument("--out", default=os.path.join(HERE, "results"),
                    help="folder for the JSON and PNG (default bench/results)")
     p.add_argument("--no-chart", action="store_true")
@@ -52,7 +57,7 @@ def main(argv=None) -> int:
     from . import env
 
     how = env.set_threads(args.threads)  # before NumPy is imported, where possible
-    from . import harness, report
+    from . import harness, report, scanlib_impl
     from .workloads import WORKLOADS
 
     known_w = [w.name for w in WORKLOADS]
@@ -78,6 +83,9 @@ def main(argv=None) -> int:
     machine = env.machine_info()
     threads = env.thread_info(args.threads, how)
     print(env.describe(machine, threads), flush=True)
+    if any(c.startswith("scanlib") for c in cfg.contenders):
+        env.tier_from([args.compiler] * (args.compiler is not None) + ["jit"] * args.jit)
+        scanlib_impl.JIT[0] = args.jit
     warnings = [w for w in [env.busy_warning(machine, machine["load_average_at_start"])] if w]
 
     t0 = time.perf_counter()

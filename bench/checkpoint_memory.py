@@ -11,6 +11,8 @@ run; the gradients of every contender are checked against it first.
     python -m bench.checkpoint_memory no-revolve   # without the slow ("revolve", 8) row
     python -m bench.checkpoint_memory no-jax       # without JAX's ratios (where installed)
     python -m bench.checkpoint_memory numba        # scan on its compiled tier (numba)
+    python -m bench.checkpoint_memory numpy jit    # the tier: numpy, numba or auto, and jit
+                                                   # (scanlib.jit over each gradient)
 """
 
 from __future__ import annotations
@@ -71,14 +73,25 @@ def peak_bytes(fn):
 
 
 def main(argv):
-    argv = env.loop_compiler_from(argv)
+    argv, jit = env.tier_from(argv)
     T = 200 if "quick" in argv else 1000
     rounds = 3 if "quick" in argv else 5
     params, loss = lstm_problem(T)
     grad = sl.grad(loss)
     contenders = [c for c in CONTENDERS
                   if not ("no-revolve" in argv and isinstance(c, tuple))]
-    runs = {c: (lambda c=c: grad(params, c)) for c in contenders}
+    if jit:
+        grads = {c: sl.jit(lambda p, c=c: grad(p, c)) for c in contenders}
+        runs = {c: (lambda c=c: grads[c](params)) for c in contenders}
+    else:
+        runs = {c: (lambda c=c: grad(params, c)) for c in contenders}
+    firsts = {}
+    for c, run in runs.items():  # the first calls trace and (numba) compile: timed apart
+        t = time.perf_counter()
+        run()
+        firsts[c] = time.perf_counter() - t
+    print("first calls (s): " + ", ".join(f"{c!s} {t:.2f}" for c, t in firsts.items()))
+    env.settle(*runs.values())
     reference = runs[None]()
     for c, run in runs.items():
         for g, r in zip(run(), reference):
@@ -86,19 +99,22 @@ def main(argv):
                                        err_msg=f"checkpoint={c!r}")
     peaks = {c: peak_bytes(run) for c, run in runs.items()}
     times = {c: [] for c in contenders}
+    cpu = {c: [] for c in contenders}
     for _ in range(rounds):
         for c, run in runs.items():
-            t = time.perf_counter()
+            t, t_cpu = time.perf_counter(), time.process_time()
             run()
+            cpu[c].append(time.process_time() - t_cpu)
             times[c].append(time.perf_counter() - t)
     print(f"LSTM B=32 H=128 T={T} float32, one gradient (forward + backward), one BLAS "
           f"thread; median of {rounds} interleaved rounds; ratios to checkpoint=None")
-    print(f"{'checkpoint':>16} {'peak MiB':>9} {'ratio':>6} {'time s':>8} {'ratio':>6}")
-    t0, p0 = statistics.median(times[None]), peaks[None]
+    print(f"{'checkpoint':>16} {'peak MiB':>9} {'ratio':>6} {'time s':>8} {'ratio':>6} "
+          f"{'CPU s':>8} {'ratio':>6}")
+    t0, p0, c0 = statistics.median(times[None]), peaks[None], statistics.median(cpu[None])
     for c in contenders:
-        t = statistics.median(times[c])
+        t, tc = statistics.median(times[c]), statistics.median(cpu[c])
         print(f"{str(c):>16} {peaks[c] / 2**20:9.1f} {peaks[c] / p0:6.3f} {t:8.3f} "
-              f"{t / t0:6.2f}")
+              f"{t / t0:6.2f} {tc:8.3f} {tc / c0:6.2f}")
     carry = 2 * 32 * 128 * 4
     print(f"(one carry (h, c) is {carry / 2**10:.0f} KiB; 8 carries {8 * carry / 2**20:.2f} MiB)")
     if "no-jax" not in argv:

@@ -147,10 +147,53 @@ def describe(machine: dict, threads: dict) -> str:
 def loop_compiler_from(argv):
     """argv without a "numba" word; with it, scanlib's default loop compiler is set to numba
     (the compiled tier), after a warm-up call the benches' medians then time its kernels."""
-    if "numba" not in argv:
-        return list(argv)
-    import scanlib
+    argv, _ = tier_from(argv)
+    return argv
 
-    scanlib.set_loop_compiler("numba")
-    print("scan's compiler: numba (first calls, which compile, are not timed)")
-    return [a for a in argv if a != "numba"]
+
+TIER_WORDS = ("numpy", "numba", "auto", "jit")
+
+
+def tier_from(argv):
+    """(argv without its tier words, whether "jit" was one). "numpy", "numba" or "auto" sets
+    scanlib's default loop compiler (none of them: the library's default, "auto" where numba
+    is installed); "jit" asks the bench to run its calls under scanlib.jit. Under "numba" the
+    first calls compile and are not timed; under "auto" call `settle` before timing."""
+    words = [a for a in argv if a in TIER_WORDS]
+    compilers = [w for w in words if w != "jit"]
+    if len(compilers) > 1:
+        raise SystemExit(f"name at most one of numpy, numba, auto; got {', '.join(compilers)}")
+    if compilers:
+        import scanlib
+
+        scanlib.set_loop_compiler(compilers[0])
+    print(f"tier: {describe_tier('jit' in words)}", flush=True)
+    return [a for a in argv if a not in TIER_WORDS], "jit" in words
+
+
+def describe_tier(jit=False):
+    from scanlib.scan.api import default_compiler
+
+    compiler = {"numpy": "NumPy (eager)", "numba": "numba (first calls, which compile, are "
+                "not timed)", "auto": "auto (kernels compiled in the background; timed once "
+                "every kernel is in and each body's tier is chosen)"}[default_compiler()]
+    return ("scanlib.jit, " if jit else "") + f"scan's compiler: {compiler}"
+
+
+def settle(*calls, extra_calls=10, timeout_s=600.0):
+    """Under compiler="auto": each call once, then wait for the background process to answer
+    every kernel it was sent, then extra_calls more rounds, so that each body's choice between
+    its kernel and NumPy's code is made before anything is timed. Elsewhere, nothing."""
+    from scanlib.scan.api import default_compiler
+
+    if default_compiler() != "auto":
+        return
+    from scanlib.scan.loop import native_background
+
+    for c in calls:
+        c()
+    if not native_background.wait_idle(timeout_s):
+        print(f"warning: background compiles still running after {timeout_s:.0f} s")
+    for _ in range(extra_calls):
+        for c in calls:
+            c()

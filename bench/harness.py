@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import numpy_contenders, peers, scanlib_impl
+from . import env, numpy_contenders, peers, scanlib_impl
 from .workloads import WORKLOADS, make_data
 
 REFERENCE = "numpy-manual"
@@ -77,6 +77,21 @@ def median_cpu_time(fn, reps=7):
         fn()
         times.append(time.process_time() - t0)
     return float(np.median(times))
+
+
+def median_cpu_times(fns: dict, reps=7) -> dict:
+    """{name: median process CPU seconds} of each fn over reps interleaved rounds, after two
+    warm-up rounds (a busy machine's drift then hits them alike)."""
+    for _ in range(2):
+        for fn in fns.values():
+            fn()
+    times = {k: [] for k in fns}
+    for _ in range(reps):
+        for k, fn in fns.items():
+            t0 = time.process_time()
+            fn()
+            times[k].append(time.process_time() - t0)
+    return {k: float(np.median(v)) for k, v in times.items()}
 
 
 def peak_extra_bytes(fn) -> int:
@@ -163,6 +178,7 @@ def _time_interleaved(cfg, records, runners):
         reps[name] = int(min(cfg.max_reps, max(cfg.min_reps, cfg.budget / max(t, 1e-9))))
         if t * cfg.min_reps > 3 * cfg.budget:  # too slow for min_reps within reason
             reps[name] = max(1, int(3 * cfg.budget / t))
+    env.settle(*(r.run for r in runners.values()))  # under "auto": the kernels in, chosen
     samples = {name: [] for name in runners}
     cpu = {name: [] for name in runners}  # process CPU time: less hurt by other processes
     order = list(runners)

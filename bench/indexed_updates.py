@@ -9,6 +9,8 @@
     python -m bench.indexed_updates --before   # without them (update_in_place,
                                                # sink_buffer_updates, scatter_into_accumulators,
                                                # the batched X[t] gather): today's baseline
+    python -m bench.indexed_updates --compiler numpy   # scan's compiler: numpy, numba or
+                                                       # auto (default: the library's)
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ import tracemalloc
 import numpy as np
 
 import scanlib as sl
+from bench.env import settle
 from scanlib.ops import structural
+from scanlib.scan.api import default_compiler
 from scanlib.scan import cache
 from scanlib.scan.loop import passes
 
@@ -57,6 +61,20 @@ def measure(fn, reps):
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     return best, peak
+
+
+def interleaved_best(fns, reps):
+    """{key: best seconds} of each fn over reps interleaved rounds, after one warm-up round."""
+    for fn in fns.values():
+        fn()
+    best = dict.fromkeys(fns, float("inf"))
+    for _ in range(reps):
+        for k, fn in fns.items():
+            gc.collect()
+            t = time.perf_counter()
+            fn()
+            best[k] = min(best[k], time.perf_counter() - t)
+    return best
 
 
 def buffer_case(T, as_ys):
@@ -101,12 +119,17 @@ def main(argv=None):
     ap.add_argument("--Ts", default="250,500,1000,2000")
     ap.add_argument("--N", type=int, default=1000)
     ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--compiler", choices=("numpy", "numba", "auto"), default=None)
+    ap.add_argument("--only-index", action="store_true", help="only the X[t] rows")
     args = ap.parse_args(argv)
+    if args.compiler:
+        sl.set_loop_compiler(args.compiler)
     if args.before:
         without_passes()
     print(f"compiler: {'before (passes off)' if args.before else 'with the in-place passes'}")
+    print(f"scan's compiler: {default_compiler()}")
     print(f"{'workload':<34} {'T':>6} {'fwd+bwd ms':>11} {'peak MiB':>9} {'ms/step':>8}")
-    for T in (int(t) for t in args.Ts.split(",")):
+    for T in (int(t) for t in args.Ts.split(",") if not args.only_index):
         for as_ys, name in ((False, f"buf.at[t].set(h) [T,{B},{H}]"),
                             (True, "h as ys (reference)")):
             best, peak = measure(buffer_case(T, as_ys), 1 if args.before and T > 500 else
@@ -114,9 +137,12 @@ def main(argv=None):
             print(f"{name:<34} {T:>6} {best * 1e3:>11.2f} {peak / 2**20:>9.2f} "
                   f"{best * 1e3 / T:>8.4f}")
     N = args.N
+    cases = {by_index: index_case(N, by_index) for by_index in (True, False)}
+    settle(*cases.values())
+    bests = interleaved_best(cases, 1 if args.before else args.reps)
     for by_index, name in ((True, f"c*0.5 + X[t], X [{N},{N}]"), (False, "X as xs (reference)")):
-        best, peak = measure(index_case(N, by_index), 1 if args.before and by_index else
-                             args.reps)
+        _, peak = measure(cases[by_index], 0)
+        best = bests[by_index]
         print(f"{name:<34} {N:>6} {best * 1e3:>11.2f} {peak / 2**20:>9.2f} "
               f"{best * 1e3 / N:>8.4f}")
 

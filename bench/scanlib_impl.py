@@ -6,7 +6,9 @@ scanlib-assoc runs linrec and cumsum as scanlib.associative_scan.
 
 Both differentiate with scanlib.value_and_grad and define the body afresh on every call, as
 inside a training step. scanlib-loop takes xs as a list of per-step arrays, as the other
-loop contenders do (see NOTES.md on xs[t]). Imports scanlib, NumPy and bench's own modules.
+loop contenders do (see NOTES.md on xs[t]). `python -m bench --jit` runs scanlib-scan's and
+scanlib-assoc's value_and_grad under scanlib.jit (JIT). Imports scanlib, NumPy and bench's own
+modules.
 """
 
 from __future__ import annotations
@@ -16,6 +18,9 @@ import types
 
 from .contender import Contender, Runner
 from .workloads import flatten, length, loop_loss, loss, map_tree, split_xs, step
+
+
+JIT = [False]  # set by `python -m bench --jit`
 
 
 def _scanlib():
@@ -81,7 +86,7 @@ def build_loop(wl, inputs, consts, device="cpu"):
 
 def _timed_value_and_grad(f, sl, args, device):
     """The Runner every scanlib contender times: value_and_grad of f on args."""
-    vg = sl.value_and_grad(f)
+    vg = sl.jit(sl.value_and_grad(f)) if JIT[0] else sl.value_and_grad(f)
     return Runner(_synced(lambda: vg(args), device), _to_numpy)
 
 

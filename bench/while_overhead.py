@@ -1,6 +1,10 @@
 """while_loop's cost per step against scan's, side by side in one run:
 
-    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python -m bench.while_overhead [full|quick] [numba]
+    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python -m bench.while_overhead [full|quick] \
+        [numpy|numba|auto] [jit]
+
+(the tier: scan's compiler, and "jit" for scanlib.jit over every timed call; none named: the
+library's default compiler, without jit.)
 
 The cumsum and rnn workloads of bench/workloads.py, each run six ways over the same T steps:
 `scan` as the bench runs it (xs scanned, ys stacked, loss = vdot(ys, P) + vdot(carry, Q));
@@ -91,7 +95,7 @@ def _cpu_time(fn):
     return time.process_time() - t0
 
 
-def measure(name, size):
+def measure(name, size, jit=False):
     wl = BY_NAME[name]
     inputs, consts = make_data(wl, size)
     T = len(inputs["xs"])
@@ -99,18 +103,28 @@ def measure(name, size):
     init, xs = sl.tensor(inputs["init"]), sl.tensor(inputs["xs"])
     fs = contenders(wl.kind, consts, T)
     calls = {}
+    wrap = sl.jit if jit else (lambda f: f)
     for k, f in fs.items():
-        calls[(k, "forward")] = (lambda f=f: f(params, init, xs))
-        vg = sl.value_and_grad(lambda p, h, f=f: f(p, h, xs), argnums=(0, 1))
+        if jit and k == "python-loop":  # its Python while on a traced value cannot be jitted
+            continue
+        fwd = wrap(lambda p, h, f=f: f(p, h, xs))
+        calls[(k, "forward")] = (lambda fwd=fwd: fwd(params, init))
+        vg = wrap(sl.value_and_grad(lambda p, h, f=f: f(p, h, xs), argnums=(0, 1)))
         calls[(k, "fwd+bwd")] = (lambda vg=vg: vg(params, init))
+    fs = {k: f for k, f in fs.items() if (k, "forward") in calls}
+    t0 = time.perf_counter()
     values = {k: float(calls[(k, "forward")]()) for k in fs}
+    t1 = time.perf_counter()
     grads = {k: calls[(k, "fwd+bwd")]()[1] for k in fs}
+    print(f"{name}: the first calls (tracing, compiling) took {t1 - t0:.2f} s forward, "
+          f"{time.perf_counter() - t1:.2f} s fwd+bwd, all contenders")
     for k in fs:  # every contender computes the same loss and gradient
         np.testing.assert_allclose(values[k], values["scan"], rtol=1e-4)
         for a, b in zip(sl.pytree.flatten(grads[k])[0], sl.pytree.flatten(grads["scan"])[0]):
             np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-3, atol=1e-4)
     for c in calls.values():  # warm-up
         c()
+    env.settle(*calls.values())
     times = {key: [] for key in calls}
     for _ in range(ROUNDS[size]):  # interleaved, so drift of the machine hits all alike
         for key, c in calls.items():
@@ -131,10 +145,10 @@ def report(name, T, med):
 
 
 def main(argv):
-    argv = env.loop_compiler_from(argv)
+    argv, jit = env.tier_from(argv)
     size = argv[0] if argv else "full"
     for name in ("cumsum", "rnn"):
-        T, med = measure(name, size)
+        T, med = measure(name, size, jit)
         report(name, T, med)
     return 0
 

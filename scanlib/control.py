@@ -16,7 +16,7 @@ from . import backends, pytree
 from .ops import arange, as_tensor, concatenate
 from .scan import scan
 from .scan.cache import canonical
-from .scan.api import adopt_weak_dtypes
+from .scan.api import adopt_weak_dtypes, default_compiler
 from .scan.primitive import apply_scan, linearized, record_scan
 from .tape import (Tensor, current_builder, enable_grad, grad_enabled,
                    is_differentiable_dtype, no_grad, type_str)
@@ -192,11 +192,14 @@ def while_loop(cond_fun: Callable[[PyTree], Any], body_fun: Callable[[PyTree], P
     loop is a `scan` of its trip count n, whose VJP gives the gradient. With a step counter
     in cond_fun, n is found first by running only the part of the body cond_fun depends on,
     then scan's compiled loop runs the body; when finding n takes most of the body (cond_fun
-    reads the state), one loop finds it and saves what scan's backward reads on the way.
-    Without a gradient the loop's own result is returned. Under
-    `set_loop_compiler("numba")` or "auto" (the default where numba is installed) the loop
-    (not the one that keeps residuals) runs as one numba kernel where every operation has a
-    numba form, giving the NumPy loop's values to rounding (numba's exp and log are not
+    reads the state), one loop finds it and saves what scan's backward reads on the way
+    (unless the loop compiler is numba or "auto" and the step is small enough for its
+    kernels: then the count and the scan run as kernels). That scan and its backward use
+    the loop compiler, as `scan` does. Without a gradient the loop's own result is returned.
+    Under `set_loop_compiler("numba")` or "auto" (the default where numba is installed) the
+    loop (not the one that keeps residuals) runs as one numba kernel where every operation
+    has a numba form and its step is small enough (as a scan's step, where NumPy's loop is
+    the faster), giving the NumPy loop's values to rounding (numba's exp and log are not
     NumPy's); under "auto" once a background process has compiled it.
 
     It works inside a scan body and inside another while_loop too: there the trip count is
@@ -235,14 +238,29 @@ def while_loop(cond_fun: Callable[[PyTree], Any], body_fun: Callable[[PyTree], P
                                                             max_steps)
         return pytree.unflatten(tree, [Tensor(c) for c in as_arrays(carry, body.outvars)])
     counted = counted_carries(cond, body, nc)
-    if _count_costs_a_forward(body, counted):  # then save the residuals as it runs
+    compiler = default_compiler()
+    if _count_costs_a_forward(body, counted) and not _compiled_count(compiler, body, nc):
+        # then save the residuals as it runs
         return pytree.unflatten(tree, _saving_loop(cond, body, init_t, q_values, body_consts,
                                                    max_steps))
     _, n, _ = runner(cond, body, counted)([values[i] for i in counted], q_values, k_values,
                                            max_steps)
     if n == 0:  # Tensors, as every other path returns
         return pytree.unflatten(tree, init_t)
-    return pytree.unflatten(tree, apply_scan(body, init_t, [], body_consts, n, False))
+    return pytree.unflatten(tree, apply_scan(body, init_t, [], body_consts, n, False,
+                                             compiler=compiler))
+
+
+def _compiled_count(compiler, body, nc):
+    """Whether the loop compiler runs the count and then scan's forward as kernels, which
+    together beat the residual-saving loop (Python calling NumPy: it is not compiled) even
+    when the count runs the whole body: numba, and a step small enough for the kernels (as
+    scan's executor decides)."""
+    if compiler == "numpy":
+        return False
+    from .scan.loop.native import numpy_loop_is_faster
+
+    return numpy_loop_is_faster(body.eqns, body.invars[:nc]) is None
 
 
 def _count_costs_a_forward(body, counted):

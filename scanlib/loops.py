@@ -68,8 +68,10 @@ def runner(cond, body, carries, collect=()):
 class _Compiled:
     """The loop as a numba kernel (scan/loop/native_while.py) where every statement has a
     rule and numba's types are proved to be the graph's, else the NumPy loop `numpy_run`
-    (with a NumbaFallbackWarning, once). An error the kernel raises where NumPy's loop raises
-    its own (or none) is left to that loop, which runs the call again."""
+    (with a NumbaFallbackWarning, once); a step of large values, where NumPy is faster
+    (native.numpy_loop_is_faster, as for a scan), runs as the NumPy loop without one. An
+    error the kernel raises where NumPy's loop raises its own (or none) is left to that
+    loop, which runs the call again."""
 
     def __init__(self, cond, body, carries, numpy_run, background=False):
         from .scan.loop import native, native_while
@@ -79,6 +81,12 @@ class _Compiled:
         why = None if background else native.missing()  # (as in scan's executor)
         if why is not None:
             raise ImportError(f"while_loop: {why}")
+        faster = native.numpy_loop_is_faster(cond.eqns + body.eqns,
+                                             [body.invars[i] for i in carries])
+        if faster is not None:  # as scan's executor decides for a scan's step
+            _numba_log.info("while_loop body %r runs as the NumPy loop: %s, where the NumPy "
+                            "loop is faster", body.name, faster)
+            return
         try:
             self.kernel, self.source = native_while.build(cond, body, carries, background)
         except native.Unsupported as e:
@@ -285,8 +293,8 @@ def _tape_while_vjp(cts, inputs, body, nc, nq, n):
     order is the tape's and inputs no path reaches get none, exactly as in the Python loop.
     The cond's constants get none."""
     def run(starts):
-        return apply_scan(body, starts[:nc], [], starts[nc + nq:], n, False) if n else (
-            starts[:nc])
+        return apply_scan(body, starts[:nc], [], starts[nc + nq:], n, False,
+                          compiler=default_compiler()) if n else starts[:nc]
     return vjp_by_replay(run, inputs, cts[:nc], skip=range(nc, nc + nq))
 
 
@@ -345,7 +353,8 @@ def _derivative(xs, body, nc, num_cts, given, create_graph, lanes=False):
         if lanes:
             return replay_lanes(body, init, consts, [True] * len(consts), n._value)
         n = int(backends.to_numpy(n._value))
-        return apply_scan(body, init, [], consts, n, False) if n else list(init)
+        return apply_scan(body, init, [], consts, n, False,
+                          compiler=default_compiler()) if n else list(init)
     ct, primals = xs[:num_cts[0]], xs[num_cts[0]:]
     outs = _derivative(primals, body, nc, num_cts[1:], given[1:], True, lanes)
     pairs = [(o, c) for o, c, g in zip(outs, ct, given[0])

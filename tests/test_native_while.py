@@ -59,13 +59,14 @@ def _outputs(f, args, order):
     return out
 
 
-def check(run, args, order=2, rtol=1e-12, kernels=True):
+def check(run, args, order=2, rtol=1e-12, kernels=True, strict=True):
     """run(loop) -> f(*args): numba's while_loop against the NumPy tier's and the Python
-    loop's, values and gradients; a kernel ran (unless kernels=False)."""
+    loop's, values and gradients; a kernel ran (unless kernels=False); no
+    NumbaFallbackWarning (unless strict=False)."""
     want = _outputs(run(python_while), args, order)
     with compiler("numpy"):
         plain = _outputs(run(sl.while_loop), args, order)
-    with compiler("numba"), kernels_run() if kernels else contextlib.nullcontext():
+    with compiler("numba", strict), kernels_run() if kernels else contextlib.nullcontext():
         got = _outputs(run(sl.while_loop), args, order)
     for ref in (want, plain):
         for a, b in zip(got, ref):
@@ -94,6 +95,54 @@ def test_condition_reading_the_state():
         return f
 
     check(run, (sl.tensor([0.3, 0.5]), sl.tensor(1.4)))
+
+
+@pytest.mark.parametrize("reduce", ["all", "any"])
+def test_all_and_any_in_the_condition(reduce):
+    def run(loop):
+        def f(x, w):
+            def cond(c):
+                t, v = c
+                checks = sl.stack([t < 12, sl.abs(sl.sum(v)) < 1e30])
+                return sl.all(checks) if reduce == "all" else sl.any(checks & (t < 12))
+            return loop(cond, lambda c: (c[0] + 1, sl.sin(c[1]) * w + 0.25 * c[1]),
+                        (sl.tensor(0), x))
+        return f
+
+    check(run, (sl.tensor([0.3, -0.8, 1.1]), sl.tensor(0.9)))
+
+
+@pytest.mark.parametrize("state_cond", [False, True])
+def test_the_gradient_runs_scan_kernels(state_cond):
+    """The scan of the trip count that gives the gradient, and its backward, use the loop
+    compiler as `scan` does; with a cond that reads the state, the count and that scan run
+    as kernels instead of the (NumPy) loop that saves residuals."""
+    def f(x, w):
+        def cond(c):
+            return (c[0] < 15) & (sl.sum(c[1] * c[1]) < 1e6) if state_cond else c[0] < 15
+        c = sl.while_loop(cond, lambda c: (c[0] + 1, sl.tanh(c[1]) * w + 0.1 * c[1]),
+                          (sl.tensor(0), x))
+        return sl.sum(c[1] * c[1])
+
+    args = (sl.tensor([0.3, -0.8, 1.1]), sl.tensor(1.3))
+    want = sl.grad(lambda x, w: _python_f(x, w, state_cond), argnums=(0, 1))(*args)
+    def scan_kernel_calls():  # "kernel calls" counts while_loop kernels' too
+        return native.STATS["kernel calls"] - native.STATS["while_loop kernel calls"]
+
+    for grad in (sl.grad(f, argnums=(0, 1)), sl.jit(sl.grad(f, argnums=(0, 1)))):
+        with compiler("numba"):
+            grad(*args)  # (jit: traced)
+            before = scan_kernel_calls()
+            got = grad(*args)
+            assert scan_kernel_calls() >= before + 2, "the scan and its backward ran no kernel"
+        assert_trees_close(got, want, rtol=1e-12, atol=1e-12)
+
+
+def _python_f(x, w, state_cond):
+    t, v = 0, x
+    while t < 15 and (not state_cond or sl.sum(v * v) < 1e6):
+        t, v = t + 1, sl.tanh(v) * w + 0.1 * v
+    return sl.sum(v * v)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -165,7 +214,10 @@ def test_at_set_of_a_carry():
             return loop(lambda c: c[0] < 4, body, init)[1:]
         return f
 
-    check(run, (sl.tensor([0.5, -0.25]), sl.tensor(1.2)))
+    # The loop is a kernel; the scan of its trip count that gives the gradient is not
+    # (scan's numba loop has no in-place update of a carry), and says so.
+    with pytest.warns(sl.NumbaFallbackWarning, match="scan: .*in-place indexed update"):
+        check(run, (sl.tensor([0.5, -0.25]), sl.tensor(1.2)), strict=False)
 
 
 def test_inside_a_scan_body_and_under_jit():
@@ -231,6 +283,25 @@ def test_a_body_without_a_numba_rule_falls_back_with_a_warning():
                                                        match="while_loop.*sort"):
         got = go()
     assert_trees_close(got, want)
+
+
+def test_a_step_of_large_values_runs_as_the_numpy_loop():
+    """As for a scan: above native.LARGE_STEP elements NumPy's vectorised loop is faster
+    than a kernel's scalar loops, so numba leaves the loop to it (no warning: nothing is
+    missing)."""
+    x = sl.tensor(np.linspace(-1.0, 1.0, native.LARGE_STEP + 1))
+
+    def go():
+        return sl.while_loop(lambda c: c[0] < 5, lambda c: (c[0] + 1, sl.tanh(c[1]) * 1.1),
+                             (sl.tensor(0), x))
+
+    with compiler("numpy"):
+        want = go()
+    before = native.STATS["while_loop kernel calls"]
+    with compiler("numba"):
+        got = go()
+    assert native.STATS["while_loop kernel calls"] == before
+    assert_trees_close(got, want, rtol=0, atol=0)
 
 
 def test_the_numpy_compiler_runs_no_kernel():

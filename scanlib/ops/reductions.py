@@ -246,11 +246,11 @@ def _logical_reduction(name):
                       f"elements where the bool mask `where` is False are left out, as in "
                       f"jnp.{name}.\n\n"
                       f"    >>> sl.{name}(sl.tensor([0.0, 1.0]))\n")
-    return public
+    return prim, public
 
 
-any = _logical_reduction("any")
-all = _logical_reduction("all")
+any_p, any = _logical_reduction("any")
+all_p, all = _logical_reduction("all")
 
 
 # NumPy functions (np.f called on a Tensor, NEP 18) and ufuncs that run these ops; each

@@ -270,7 +270,8 @@ def set_loop_compiler(name: str) -> str:
     set_loop_compiler(old)` restores it. Process-wide; the scans already traced keep theirs.
     The environment variable SCANLIB_LOOP_COMPILER, read when scanlib is imported, sets it
     too. A `while_loop` reads it when it runs: under "numba" or "auto" its loop is one numba
-    kernel where every operation of cond_fun and body_fun has a numba form.
+    kernel where every operation of cond_fun and body_fun has a numba form and its step is
+    small enough (as for a scan).
 
     >>> import scanlib as sl
     >>> old = sl.set_loop_compiler("numpy")  # "auto" is the default

@@ -24,6 +24,7 @@ from ...ops import elementwise as ew
 from ...ops import gathers, prng
 from ...ops import linalg as la
 from ...ops import mathfuncs as mf
+from ...ops import reductions as red
 from ...ops import special as sp
 from ...ops import structural as st
 from ...tape import Literal
@@ -629,6 +630,22 @@ def _max_min(eqn, args, outs):
     if not out.shape:
         return [f"{outs[0]} = {code}[0]"]
     return [f"{outs[0]} = {code}.reshape({tuple(out.shape)})"]
+
+
+@rule(red.all_p, red.any_p)
+def _all_any(eqn, args, outs):
+    """all / any over every axis (a 0-d bool: a scalar in the kernel); x is true where
+    nonzero, NaN included, as in NumPy."""
+    x, which = args[0], eqn.prim.name
+    if eqn.params["keepdims"] and x.shape:
+        raise Unsupported(f"{which} with keepdims")
+    if x.dtype.kind not in "biuf":
+        raise Unsupported(f"{which} of {x.dtype}")
+    if x.scalar:
+        return [f"{outs[0]} = " + (x.code if x.dtype.kind == "b" else f"({x.code} != 0)")]
+    if len(_reduced_axes(eqn, x)) != len(x.shape):
+        raise Unsupported(f"{which} over some of the axes")
+    return [f"{outs[0]} = np.{which}({x.code})"]
 
 
 def _real_float(args, who):
