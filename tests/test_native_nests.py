@@ -3,6 +3,7 @@ where, sums, max and min, and row stores written as `for` loops over scalars. Ea
 agree with the Python loop and the NumPy loop in values, dtypes and gradients (test_numba_loop's
 check), NaN and the sign of zero included, and its kernel must really hold the nests."""
 
+import re
 import types
 
 import numpy as np
@@ -14,6 +15,7 @@ import scanlib as sl
 from scanlib.scan.api import prepare
 from scanlib.scan.executor import compiled
 from scanlib.scan.loop import native
+from scanlib.scan.loop import native_nests as nests
 from test_numba_loop import RNG, _t, check
 
 
@@ -119,6 +121,33 @@ def test_a_batched_matmul_of_more_than_a_nests_work_is_a_nest():
 
     check(f, _t((4, 10)), _t((3, 10)))
     assert "for _k in range(10):" in kernel_source(f, _t((4, 10)), _t((3, 10)))
+
+
+def test_a_steps_temporary_arrays_are_allocated_once_unless_something_outlives_it():
+    def f(c, x):
+        b = sl.tanh(c + x)
+        r = b[0]  # a view of b: b is allocated per step
+        return c * r + b, sl.sum(r)  # the carry's array too: the next step reads it
+
+    check(f, _t((2, 3)), _t((5, 2, 3)))
+    src = kernel_source(f, _t((2, 3)), _t((5, 2, 3))).split("def kernel(")[1]
+    once = re.findall(r"^    (\w+) = np\.empty", src, re.M)
+    per_step = re.findall(r"^        (\w+) = np\.empty", src, re.M)
+    assert len(once) == 2 and len(per_step) == 2
+    assert re.search(rf"^        \w+ = {per_step[0]}\[0\]$", src, re.M)  # the view
+    assert re.search(rf"^        c0 = {per_step[1]}$", src, re.M)  # the carry
+
+
+@pytest.mark.parametrize("use, hoisted", [
+    ("y = a[i, j] + 1.0", True), ("a[i, j] = 2.0", True), ("a[(k // 1) % 2, j] += 1.0", True),
+    ("y = a[0]", False), ("y = a[i, :]", False), ("y = a[None, i]", False),
+    ("y = a[..., i]", False), ("y = f(a)", False), ("y = a.copy()", False), ("y = a", False),
+    ("a = b", False)])
+def test_which_allocations_move_to_the_top(use, hoisted):
+    lines = ["    for t in range(3):", "        a = np.empty((2, 2), np.float64)",
+             f"        {use}"]
+    moved = ["    a = np.empty((2, 2), np.float64)", lines[0], lines[2]]
+    assert nests.hoist_buffers(lines) == (moved if hoisted else lines)
 
 
 def test_complex_elementwise_work_in_nests():

@@ -311,7 +311,7 @@ def kernel_module(params, body_lines, what="kernel"):
         "",
         "@numba.njit(cache=CACHE, nogil=True, error_model='numpy')",
         f"def kernel({', '.join(params)}):",
-        *body_lines, ""])
+        *nests.hoist_buffers(body_lines), ""])
 
 
 class NativeKernel:
