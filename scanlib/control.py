@@ -200,7 +200,11 @@ def while_loop(cond_fun: Callable[[PyTree], Any], body_fun: Callable[[PyTree], P
     loop (not the one that keeps residuals) runs as one numba kernel where every operation
     has a numba form and its step is small enough (as a scan's step, where NumPy's loop is
     the faster), giving the NumPy loop's values to rounding (numba's exp and log are not
-    NumPy's); under "auto" once a background process has compiled it.
+    NumPy's); under "auto" once a background process has compiled it. Its trip count is the
+    kernel's: a cond_fun that depends on such values and lands within a rounding error of
+    its threshold can stop a step earlier or later than NumPy's loop (also between a call,
+    its gradient, whose count may come from a kernel while the body runs as NumPy's loop,
+    and its vmap, which runs NumPy's loop); compiler "numpy" always gives the Python loop's.
 
     It works inside a scan body and inside another while_loop too: there the trip count is
     found anew at every step of the enclosing loop, and the gradient recomputes the inner
