@@ -150,6 +150,14 @@ def test_which_allocations_move_to_the_top(use, hoisted):
     assert nests.hoist_buffers(lines) == (moved if hoisted else lines)
 
 
+def test_allocations_made_once_anyway_or_large_stay_where_they_are():
+    top = ["    a = np.empty((2, 2), np.float64)", "    for t in range(3):",
+           "        y = a[0, 1]"]
+    large = ["    for t in range(3):", "        a = np.empty((40, 40), np.float64)",
+             "        y = a[0, 1]"]
+    assert nests.hoist_buffers(top) == top and nests.hoist_buffers(large) == large
+
+
 def test_complex_elementwise_work_in_nests():
     lam = sl.tensor(np.array([0.9 + 0.1j, 0.5 - 0.4j, -0.3 + 0.8j]))
 
