@@ -378,11 +378,18 @@ def test_a_nested_carry_read_after_a_long_chain_of_operations_compiles():
     def program(scan_fn, W, xs):
         def outer(h, x):
             def inner(c, k):
-                return c * 0.9 + long_chain(c * k) + x, None
+                h = long_chain(c * k)
+                return c * 0.9 + h + x, None  # c read again after the chain
             c, _ = scan_fn(inner, h, sl.arange(2.0), reverse=False)
             return c, None
         h, _ = scan_fn(outer, W, xs)
         return (h * h).sum()
 
-    with little_recursion():
-        check(program, (_t(4), _t((3, 4))))
+    args = (_t(4), _t((3, 4)))
+    want = program(numpy_scan, *args)
+    before = native.STATS["kernel calls"]
+    with little_recursion(), warnings.catch_warnings():
+        warnings.simplefilter("error", sl.NumbaFallbackWarning)
+        got = program(numba_scan, *args)
+    assert native.STATS["kernel calls"] > before
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12)

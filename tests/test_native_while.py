@@ -357,7 +357,8 @@ def test_a_carry_read_after_a_long_chain_of_operations_compiles():
         def f(x):
             def body(c):
                 i, v = c
-                return i + 1, v * 0.9 + long_chain(v)
+                h = long_chain(v)
+                return i + 1, v * 0.9 + h  # v read again after the chain
             return loop(lambda c: c[0] < 3, body, (sl.tensor(0), x))[1]
         return f
 
