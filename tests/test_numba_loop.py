@@ -386,9 +386,11 @@ def test_why_the_numpy_loop_is_faster_names_the_reason():
     # a product alone is BLAS's either way (numba's @ calls it)
     assert native.numpy_loop_is_faster(eqns(lambda a, w: a @ w, np.ones((32, 64)),
                                             np.ones((64, 64)))) is None
-    # ... but a batched one is a loop nest in the kernel
+    # ... but a batched one is a loop nest in the kernel, even where its result is small
     assert "matmul on large values" in native.numpy_loop_is_faster(
         eqns(lambda a, w: a @ w, np.ones((4, 64, 32)), np.ones((4, 32, 16))))
+    assert "matmul on large values" in native.numpy_loop_is_faster(
+        eqns(lambda a, w: a @ w, np.ones((4, 8, 64)), np.ones((4, 64, 8))))
 
 
 def test_a_large_carry_returned_unchanged_does_not_keep_the_numpy_loop():

@@ -79,8 +79,9 @@ def numpy_loop_is_faster(eqns, carries=()):
     work (NumPy's SIMD loops) or NumPy's calls estimated faster than the kernel."""
     values = [v for e in eqns for v in e.outvars] + [v for v in carries if is_var(v)]
     large = max((_size(v) for v in values), default=0)
-    if large <= SMALL_STEP:
-        return None
+    if large <= SMALL_STEP and not any(e.prim.name in _PRODUCTS and _product_work(e) >
+                                       nests.SMALL for e in eqns):
+        return None  # (a batched product's work can be far above its values' size)
     if large > LARGE_STEP:
         return f"its step works on values of {large} elements (more than {LARGE_STEP})"
     for e in eqns:
