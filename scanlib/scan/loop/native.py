@@ -51,11 +51,13 @@ __all__ = ["VIEWS", "Unsupported", "NotProved", "NotReady", "KERNEL_ERRORS", "Na
 # Which loop runs a step of large values (executor.py; fused.py asks the same of a whole
 # body). A kernel's nests are scalar loops: NumPy's vectorised ones over a large value, and
 # BLAS for a product, are faster, but a step of many small NumPy calls pays their fixed cost
-# (about a microsecond each) each step. Between SMALL_STEP and LARGE_STEP elements the
-# choice is an estimate of both (_step_cost). Measured (bench/NOTES.md): an rnn step,
+# (about a microsecond each) each step. Between SMALL_STEP and LARGE_STEP elements, and for
+# a step with a product of more than nests.SMALL multiply-adds, the choice is an estimate of
+# both (_step_cost). Measured (bench/NOTES.md): an rnn step,
 # tanh(h @ W + x) on [40, 40] float64, took 2x as long as a kernel; the CTC port's alpha
 # recursion (about 40 operations on [8, 81] values, a few exp and log) half as long; the PPO
-# port's minibatch step (about 200 operations, the largest values its 64 x 64 weights) 0.9x.
+# port's jitted call, whose minibatch step has 449 operations on values up to its 64 x 64
+# weights, 0.86x (its three bodies as kernels).
 SMALL_STEP = 1024  # elements: up to this, the kernel
 LARGE_STEP = 16384  # elements: above this, the NumPy loop
 # Nanoseconds, measured on an x86-64 with AVX-512 (bench/NOTES.md): a NumPy call's fixed cost
@@ -76,7 +78,8 @@ _PRODUCTS = {"matmul", "einsum", "vdot"}
 def numpy_loop_is_faster(eqns, carries=()):
     """Why a step (its equations, the carries it reads) runs faster as the NumPy loop than
     as a kernel, or None: a value above LARGE_STEP elements; or, above SMALL_STEP, float32
-    work (NumPy's SIMD loops) or NumPy's calls estimated faster than the kernel."""
+    work (NumPy's SIMD loops); or, above SMALL_STEP or with a product of more than
+    nests.SMALL multiply-adds, NumPy's calls estimated faster than the kernel."""
     values = [v for e in eqns for v in e.outvars] + [v for v in carries if is_var(v)]
     large = max((_size(v) for v in values), default=0)
     if large <= SMALL_STEP and not any(e.prim.name in _PRODUCTS and _product_work(e) >
