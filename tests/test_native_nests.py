@@ -125,7 +125,8 @@ def test_a_batched_matmul_of_more_than_a_nests_work_is_a_nest():
 
 def test_a_steps_temporary_arrays_are_allocated_once_unless_something_outlives_it():
     def f(c, x):
-        b = sl.tanh(c + x)
+        a = c + x  # read twice, so an array of its own: allocated once
+        b = sl.tanh(a) * a
         r = b[0]  # a view of b: b is allocated per step
         return c * r + b, sl.sum(r)  # the carry's array too: the next step reads it
 
@@ -133,7 +134,7 @@ def test_a_steps_temporary_arrays_are_allocated_once_unless_something_outlives_i
     src = kernel_source(f, _t((2, 3)), _t((5, 2, 3))).split("def kernel(")[1]
     once = re.findall(r"^    (\w+) = np\.empty", src, re.M)
     per_step = re.findall(r"^        (\w+) = np\.empty", src, re.M)
-    assert len(once) == 2 and len(per_step) == 2
+    assert len(once) == 1 and len(per_step) == 2
     assert re.search(rf"^        \w+ = {per_step[0]}\[0\]$", src, re.M)  # the view
     assert re.search(rf"^        c0 = {per_step[1]}$", src, re.M)  # the carry
 
@@ -172,4 +173,4 @@ def test_complex_elementwise_work_in_nests():
     for g, w in zip(sl.pytree.flatten(got)[0], sl.pytree.flatten(want)[0]):
         assert g.dtype == w.dtype
         np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-13, atol=1e-13)
-    assert "v0_0 = np.empty((2, 3), np.complex128)" in kernel_source(f, init, xs)
+    assert " = np.empty((2, 3), np.complex128)" in kernel_source(f, init, xs)

@@ -41,7 +41,7 @@ from . import native_background
 from . import native_nests as nests
 from .emit import LoopWriter
 from .ir import STEP, is_var
-from .native_rules import VIEWS, Arg, Scope, Unsupported, literal_code, statements
+from .native_rules import VIEWS, Arg, Fusion, Scope, Unsupported, literal_code
 
 __all__ = ["VIEWS", "Unsupported", "NotProved", "NotReady", "KERNEL_ERRORS", "NativeLoop",
            "TierChoice", "deferring_compiles", "build", "available", "missing",
@@ -218,10 +218,13 @@ class _NativeWriter(LoopWriter):
         for i in self.loop_carries:
             names[prog.carry_in[i]] = f"s{i}"
             self.step.append(f"s{i} = c{i}")
-        for n in prog.in_section(STEP):
+        step = prog.in_section(STEP)
+        write = Fusion([prog.eqns[n] for n in step], self._read_elsewhere(step))
+        for n in step:
             eqn = prog.eqns[n]
             args = [Arg(self.ref_step(a), a) for a in eqn.invars]
-            self.step += statements(eqn, args, [names[v] for v in eqn.outvars], self.scope)
+            self.step += write(eqn, args, [names[v] for v in eqn.outvars], self.scope)
+        self.step += write.flush()
         for v, targets in mem.slots.items():
             for target in map(str, targets):
                 shape = tuple(v.shape) if is_var(v) else ()
@@ -233,6 +236,18 @@ class _NativeWriter(LoopWriter):
         # The kernel's carries are its own arrays (numba types one array per variable).
         self.prologue += [f"c{i} = xp.array(c{i}, copy=True)" for i in self.loop_carries
                           if prog.carry_in[i].shape]
+
+    def _read_elsewhere(self, step):
+        """The values a step computes that something besides its equations reads: the body's
+        outputs, the rows stored, the accumulators' terms, other sections' equations."""
+        prog, inside = self.prog, set(step)
+        read = set(prog.graph.outvars) | set(self.mem.slots)
+        for acc in prog.accumulators.values():
+            read.update(acc.how.reads())
+        for n, eqn in enumerate(prog.eqns):
+            if n not in inside:
+                read.update(eqn.invars)
+        return read
 
     def _carry_out(self, i):
         """The next carry i, a fresh array (a view of an input would change its type)."""
@@ -307,7 +322,8 @@ def kernel_module(params, body_lines, what="kernel"):
         "import numpy as np",
         "",
         "from scanlib.scan.loop.native_kernels import _cholesky_stack, _row, _rows_extreme, "
-        "_scatter1, _scatter2, _sigmoid, _softplus, _solve, _solve_stack, _take1, _take2, "
+        "_scatter1, _scatter2, _sigmoid, _sigmoid1, _softplus, _softplus1, _solve, "
+        "_solve_stack, _take1, _take2, "
         "_triangular_solve, _triangular_solve_stack",
         "from scanlib.scan.loop.native_prng import _argmax_rows, _fixed_indices, _prng_bits32, "
         "_prng_bits64, _prng_fold_in, _prng_shuffle, _prng_split, _prng_unit32, _prng_unit64",

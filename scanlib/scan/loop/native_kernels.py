@@ -164,6 +164,23 @@ def _cholesky_stack(a):
     return out
 
 
+# The scalar forms, for the loop nests (native_rules._logistic): `one` is typed as x, so that
+# float32 work stays float32, as NumPy's does (an untyped 1 would make it float64).
+@_jit
+def _sigmoid1(x, one):
+    e = np.exp(-np.abs(x))
+    return e / (one + e) if x < 0 else one / (one + e)
+
+
+@_jit
+def _softplus1(x):
+    """max(x, 0) + log1p(exp(-|x|)) by its two sides (0 + y is y): log1p(exp(x)) where x <= 0
+    (0 at -inf, where max(x, 0) written as x * 0 was NaN), and NaN stays NaN."""
+    if x <= 0:
+        return np.log1p(np.exp(x))
+    return x + np.log1p(np.exp(-x))
+
+
 # float32 first: a ufunc runs the first loop its input casts to safely, and float32 casts to
 # float64 (listed the other way, a float32 sigmoid came back float64 and the kernel failed).
 @numba.vectorize(["float32(float32)", "float64(float64)"], cache=True)
@@ -178,4 +195,4 @@ def _sigmoid(x):
 @numba.vectorize(["float32(float32)", "float64(float64)"], cache=True)
 def _softplus(x):
     """max(x, 0) + log1p(exp(-|x|)): ops.softplus_p's form (NaN stays NaN)."""
-    return (x if x > 0 else x * 0) + np.log1p(np.exp(-np.abs(x)))
+    return _softplus1(x)

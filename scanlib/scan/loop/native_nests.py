@@ -83,14 +83,48 @@ def _position(ndim, index="_i"):
     return ", ".join(f"{index}{a}" for a in range(ndim))
 
 
-def elementwise(name, out, args, codes, expr):
-    """Lines computing var `out` into `name`: `expr(element codes)` at every position."""
-    lines, names = _bound(name, args, codes)
+def elementwise(name, out, args, codes, expr, fuse=False):
+    """Lines computing var `out` into `name`: `expr(element codes)` at every position; with
+    `fuse`, that work as a Fused, for the nest of the operation that reads it. An operand
+    whose `fused` is set is such work: computed here, element by element, not read."""
     shape = tuple(out.shape)
-    elems = [element(c, tuple(a.shape), shape) for a, c in zip(args, names)]
-    lines.append(f"{name} = np.empty({shape}, {_dtype(out.dtype)})")
-    return lines + loops(shape, [f"{name}{ELEMENT} = {expr(elems)}",
-                                 f"{name}[{_position(len(shape))}] = {name}{ELEMENT}"])
+    before, body, elems = [], [], []
+    for k, (a, code) in enumerate(zip(args, codes)):
+        fused = getattr(a, "fused", None)
+        if fused is not None:
+            before += fused.before
+            body += fused.body
+            elems.append(fused.element)
+            fused.taken = True
+            continue
+        if a.shape and not _NAME.match(code):
+            before.append(f"{name}_a{k} = {code}")
+            code = f"{name}_a{k}"
+        elems.append(element(code, tuple(a.shape), shape))
+    body.append(f"{name}{ELEMENT} = {expr(elems)}")
+    work = Fused(name, out, before, body)
+    return work if fuse else work.lines()
+
+
+class Fused:
+    """Elementwise work written into the nest of the one operation that reads it, an
+    operation of its shape, instead of into an array of its own: `before` the nest (its
+    operands bound to names), `body` inside it (ending in `element`). Each element is the same
+    scalar arithmetic on the same operands as its own nest computes, in one loop instead of
+    two, without the array between them (on a step of a few thousand elements, each such
+    array cost about a microsecond). `lines()` writes it as its own nest, for a reader that
+    cannot take it."""
+
+    def __init__(self, name, out, before, body):
+        self.name, self.shape, self.dtype = name, tuple(out.shape), out.dtype
+        self.before, self.body = before, body
+        self.element = f"{name}{ELEMENT}"
+        self.taken = False  # set by the reader's nest
+
+    def lines(self):
+        at = _position(len(self.shape))
+        return self.before + [f"{self.name} = np.empty({self.shape}, {_dtype(self.dtype)})"] \
+            + loops(self.shape, self.body + [f"{self.name}[{at}] = {self.element}"])
 
 
 def reduction(name, out, x, code, axes, which):

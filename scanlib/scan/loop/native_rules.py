@@ -45,9 +45,10 @@ class Unsupported(Exception):
 class Arg:
     """One input of an equation as the kernel reads it: its code, shape and dtype."""
 
-    __slots__ = ("code", "shape", "dtype", "literal", "value")
+    __slots__ = ("code", "shape", "dtype", "literal", "value", "fused")
 
     def __init__(self, code, v):
+        self.fused = None  # a nests.Fused: computed in the reader's nest (Fusion)
         self.literal = isinstance(v, Literal)
         self.value = v.value if self.literal else None
         self.code = literal_code(v.value, None) if self.literal else code
@@ -114,16 +115,21 @@ def index_code(index):
 # --- the rules ----------------------------------------------------------------------------------
 RULES = {}
 SCOPED = set()  # primitives whose rule takes the scope too (a graph inside: its scans)
+FUSIBLE = set()  # primitives whose rule writes elementwise nests (Fusion)
 
 
-def rule(*prims, scoped=False):
+def rule(*prims, scoped=False, fusible=False):
     """Registers fn(eqn, args, outs) as the rule of prims, fn(eqn, args, outs, scope) where
-    `scoped`: a primitive holding a graph whose scans the scope writes."""
+    `scoped`: a primitive holding a graph whose scans the scope writes; fn(eqn, args, outs,
+    fuse) where `fusible`: a rule that writes its work as an elementwise nest (when it does),
+    and takes operands fused into it (Arg.fused) there."""
     def register(fn):
         for p in prims:
             RULES[p] = fn
             if scoped:
                 SCOPED.add(p)
+            if fusible:
+                FUSIBLE.add(p)
         return fn
     return register
 
@@ -151,7 +157,7 @@ _INTEGER_DIFFERENT = {"power"}
 _TIES = {"maximum": ">", "minimum": "<"}  # written as NumPy picks at a tie (elementwise)
 
 
-def elementwise(eqn, args, outs):
+def elementwise(eqn, args, outs, fuse=False):
     """An elementwise primitive as an operator or a NumPy ufunc (numba compiles both, on
     scalars and arrays), or None when it has neither."""
     prim, out = eqn.prim, eqn.outvars[0]
@@ -182,21 +188,21 @@ def elementwise(eqn, args, outs):
         else:
             def expr(c):
                 return f"np.{name}({', '.join(c)})"
-    return _elementwise_lines(outs[0], out, args, operands(args, out.dtype), expr)
+    return _elementwise_lines(outs[0], out, args, operands(args, out.dtype), expr, fuse)
 
 
-@rule(ew.relu_p)
-def _relu(eqn, args, outs):
+@rule(ew.relu_p, fusible=True)
+def _relu(eqn, args, outs, fuse=False):
     """relu as the maximum(x, 0) it computes (the same nest, NumPy's pick at a tie)."""
     as_maximum = Eqn(ew.maximum, [eqn.invars[0], Literal(0)], {}, eqn.outvars)
-    return elementwise(as_maximum, [args[0], Arg(None, Literal(0))], outs)
+    return elementwise(as_maximum, [args[0], Arg(None, Literal(0))], outs, fuse)
 
 
-def _elementwise_lines(name, out, args, code, expr):
-    """`name = expr(code)`: on arrays of float work a loop nest (native_nests.py), else one
-    NumPy-in-numba call."""
+def _elementwise_lines(name, out, args, code, expr, fuse=False):
+    """`name = expr(code)`: on arrays of float work a loop nest (native_nests.py; with
+    `fuse`, a nests.Fused), else one NumPy-in-numba call."""
     if nests.nestable(out, args):
-        return nests.elementwise(name, out, args, code, expr)
+        return nests.elementwise(name, out, args, code, expr, fuse)
     if not out.shape and out.dtype.kind in "iu" and out.dtype.itemsize < 8:
         # numba computes integer scalars in 64 bits (int32 + int32 is int64); the cast
         # wraps as NumPy's narrower integers do
@@ -209,18 +215,26 @@ def _identity(eqn, args, outs):
     return [f"{outs[0]} = {args[0].code}"]
 
 
-@rule(ew.sigmoid, ew.softplus_grad_p)
-def _sigmoid(eqn, args, outs):
-    if args[0].dtype.kind != "f":
-        raise Unsupported(f"sigmoid of {args[0].dtype}")
-    return [f"{outs[0]} = _sigmoid({args[0].code})"]
+@rule(ew.sigmoid, ew.softplus_grad_p, fusible=True)
+def _sigmoid(eqn, args, outs, fuse=False):
+    one = literal_code(1.0, args[0].dtype)  # typed: float32 stays float32, as in NumPy
+    return _logistic(eqn, args, outs, fuse, "sigmoid", lambda e: f"_sigmoid1({e}, {one})")
 
 
-@rule(ew.softplus_p)
-def _softplus(eqn, args, outs):
-    if args[0].dtype.kind != "f":
-        raise Unsupported(f"softplus of {args[0].dtype}")
-    return [f"{outs[0]} = _softplus({args[0].code})"]
+@rule(ew.softplus_p, fusible=True)
+def _softplus(eqn, args, outs, fuse=False):
+    return _logistic(eqn, args, outs, fuse, "softplus", lambda e: f"_softplus1({e})")
+
+
+def _logistic(eqn, args, outs, fuse, name, scalar):
+    """sigmoid or softplus: on a float array a nest of native_kernels' scalar function of
+    that name, else its vectorized form."""
+    x, out = args[0], eqn.outvars[0]
+    if x.dtype.kind != "f":
+        raise Unsupported(f"{name} of {x.dtype}")
+    if not nests.nestable(out, args):
+        return [f"{outs[0]} = _{name}({x.code})"]
+    return _elementwise_lines(outs[0], out, args, [x.code], lambda e: scalar(e[0]), fuse)
 
 
 @rule(mf.sinc_maclaurin_p)
@@ -238,8 +252,8 @@ def _rsqrt(eqn, args, outs):
     return [f"{outs[0]} = np.reciprocal(np.sqrt({args[0].code}))"]
 
 
-@rule(ew.where)
-def _where(eqn, args, outs):
+@rule(ew.where, fusible=True)
+def _where(eqn, args, outs, fuse=False):
     out = eqn.outvars[0]
     c, a, b = args
     codes = [c.code] + [literal_code(x.value, out.dtype) if x.literal else x.code for x in (a, b)]
@@ -248,7 +262,7 @@ def _where(eqn, args, outs):
         return [f"{outs[0]} = {t}({codes[1]}) if {codes[0]} else {t}({codes[2]})"]
     if c.dtype.kind == "b" and nests.nestable(out, [a, b]):
         return nests.elementwise(outs[0], out, args, codes,
-                                 lambda e: f"{t}({e[1]}) if {e[0]} else {t}({e[2]})")
+                                 lambda e: f"{t}({e[1]}) if {e[0]} else {t}({e[2]})", fuse)
     return [f"{outs[0]} = np.where({', '.join(codes)})"]
 
 
@@ -850,21 +864,80 @@ def _fixed_indices(eqn, args, outs):
             f"{size}, {_INDEX_MODES[mode]}).reshape({tuple(idx.shape)})"]
 
 
-def statements(eqn, args, outs, scope=None):
+def statements(eqn, args, outs, scope=None, fuse=False):
     """The kernel statements computing one equation into the names `outs`; a nested scan
-    needs the `scope` that names the values of its loop (without one it is Unsupported)."""
+    needs the `scope` that names the values of its loop (without one it is Unsupported).
+    With `fuse`, a fusible rule's nest comes back as a nests.Fused (Fusion)."""
     if _is_scan(eqn) or _is_while(eqn):
         if scope is None:
             raise Unsupported(f"{eqn.prim.name} (no numba rule)")
         return (scope.scan if _is_scan(eqn) else scope.while_loop)(eqn, args, outs)
     fn = RULES.get(eqn.prim)
     if fn is None:
-        lines = elementwise(eqn, args, outs)
+        lines = elementwise(eqn, args, outs, fuse)
+    elif eqn.prim in FUSIBLE:
+        lines = fn(eqn, args, outs, fuse)
     else:
         lines = fn(eqn, args, outs, scope) if eqn.prim in SCOPED else fn(eqn, args, outs)
     if lines is None:
         raise Unsupported(f"{eqn.prim.name} (no numba rule)")
     return lines
+
+
+def _fusible(eqn):
+    return not (_is_scan(eqn) or _is_while(eqn)) and len(eqn.outvars) == 1 and \
+        (eqn.prim not in RULES or eqn.prim in FUSIBLE)
+
+
+class Fusion:
+    """Writes one graph's equations (in order, through `statements`), each elementwise value
+    that exactly one equation reads, an elementwise one of its shape, computed in that
+    reader's nest instead of in an array of its own (nests.Fused). `eqns`: the graph's
+    equations; `kept`: values read anywhere else (the graph's outputs, stored rows), never
+    fused. Delaying the work to its reader is exact: every kernel name is assigned once in
+    a step (a carry only at its end), and no statement writes into an array it did not
+    make, so the operands still hold their values there. Work whose reader cannot take it
+    (not a nest after all) is written as its own nest just before that reader; `flush` writes
+    what no equation here read."""
+
+    def __init__(self, eqns, kept):
+        uses = {}
+        for e in eqns:
+            for v in e.invars:
+                if not isinstance(v, Literal):
+                    uses[v] = uses.get(v, 0) + 1
+        kept = set(kept)
+        self.once = {v for v, k in uses.items() if k == 1 and v not in kept}
+        self.pending = {}  # var -> nests.Fused, in the order made
+
+    def __call__(self, eqn, args, outs, scope=None):
+        lines = []
+        takes = _fusible(eqn)
+        for a, v in zip(args, eqn.invars):
+            work = None if a.literal else self.pending.pop(v, None)
+            if work is None:
+                continue
+            if takes and tuple(v.shape) == tuple(eqn.outvars[0].shape):
+                a.fused = work
+            else:
+                lines += work.lines()
+        fuse = takes and eqn.outvars[0] in self.once
+        out = statements(eqn, args, outs, scope, fuse)
+        if any(a.fused is not None and not a.fused.taken for a in args):
+            for a in args:  # the rule wrote no nest: each fused operand apart, and again
+                if a.fused is not None:
+                    lines += a.fused.lines()
+                    a.fused = None
+            out = statements(eqn, args, outs, scope, fuse)
+        if isinstance(out, nests.Fused):
+            self.pending[eqn.outvars[0]] = out
+            return lines
+        return lines + out
+
+    def flush(self):
+        lines = [s for work in self.pending.values() for s in work.lines()]
+        self.pending.clear()
+        return lines
 
 
 # --- a scan inside the kernel: the loop that defines it -----------------------------------------
@@ -919,13 +992,15 @@ class Scope:
         env = dict(zip(graph.invars, in_codes))
         env.update(zip(graph.constvars, const_codes))
         fresh, lines = set(), []
+        write = Fusion(graph.eqns, graph.outvars)
         for eqn in graph.eqns:
             args = [Arg(None if isinstance(a, Literal) else env[a], a) for a in eqn.invars]
             outs = [self.new(v) for v in eqn.outvars]
-            lines += [indent + s for s in statements(eqn, args, outs, self)]
+            lines += [indent + s for s in write(eqn, args, outs, self)]
             if eqn.prim.name not in VIEWS:
                 fresh.update(outs)
             env.update(zip(eqn.outvars, outs))
+        lines += [indent + s for s in write.flush()]
         return lines, [(v, True) if isinstance(v, Literal) else (env[v], env[v] in fresh)
                        for v in graph.outvars]
 

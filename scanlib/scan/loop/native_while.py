@@ -19,7 +19,7 @@ import numpy as np
 from ...tape import Literal
 from ...tape.graph import used_vars
 from .native import STATS, VIEWS, kernel_module, new_kernel
-from .native_rules import Arg, Unsupported, literal_code, statements
+from .native_rules import Arg, Fusion, Unsupported, literal_code
 
 __all__ = ["build", "TooManySteps"]
 
@@ -83,8 +83,9 @@ class _Writer:
         return self.names[v]
 
     def _statements(self, graph, outvars, tag, produced):
-        lines = []
-        for n, eqn in enumerate(used_vars(graph.eqns, outvars)[0]):
+        lines, eqns = [], used_vars(graph.eqns, outvars)[0]
+        write = Fusion(eqns, outvars)
+        for n, eqn in enumerate(eqns):
             outs = []
             for j, v in enumerate(eqn.outvars):
                 self.names[v] = name = f"{tag}{n}_{j}"
@@ -93,8 +94,8 @@ class _Writer:
                 outs.append(name)
             args = [Arg(None if isinstance(a, Literal) else self.names[a], a)
                     for a in eqn.invars]
-            lines += statements(eqn, args, outs)
-        return lines
+            lines += write(eqn, args, outs)
+        return lines + write.flush()
 
     def _carry_out(self, v, like, produced):
         """The next carry: a fresh array (numba gives a variable one type; a view, an input
