@@ -174,3 +174,63 @@ def test_complex_elementwise_work_in_nests():
         assert g.dtype == w.dtype
         np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-13, atol=1e-13)
     assert " = np.empty((2, 3), np.complex128)" in kernel_source(f, init, xs)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_elementwise_work_is_computed_in_its_one_readers_nest(dtype):
+    W = _t((3, 3), dtype, scale=0.5)
+    rtol = 1e-5 if dtype == "float32" else 1e-10
+
+    def f(c, x):  # c [2, 3], x [2, 3]
+        a = sl.tanh(c * 0.5 + x)  # two products fused into tanh, tanh into the next
+        b = a * 2.0 - 1.0  # read twice: an array of its own
+        u = (b + 1.0) @ W  # a product reads it: its own nest, written before the product
+        v = sl.sum(sl.exp(b))  # a reduction reads it: the same
+        w = sl.where(b > 0, b, -b) + x[0]  # a broadcast operand; where fused into the add
+        return w * 0.5, (u, v, sl.softplus(-w), sl.sigmoid(w))
+
+    check(f, _t((2, 3), dtype), _t((6, 2, 3), dtype), rtol=rtol)
+    check(f, _t((2, 3), dtype), _t((6, 2, 3), dtype), reverse=True, rtol=rtol)
+    src = kernel_source(f, _t((2, 3), dtype), _t((6, 2, 3), dtype))
+    nest = src.split("np.tanh(")[0].rsplit("for _i0", 1)[1]  # tanh's loop
+    assert nest.count("_e = ") == 3  # c * 0.5, its sum with x and tanh, in one loop
+
+
+def test_a_fused_operand_whose_reader_writes_no_nest_is_written_apart():
+    # float32 with float64 (a float64 result): no nest, so the fused operand is computed
+    # into an array of its own before it
+    y = _t((2, 3))
+
+    def f(c, x):  # c, x float32
+        a = sl.exp(c * x)
+        return c * 0.5, a + y
+
+    check(f, _t((2, 3), "float32"), _t((5, 2, 3), "float32"), rtol=1e-6)
+
+
+def test_sigmoid_and_softplus_of_a_value_and_its_negations_share_one_exp():
+    def f(c, x):
+        z = c * x
+        ll = sl.softplus(z) * 0.3 - sl.softplus(-z)  # a logistic regression's terms
+        g = sl.sigmoid(z) - sl.sigmoid(-(-(-z)))
+        return c + 0.1 * g + sl.sigmoid(c), ll
+
+    check(f, _t((2, 3)), _t((5, 2, 3)))
+    body = kernel_source(f, _t((2, 3)), _t((5, 2, 3))).split("def kernel(")[1]
+    assert body.count("np.exp(-np.abs(") == 1 and body.count("_sigmoid1(") == 1  # sigmoid(c)
+    assert body.count("_sigmoid_from(") == 2
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_softplus_and_sigmoid_at_infinities_nan_and_signed_zeros(dtype):
+    edge = np.array([-np.inf, -800.0, -1.0, -0.0, 0.0, 1.0, 800.0, np.inf, np.nan], dtype)
+
+    def f(c, x):  # softplus(-inf) is 0 (it was NaN in the kernel)
+        return c, (sl.softplus(x), sl.softplus(-x), sl.sigmoid(x), sl.sigmoid(-x))
+
+    with np.errstate(over="ignore"):
+        got = sl.scan(f, sl.tensor(0.0), sl.tensor(np.tile(edge, (3, 1))), compiler="numba")
+        want = sl.scan(f, sl.tensor(0.0), sl.tensor(np.tile(edge, (3, 1))))
+    for g, w in zip(got[1], want[1]):
+        assert g.dtype == w.dtype
+        np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-6, atol=0)

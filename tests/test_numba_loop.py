@@ -393,6 +393,18 @@ def test_why_the_numpy_loop_is_faster_names_the_reason():
         eqns(lambda a, w: a @ w, np.ones((4, 8, 64)), np.ones((4, 64, 8))))
 
 
+def test_the_estimate_counts_shared_logistic_work_once():
+    # a logistic regression's log-likelihood and its gradient: four sigmoid and softplus of
+    # z and -z, whose kernel computes exp(-|z|) once (native_rules.Fusion)
+    def loglik(z):
+        return sl.softplus(z) + sl.softplus(-z) + sl.sigmoid(z) - sl.sigmoid(-(-z))
+
+    mid = np.ones((4, 500))
+    assert "estimated" in native.numpy_loop_is_faster(
+        sl.make_graph(lambda z: sl.exp(z) + sl.log(z) + sl.tanh(z) + sl.sin(z))(mid).eqns)
+    assert native.numpy_loop_is_faster(sl.make_graph(loglik)(mid).eqns) is None
+
+
 def test_a_large_carry_returned_unchanged_does_not_keep_the_numpy_loop():
     # a rollout carries the model's parameters through unchanged: they are read per step,
     # like a closed-over value, and the step's own values are small

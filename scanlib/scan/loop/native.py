@@ -41,7 +41,7 @@ from . import native_background
 from . import native_nests as nests
 from .emit import LoopWriter
 from .ir import STEP, is_var
-from .native_rules import VIEWS, Arg, Fusion, Scope, Unsupported, literal_code
+from .native_rules import VIEWS, Arg, Fusion, Scope, Unsupported, literal_code, logistic_chains
 
 __all__ = ["VIEWS", "Unsupported", "NotProved", "NotReady", "KERNEL_ERRORS", "NativeLoop",
            "TierChoice", "deferring_compiles", "build", "available", "missing",
@@ -103,8 +103,15 @@ def numpy_loop_is_faster(eqns, carries=()):
 
 
 def _step_cost(eqns):
-    """(NumPy's, the kernel's) estimated nanoseconds for one step of these equations."""
+    """(NumPy's, the kernel's) estimated nanoseconds for one step of these equations. A
+    kernel computes exp(-|x|) once for every sigmoid and softplus of x and of its negations
+    (native_rules.Fusion): after the first of them, each is arithmetic there."""
     numpy_ns = kernel_ns = 0.0
+    shared, seen = set(), set()
+    for e, chain in logistic_chains(eqns):
+        if chain[-1] in seen:
+            shared.add(id(e))
+        seen.add(chain[-1])
     for e in eqns:
         numpy_ns += NUMPY_CALL_NS
         if e.prim.name in _PRODUCTS:
@@ -116,7 +123,7 @@ def _step_cost(eqns):
             continue
         kind = "transcendental" if e.prim.name in TRANSCENDENTAL else "arithmetic"
         numpy_ns += _elements(e) * NUMPY_NS[kind]
-        kernel_ns += _elements(e) * KERNEL_NS[kind]
+        kernel_ns += _elements(e) * KERNEL_NS["arithmetic" if id(e) in shared else kind]
     return numpy_ns, kernel_ns
 
 
@@ -322,8 +329,8 @@ def kernel_module(params, body_lines, what="kernel"):
         "import numpy as np",
         "",
         "from scanlib.scan.loop.native_kernels import _cholesky_stack, _row, _rows_extreme, "
-        "_scatter1, _scatter2, _sigmoid, _sigmoid1, _softplus, _softplus1, _solve, "
-        "_solve_stack, _take1, _take2, "
+        "_scatter1, _scatter2, _sigmoid, _sigmoid1, _sigmoid_from, _softplus, _softplus1, "
+        "_softplus_from, _solve, _solve_stack, _take1, _take2, "
         "_triangular_solve, _triangular_solve_stack",
         "from scanlib.scan.loop.native_prng import _argmax_rows, _fixed_indices, _prng_bits32, "
         "_prng_bits64, _prng_fold_in, _prng_shuffle, _prng_split, _prng_unit32, _prng_unit64",

@@ -166,19 +166,28 @@ def _cholesky_stack(a):
 
 # The scalar forms, for the loop nests (native_rules._logistic): `one` is typed as x, so that
 # float32 work stays float32, as NumPy's does (an untyped 1 would make it float64).
+# The `_from` forms take e = exp(-|x|) (and l = log1p(e)) computed once for x and its
+# negations (native_rules.Fusion): the same arithmetic.
 @_jit
-def _sigmoid1(x, one):
-    e = np.exp(-np.abs(x))
+def _sigmoid_from(x, e, one):
     return e / (one + e) if x < 0 else one / (one + e)
 
 
 @_jit
+def _sigmoid1(x, one):
+    return _sigmoid_from(x, np.exp(-np.abs(x)), one)
+
+
+@_jit
+def _softplus_from(x, l):
+    """max(x, 0) + l by its two sides (0 + l is l): NaN stays NaN, and -inf gives l (0),
+    where max(x, 0) written as x * 0 gave NaN."""
+    return l if x <= 0 else x + l
+
+
+@_jit
 def _softplus1(x):
-    """max(x, 0) + log1p(exp(-|x|)) by its two sides (0 + y is y): log1p(exp(x)) where x <= 0
-    (0 at -inf, where max(x, 0) written as x * 0 was NaN), and NaN stays NaN."""
-    if x <= 0:
-        return np.log1p(np.exp(x))
-    return x + np.log1p(np.exp(-x))
+    return _softplus_from(x, np.log1p(np.exp(-np.abs(x))))
 
 
 # float32 first: a ufunc runs the first loop its input casts to safely, and float32 casts to

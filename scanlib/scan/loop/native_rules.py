@@ -45,10 +45,11 @@ class Unsupported(Exception):
 class Arg:
     """One input of an equation as the kernel reads it: its code, shape and dtype."""
 
-    __slots__ = ("code", "shape", "dtype", "literal", "value", "fused")
+    __slots__ = ("code", "shape", "dtype", "literal", "value", "fused", "exp")
 
     def __init__(self, code, v):
         self.fused = None  # a nests.Fused: computed in the reader's nest (Fusion)
+        self.exp = None  # names of arrays exp(-|x|), log1p of it, where Fusion shares them
         self.literal = isinstance(v, Literal)
         self.value = v.value if self.literal else None
         self.code = literal_code(v.value, None) if self.literal else code
@@ -215,26 +216,29 @@ def _identity(eqn, args, outs):
     return [f"{outs[0]} = {args[0].code}"]
 
 
-@rule(ew.sigmoid, ew.softplus_grad_p, fusible=True)
-def _sigmoid(eqn, args, outs, fuse=False):
-    one = literal_code(1.0, args[0].dtype)  # typed: float32 stays float32, as in NumPy
-    return _logistic(eqn, args, outs, fuse, "sigmoid", lambda e: f"_sigmoid1({e}, {one})")
+LOGISTIC = (ew.sigmoid, ew.softplus_grad_p, ew.softplus_p)
 
 
-@rule(ew.softplus_p, fusible=True)
-def _softplus(eqn, args, outs, fuse=False):
-    return _logistic(eqn, args, outs, fuse, "softplus", lambda e: f"_softplus1({e})")
-
-
-def _logistic(eqn, args, outs, fuse, name, scalar):
-    """sigmoid or softplus: on a float array a nest of native_kernels' scalar function of
-    that name, else its vectorized form."""
+@rule(*LOGISTIC, fusible=True)
+def _logistic(eqn, args, outs, fuse=False):
+    """sigmoid (softplus' derivative too) and softplus: on a float array a nest of
+    native_kernels' scalar functions, from exp(-|x|) and its log1p where Fusion has them
+    (`x.exp`), else the vectorized function."""
     x, out = args[0], eqn.outvars[0]
+    name = "softplus" if eqn.prim is ew.softplus_p else "sigmoid"
     if x.dtype.kind != "f":
         raise Unsupported(f"{name} of {x.dtype}")
     if not nests.nestable(out, args):
         return [f"{outs[0]} = _{name}({x.code})"]
-    return _elementwise_lines(outs[0], out, args, [x.code], lambda e: scalar(e[0]), fuse)
+    one = literal_code(1.0, x.dtype)  # typed: float32 stays float32, as in NumPy
+    if x.exp is None:
+        scalar = f"_sigmoid1({{}}, {one})" if name == "sigmoid" else "_softplus1({})"
+        return _elementwise_lines(outs[0], out, args, [x.code],
+                                  lambda e: scalar.format(e[0]), fuse)
+    shared = Arg(x.exp[name == "softplus"], eqn.invars[0])
+    scalar = f"_sigmoid_from({{}}, {{}}, {one})" if name == "sigmoid" else "_softplus_from({}, {})"
+    return _elementwise_lines(outs[0], out, [x, shared], [x.code, shared.code],
+                              lambda e: scalar.format(*e), fuse)
 
 
 @rule(mf.sinc_maclaurin_p)
@@ -889,6 +893,22 @@ def _fusible(eqn):
         (eqn.prim not in RULES or eqn.prim in FUSIBLE)
 
 
+def logistic_chains(eqns):
+    """(equation, chain) for each sigmoid and softplus of a float array in `eqns`: the chain
+    its input x, the value x negates, the value that negates, ... (Fusion shares exp(-|x|)
+    along it)."""
+    negated = {e.outvars[0]: e.invars[0] for e in eqns
+               if e.prim is ew.neg and not isinstance(e.invars[0], Literal)}
+    for e in eqns:
+        x = e.invars[0] if e.prim in LOGISTIC else None
+        if x is None or isinstance(x, Literal) or x.dtype.kind != "f" or not x.shape:
+            continue
+        chain = [x]
+        while chain[-1] in negated:
+            chain.append(negated[chain[-1]])
+        yield e, chain
+
+
 class Fusion:
     """Writes one graph's equations (in order, through `statements`), each elementwise value
     that exactly one equation reads, an elementwise one of its shape, computed in that
@@ -909,9 +929,35 @@ class Fusion:
         kept = set(kept)
         self.once = {v for v, k in uses.items() if k == 1 and v not in kept}
         self.pending = {}  # var -> nests.Fused, in the order made
+        self._logistic_sources(eqns)
+
+    def _logistic_sources(self, eqns):
+        """sigmoid and softplus of a value and of its negations (a logistic regression's
+        log-likelihood and its gradient: softplus(z), softplus(-z), sigmoid(z), sigmoid(-z))
+        each compute exp(-|x|), the same for x and -x, and softplus its log1p: where two or
+        more read one source, both are computed once, into arrays (`self.exp`), and each
+        reads them (native_kernels' `_from` forms, the same arithmetic). The source: the
+        first value of x's chain of negations that has an array of its own (not fused into
+        its one reader), which the sharing reads."""
+        self.source, count = {}, {}
+        for e, chain in logistic_chains(eqns):
+            held = [v for v in chain if v not in self.once]
+            if held:
+                self.source[e.invars[0]] = held[-1]
+                count[held[-1]] = count.get(held[-1], 0) + 1
+        self.source = {v: x for v, x in self.source.items() if count[x] > 1}
+        self.exp = {}  # source -> (exp array's name, log1p array's name)
+        self.code = {}  # var -> its code, as read by an equation written so far
 
     def __call__(self, eqn, args, outs, scope=None):
         lines = []
+        for a, v in zip(args, eqn.invars):
+            if not a.literal and a.fused is None and v not in self.pending:
+                self.code.setdefault(v, a.code)
+        if eqn.prim in LOGISTIC and eqn.invars[0] in self.source:
+            x = self.source[eqn.invars[0]]
+            lines += self._share(x, outs[0], eqn.prim is ew.softplus_p)
+            args[0].exp = tuple(self.exp[x])
         takes = _fusible(eqn)
         for a, v in zip(args, eqn.invars):
             work = None if a.literal else self.pending.pop(v, None)
@@ -933,6 +979,22 @@ class Fusion:
             self.pending[eqn.outvars[0]] = out
             return lines
         return lines + out
+
+    def _share(self, x, name, log1p):
+        """The lines computing exp(-|x|) into an array, and (`log1p`) its log1p, where not yet
+        written."""
+        lines = []
+        if x not in self.exp:
+            self.exp[x] = [f"{name}_x", None]
+            src = Arg(self.code[x], x)
+            lines += nests.elementwise(f"{name}_x", x, [src], [src.code],
+                                       lambda c: f"np.exp(-np.abs({c[0]}))")
+        e = self.exp[x][0]
+        if log1p and self.exp[x][1] is None:
+            self.exp[x][1] = f"{name}_l"
+            lines += nests.elementwise(f"{name}_l", x, [Arg(e, x)], [e],
+                                       lambda c: f"np.log1p({c[0]})")
+        return lines
 
     def flush(self):
         lines = [s for work in self.pending.values() for s in work.lines()]
