@@ -116,6 +116,9 @@ VOCAB = 5  # rows of the embedding E that integer xs index
 MORE_UNARY = {
     "clip": lambda a: sl.clip(a, -0.5, 0.5),
     "softplus": sl.softplus,
+    # a logistic regression's terms: sigmoid and softplus of a value and of its negation,
+    # which a numba kernel computes from one exp(-|a|) (softplus(a) - softplus(-a) is a)
+    "logistic": lambda a: sl.sigmoid(-a) + 0.1 * (sl.softplus(a) - sl.softplus(-a)),
     "abs": sl.abs,
     "rational": lambda a: a / (1.0 + a * a),
     "cube": lambda a: a ** 3,
