@@ -212,7 +212,7 @@ def test_sigmoid_and_softplus_of_a_value_and_its_negations_share_one_exp():
     def f(c, x):
         z = c * x
         ll = sl.softplus(z) * 0.3 - sl.softplus(-z)  # a logistic regression's terms
-        g = sl.sigmoid(z) - sl.sigmoid(-(-(-z)))
+        g = sl.sigmoid(z) - sl.sigmoid(sl.negative(sl.negative(-z)))
         return c + 0.1 * g + sl.sigmoid(c), ll
 
     check(f, _t((2, 3)), _t((5, 2, 3)))

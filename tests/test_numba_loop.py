@@ -397,7 +397,7 @@ def test_the_estimate_counts_shared_logistic_work_once():
     # a logistic regression's log-likelihood and its gradient: four sigmoid and softplus of
     # z and -z, whose kernel computes exp(-|z|) once (native_rules.Fusion)
     def loglik(z):
-        return sl.softplus(z) + sl.softplus(-z) + sl.sigmoid(z) - sl.sigmoid(-(-z))
+        return sl.softplus(z) + sl.softplus(-z) + sl.sigmoid(z) - sl.sigmoid(sl.negative(-z))
 
     mid = np.ones((4, 500))
     assert "estimated" in native.numpy_loop_is_faster(

@@ -181,6 +181,34 @@ def broadcast(name, out, x, code):
     return elementwise(name, out, [x], [code], lambda e: e[0])
 
 
+def filled(name, out, code):
+    """Lines making `name` (var `out`, an array) with every element the scalar `code`, as
+    np.full does: up to SMALL elements as a nest (an array a step makes this way, and reads
+    by elements, is allocated once: hoist_buffers), its element `<name>_e` typed and checked
+    like any."""
+    shape = tuple(out.shape)
+    if math.prod(shape) > SMALL:
+        return [f"{name} = np.full({shape}, {code})"]
+    return [f"{name}{ELEMENT} = {code}", f"{name} = np.empty({shape}, {_dtype(out.dtype)})"] \
+        + loops(shape, [f"{name}[{_position(len(shape))}] = {name}{ELEMENT}"])
+
+
+def concatenate(name, out, args, codes, axis):
+    """Lines computing var `out` as the concatenation of `args` (arrays of out's dtype) along
+    `axis`, each copied element by element into its part of a fresh array."""
+    lines, codes = _bound(name, args, codes)
+    shape, offset = tuple(out.shape), 0
+    lines.append(f"{name} = np.empty({shape}, {_dtype(out.dtype)})")
+    for a, code in zip(args, codes):
+        part = tuple(a.shape)
+        at = ", ".join(f"_i{j} + {offset}" if j == axis and offset else f"_i{j}"
+                       for j in range(len(part)))
+        if math.prod(part):
+            lines += loops(part, [f"{name}[{at}] = {code}[{_position(len(part))}]"])
+        offset += part[axis]
+    return lines
+
+
 def reshape(name, out, x, code):
     """Lines computing var `out` as x in C order with out's shape, a fresh array."""
     lines, (code,) = _bound(name, [x], [code])

@@ -281,15 +281,16 @@ def _astype(eqn, args, outs):
     return [f"{outs[0]} = {t}({x.code})" if x.scalar else f"{outs[0]} = {x.code}.astype({t})"]
 
 
-def _full(shape, x):
-    return f"np.full({tuple(shape)}, {x})"
+def _filled(name, out, code):
+    """`name` = the scalar `code` as var `out` (0-d: the scalar itself; else np.full's)."""
+    return nests.filled(name, out, code) if out.shape else [f"{name} = {code}"]
 
 
 @rule(st.reshape_p)
 def _reshape(eqn, args, outs):
     x, shape = args[0], tuple(eqn.params["shape"])
     if x.scalar:
-        return [f"{outs[0]} = " + (_full(shape, x.code) if shape else x.code)]
+        return _filled(outs[0], eqn.outvars[0], x.code)
     if not shape:
         return [f"{outs[0]} = np.ravel({x.code})[0]"]
     if math.prod(shape) <= nests.SMALL:
@@ -301,7 +302,7 @@ def _reshape(eqn, args, outs):
 def _broadcast_to(eqn, args, outs):
     x, shape = args[0], tuple(eqn.params["shape"])
     if x.scalar:
-        return [f"{outs[0]} = " + (_full(shape, x.code) if shape else x.code)]
+        return _filled(outs[0], eqn.outvars[0], x.code)
     if x.shape == shape:
         return [f"{outs[0]} = {x.code}"]
     if math.prod(shape) <= nests.SMALL:
@@ -494,7 +495,7 @@ def _getitem(eqn, args, outs):
         return [f"{outs[0]} = {code}"]
     index = tuple(eqn.params["index"])
     if x.scalar:  # x[()], x[...], x[None]: no element is selected, only axes added
-        return [f"{outs[0]} = " + (_full(out.shape, x.code) if out.shape else x.code)]
+        return _filled(outs[0], out, x.code)
     if not out.shape and (Ellipsis in index or None in index):
         raise Unsupported("an index giving a 0-d array through ... or None")
     return [f"{outs[0]} = {x.code}[{index_code(index)}]"]
@@ -505,12 +506,13 @@ def _scatter_add(eqn, args, outs):
     g, out = args[0], eqn.outvars[0]
     index, shape = tuple(eqn.params["index"]), tuple(eqn.params["shape"])
     o = outs[0]
-    zeros = f"{o} = np.zeros({shape}, {dtype_code(out.dtype)})"
+    zeros = [f"{o} = np.zeros({shape}, {dtype_code(out.dtype)})"] if not shape or \
+        math.prod(shape) > nests.SMALL else nests.filled(o, out, literal_code(0, out.dtype))
     scalar = _scalar_index(eqn, args, shape) if len(args) > 1 else None
     if scalar is not None:
         k, code = scalar
         if tuple(g.shape) == shape[:k] + shape[k + len(args) - 1:]:  # no index repeats
-            return [zeros, *nests.store(f"{o}[{code}]", g.code, tuple(g.shape), o)]
+            return [*zeros, *nests.store(f"{o}[{code}]", g.code, tuple(g.shape), o)]
     if len(args) > 1:  # the gather's steps undone in reverse order, into a view of out
         at = _array_index(eqn, args, shape)
         _check_layout(at, g)
@@ -521,11 +523,11 @@ def _scatter_add(eqn, args, outs):
             if tuple(g.shape) != rest:
                 value = (f"np.ravel({g.code})[0]" if not rest
                          else f"np.ascontiguousarray({g.code}).reshape({rest})")
-            return [zeros, *nests.store(view, value, rest, outs[0])]
+            return [*zeros, *nests.store(view, value, rest, outs[0])]
         back = tuple(int(k) for k in np.argsort(at.moved()))
         rows = (math.prod(at.lead),) + rest
         values = f"np.ascontiguousarray({_moved(g.code, back)}).reshape({rows})"
-        return [zeros, f"_scatter{len(at.picked)}({_moved(view, at.order(nones=False))}, "
+        return [*zeros, f"_scatter{len(at.picked)}({_moved(view, at.order(nones=False))}, "
                        f"{values}, {at.flat()})"]
     if not shape:  # the one element of g (x[None] and x[()] of a 0-d x)
         return [f"{o} = " + (g.code if g.scalar else f"np.ravel({g.code})[0]")]
@@ -537,7 +539,7 @@ def _scatter_add(eqn, args, outs):
         value = (f"np.ravel({g.code})[0]" if not target
                  else f"np.ascontiguousarray({g.code}).reshape({target})")
     code = index_code(kept)  # numba indexes no array with a lone ...: the whole of it
-    return [zeros, *nests.store(o if code == "..." else f"{o}[{code}]", value, target, o)]
+    return [*zeros, *nests.store(o if code == "..." else f"{o}[{code}]", value, target, o)]
 
 
 @rule(st.scatter_set_p)
@@ -568,6 +570,11 @@ def _scatter_set(eqn, args, outs):
 
 @rule(st.concatenate_p)
 def _concatenate(eqn, args, outs):
+    out = eqn.outvars[0]
+    axis = int(eqn.params["axis"]) % len(out.shape)
+    if math.prod(out.shape) <= nests.SMALL and all(
+            not a.literal and a.dtype == out.dtype for a in args):
+        return nests.concatenate(outs[0], out, args, [a.code for a in args], axis)
     return [f"{outs[0]} = np.concatenate(({', '.join(a.code for a in args)},), "
             f"axis={int(eqn.params['axis'])})"]
 
@@ -619,8 +626,7 @@ def _sum(eqn, args, outs):
     if x.dtype.kind == "f" and out.dtype == x.dtype:
         return nests.reduction(outs[0], out, x, x.code, axes, "sum")
     if len(axes) == len(x.shape):
-        total = f"np.sum({x.code})"
-        return [f"{outs[0]} = " + (_full(out.shape, total) if out.shape else total)]
+        return _filled(outs[0], out, f"np.sum({x.code})")
     code = x.code
     for a in reversed(axes):
         code = f"np.sum({code}, axis={a})"
