@@ -270,45 +270,58 @@ def hoist_buffers(lines, indent="    "):
     at the top, large ones would all be alive at once (an HMM's fused kernel, 14 of 1 MB,
     ran 35 % slower), where each is freed after its last use and its memory reused."""
     text = "\n".join(lines)
-    hoisted, keep = [], []
+    found = {}  # name -> its rank, for each allocation that may move
     for line in lines:
         m = _EMPTY.match(line)
         dims = [int(n) for n in m.group(3).strip("()").split(",") if n.strip()] if m else []
-        if dims and len(m.group(1)) > len(indent) and math.prod(dims) <= HOIST_MAX and \
-                _element_uses_only(text, m.group(2), len(dims)):
+        if dims and len(m.group(1)) > len(indent) and math.prod(dims) <= HOIST_MAX:
+            found[m.group(2)] = len(dims)
+    if not found:
+        return lines
+    # One pass over the text for all of them (a pass per name was quadratic: seconds for
+    # the ODE solver's kernel, whose source the numba tier writes at every eager call).
+    assigned = {}
+    for m in _ASSIGNED.finditer(text):
+        assigned[m.group(1)] = assigned.get(m.group(1), 0) + 1
+    movable = {n for n in found if assigned.get(n) == 1}
+    for m in _IDENTIFIER.finditer(text):
+        name = m.group()
+        if name in movable and not text.startswith(" = np.empty(", m.end()) and \
+                not _element_use(text, m.end(), found[name]):
+            movable.discard(name)
+    hoisted, keep = [], []
+    for line in lines:
+        m = _EMPTY.match(line)
+        if m and m.group(2) in movable:
             hoisted.append(f"{indent}{m.group(2)} = np.empty({m.group(3)}, {m.group(4)})")
         else:
             keep.append(line)
     return hoisted + keep
 
 
-def _element_uses_only(text, name, rank):
-    """Whether name is assigned once, and every other mention of it is name[i, j, ...] with
-    `rank` indices, none of them a slice, None or an Ellipsis."""
-    if len(re.findall(rf"^\s*{name} = ", text, re.M)) != 1:
+_ASSIGNED = re.compile(r"^\s*([A-Za-z_]\w*) = ", re.M)
+_IDENTIFIER = re.compile(r"\b[A-Za-z_]\w*\b")
+
+
+def _element_use(text, end, rank):
+    """Whether the mention of a name ending at `end` is name[i, j, ...] with `rank` indices,
+    none of them a slice, None or an Ellipsis."""
+    if not text.startswith("[", end):
         return False
-    for m in re.finditer(rf"\b{name}\b", text):
-        end = m.end()
-        if text.startswith(" = np.empty(", end):
-            continue
-        if not text.startswith("[", end):
-            return False
-        parts, depth, start = [], 0, end + 1
-        for i in range(end, len(text)):
-            c = text[i]
-            if c in "[(":
-                depth += 1
-            elif c in "])":
-                depth -= 1
-                if depth == 0:
-                    parts.append(text[start:i])
-                    break
-            elif c == "," and depth == 1:
+    parts, depth, start = [], 0, end + 1
+    for i in range(end, len(text)):
+        c = text[i]
+        if c in "[(":
+            depth += 1
+        elif c in "])":
+            depth -= 1
+            if depth == 0:
                 parts.append(text[start:i])
-                start = i + 1
-        else:
-            return False
-        parts = [p.strip() for p in parts]
-        if len(parts) != rank or any(":" in p or p in ("None", "...", "") for p in parts):
-            return False
-    return True
+                break
+        elif c == "," and depth == 1:
+            parts.append(text[start:i])
+            start = i + 1
+    else:
+        return False
+    parts = [p.strip() for p in parts]
+    return len(parts) == rank and not any(":" in p or p in ("None", "...", "") for p in parts)
