@@ -203,5 +203,8 @@ def _sigmoid(x):
 
 @numba.vectorize(["float32(float32)", "float64(float64)"], cache=True)
 def _softplus(x):
-    """max(x, 0) + log1p(exp(-|x|)): ops.softplus_p's form (NaN stays NaN)."""
-    return _softplus1(x)
+    """max(x, 0) + log1p(exp(-|x|)): ops.softplus_p's form, as _softplus1 (written out: a
+    vectorized function that calls a jitted one cannot be cached)."""
+    if x <= 0:
+        return np.log1p(np.exp(x))
+    return x + np.log1p(np.exp(-x))
