@@ -522,6 +522,11 @@ class Trace:
                              if isinstance(c, np.ndarray) and not c.flags.writeable}
         self.fused, self.fused_note = None, None  # the whole graph as one numba kernel
         if sig.device == "cpu" and fused.wanted(self.graph):
+            self.fused_note = fused.numpy_is_faster(self.graph)
+            if self.fused_note is not None:
+                _log.info("jit(%s): not one fused numba kernel (%s): each scan runs on its "
+                          "own", name, self.fused_note)
+                return
             try:
                 self.fused = fused.build(self.graph)
             except fused.Unsupported as e:

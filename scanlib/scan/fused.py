@@ -21,7 +21,8 @@ call instead and raises its own error. It is not used where a scan body's step i
 as the NumPy loop (loop/native.py's numpy_loop_is_faster: large values with BLAS or SIMD
 work) or the scans are long (more than MAX_STEPS steps in all): there the loop compiler's
 batched work across steps is faster than the same work one step at a time, and a call's
-fixed cost is a small part of it.
+fixed cost is a small part of it. Nor is it used where the equations outside the scans are
+estimated faster as NumPy calls (numpy_is_faster).
 
 Imports the scan primitive, the loop compiler's numba printer and rules; numba only when
 a kernel is built.
@@ -56,6 +57,18 @@ def wanted(graph):
         eqn.params.get("compiler") in ("numba", "auto") and not eqn.params.get("interpret")
         for eqn, _ in scans) and not any(
         native.numpy_loop_is_faster(body.eqns) for body in _bodies(graph))
+
+
+def numpy_is_faster(graph):
+    """Why the graph's equations outside its loops run faster as the straight-line code's
+    NumPy calls than in the kernel (native.numpy_calls_are_faster), or None. Such a graph
+    (an associative scan's levels, batched products over a long sequence) keeps the per-scan
+    tier: in one kernel, that work gains nothing and makes the kernel large, and numba's
+    compile time grows faster than a kernel's length (the parallel Kalman filter's, 3,000
+    lines, took 5 minutes to compile against 20 s for its scans' own kernels)."""
+    outside = [eqn for eqn in graph.eqns if not hasattr(eqn.params.get("body"), "eqns")]
+    why = native.numpy_calls_are_faster(outside)
+    return None if why is None else f"its equations outside the scans: that work {why}"
 
 
 def _bodies(graph):

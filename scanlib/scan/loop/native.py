@@ -92,13 +92,22 @@ def numpy_loop_is_faster(eqns, carries=()):
                for v in e.outvars):
             return (f"its step works on {np.dtype(e.outvars[0].dtype).name} values of up to "
                     f"{large} elements, which NumPy's SIMD loops do faster")
+    estimate = numpy_calls_are_faster(eqns)
+    return None if estimate is None else f"its step on values of up to {large} elements " \
+        + estimate
+
+
+def numpy_calls_are_faster(eqns):
+    """Where these equations, run once, are estimated faster as one NumPy call each than as
+    kernel code: what the estimate says (is estimated at ... us as NumPy calls and ... us as a
+    kernel); else None."""
     numpy_ns, kernel_ns = _step_cost(eqns)
     if numpy_ns >= kernel_ns:
         return None
     heavy = sorted({e.prim.name for e in eqns if e.prim.name in TRANSCENDENTAL | _PRODUCTS
                     and _elements(e) > SMALL_STEP})
-    return (f"its step on values of up to {large} elements is estimated at "
-            f"{numpy_ns / 1e3:.0f} us as NumPy calls and {kernel_ns / 1e3:.0f} us as a kernel"
+    return (f"is estimated at {numpy_ns / 1e3:.0f} us as NumPy calls and "
+            f"{kernel_ns / 1e3:.0f} us as a kernel"
             + (f" ({', '.join(heavy)} on large values)" if heavy else ""))
 
 
