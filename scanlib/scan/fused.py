@@ -44,6 +44,9 @@ from .primitive import scan_p
 # the loop compiler's batched work across steps, which the kernel gives up, is worth more:
 # an HMM with K=8 over T=2,000 (8,000 steps forward and back) is 1.4x slower fused.
 MAX_STEPS = 4096  # steps of all the graph's scans: more keep the per-scan tier
+# Equations outside the loops that can keep the per-scan tier (numpy_is_faster): about ten
+# lines of kernel each.
+MAX_OUTSIDE = 256
 ENABLED = True  # False: jit replays its straight-line code (the bench's per-scan column)
 
 
@@ -60,15 +63,20 @@ def wanted(graph):
 
 
 def numpy_is_faster(graph):
-    """Why the graph's equations outside its loops run faster as the straight-line code's
-    NumPy calls than in the kernel (native.numpy_calls_are_faster), or None. Such a graph
-    (an associative scan's levels, batched products over a long sequence) keeps the per-scan
-    tier: in one kernel, that work gains nothing and makes the kernel large, and numba's
-    compile time grows faster than a kernel's length (the parallel Kalman filter's, 3,000
-    lines, took 5 minutes to compile against 20 s for its scans' own kernels)."""
+    """Why the graph's many equations outside its loops (more than MAX_OUTSIDE) should run as
+    the straight-line code's NumPy calls, estimated faster than in the kernel
+    (native.numpy_calls_are_faster); or None. Such a graph (an associative scan's levels,
+    batched products over a long sequence) keeps the per-scan tier: in one kernel that work
+    gains nothing, and numba's compile time grows faster than a kernel's length (the parallel
+    Kalman filter's, 3,000 lines, took 5.5 minutes to compile, its scans' own kernels 20 s,
+    and ran no faster). A few such equations do not decide it: the estimate is rough (an
+    HMM's were estimated 3 % faster as NumPy calls, and its fused kernel ran 19 % faster)."""
     outside = [eqn for eqn in graph.eqns if not hasattr(eqn.params.get("body"), "eqns")]
+    if len(outside) <= MAX_OUTSIDE:
+        return None
     why = native.numpy_calls_are_faster(outside)
-    return None if why is None else f"its equations outside the scans: that work {why}"
+    return None if why is None else (f"its {len(outside)} equations outside the scans: that "
+                                     f"work {why}")
 
 
 def _bodies(graph):
