@@ -124,7 +124,8 @@ def test_while_loop_and_jit_under_auto():
         W, xs, h0 = _data(4, T=30)
         jitted = sl.jit(sl.value_and_grad(_rnn_loss(W, None)))
         want_w = float(run(sl.tensor(1.0)))
-        want_v, want_g = jitted(h0, xs)
+        want_v, want_g = jitted(h0, xs)  # asks for the scans' kernels
+        jitted(h0, xs)  # and then for the one fused kernel
         _wait_for_background()
         before = dict(native.STATS)
         for _ in range(2):
@@ -191,21 +192,26 @@ def test_auto_settles_on_a_tier_by_measuring_both(caplog):
     assert len(decided) == 2, decided  # the forward body and the backward body
 
 
-def test_a_jitted_call_compiles_its_fused_kernel_not_its_scans_kernels(caplog):
+def test_a_jitted_call_asks_for_its_scans_kernels_before_its_fused_kernel(caplog):
+    # The scans' own kernels compile sooner and run the calls until the one kernel is ready;
+    # then the faster of the two runs (on a Kalman filter, the scans' own kernels).
     W, xs, h0 = _data(6, T=20, n=6)
     jitted = sl.jit(sl.value_and_grad(_rnn_loss(W, "auto")))
     want_v, want_g = sl.value_and_grad(_rnn_loss(W, "numpy"))(h0, xs)
     with caplog.at_level(logging.INFO, logger="scanlib.numba"):
         for _ in range(3):
-            v, g = jitted(h0, xs)  # the straight-line code, its scans on the NumPy loop
-            assert float(v) == float(want_v)
-            np.testing.assert_array_equal(g.numpy(), want_g.numpy())
+            v, g = jitted(h0, xs)
+            np.testing.assert_allclose(float(v), float(want_v), rtol=1e-13)
+            np.testing.assert_allclose(g.numpy(), want_g.numpy(), rtol=1e-12, atol=1e-14)
     asked = [r.getMessage() for r in caplog.records if "in a background process" in r.getMessage()]
-    assert len(asked) == 1 and "one fused kernel" in asked[0], asked
+    assert len(asked) == 3, asked  # the forward body's, the backward body's, then the one
+    assert ["one fused kernel" in a for a in asked] == [False, False, True], asked
     _wait_for_background()
     for _ in range(2 * native.TierChoice.SAMPLES + 2):
         v, g = jitted(h0, xs)
         np.testing.assert_allclose(g.numpy(), want_g.numpy(), rtol=1e-12, atol=1e-14)
+    (trace,) = jitted._traces.values()
+    assert trace.fused.choice.decided in ("kernel", "numpy")
 
 
 def _values():

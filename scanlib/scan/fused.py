@@ -108,11 +108,22 @@ class FusedKernel:
         self.raised = False  # in this call, the kernel raised and the straight-line code ran
         # compiler="auto": the kernel or the straight-line code, whichever measures faster
         self.choice = native.TierChoice(kernel.what, "call") if kernel.background else None
+        self._asked = False  # (under "auto") the first call has run: the kernel may be asked for
 
     def run(self, arrays, consts, straight_line):
         """The graph's outputs: from the kernel where it runs (and, under "auto", is the
-        faster), else from `straight_line(*arrays)`."""
+        faster), else from `straight_line(*arrays)`. Under "auto" the first call is the
+        straight-line code's, so that its scans ask the background process for their own
+        kernels before this one: theirs compile sooner (a Kalman filter's in 34 s, the one
+        kernel in 88 s) and run the calls until it is ready, and it is then measured against
+        them, not against NumPy's loops (the Kalman filter's scans' kernels ran its call in
+        15.4 ms, the one kernel in 18.1)."""
         choice, start, self.raised = self.choice, time.perf_counter(), False
+        if choice is not None and not self._asked:
+            self._asked = True
+            outs = straight_line(*arrays)
+            choice.record("numpy", time.perf_counter() - start)
+            return outs
         if choice is None or choice.kernel_turn():
             outs = self(arrays, consts)
             if outs is not None:
@@ -122,8 +133,7 @@ class FusedKernel:
         if choice is None or self.kernel is None or choice.decided == "numpy":
             return straight_line(*arrays)
         numpy_start = time.perf_counter()
-        with native.deferring_compiles():  # the scans' own kernels are not wanted
-            outs = straight_line(*arrays)
+        outs = straight_line(*arrays)
         # A kernel that raised and left the call to the straight-line code cost both.
         choice.record(*("kernel", time.perf_counter() - start) if self.raised else
                       ("numpy", time.perf_counter() - numpy_start))

@@ -21,7 +21,6 @@ the logger (logs.py).
 from __future__ import annotations
 
 import collections
-import contextlib
 import functools
 import hashlib
 import importlib.util
@@ -44,7 +43,7 @@ from .ir import STEP, is_var
 from .native_rules import VIEWS, Arg, Fusion, Scope, Unsupported, literal_code, logistic_chains
 
 __all__ = ["VIEWS", "Unsupported", "NotProved", "NotReady", "KERNEL_ERRORS", "NativeLoop",
-           "TierChoice", "deferring_compiles", "build", "available", "missing",
+           "TierChoice", "build", "available", "missing",
            "numpy_loop_is_faster"]
 
 
@@ -405,12 +404,11 @@ class NativeKernel:
 
     def waiting(self):
         """Whether the kernel cannot run now: a compile of it is under way in the background
-        process, or it is not loaded and compiles are deferred (deferring_compiles) or the
-        background queue is full (native_background.MAX_QUEUED). The
-        caller then runs its NumPy code without trying it (a try would first do the work
-        before the kernel's call, which NumPy's code then does again)."""
-        if self.background and not self.proved and (
-                _DEFERRING[0] or not self._jobs and native_background.full()):
+        process, or it is not loaded and the background queue is full
+        (native_background.MAX_QUEUED). The caller then runs its NumPy code without trying
+        it (a try would first do the work before the kernel's call, which NumPy's code then
+        does again)."""
+        if self.background and not self.proved and not self._jobs and native_background.full():
             return True
         return any(not job.done() for job in self._jobs.values())
 
@@ -427,8 +425,6 @@ class NativeKernel:
         if job is not None and job.pid != os.getpid():  # the parent's, before a fork: ask anew
             job = self._jobs.pop(asked) and None
         if job is None:
-            if _DEFERRING[0]:  # an enclosing kernel does this work (deferring_compiles)
-                raise NotReady(self.what)
             if self.proofs is None:
                 raise NotProved("it cannot be compiled in the background: no writable cache "
                                 "directory (set SCANLIB_CACHE_DIR)")
@@ -638,21 +634,6 @@ def _dtype_and_rank(typ):
         return (np.dtype(as_dtype(typ)), 0)
     except Exception:  # noqa: BLE001 - a tuple, None, ...: not a value of the graph
         return (None, None)
-
-
-_DEFERRING = [0]
-
-
-@contextlib.contextmanager
-def deferring_compiles():
-    """Within it, a kernel under compiler="auto" that is neither loaded nor compiling is not
-    sent to the background process (its NumPy code runs): jit's fused kernel, compiling or
-    chosen, does the work of the scans its straight-line code would otherwise compile."""
-    _DEFERRING[0] += 1
-    try:
-        yield
-    finally:
-        _DEFERRING[0] -= 1
 
 
 class TierChoice:
