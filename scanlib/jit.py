@@ -113,10 +113,12 @@ def jit(f: Callable[..., Any] | None = None, *, static_argnums: int | Sequence[i
     raise (a Cholesky factor of a matrix that is not positive definite) is then not raised,
     as under JAX's jit. Where every scan in it asked for compiler="numba" (or "auto", the
     default where numba is installed) and the scans are short and small (scan/fused.py),
-    the whole call runs as one numba kernel, each scan as the plain loop over its body, so a
+    and its work outside the scans is not largely batched work NumPy does as fast (many
+    equations on long arrays, as an associative scan's levels), the whole call runs as one numba kernel, each scan as the plain loop over its body, so a
     gradient's sums are taken in the loop's order and results agree with f's to rounding.
-    Under "auto" that kernel compiles in a background process while the NumPy calls run, and
-    runs once it measures faster.
+    Under "auto" the scans' own kernels compile first, in a background process while the
+    NumPy calls run, then that kernel; it runs once it measures faster than the scans' own
+    kernels (they compile sooner, and on some calls run faster: a Kalman filter's).
 
     `donate_argnums`, `donate_argnames`, `keep_unused` and `inline` are accepted, as JAX's
     hints, and change nothing: scanlib never writes into an argument's buffer (a donated
