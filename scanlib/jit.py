@@ -114,8 +114,9 @@ def jit(f: Callable[..., Any] | None = None, *, static_argnums: int | Sequence[i
     as under JAX's jit. Where every scan in it asked for compiler="numba" (or "auto", the
     default where numba is installed) and the scans are short and small (scan/fused.py),
     and its work outside the scans is not largely batched work NumPy does as fast (many
-    equations on long arrays, as an associative scan's levels), the whole call runs as one numba kernel, each scan as the plain loop over its body, so a
-    gradient's sums are taken in the loop's order and results agree with f's to rounding.
+    equations on long arrays, as an associative scan's levels), the whole call runs as one
+    numba kernel, each scan as the plain loop over its body, so a gradient's sums are taken
+    in the loop's order and results agree with f's to rounding.
     Under "auto" the scans' own kernels compile first, in a background process while the
     NumPy calls run, then that kernel; it runs once it measures faster than the scans' own
     kernels (they compile sooner, and on some calls run faster: a Kalman filter's).

@@ -1,7 +1,8 @@
 """Array backends: the data decides whether NumPy (CPU) or CuPy (GPU) runs an op.
 
 `xp_of(*arrays)` returns the array namespace; `device_of`, `to_device` and `asarray_on` move
-and name data; importing it refuses a NumPy older than 2.0. This is the only package that may
+and name data; importing it refuses a NumPy older than 2.0, and sets glibc's malloc so that
+large arrays reuse the heap's pages (malloc.py). This is the only package that may
 import cupy (lazily, in `_cupy.py`); it imports nothing else from scanlib.
 """
 
@@ -11,7 +12,7 @@ import contextlib
 
 import numpy as np
 
-from . import _cupy
+from . import _cupy, malloc
 
 
 def require_numpy_2(version: str) -> None:
@@ -24,6 +25,7 @@ def require_numpy_2(version: str) -> None:
 
 
 require_numpy_2(np.__version__)
+malloc.tune()  # glibc: a call's arrays reuse the heap's pages (malloc.py's docstring)
 
 __all__ = [
     "xp_of", "device_of", "parse_device", "to_device", "asarray_on", "is_array",
