@@ -165,6 +165,14 @@ def test_much_work_outside_the_scans_that_numpy_calls_do_faster_keeps_the_per_sc
     check(make, m[:8], xs)  # on a short sequence the kernel is estimated faster
 
 
+def test_a_kernel_too_long_to_compile_keeps_the_per_scan_tier(monkeypatch):
+    monkeypatch.setattr(fused, "MAX_LINES", 10)
+    p, ys = _hw_params()
+    jitted = check(lambda c: sl.value_and_grad(lambda p: holt_winters(p, ys, c)), p,
+                   want_fused=False)
+    assert _trace(jitted).fused is None and "lines (more than 10)" in _trace(jitted).fused_note
+
+
 def test_not_fused_unless_every_scan_asked_for_numba_and_the_scans_are_short():
     p, ys = _hw_params()
     check(lambda c: sl.value_and_grad(lambda p: holt_winters(p, ys, "numpy")), p,

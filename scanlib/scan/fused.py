@@ -47,6 +47,10 @@ MAX_STEPS = 4096  # steps of all the graph's scans: more keep the per-scan tier
 # Equations outside the loops that can keep the per-scan tier (numpy_is_faster): about ten
 # lines of kernel each.
 MAX_OUTSIDE = 256
+# Lines of kernel source: past them numba's compile takes minutes (the parallel Kalman
+# filter's 2,972 lines: 5.5 minutes) or fails (a 3,006-line kernel of an associative scan's
+# levels: Python's recursion limit, after 45 s), and each scan keeps its own kernel.
+MAX_LINES = 3000
 ENABLED = True  # False: jit replays its straight-line code (the bench's per-scan column)
 
 
@@ -200,6 +204,10 @@ def build(graph):
     ksource = native.kernel_module(
         params, lines + [f"    return ({''.join(r + ', ' for r in returned)})"],
         "fused kernel")
+    length = ksource.count("\n")
+    if length > MAX_LINES:
+        raise Unsupported(f"a kernel of {length} lines (more than {MAX_LINES}), which numba "
+                          "would take minutes to compile, or fail to")
     ins = ", ".join(type_str(v.shape, v.dtype) for v in graph.invars)
     kernel = native.new_kernel(ksource, w.expected, graph.name,
                                f"jit({graph.name}) as one fused kernel ({ins})", background)
