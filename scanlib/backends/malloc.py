@@ -9,11 +9,12 @@ way the next call touches new pages, and each page costs a fault (zeroed by the 
 Measured on the ported programs, in a process that compiled nothing (a user's process
 whose kernels load from the disk cache): an HMM's fused kernel took 1,218 faults a call and
 5.6-7.0 ms, against 0 and 3.5 ms with the settings below; the NumPy tier's eager calls
-15-30 % faster (GRU 78.7 -> 65.7 ms, Mamba 116 -> 83 ms), at 40-60 MB more resident memory.
+15-30 % faster (GRU 78.7 -> 65.7 ms, Mamba 116 -> 83 ms), at about 60 MB more resident
+memory.
 
 `tune()` keeps arrays up to MMAP_THRESHOLD on the heap and TOP_PAD at its top when it trims
 (mallopt; the process's setting: every library in it shares glibc's malloc). The cost is
-memory: 60 MB more resident on those programs, and more where several threads allocate
+memory: about 60 MB more resident on those programs, and more where several threads allocate
 large arrays (each thread's arena keeps its own: 4 threads making and dropping 0.5-30 MB
 arrays held 707 MiB after 5 rounds, against 335 MiB with glibc's defaults). It does nothing
 off glibc, where SCANLIB_MALLOC is "default" (or off, 0, no, false), or where the user set

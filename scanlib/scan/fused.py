@@ -44,8 +44,8 @@ from .primitive import scan_p
 # the loop compiler's batched work across steps, which the kernel gives up, is worth more:
 # an HMM with K=8 over T=2,000 (8,000 steps forward and back) is 1.4x slower fused.
 MAX_STEPS = 4096  # steps of all the graph's scans: more keep the per-scan tier
-# Equations outside the loops that can keep the per-scan tier (numpy_is_faster): about ten
-# lines of kernel each.
+# More equations outside the loops than this, estimated faster as NumPy calls, keep the
+# per-scan tier (numpy_is_faster); each is about ten lines of kernel.
 MAX_OUTSIDE = 256
 # Lines of kernel source: past them numba's compile takes minutes (the parallel Kalman
 # filter's 2,972 lines: 5.5 minutes) or fails (a 3,006-line kernel of an associative scan's
