@@ -26,7 +26,7 @@ import weakref
 import numpy as np
 
 from . import backends, generated, logs, pytree
-from .scan import fused
+from .scan import fused, regions
 from .scan.api import default_compiler
 from .tape import Tensor, current_builder, grad_enabled
 from .tape.graph import (Literal, Var, merge_rebound, param_fingerprint,
@@ -120,6 +120,9 @@ def jit(f: Callable[..., Any] | None = None, *, static_argnums: int | Sequence[i
     Under "auto" the scans' own kernels compile first, in a background process while the
     NumPy calls run, then that kernel; it runs once it measures faster than the scans' own
     kernels (they compile sooner, and on some calls run faster: a Kalman filter's).
+    Otherwise, with those compilers, each stretch of arithmetic on large arrays between the
+    scans (a softmax's max and sums over a few actions, a tanh layer's backward) runs as a
+    small numba kernel, once it measures faster than its NumPy calls (scan/regions.py).
 
     `donate_argnums`, `donate_argnames`, `keep_unused` and `inline` are accepted, as JAX's
     hints, and change nothing: scanlib never writes into an argument's buffer (a donated
@@ -524,18 +527,24 @@ class Trace:
         self._const_roots = {id(_root(c)) for c in self._consts
                              if isinstance(c, np.ndarray) and not c.flags.writeable}
         self.fused, self.fused_note = None, None  # the whole graph as one numba kernel
-        if sig.device == "cpu" and fused.wanted(self.graph):
+        self.regions = []  # else runs of its large arithmetic, each as a numba kernel
+        if sig.device != "cpu":
+            return
+        if fused.wanted(self.graph):
             self.fused_note = fused.numpy_is_faster(self.graph)
+            if self.fused_note is None:
+                try:
+                    self.fused = fused.build(self.graph)
+                except fused.Unsupported as e:
+                    self.fused_note = str(e)
             if self.fused_note is not None:
                 _log.info("jit(%s): not one fused numba kernel (%s): each scan runs on its "
                           "own", name, self.fused_note)
-                return
-            try:
-                self.fused = fused.build(self.graph)
-            except fused.Unsupported as e:
-                self.fused_note = str(e)
-                _log.info("jit(%s): not one fused numba kernel (%s): each scan runs on its "
-                          "own", name, e)
+        if self.fused is None and regions.wanted(self.graph):
+            run_graph, self.regions = regions.rewrite(self.graph,
+                                                      lambda sub: straight_line(sub, []))
+            if self.regions:
+                self._run = straight_line(run_graph, self._consts)
 
     def reads_grad_tensor(self):
         """f read a tensor that requires grad now: its result must be on the tape."""

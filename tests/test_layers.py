@@ -134,7 +134,7 @@ def test_no_module_imports_a_higher_layer(name):
 INNER_RANKS = {
     "scanlib.scan": {"schedule": 0, "cache": 0, "interpret": 0, "loop": 1, "executor": 2,
                      "linearize": 2, "residuals": 0, "primitive": 3, "jvp": 3, "batching": 3,
-                     "revolve": 4, "fused": 4, "api": 5,
+                     "revolve": 4, "fused": 4, "regions": 5, "api": 5,
                      "plan": 6, "": 7},
     "scanlib.scan.loop": {"batch": 0, "inplace": 0, "native_kernels": 0, "native_nests": 0,
                           "native_prng": 0, "native_background": 0, "native_rules": 1,

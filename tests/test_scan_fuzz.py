@@ -51,9 +51,11 @@ SCANLIB_FUZZ_NUMBA (default a fiftieth) for bodies also run with compiler="numba
 is installed; that tier must agree with the loop and the NumPy loop, and the report counts
 the bodies whose kernels ran rather than fell back), as many with each step's carry computed
 by a one-trip while_loop under the loop compiler numba (while_loop's kernel), and half as
-many under jit with every scan's compiler numba (jit's fused kernel where it applies), and
-SCANLIB_FUZZ_AUTO (default a third of SCANLIB_FUZZ_NUMBA) under compiler="auto" (each run
-twice, the kernels compiled by the background process in between); derandomized,
+many under jit with every scan's compiler numba (jit's fused kernel where it applies), as
+many again without the fused kernel and with every run of arithmetic outside the scans as a
+region kernel (scan/regions.py, forced at every size), and SCANLIB_FUZZ_AUTO (default a
+third of SCANLIB_FUZZ_NUMBA) under compiler="auto" (each run twice, the kernels compiled by
+the background process in between); derandomized,
 so CI runs the same bodies every time. A longer hunt:
 
     SCANLIB_FUZZ_EXAMPLES=2000 python -m pytest tests/test_scan_fuzz.py
@@ -72,8 +74,10 @@ import collections
 import dataclasses
 import functools
 import os
+import sys
 import traceback
 import warnings
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -527,6 +531,16 @@ def jit_numba_scan(*args, **kw):
 jit_numba_scan.jit, jit_numba_scan.compiler = True, "numba"
 
 
+def jit_regions_scan(*args, **kw):
+    return sl.scan(*args, **kw)
+
+
+# Under scanlib.jit with every scan's compiler "numba", never one fused kernel: every stretch of
+# arithmetic outside the scans that may join a run (scan/regions.py), at any size, runs as its
+# kernel from the first call, and the kernels store shared work at any size (_forcing_regions).
+jit_regions_scan.jit, jit_regions_scan.compiler, jit_regions_scan.regions = True, "numba", True
+
+
 def while_numba_scan(f, init, xs=None, length=None, reverse=False):
     """scan with each step's new carry computed by a while_loop of one trip inside the body
     (its ys by f outside it): under the loop compiler numba that while_loop runs as its
@@ -561,16 +575,37 @@ def wait_for_background(timeout=300.0):
 
 def outer(scan_fn):
     """scanlib.jit for the jit tier, else nothing: what Check wraps each computation in."""
+    if getattr(scan_fn, "regions", False):
+        return lambda f: _forcing_regions(sl.jit(f))
     return sl.jit if getattr(scan_fn, "jit", False) else (lambda f: f)
 
 
+def _forcing_regions(jitted):
+    """jitted, traced and called with regions at every size, unmeasured, no fused kernel, and
+    work read twice stored by its first reader's nest at every size (native_nests.STORED_MIN),
+    in the scans' kernels too."""
+    regions = sys.modules["scanlib.scan.regions"]
+
+    def call(*args):
+        with mock.patch.object(regions, "SMALL_ELEMENTS", -1), \
+                mock.patch.object(sys.modules["scanlib.scan.loop.native_nests"], "STORED_MIN",
+                                  0), \
+                mock.patch.object(regions, "MEASURED", False), \
+                mock.patch.object(regions, "_kernel_is_faster", lambda *a: True), \
+                mock.patch.object(sys.modules["scanlib.scan.fused"], "ENABLED", False):
+            return jitted(*args)
+    return call
+
+
 SCANS = {"loop": loop_scan, "interp": interp_scan, "compiled": sl.scan, "numba": numba_scan,
-         "jit": jit_scan, "jit-numba": jit_numba_scan, "while-numba": while_numba_scan,
+         "jit": jit_scan, "jit-numba": jit_numba_scan, "jit-regions": jit_regions_scan,
+         "while-numba": while_numba_scan,
          "auto": auto_scan}
 PAIRS = (("compiled", "loop"), ("compiled", "interp"), ("interp", "loop"))
 EXTRA_PAIRS = {"numba": (("numba", "loop"), ("numba", "compiled")),
                "jit": (("jit", "loop"), ("jit", "compiled")),
                "jit-numba": (("jit-numba", "loop"), ("jit-numba", "compiled")),
+               "jit-regions": (("jit-regions", "loop"), ("jit-regions", "compiled")),
                "while-numba": (("while-numba", "loop"), ("while-numba", "compiled")),
                "auto": (("auto", "loop"), ("auto", "compiled"))}
 TIERS = ("interp", "compiled")
@@ -770,6 +805,7 @@ def check_body(body, kind, second_order=False, tiers=TIERS):
     raises one AssertionError naming every disagreement and the body."""
     BODIES_RUN[kind] += 1
     kernels, fused_calls = native.STATS["kernel calls"], native.STATS["fused calls"]
+    region_calls = native.STATS["region calls"]
     while_kernels = native.STATS["while_loop kernel calls"]
     # Bodies share scan's graph cache; start empty so that a failure reproduces from the
     # printed Body alone (and hypothesis' shrinking is not fooled by earlier examples).
@@ -792,6 +828,8 @@ def check_body(body, kind, second_order=False, tiers=TIERS):
         BODIES_RUN[f"{kind}, of them ran while_loop kernels"] += 1
     if native.STATS["fused calls"] > fused_calls:
         BODIES_RUN[f"{kind}, of them ran jit's fused kernel"] += 1
+    if native.STATS["region calls"] > region_calls:
+        BODIES_RUN[f"{kind}, of them ran region kernels"] += 1
     lines = [m for stage, res in stages for m in disagreements(stage, res, body)]
     if lines:
         raise AssertionError(f"scan fuzz: {suspect(lines)}\n  " + "\n  ".join(lines)
@@ -1364,6 +1402,14 @@ def test_random_bodies_under_jit(body):
 def test_random_bodies_under_jit_with_numba(body):
     check_random_body(body, "random jit numba", second_order=body.seed % 4 == 0,
                       tiers=TIERS + ("jit-numba",))
+
+
+@pytest.mark.skipif(not HAVE_NUMBA, reason="numba is not installed (compiler='numba')")
+@settings(SETTINGS, max_examples=max(1, NUMBA_EXAMPLES // 2))
+@given(bodies())
+def test_random_bodies_under_jit_with_region_kernels(body):
+    check_random_body(body, "random jit regions", second_order=body.seed % 4 == 0,
+                      tiers=TIERS + ("jit-regions",))
 
 
 @pytest.mark.skipif(not HAVE_NUMBA, reason="numba is not installed (compiler='numba')")

@@ -302,6 +302,7 @@ NO_RULE_NEEDED: dict = {
     "revolve_scan": f"scan(checkpoint=('revolve', s)) outside a trace: {TAPE_ONLY}",
     "mpi_allreduce": "scanlib.distributed's collective, refused inside vmap and every trace",
     "mpi_broadcast": "scanlib.distributed's collective, refused inside vmap and every trace",
+    "fused_region": "a run of jit's equations in its replay, made after tracing, never traced",
 }
 
 

@@ -59,10 +59,10 @@ def wanted(graph):
     (nested ones too) asked for compiler="numba" and none for the interpreter; no scan or
     while_loop body is one whose step the NumPy loop runs faster; and the scans run at most
     MAX_STEPS steps in all (a nested scan's times its outer's)."""
-    scans = list(_scans(graph, 1))
-    return ENABLED and bool(scans) and sum(steps for _, steps in scans) <= MAX_STEPS and all(
+    found = list(scans(graph, 1))
+    return ENABLED and bool(found) and sum(steps for _, steps in found) <= MAX_STEPS and all(
         eqn.params.get("compiler") in ("numba", "auto") and not eqn.params.get("interpret")
-        for eqn, _ in scans) and not any(
+        for eqn, _ in found) and not any(
         native.numpy_loop_is_faster(body.eqns) for body in _bodies(graph))
 
 
@@ -93,25 +93,27 @@ def _bodies(graph):
                 yield from _bodies(inner)
 
 
-def _scans(graph, outer_steps):
+def scans(graph, outer_steps):
     """(scan equation, the steps it runs in one run of the graph) for every scan in it."""
     for eqn in graph.eqns:
         if eqn.prim is scan_p:
             steps = outer_steps * eqn.params["length"]
             yield eqn, steps
-            yield from _scans(eqn.params["body"], steps)
+            yield from scans(eqn.params["body"], steps)
 
 
 class FusedKernel:
     """Call with the graph's input and constant arrays: its outputs, or None where the
     straight-line code must run (see the module's docstring)."""
 
-    def __init__(self, source, kernel, plan):
-        self.source, self.kernel, self._plan = source, kernel, plan
+    def __init__(self, source, kernel, plan, measured=False, stat="fused calls"):
+        self.source, self.kernel, self._plan, self._stat = source, kernel, plan, stat
         self.note = None  # why it stopped running, once it has
         self.raised = False  # in this call, the kernel raised and the straight-line code ran
-        # compiler="auto": the kernel or the straight-line code, whichever measures faster
-        self.choice = native.TierChoice(kernel.what, "call") if kernel.background else None
+        # compiler="auto" (or `measured`): the kernel or the straight-line code, whichever
+        # measures faster
+        self.choice = native.TierChoice(kernel.what, "call") \
+            if kernel.background or measured else None
         self._asked = False  # (under "auto") the first call has run: the kernel may be asked for
 
     def run(self, arrays, consts, straight_line):
@@ -159,7 +161,7 @@ class FusedKernel:
         except native.KERNEL_ERRORS:  # the straight-line code raises its own error
             self.raised = True
             return None
-        native.STATS["fused calls"] += 1
+        native.STATS[self._stat] += 1
         out = []
         for kind, x, dtype in self._plan:
             if kind == "kernel":
@@ -172,11 +174,15 @@ class FusedKernel:
         return out
 
 
-def build(graph):
-    """The FusedKernel of a graph that `wanted`; raises Unsupported when a primitive (or a
-    form of one) has no numba rule. Where a scan asked for compiler="auto", the kernel
-    compiles in the background process (native.NativeKernel)."""
-    background = any(eqn.params.get("compiler") == "auto" for eqn, _ in _scans(graph, 1))
+def build(graph, background=None, what=None, measured=False, stat="fused calls"):
+    """The FusedKernel of a graph that `wanted` (or of a run of jit's equations,
+    scan/regions.py); raises Unsupported when a primitive (or a form of one) has no numba
+    rule. Where a scan asked for compiler="auto" (or `background` says so), the kernel
+    compiles in the background process (native.NativeKernel); `what` names it in the log;
+    `measured`: it runs only where it measures faster than the straight-line code, as under
+    "auto"; `stat`: what native.STATS counts its calls as."""
+    if background is None:
+        background = any(eqn.params.get("compiler") == "auto" for eqn, _ in scans(graph, 1))
     why = None if background else native.missing()  # ("auto" found numba installed)
     if why is not None:
         raise Unsupported(why)
@@ -209,6 +215,6 @@ def build(graph):
         raise Unsupported(f"a kernel of {length} lines (more than {MAX_LINES}), which numba "
                           "would take minutes to compile, or fail to")
     ins = ", ".join(type_str(v.shape, v.dtype) for v in graph.invars)
-    kernel = native.new_kernel(ksource, w.expected, graph.name,
-                               f"jit({graph.name}) as one fused kernel ({ins})", background)
-    return FusedKernel(ksource, kernel, plan)
+    what = f"jit({graph.name}) as one fused kernel" if what is None else what
+    kernel = native.new_kernel(ksource, w.expected, graph.name, f"{what} ({ins})", background)
+    return FusedKernel(ksource, kernel, plan, measured, stat)

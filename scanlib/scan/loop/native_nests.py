@@ -28,6 +28,11 @@ import re
 import numpy as np
 
 ELEMENT = "_e"  # the suffix of a nest's element scalar (native.py checks its dtype)
+# Elements of work read more than once, above which it is computed in its first reader's nest
+# and stored there (Fused.stored): a pass over memory saved ([4, 1024, 32] arrays of a layer
+# norm: 360 -> 130 us). Below it the array stays in the L1 cache, and the merged nests of an
+# HMM's, a CTC's and a Holt-Winters' steps measured 2 % slower.
+STORED_MIN = 4096
 # The zero NumPy's sum of -0.0s gives, which is the zero its sums start from.
 _ZERO = "-0.0" if np.signbit(np.add.reduce(np.array([-0.0, -0.0]))) else "0.0"
 _NAME = re.compile(r"[A-Za-z_]\w*\Z")
@@ -88,13 +93,17 @@ def elementwise(name, out, args, codes, expr, fuse=False):
     `fuse`, that work as a Fused, for the nest of the operation that reads it. An operand
     whose `fused` is set is such work: computed here, element by element, not read."""
     shape = tuple(out.shape)
-    before, body, elems = [], [], []
+    before, body, elems, held = [], [], [], []
     for k, (a, code) in enumerate(zip(args, codes)):
         fused = getattr(a, "fused", None)
         if fused is not None:
             before += fused.before
             body += fused.body
+            if fused.stored:  # read elsewhere too: its array is written here, in this nest
+                before.append(fused.allocation())
+                body.append(f"{fused.name}[{_position(len(shape))}] = {fused.element}")
             elems.append(fused.element)
+            held += fused.held
             fused.taken = True
             continue
         if a.shape and not _NAME.match(code):
@@ -102,7 +111,7 @@ def elementwise(name, out, args, codes, expr, fuse=False):
             code = f"{name}_a{k}"
         elems.append(element(code, tuple(a.shape), shape))
     body.append(f"{name}{ELEMENT} = {expr(elems)}")
-    work = Fused(name, out, before, body)
+    work = Fused(name, out, before, body, held)
     return work if fuse else work.lines()
 
 
@@ -112,18 +121,25 @@ class Fused:
     operands bound to names), `body` inside it (ending in `element`). Each element is the same
     scalar arithmetic on the same operands as its own nest computes, in one loop instead of
     two, without the array between them (on a step of a few thousand elements, each such
-    array cost about a microsecond). `lines()` writes it as its own nest, for a reader that
-    cannot take it."""
+    array cost about a microsecond). Work that other operations read as well is `stored`:
+    its reader's nest also writes its array, so that the two are one pass over memory
+    instead of two. `held`: the keys of the stored work inside (the caller's, Fusion's vars),
+    whose arrays are written where this work's nest is. `lines()` writes it as its own nest,
+    for a reader that cannot take it."""
 
-    def __init__(self, name, out, before, body):
+    def __init__(self, name, out, before, body, held=()):
         self.name, self.shape, self.dtype = name, tuple(out.shape), out.dtype
         self.before, self.body = before, body
         self.element = f"{name}{ELEMENT}"
         self.taken = False  # set by the reader's nest
+        self.stored, self.held = False, list(held)
+
+    def allocation(self):
+        return f"{self.name} = np.empty({self.shape}, {_dtype(self.dtype)})"
 
     def lines(self):
         at = _position(len(self.shape))
-        return self.before + [f"{self.name} = np.empty({self.shape}, {_dtype(self.dtype)})"] \
+        return self.before + [self.allocation()] \
             + loops(self.shape, self.body + [f"{self.name}[{at}] = {self.element}"])
 
 

@@ -924,7 +924,14 @@ class Fusion:
     a step (a carry only at its end), and no statement writes into an array it did not
     make, so the operands still hold their values there. Work whose reader cannot take it
     (not a nest after all) is written as its own nest just before that reader; `flush` writes
-    what no equation here read."""
+    what no equation here read.
+
+    Elementwise work of more than nests.STORED_MIN elements that several equations read (or
+    that is kept) is fused the same way, `stored` (nests.Fused): its first reader's nest
+    computes it and writes its array, one pass instead of two; the others read the array.
+    Until that nest is written (the reader's own work may be pending too, for its reader),
+    `holder` says which pending work writes the array, and an equation reading the array has
+    that work written before it."""
 
     def __init__(self, eqns, kept):
         uses = {}
@@ -934,8 +941,12 @@ class Fusion:
                     uses[v] = uses.get(v, 0) + 1
         kept = set(kept)
         self.once = {v for v, k in uses.items() if k == 1 and v not in kept}
+        self.shared = {v for v, k in uses.items() if (k > 1 or v in kept)
+                       and math.prod(v.shape) > nests.STORED_MIN}
         self.pending = {}  # var -> nests.Fused, in the order made
+        self.holder = {}  # a stored var -> the pending var whose work writes its array
         self._logistic_sources(eqns)
+        self.shared -= set(self.source.values())  # _share reads their arrays: written early
 
     def _logistic_sources(self, eqns):
         """sigmoid and softplus of a value and of its negations (a logistic regression's
@@ -957,6 +968,10 @@ class Fusion:
 
     def __call__(self, eqn, args, outs, scope=None):
         lines = []
+        for v in eqn.invars:  # arrays read here, written by pending work not read here
+            held_by = None if isinstance(v, Literal) else self.holder.get(v)
+            if held_by is not None and held_by not in eqn.invars:
+                lines += self._written(self.pending.pop(held_by))
         for a, v in zip(args, eqn.invars):
             if not a.literal and a.fused is None and v not in self.pending:
                 self.code.setdefault(v, a.code)
@@ -972,19 +987,37 @@ class Fusion:
             if takes and tuple(v.shape) == tuple(eqn.outvars[0].shape):
                 a.fused = work
             else:
-                lines += work.lines()
-        fuse = takes and eqn.outvars[0] in self.once
+                lines += self._written(work)
+        v = eqn.outvars[0] if takes else None
+        fuse = takes and (v in self.once or v in self.shared)
         out = statements(eqn, args, outs, scope, fuse)
         if any(a.fused is not None and not a.fused.taken for a in args):
             for a in args:  # the rule wrote no nest: each fused operand apart, and again
                 if a.fused is not None:
-                    lines += a.fused.lines()
+                    lines += self._written(a.fused)
                     a.fused = None
             out = statements(eqn, args, outs, scope, fuse)
         if isinstance(out, nests.Fused):
-            self.pending[eqn.outvars[0]] = out
+            if v in self.shared:
+                out.stored = True
+                out.held.append(v)
+            for held in out.held:
+                self.holder[held] = v
+            self.pending[v] = out
             return lines
+        for a in args:  # a nest written here: the stored work it took is in memory now
+            if a.fused is not None:
+                self._stored(a.fused)
         return lines + out
+
+    def _stored(self, work):
+        for held in work.held:
+            self.holder.pop(held, None)
+
+    def _written(self, work):
+        """The lines of work written as its own nest (the arrays it stores are then written)."""
+        self._stored(work)
+        return work.lines()
 
     def _share(self, x, name, log1p):
         """The lines computing exp(-|x|) into an array, and (`log1p`) its log1p, where not yet
@@ -1003,7 +1036,7 @@ class Fusion:
         return lines
 
     def flush(self):
-        lines = [s for work in self.pending.values() for s in work.lines()]
+        lines = [s for work in self.pending.values() for s in self._written(work)]
         self.pending.clear()
         return lines
 
