@@ -679,3 +679,45 @@ def test_einsum_of_a_large_contraction_goes_to_blas(spec, shapes, blas, dtype):
     np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.abs(want).max())
     if dtype == "float64" and blas and max(map(np.size, xs)) <= 40_000:
         check_grads(lambda *ts: sl.sum(sl.sin(sl.einsum(spec, *ts))), tuple(xs), order=1)
+
+
+@pytest.mark.parametrize("spec, shapes", [
+    ("nh,zlh->zln", [(32, 32), (4, 256, 32)]), ("zln,zlh->nh", [(4, 256, 32), (4, 256, 32)])])
+@pytest.mark.parametrize("dtypes", [("complex128", "float64"), ("float64", "complex128"),
+                                    ("complex64", "float32")])
+def test_einsum_of_a_complex_and_a_real_array_goes_to_blas(spec, shapes, dtypes):
+    """An LRU's complex B against real inputs, and its gradient's contraction: np.einsum's
+    value to rounding, complex, with inf and NaN where np.einsum has them (both cast the
+    real operand to complex)."""
+    from scanlib.ops import linalg as la
+
+    rng = np.random.default_rng(1)
+    xs = [(rng.standard_normal(s) + (1j * rng.standard_normal(s) if dt.startswith("complex")
+                                     else 0)).astype(dt) for s, dt in zip(shapes, dtypes)]
+    assert la._blas_pays(spec, xs)
+    assert not la._blas_pays(spec, [xs[0].astype("complex64"), xs[1].astype("float64")])
+    for with_inf in (False, True):
+        if with_inf:
+            xs[0].flat[5] = np.inf
+        got = sl.einsum(spec, *[sl.tensor(x) for x in xs]).numpy()
+        want = np.einsum(spec, *xs)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(np.isfinite(got), np.isfinite(want))
+        tol = 1e-4 if "float32" in dtypes else 1e-12
+        finite = np.isfinite(want)
+        np.testing.assert_allclose(got[finite], want[finite], rtol=tol,
+                                   atol=tol * np.abs(want[finite]).max())
+
+
+def test_a_one_column_products_cotangent_is_a_broadcast_product():
+    """x @ w with w [H, 1] (a value head): the cotangent of x is g * w^T, the same terms as
+    g @ w^T, with no matmul of one term each in the backward graph."""
+    rng = np.random.default_rng(2)
+    x, w = rng.standard_normal((6, 5, 4)), rng.standard_normal((4, 1))
+    check_grads(lambda x, w: sl.sum(sl.tanh(x @ w) ** 2), (x, w), order=2)
+    graph = sl.jit(sl.grad(lambda x, w: sl.sum(sl.tanh(x @ w) ** 2), argnums=(0, 1))).trace(
+        x, w)
+    assert not any(e.prim.name == "matmul" and e.invars[0].shape[-1:] == (1,)
+                   for e in graph.eqns)
+    gx, _ = sl.grad(lambda x, w: sl.sum(x @ w * 3.0), argnums=(0, 1))(x, w)
+    np.testing.assert_array_equal(gx.numpy(), np.broadcast_to(3.0 * w.T, x.shape))
