@@ -125,7 +125,8 @@ def _einsum_vjp(g, out, *xs, spec):
 # (17x for real ones). Large contractions go through `optimize=True`, which hands the pair
 # to tensordot, as JAX's einsum hands it to dot_general; the sums are BLAS's, so the bits
 # differ from np.einsum's loops by rounding. Small ones stay on the loops: finding a path
-# costs tens of microseconds.
+# costs tens of microseconds. So do complex ones holding an inf or a NaN: BLAS's complex
+# products turn (inf - inf j) into (nan + nan j) where the loops do not.
 _BLAS_MIN_WORK = 1 << 16
 _ONE_PRECISION = ({np.dtype("float64"), np.dtype("complex128")},
                   {np.dtype("float32"), np.dtype("complex64")})
@@ -133,7 +134,8 @@ _ONE_PRECISION = ({np.dtype("float64"), np.dtype("complex128")},
 
 def _einsum_impl(*xs, spec):
     xp = _xp(*xs)
-    if xp is np and _blas_pays(spec, xs):
+    if xp is np and _blas_pays(spec, xs) and (
+            not any(x.dtype.kind == "c" for x in xs) or all(np.isfinite(x).all() for x in xs)):
         return np.einsum(spec, *xs, optimize=True)
     return xp.einsum(spec, *xs)
 

@@ -15,10 +15,12 @@ topological one), so it reads nothing computed after it.
 
 What a kernel computes is what the straight-line code computes, element by element, with
 the same scalar arithmetic; sums add in the order of the elements (NumPy's adds pairwise),
-so a sum may differ in its last bits, as on the per-scan numba tier. Each run is proved as a
-fused kernel is (scan/fused.FusedKernel): numba's types are compared with the graph's before
-it first runs, an np.errstate that asks NumPy to raise or warn runs the NumPy calls, and
-under "auto" each run's kernel and NumPy calls are timed and the faster kept.
+so a sum may differ in its last bits, and a max or min of +0.0s and -0.0s is the first of
+them where NumPy's SIMD lanes pick one by the CPU, as on the per-scan numba tier. Each run
+is proved as a fused kernel is (scan/fused.FusedKernel): numba's types are compared with the
+graph's before it first runs, and an np.errstate that asks NumPy to raise or warn runs the
+NumPy calls. On every tier each run's kernel and NumPy calls are timed, and the faster
+kept (a nest on a strided input can be several times slower than NumPy).
 
 Imports the fused kernel's builder; numba only when a kernel is built.
 """
