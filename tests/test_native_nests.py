@@ -123,6 +123,25 @@ def test_a_batched_matmul_of_more_than_a_nests_work_is_a_nest():
     assert "for _k in range(10):" in kernel_source(f, _t((4, 10)), _t((3, 10)))
 
 
+def test_a_stack_of_rows_times_a_matrix_is_one_blas_product():
+    """A GRU's hidden state [16, 1, 64] times its [64, 192] weights (196,608 multiply-adds):
+    the rows as one [16, 64] matrix through numba's @ (BLAS), reshaped, rather than a nest;
+    its cotangent [16, 1, 192] @ [192, 64] too. The step is then a kernel, not the NumPy
+    loop (which the nest's estimated cost had chosen)."""
+    W = _t((64, 192), scale=0.1)
+
+    def f(h, x):  # h [16, 1, 64]: a GRU cell's arithmetic, without its tanh and sigmoids
+        z = h @ W  # [16, 1, 192]
+        r, u = z[..., :64] * x + 0.5, z[..., 64:128] * 0.25 - x
+        n = sl.maximum(z[..., 128:] * r + x, -1.0)
+        return (1.0 - u) * n * 0.1 + u * h * 0.1, sl.sum(z)
+
+    check(f, _t((16, 1, 64), scale=0.3), _t((5, 16, 1, 64)))
+    src = kernel_source(f, _t((16, 1, 64)), _t((5, 16, 1, 64)))
+    assert ".reshape((16, 64)) @ np.ascontiguousarray(" in src and "for _k in range(64)" \
+        not in src
+
+
 def test_a_steps_temporary_arrays_are_allocated_once_unless_something_outlives_it():
     def f(c, x):
         a = c + x  # read twice, so an array of its own: allocated once

@@ -40,7 +40,8 @@ from . import native_background
 from . import native_nests as nests
 from .emit import LoopWriter
 from .ir import STEP, is_var
-from .native_rules import VIEWS, Arg, Fusion, Scope, Unsupported, literal_code, logistic_chains
+from .native_rules import (VIEWS, Arg, Fusion, Scope, Unsupported, literal_code,
+                           logistic_chains, rows_times_matrix)
 
 __all__ = ["VIEWS", "Unsupported", "NotProved", "NotReady", "KERNEL_ERRORS", "NativeLoop",
            "TierChoice", "build", "available", "missing",
@@ -124,8 +125,8 @@ def _step_cost(eqns):
         numpy_ns += NUMPY_CALL_NS
         if e.prim.name in _PRODUCTS:
             work = _product_work(e)
-            nest = any(len(v.shape) > 2 for v in e.invars if is_var(v)) or \
-                work <= nests.SMALL
+            nest = work <= nests.SMALL or not rows_times_matrix(e) and any(
+                len(v.shape) > 2 for v in e.invars if is_var(v))
             numpy_ns += work * BLAS_NS
             kernel_ns += work * (NEST_NS if nest else BLAS_NS)
             continue

@@ -678,10 +678,26 @@ def _real_float(args, who):
             raise Unsupported(f"{who} of {a.dtype} in the compiled loop")
 
 
+def rows_times_matrix(eqn):
+    """Whether a matmul is a stack of rows a [..., M, K] times one matrix b [K, N], of one
+    dtype and more than nests.SMALL multiply-adds: one BLAS product of a's rows, reshaped
+    (a GRU's [16, 1, 64] hidden state times its [64, 192] weights)."""
+    if eqn.prim is not la.matmul_p or any(isinstance(v, Literal) for v in eqn.invars):
+        return False
+    a, b, out = eqn.invars[0], eqn.invars[1], eqn.outvars[0]
+    return (len(a.shape) > 2 and len(b.shape) == 2 and a.dtype == b.dtype == out.dtype
+            and a.dtype.kind == "f" and math.prod(out.shape) * a.shape[-1] > nests.SMALL)
+
+
 @rule(la.matmul_p)
 def _matmul(eqn, args, outs):
     _real_float(args, "matmul")
     a, b, out = args[0], args[1], eqn.outvars[0]
+    if rows_times_matrix(eqn):
+        rows = f"np.ascontiguousarray({a.code}).reshape(({math.prod(a.shape[:-1])}, " \
+               f"{a.shape[-1]}))"
+        return [f"{outs[0]} = ({rows} @ np.ascontiguousarray({b.code}))"
+                f".reshape({tuple(out.shape)})"]
     nest = a.shape and b.shape and a.dtype == b.dtype == out.dtype
     batched = any(len(a.shape) > 2 for a in args)
     if nest and (batched or math.prod(out.shape) * a.shape[-1] <= nests.SMALL):
