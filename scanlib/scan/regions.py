@@ -152,10 +152,10 @@ def _kernel_is_faster(eqns, last_read, stop):
     """Whether these equations are estimated faster as one kernel call than as NumPy calls
     (`last_read`: where each value is read last; `stop`: where they end). NumPy: per
     equation its fixed cost and a pass over memory, and per row of a reduction its inner
-    loop's start. The kernel: its call
-    (its arguments' checks, numba's dispatch), a pass for each array it writes (its outputs,
-    and what a reduction or a broadcasting reader reads; the rest is computed in its readers'
-    nests), and a reduction's chain of dependent additions or comparisons."""
+    loop's start. The kernel: its call (its arguments' checks, numba's dispatch), a pass for
+    each array it writes (its outputs, and what a reduction or a broadcasting reader reads;
+    the rest is computed in its readers' nests), and a reduction's chain of dependent
+    additions or comparisons."""
     numpy_ns, kernel_ns = 0.0, KERNEL_CALL_NS
     written = set()
     for e in eqns:
