@@ -82,18 +82,8 @@ def wanted(graph):
         for eqn in scans)
 
 
-def _size(v):
-    return int(np.prod(v.shape, dtype=np.int64))
-
-
-def _elements(eqn):
-    """The most elements an equation reads or writes."""
-    return max((_size(v) for v in (*eqn.invars, *eqn.outvars) if not isinstance(v, Literal)),
-               default=1)
-
-
 def _large(eqn):
-    return _elements(eqn) > SMALL_ELEMENTS
+    return native.elements(eqn) > SMALL_ELEMENTS
 
 
 def _joins(eqn):
@@ -127,11 +117,12 @@ def _short_trailing(eqn):
     return axes == tuple(range(nd - len(axes), nd)) and length <= SHORT_REDUCTION
 
 
-def runs(graph):
+def runs(graph, last_read=None):
     """[(start, stop)] of the graph's equations that run as kernels: maximal stretches of
     equations that join, trimmed of small work and views at their ends, estimated faster as
-    one kernel (_kernel_is_faster)."""
-    found, start, last_read = [], None, _last_reads(graph)
+    one kernel (_kernel_is_faster). `last_read`: _last_reads(graph), where it is known."""
+    found, start = [], None
+    last_read = _last_reads(graph) if last_read is None else last_read
     for i, eqn in enumerate([*graph.eqns, None]):
         joins = eqn is not None and _joins(eqn)
         if joins and start is None:
@@ -163,7 +154,7 @@ def _kernel_is_faster(eqns, last_read, stop):
         if e.prim.name in VIEWS:
             continue
         kind = "transcendental" if e.prim.name in native.TRANSCENDENTAL else "arithmetic"
-        elements = _elements(e)
+        elements = native.elements(e)
         numpy_ns += elements * NUMPY_PASS_NS[kind]
         kernel_ns += elements * KERNEL_NS[kind]
         out_shape = tuple(e.outvars[0].shape)
@@ -171,11 +162,11 @@ def _kernel_is_faster(eqns, last_read, stop):
             if not isinstance(v, Literal) and tuple(v.shape) != out_shape:
                 written.add(v)
         if e.prim.name in REDUCTIONS:
-            numpy_ns += _size(e.outvars[0]) * NUMPY_ROW_NS[e.prim.name]
+            numpy_ns += native.size(e.outvars[0]) * NUMPY_ROW_NS[e.prim.name]
             kernel_ns += elements * KERNEL_REDUCTION_NS
     made = {v for e in eqns for v in e.outvars}
     written = (written & made) | {v for v in made if last_read.get(v, -1) >= stop}
-    kernel_ns += sum(_size(v) for v in written) * KERNEL_PASS_NS
+    kernel_ns += sum(native.size(v) for v in written) * KERNEL_PASS_NS
     return kernel_ns < numpy_ns
 
 
@@ -199,11 +190,11 @@ def rewrite(graph, straight_line):
     code to call; their FusedKernels). `straight_line(graph)` compiles a run's own NumPy code
     (what the region runs where its kernel does not). A run with no numba rule stays as it
     was. Where a scan asked for "auto", the kernels compile in the background process."""
-    found = runs(graph)
+    last_read = _last_reads(graph)
+    found = runs(graph, last_read)
     if not found:
         return graph, []
     background = any(eqn.params.get("compiler") == "auto" for eqn, _ in fused.scans(graph, 1))
-    last_read = _last_reads(graph)
     eqns, built, done = [], [], 0
     for k, (start, stop) in enumerate(found):
         eqns += graph.eqns[done:start]

@@ -81,14 +81,14 @@ def numpy_loop_is_faster(eqns, carries=()):
     work (NumPy's SIMD loops); or, above SMALL_STEP or with a product of more than
     nests.SMALL multiply-adds, NumPy's calls estimated faster than the kernel."""
     values = [v for e in eqns for v in e.outvars] + [v for v in carries if is_var(v)]
-    large = max((_size(v) for v in values), default=0)
+    large = max((size(v) for v in values), default=0)
     if large <= SMALL_STEP and not any(e.prim.name in _PRODUCTS and _product_work(e) >
                                        nests.SMALL for e in eqns):
         return None  # (a batched product's work can be far above its values' size)
     if large > LARGE_STEP:
         return f"its step works on values of {large} elements (more than {LARGE_STEP})"
     for e in eqns:
-        if any(np.dtype(v.dtype) in (np.float16, np.float32) and _size(v) > SMALL_STEP
+        if any(np.dtype(v.dtype) in (np.float16, np.float32) and size(v) > SMALL_STEP
                for v in e.outvars):
             return (f"its step works on {np.dtype(e.outvars[0].dtype).name} values of up to "
                     f"{large} elements, which NumPy's SIMD loops do faster")
@@ -105,7 +105,7 @@ def numpy_calls_are_faster(eqns):
     if numpy_ns >= kernel_ns:
         return None
     heavy = sorted({e.prim.name for e in eqns if e.prim.name in TRANSCENDENTAL | _PRODUCTS
-                    and _elements(e) > SMALL_STEP})
+                    and elements(e) > SMALL_STEP})
     return (f"is estimated at {numpy_ns / 1e3:.0f} us as NumPy calls and "
             f"{kernel_ns / 1e3:.0f} us as a kernel"
             + (f" ({', '.join(heavy)} on large values)" if heavy else ""))
@@ -131,18 +131,18 @@ def _step_cost(eqns):
             kernel_ns += work * (NEST_NS if nest else BLAS_NS)
             continue
         kind = "transcendental" if e.prim.name in TRANSCENDENTAL else "arithmetic"
-        numpy_ns += _elements(e) * NUMPY_NS[kind]
-        kernel_ns += _elements(e) * KERNEL_NS["arithmetic" if id(e) in shared else kind]
+        numpy_ns += elements(e) * NUMPY_NS[kind]
+        kernel_ns += elements(e) * KERNEL_NS["arithmetic" if id(e) in shared else kind]
     return numpy_ns, kernel_ns
 
 
-def _elements(eqn):
-    """The most elements an equation reads or writes."""
-    return max((_size(v) for v in list(eqn.invars) + list(eqn.outvars) if is_var(v)),
+def elements(eqn):
+    """The most elements an equation reads or writes (is_var: not literals)."""
+    return max((size(v) for v in list(eqn.invars) + list(eqn.outvars) if is_var(v)),
                default=1)
 
 
-def _size(v):
+def size(v):
     return int(np.prod(v.shape, dtype=np.int64))
 
 
@@ -156,7 +156,7 @@ def _product_work(eqn):
             sizes.update(zip(sub, x.shape))
         return int(np.prod(list(sizes.values()), dtype=np.int64))
     summed = eqn.invars[0].shape[-1] if eqn.invars[0].shape else 1
-    return max(_size(eqn.outvars[0]), 1) * int(summed)
+    return max(size(eqn.outvars[0]), 1) * int(summed)
 
 
 class NotProved(Exception):
