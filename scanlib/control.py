@@ -241,18 +241,26 @@ def while_loop(cond_fun: Callable[[PyTree], Any], body_fun: Callable[[PyTree], P
         carry, _, _ = runner(cond, body, tuple(range(nc)))(values, q_values, k_values,
                                                             max_steps)
         return pytree.unflatten(tree, [Tensor(c) for c in as_arrays(carry, body.outvars)])
+    return pytree.unflatten(tree, loop_on_tape(cond, body, init_t, q_values, body_consts,
+                                               max_steps)[0])
+
+
+def loop_on_tape(cond, body, init_t, q_values, body_consts, max_steps):
+    """(the final carries on the tape, the trip count n): the loop as a scan of n steps whose
+    VJP gives the gradient. Either n is found first (by the part of the body cond reads) and
+    the scan then runs, or, where that part is most of the body, one loop finds n and saves
+    what the scan's backward reads on the way. Also jit's replay of a loop and its gradient
+    (while_replay)."""
+    nc = len(init_t)
     counted = counted_carries(cond, body, nc)
     compiler = default_compiler()
     if _count_costs_a_forward(body, counted) and not _compiled_count(compiler, body, nc):
-        # then save the residuals as it runs
-        return pytree.unflatten(tree, _saving_loop(cond, body, init_t, q_values, body_consts,
-                                                   max_steps))
-    _, n, _ = runner(cond, body, counted)([values[i] for i in counted], q_values, k_values,
-                                           max_steps)
+        return _saving_loop(cond, body, init_t, q_values, body_consts, max_steps)
+    _, n, _ = runner(cond, body, counted)([init_t[i]._value for i in counted], q_values,
+                                           [k._value for k in body_consts], max_steps)
     if n == 0:  # Tensors, as every other path returns
-        return pytree.unflatten(tree, init_t)
-    return pytree.unflatten(tree, apply_scan(body, init_t, [], body_consts, n, False,
-                                             compiler=compiler))
+        return init_t, 0
+    return apply_scan(body, init_t, [], body_consts, n, False, compiler=compiler), n
 
 
 def _compiled_count(compiler, body, nc):
@@ -288,14 +296,14 @@ def _saving_loop(cond, body, init_t, q_values, body_consts, max_steps):
     carry, n, rows = runner(cond, aug, tuple(range(nc)), collect)(
         [x._value for x in init_t], q_values, [k._value for k in body_consts], max_steps)
     if n == 0:  # Tensors, as every other path returns
-        return init_t
+        return init_t, 0
     carry = as_arrays(carry, aug.outvars[:nc])
     xp = backends.xp_of(*carry)
     stacks = []
     for r, v in zip(rows, aug.outvars[nc:]):
         stacks.append(xp.asarray(xp.stack(r), dtype=v.dtype))
         r.clear()  # one residual in two copies at a time, not all of them
-    return record_scan(lin, init_t, body_consts, n, carry + stacks)
+    return record_scan(lin, init_t, body_consts, n, carry + stacks), n
 
 
 _PYTHON_NUMBER = (bool, int, float, complex)  # exact types: np.float64 is typed

@@ -25,7 +25,7 @@ import weakref
 
 import numpy as np
 
-from . import backends, generated, logs, pytree
+from . import backends, generated, logs, pytree, while_replay
 from .scan import fused, regions
 from .scan.api import default_compiler
 from .tape import Tensor, current_builder, grad_enabled
@@ -521,7 +521,8 @@ class Trace:
                               for v in self.graph.outvars]
         self.graph = prune_outputs(merge_rebound(self.graph))
         self._consts = _const_values(self.graph, {} if snapshots is None else snapshots)
-        self._run = straight_line(self.graph, self._consts)
+        run_graph = while_replay.pair(self.graph)  # what the replay runs, never traced again
+        self._run = straight_line(run_graph, self._consts)
         # A writable constant was copied when traced; a read-only one may be a view of an
         # array its owner still writes into: an output that is a view of it is copied.
         self._const_roots = {id(_root(c)) for c in self._consts
@@ -541,7 +542,7 @@ class Trace:
                 _log.info("jit(%s): not one fused numba kernel (%s): each scan runs on its "
                           "own", name, self.fused_note)
         if self.fused is None and regions.wanted(self.graph):
-            run_graph, self.regions = regions.rewrite(self.graph,
+            run_graph, self.regions = regions.rewrite(run_graph,
                                                       lambda sub: straight_line(sub, []))
             if self.regions:
                 self._run = straight_line(run_graph, self._consts)

@@ -303,6 +303,8 @@ NO_RULE_NEEDED: dict = {
     "mpi_allreduce": "scanlib.distributed's collective, refused inside vmap and every trace",
     "mpi_broadcast": "scanlib.distributed's collective, refused inside vmap and every trace",
     "fused_region": "a run of jit's equations in its replay, made after tracing, never traced",
+    "while_loop_keeping_tape": "jit's replay of a loop and its gradient, made after tracing",
+    "while_loop_vjp_from_tape": "jit's replay of a loop and its gradient, made after tracing",
 }
 
 
