@@ -14,7 +14,7 @@ from . import (
     loops as loops, nn as nn, numpy as numpy, ops as ops, optim as optim, pytree as pytree,
     random as random, runtime as runtime, scipy as scipy, tape as tape, testing as testing,
     tracing as tracing, transforms as transforms, tree as tree, tree_util as tree_util,
-    typing as typing, vectorizing as vectorizing,
+    typing as typing, vectorizing as vectorizing, while_replay as while_replay,
 )
 from .associative import associative_scan as associative_scan
 from .autodiff import (
