@@ -85,7 +85,8 @@ def vjp(f: Callable[..., Any], *primals: PyTree, has_aux: bool = False) -> tuple
 
     out (and aux, with has_aux=True) stays on the tape only where something may
     differentiate it further (an input or a closed-over tensor requires grad, or an
-    enclosing differentiation); otherwise it is a plain value, as JAX returns it.
+    enclosing differentiation); otherwise it is a plain value, as JAX returns it. An integer
+    or bool cotangent of a float output counts as that output's dtype (JAX raises there).
 
     >>> import scanlib as sl
     >>> out, back = sl.vjp(lambda x: x * x, sl.tensor([1.0, 2.0]))
@@ -125,6 +126,11 @@ def vjp_recording(f, primals, has_aux, record, who="vjp"):
                 raise ValueError(f"vjp_fn: {path} has shape {tuple(np.shape(o))} but its "
                                  f"cotangent has shape {c.shape}")
             if isinstance(o, Tensor) and o.requires_grad:
+                if is_differentiable_dtype(o.dtype) and not is_differentiable_dtype(c.dtype):
+                    # An integer cotangent of a float output counts in that dtype: left as
+                    # it is, a rule that drops integer cotangents (while_loop's VJP under
+                    # jit) would seed nothing, and the identity would give an int gradient.
+                    c = c.astype(o.dtype)
                 roots.append(o)
                 cts.append(c)
         found = (backward_pass(roots, cts, targets=inputs, retain_graph=True,

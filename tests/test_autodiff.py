@@ -326,6 +326,32 @@ def test_backward_with_cotangent(backend):
     backend.check_device(x.grad)
 
 
+@pytest.mark.parametrize("ct", [2, np.array(2), np.array(True), "tensor"])
+def test_an_integer_cotangent_counts_in_the_outputs_dtype(ct):
+    """Through the identity (which would hand it back as the gradient), through a
+    while_loop (whose VJP under jit dropped integer cotangents: a zero gradient) and through
+    backward(): a float gradient, the same eagerly and under jit."""
+    ct = sl.tensor(2) if isinstance(ct, str) else ct
+    x = sl.tensor(0.7)
+
+    def through_loop(x, ct, n):
+        loop = lambda x: sl.while_loop(lambda c: c[0] < n, lambda c: (c[0] + 1, c[1] * c[1]),
+                                       (sl.tensor(0), x))[1]
+        return sl.vjp(loop, x)[1](ct)[0]
+
+    want = float(np.asarray(ct)) * 4 * 0.7 ** 3  # d(x^4)/dx, two trips
+    for f in (through_loop, sl.jit(through_loop)):
+        for n, expected in ((2, want), (0, float(np.asarray(ct)))):
+            g = f(x, ct, sl.tensor(n))
+            assert g.dtype == np.float64
+            np.testing.assert_allclose(g.numpy(), expected, rtol=1e-14)
+    (g,) = sl.vjp(lambda x: x, sl.tensor(np.float32(0.7)))[1](ct)
+    assert g.dtype == np.float32 and float(g) == float(np.asarray(ct))
+    y = sl.tensor(0.7, requires_grad=True)
+    y.backward(ct)
+    assert y.grad.dtype == np.float64 and float(y.grad) == float(np.asarray(ct))
+
+
 def test_backward_through_shared_subexpressions(backend):
     x = backend.tensor(1.5, requires_grad=True)
     a = x * x

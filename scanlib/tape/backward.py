@@ -355,6 +355,10 @@ def tensor_backward(self, cotangent=None, *, retain_graph=False, create_graph=Fa
         cotangent = Tensor(backends.xp_of(self._value).ones_like(self._value))
     elif not isinstance(cotangent, Tensor):
         cotangent = Tensor(backends.asarray_on(cotangent, self.device))
+    if is_differentiable_dtype(self.dtype) and not is_differentiable_dtype(cotangent.dtype):
+        # an integer cotangent of a float output counts in its dtype (never an int .grad)
+        cotangent = Tensor(backends.xp_of(cotangent._value).asarray(cotangent._value,
+                                                                    dtype=self.dtype))
     if cotangent.shape != self.shape:
         raise ValueError(
             f"backward(): the cotangent has shape {cotangent.shape} but the tensor has shape "
