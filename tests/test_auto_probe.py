@@ -334,3 +334,42 @@ def test_threads_calling_with_new_layouts_while_one_compiles():
     assert not errors, errors
     for c in got:
         np.testing.assert_allclose(c, want, rtol=1e-12)
+
+
+def test_kernels_compile_side_by_side_in_two_processes(monkeypatch):
+    """With PROCESSES=2, two kernels asked for at once go to two processes (the second job
+    found the first process busy); each kernel then gives the NumPy loop's values, and a
+    third goes to whichever is idle."""
+    pool = native_background._Pool()
+    monkeypatch.setattr(native_background, "_WORKER", pool)
+    monkeypatch.setattr(native_background, "PROCESSES", 2)
+    xs = sl.tensor(np.linspace(0.0, 1.0, 12).reshape(6, 2))
+    bodies = [lambda c, x, k=0.61 + i / 1024: (c * k + x, c) for i in range(3)]
+    try:
+        for f in bodies[:2]:
+            sl.scan(f, sl.tensor(np.zeros(2)), xs, compiler="auto")
+        assert len(pool.workers) == 2
+        assert pool.workers[0].process.pid != pool.workers[1].process.pid
+        _wait_for_background()
+        sl.scan(bodies[2], sl.tensor(np.zeros(2)), xs, compiler="auto")
+        assert len(pool.workers) == 2  # an idle one took it
+        _wait_for_background()
+        for f in bodies:
+            c, ys = sl.scan(f, sl.tensor(np.zeros(2)), xs, compiler="auto")  # the kernels
+            want, want_ys = sl.scan(f, sl.tensor(np.zeros(2)), xs, compiler="numpy")
+            np.testing.assert_allclose(c.numpy(), want.numpy(), rtol=1e-15)
+            np.testing.assert_allclose(ys.numpy(), want_ys.numpy(), rtol=1e-15)
+    finally:
+        for worker in pool.workers:
+            if worker.process is not None:
+                worker.process.kill()
+                worker.process.wait()
+
+
+def test_compile_processes_from_the_environment(monkeypatch):
+    monkeypatch.setenv("SCANLIB_COMPILE_PROCESSES", "3")
+    assert native_background._processes() == 3
+    monkeypatch.setenv("SCANLIB_COMPILE_PROCESSES", "many")
+    assert native_background._processes() == 1
+    monkeypatch.delenv("SCANLIB_COMPILE_PROCESSES")
+    assert 1 <= native_background._processes() <= 4

@@ -3,12 +3,13 @@
 disk cache once it is there. numba's compiler is Python holding the GIL; a thread would halve
 the speed of the NumPy code it runs beside, a process takes another core.
 
-One process per Python process, started at the first job (`python -m
-scanlib.scan.loop.native_worker`, at a slightly lower priority), compiles the jobs one at a
-time in the order they came. It exits at the end of its stdin (when this process exits),
+Up to PROCESSES processes per Python process (`python -m scanlib.scan.loop.native_worker`,
+at a slightly lower priority), each started when a job finds the others busy, each compiling
+its jobs one at a time in the order they came: a program's kernels compile side by side
+where there are cores for them. Each exits at the end of its stdin (when this process exits),
 after the jobs it was sent: those still fill the disk cache for the next run. A job is (the
 kernel module's path, numba's signature, the graph's types of its values); its answer, None
-or why it failed, is read by a thread here. A forked child starts a process of its own.
+or why it failed, is read by a thread here. A forked child starts processes of its own.
 
 Imports only the standard library and the logger (logs.py); the worker imports native.py.
 """
@@ -35,6 +36,25 @@ MAX_QUEUED = 8
 # Kernels one process compiles before it is replaced (numba keeps every module it compiled:
 # about 1.6 MB each).
 RECYCLE_AFTER = 100
+
+
+def _processes():
+    """How many compile processes at most: SCANLIB_COMPILE_PROCESSES, else half the cores this
+    process may run on (the other half for the caller's NumPy code), 1 to 4. Each holds
+    numba's compiler, about 200 MB."""
+    named = os.environ.get("SCANLIB_COMPILE_PROCESSES", "").strip()
+    if named:
+        try:
+            return max(1, int(named))
+        except ValueError:
+            log.warning("SCANLIB_COMPILE_PROCESSES=%r is not a number; using 1", named)
+            return 1
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
+        os.cpu_count() or 1)
+    return max(1, min(4, cores // 2))
+
+
+PROCESSES = _processes()
 _HEADER = struct.Struct("<Q")  # a message: its length, then its pickle
 
 
@@ -155,7 +175,33 @@ class _Worker:
             job.finish(f"the background compile process exited (status {code})", 0.0)
 
 
-_WORKER = _Worker()
+class _Pool:
+    """Up to PROCESSES workers: a job goes to an idle one, to a new one while there are fewer
+    than PROCESSES, else to the one with the fewest jobs waiting."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.workers = []
+
+    @property
+    def jobs(self):
+        """Every worker's unanswered jobs."""
+        return [j for w in list(self.workers) for j in list(w.jobs.values())]
+
+    def submit(self, path, types, expected, name, what):
+        with self.lock:
+            idle = [w for w in self.workers if not w.jobs]
+            if idle:
+                worker = idle[0]
+            elif len(self.workers) < PROCESSES:
+                worker = _Worker()
+                self.workers.append(worker)
+            else:
+                worker = min(self.workers, key=lambda w: len(w.jobs))
+        return worker.submit(path, types, expected, name, what)
+
+
+_WORKER = _Pool()
 
 
 _FORKED_FROM = []  # in a forked child: the parent's worker object, its pipes closed here
@@ -168,15 +214,16 @@ def _forget_in_child():
     closed by descriptor, not flushed (a fork during another thread's write would send half
     a message); the objects are kept so that nothing closes those numbers again."""
     global _WORKER
-    process = _WORKER.process
-    if process is not None:
-        for stream in (process.stdin, process.stdout):
-            try:
-                os.close(stream.fileno())
-            except (OSError, ValueError):
-                pass
-        _FORKED_FROM.append(_WORKER)
-    _WORKER = _Worker()
+    for worker in getattr(_WORKER, "workers", [_WORKER]):  # a pool, or one worker
+        process = worker.process
+        if process is not None:
+            for stream in (process.stdin, process.stdout):
+                try:
+                    os.close(stream.fileno())
+                except (OSError, ValueError):
+                    pass
+    _FORKED_FROM.append(_WORKER)
+    _WORKER = _Pool()
 
 
 if hasattr(os, "register_at_fork"):
@@ -184,8 +231,9 @@ if hasattr(os, "register_at_fork"):
 
 
 def wait_idle(timeout=None):
-    """Wait until the background process has answered every kernel sent to it (its calls
-    from then on run the kernels, once chosen); False if `timeout` seconds passed first."""
+    """Wait until the background processes have answered every kernel sent to them (the
+    calls from then on run the kernels, once chosen); False if `timeout` seconds passed
+    first."""
     deadline = None if timeout is None else time.monotonic() + timeout
     while _WORKER.jobs:
         if deadline is not None and time.monotonic() > deadline:
@@ -195,7 +243,7 @@ def wait_idle(timeout=None):
 
 
 def full():
-    """Whether MAX_QUEUED kernels wait in the background process already."""
+    """Whether MAX_QUEUED kernels wait in the background processes already."""
     return len(_WORKER.jobs) >= MAX_QUEUED
 
 
