@@ -351,6 +351,11 @@ def test_kernels_compile_side_by_side_in_two_processes(monkeypatch):
         assert len(pool.workers) == 2
         assert pool.workers[0].process.pid != pool.workers[1].process.pid
         _wait_for_background()
+        deadline = time.monotonic() + 30  # the second process exits once idle
+        while pool.workers[1].process is not None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert pool.workers[1].process is None
+        assert pool.workers[0].process.poll() is None  # the first stays
         sl.scan(bodies[2], sl.tensor(np.zeros(2)), xs, compiler="auto")
         assert len(pool.workers) == 2  # an idle one took it
         _wait_for_background()
@@ -369,7 +374,8 @@ def test_kernels_compile_side_by_side_in_two_processes(monkeypatch):
 def test_compile_processes_from_the_environment(monkeypatch):
     monkeypatch.setenv("SCANLIB_COMPILE_PROCESSES", "3")
     assert native_background._processes() == 3
-    monkeypatch.setenv("SCANLIB_COMPILE_PROCESSES", "many")
-    assert native_background._processes() == 1
+    for bad in ("many", "0", "-2", "2.5"):
+        monkeypatch.setenv("SCANLIB_COMPILE_PROCESSES", bad)
+        assert native_background._processes() == 1
     monkeypatch.delenv("SCANLIB_COMPILE_PROCESSES")
     assert 1 <= native_background._processes() <= 4

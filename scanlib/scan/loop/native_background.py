@@ -39,16 +39,20 @@ RECYCLE_AFTER = 100
 
 
 def _processes():
-    """How many compile processes at most: SCANLIB_COMPILE_PROCESSES, else half the cores this
-    process may run on (the other half for the caller's NumPy code), 1 to 4. Each holds
-    numba's compiler, about 200 MB."""
+    """How many compile processes at most: SCANLIB_COMPILE_PROCESSES (taken as given), else
+    half the cores this process may run on (the other half for the caller's NumPy code), 1
+    to 4. Each holds numba's compiler, about 200 MB; all but the first exit when idle."""
     named = os.environ.get("SCANLIB_COMPILE_PROCESSES", "").strip()
     if named:
         try:
-            return max(1, int(named))
+            n = int(named)
         except ValueError:
-            log.warning("SCANLIB_COMPILE_PROCESSES=%r is not a number; using 1", named)
-            return 1
+            n = 0
+        if n >= 1:
+            return n
+        log.warning("SCANLIB_COMPILE_PROCESSES=%r is not a whole number of processes, at "
+                    "least 1; using 1", named)
+        return 1
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
         os.cpu_count() or 1)
     return max(1, min(4, cores // 2))
@@ -102,9 +106,12 @@ class Job:
 
 
 class _Worker:
-    def __init__(self):
+    def __init__(self, exit_when_idle=False):
         self.lock = threading.Lock()
         self.process, self.jobs, self.next_id, self.sent = None, {}, 0, 0
+        # A pool's extra process exits once it has answered every job (numba's compiler
+        # holds about 200 MB); the next job it gets starts a new one.
+        self.exit_when_idle = exit_when_idle
 
     def submit(self, path, types, expected, name, what):
         job = Job(what)
@@ -165,6 +172,8 @@ class _Worker:
             job_id, error, seconds = message
             with self.lock:
                 job, _ = self.jobs.pop(job_id, (None, None))
+                if self.exit_when_idle and not self.jobs and self.process is process:
+                    self._retire()
             if job is not None:
                 job.finish(error, seconds)
         code = process.wait()
@@ -194,7 +203,7 @@ class _Pool:
             if idle:
                 worker = idle[0]
             elif len(self.workers) < PROCESSES:
-                worker = _Worker()
+                worker = _Worker(exit_when_idle=bool(self.workers))
                 self.workers.append(worker)
             else:
                 worker = min(self.workers, key=lambda w: len(w.jobs))
