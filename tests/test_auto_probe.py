@@ -4,6 +4,8 @@ before the fix it names in its docstring."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import threading
 import time
 
@@ -379,3 +381,58 @@ def test_compile_processes_from_the_environment(monkeypatch):
         assert native_background._processes() == 1
     monkeypatch.delenv("SCANLIB_COMPILE_PROCESSES")
     assert 1 <= native_background._processes() <= 4
+
+
+@pytest.mark.skipif(not hasattr(os, "fork") or not os.path.isdir("/proc"),
+                    reason="os.fork, /proc")
+def test_a_fork_while_a_compile_process_starts_does_not_keep_it_alive(tmp_path):
+    """Another thread forking between Popen's return and the worker knowing its process (a
+    window widened here by a slow Popen) gave the child the process's stdin: it outlived the
+    parent for as long as the child ran. The fork now waits for the start."""
+    script = tmp_path / "parent.py"
+    script.write_text(f"""
+import os, subprocess, threading, time
+import numpy as np
+import scanlib as sl
+from scanlib.scan.loop import native_background as nb
+
+class SlowPopen(subprocess.Popen):
+    def __init__(self, *a, **k):
+        super().__init__(*a, **k)
+        open({str(tmp_path / "worker")!r}, "w").write(str(self.pid))
+        time.sleep(1.0)
+
+nb.subprocess = type("m", (), {{"Popen": SlowPopen, "PIPE": subprocess.PIPE,
+                               "DEVNULL": subprocess.DEVNULL}})
+xs = sl.tensor(np.linspace(0, 1, 40).reshape(20, 2))
+t = threading.Thread(target=lambda: sl.scan(lambda c, x: (c * 0.1234567 + x, c),
+                                            sl.tensor(np.zeros(2)), xs, compiler="auto"))
+t.start()
+time.sleep(0.5)
+child = os.fork()
+if child == 0:
+    time.sleep(30)
+    os._exit(0)
+open({str(tmp_path / "child")!r}, "w").write(str(child))
+t.join()
+nb.wait_idle(60)
+""")
+    env = dict(os.environ, SCANLIB_CACHE_DIR=str(tmp_path / "cache"))
+    subprocess.run([sys.executable, str(script)], env=env, check=True, timeout=120)
+    worker = int((tmp_path / "worker").read_text())
+    child = int((tmp_path / "child").read_text())
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and _alive(worker):
+            time.sleep(0.1)
+        assert not _alive(worker), "the compile process outlived its parent"
+    finally:
+        os.kill(child, 9)
+
+
+def _alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False

@@ -235,8 +235,34 @@ def _forget_in_child():
     _WORKER = _Pool()
 
 
+_HELD = []  # the locks a fork waits for (_hold_for_fork), released after it in the parent
+
+
+def _hold_for_fork():
+    """Before a fork: take the pool's lock and each worker's, so that no process is half
+    started (Popen returned, its pipes open, not yet known to _forget_in_child) when the
+    child is made: the child would keep that process's stdin open. subprocess's own fork
+    does not run these hooks, so starting a process under a worker's lock cannot wait here."""
+    pool = _WORKER
+    locks = [pool.lock] + [w.lock for w in getattr(pool, "workers", [])]
+    for lock in locks:
+        lock.acquire()
+        _HELD.append(lock)
+
+
+def _release_after_fork():
+    while _HELD:
+        _HELD.pop().release()
+
+
+def _forget_held_in_child():
+    _HELD.clear()  # the parent's objects, dropped with them
+    _forget_in_child()
+
+
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_in_child)
+    os.register_at_fork(before=_hold_for_fork, after_in_parent=_release_after_fork,
+                        after_in_child=_forget_held_in_child)
 
 
 def wait_idle(timeout=None):
