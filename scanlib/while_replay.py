@@ -58,10 +58,10 @@ def pair(graph):
         found = iter(vjp.outvars)
         nc, nq = loop.params["num_carry"], loop.params["num_cond_consts"]
         wanted = tuple(is_differentiable_dtype(v.dtype) and next(found) in read
-                       for v in loop.invars[:nc] + loop.invars[nc + nq:])
+                       for v in list(loop.invars[:nc]) + list(loop.invars[nc + nq:]))
         eqns[i] = Eqn(_loop_keeping_tape_p, loop.invars, {**loop.params, "wanted": wanted},
-                      loop.outvars + [kept])
-        eqns[j] = Eqn(_vjp_from_tape_p, vjp.invars + [kept], vjp.params, vjp.outvars)
+                      list(loop.outvars) + [kept])
+        eqns[j] = Eqn(_vjp_from_tape_p, list(vjp.invars) + [kept], vjp.params, vjp.outvars)
     return Graph(graph.invars, graph.constvars, graph.consts, eqns, graph.outvars,
                  name=graph.name, device=graph.device)
 
