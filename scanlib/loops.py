@@ -357,10 +357,16 @@ def _derivative(xs, body, nc, num_cts, given, create_graph, lanes=False):
                           compiler=default_compiler()) if n else list(init)
     ct, primals = xs[:num_cts[0]], xs[num_cts[0]:]
     outs = _derivative(primals, body, nc, num_cts[1:], given[1:], True, lanes)
-    pairs = [(o, c) for o, c, g in zip(outs, ct, given[0])
+    targets = [x for x in primals if is_differentiable_dtype(x.dtype)]
+    return walk_back(outs, ct, given[0], targets, create_graph)
+
+
+def walk_back(outs, ct, given, targets, create_graph=False):
+    """The cotangent of each target (zeros where none arrives) from the carries `outs` on
+    the tape, seeded by ct where `given` says one is present (also while_replay's)."""
+    pairs = [(o, c) for o, c, g in zip(outs, ct, given)
              if g and isinstance(o, Tensor) and o.requires_grad
              and is_differentiable_dtype(c.dtype)]
-    targets = [x for x in primals if is_differentiable_dtype(x.dtype)]
     found = backward_pass([o for o, _ in pairs], [c for _, c in pairs], targets=targets,
                           create_graph=create_graph) if pairs else [None] * len(targets)
     return [g if g is not None else zeros(x.shape, x.dtype, x.device)

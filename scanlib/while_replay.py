@@ -22,11 +22,9 @@ import numpy as np
 
 from . import backends
 from .control import loop_on_tape
-from .loops import while_grad_p, while_p
-from .ops import zeros
+from .loops import walk_back, while_grad_p, while_p
 from .ops.primitive import Primitive
-from .tape import (Eqn, Graph, Literal, Tensor, Var, backward_pass, enable_grad,
-                   is_differentiable_dtype)
+from .tape import Eqn, Graph, Literal, Tensor, Var, enable_grad, is_differentiable_dtype
 
 
 def pair(graph):
@@ -101,21 +99,12 @@ def _vjp_from_tape(*values, body, num_carry, num_cts, given):
     _loop_keeping_tape kept."""
     del body, num_cts
     inputs, outs = values[-1]
-    cts = values[:num_carry]
-    pairs = [(o, Tensor(c)) for o, c, g in zip(outs, cts, given[0])
-             if g and o.requires_grad and is_differentiable_dtype(c.dtype)]
-    targets = [x for x in inputs if x.requires_grad]
+    cts = [Tensor(c) for c in values[:num_carry]]
     with enable_grad():
-        found = iter(backward_pass([o for o, _ in pairs], [c for _, c in pairs],
-                                   targets=targets) if pairs else [None] * len(targets))
-    grads = []
-    for x in inputs:
-        if x.requires_grad:
-            g = next(found)
-            grads.append((g if g is not None else zeros(x.shape, x.dtype, x.device))._value)
-        elif is_differentiable_dtype(x.dtype):
-            grads.append(None)  # nothing reads it (pair)
-    return grads
+        found = iter(walk_back(outs, cts, given[0], [x for x in inputs if x.requires_grad]))
+    # nothing reads the cotangent of a differentiable input that does not require grad (pair)
+    return [next(found)._value if x.requires_grad else None for x in inputs
+            if is_differentiable_dtype(x.dtype)]
 
 
 # Made by `pair` after tracing, for the replay only: never bound, traced or transformed.
