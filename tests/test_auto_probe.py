@@ -359,7 +359,8 @@ def test_kernels_compile_side_by_side_in_two_processes(monkeypatch):
         assert pool.workers[1].process is None
         assert pool.workers[0].process.poll() is None  # the first stays
         sl.scan(bodies[2], sl.tensor(np.zeros(2)), xs, compiler="auto")
-        assert len(pool.workers) == 2  # an idle one took it
+        assert len(pool.workers[0].jobs) == 1  # the idle first process took it,
+        assert pool.workers[1].process is None  # not a new second one
         _wait_for_background()
         for f in bodies:
             c, ys = sl.scan(f, sl.tensor(np.zeros(2)), xs, compiler="auto")  # the kernels
