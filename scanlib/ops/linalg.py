@@ -10,7 +10,7 @@ import math
 import numpy as np
 
 from .. import backends
-from . import batching
+from . import batching, shapes
 from .elementwise import mul, scale_cotangent
 from .primitive import Primitive
 from .structural import broadcast_to_p, reshape_p, transpose_p
@@ -57,7 +57,7 @@ def _times_transposed(g, y):
 matmul_p = Primitive(
     "matmul", lambda x, y: x @ y, _matmul_vjp,
     batch=batching.matmul_rule, ufunc="matmul", inline="({0} @ {1})", multilinear=True,
-    promote=True)
+    promote=True, shape_of=shapes.matmul)
 
 
 def _vdot_vjp(g, out, x, y):
@@ -164,7 +164,8 @@ def _blas_pays(spec, xs):
 
 
 einsum_p = Primitive("einsum", _einsum_impl, _einsum_vjp,
-                     batch=batching.einsum_rule, multilinear=True, promote=True)
+                     batch=batching.einsum_rule, multilinear=True, promote=True,
+                     shape_of=shapes.einsum)
 
 
 def parse_einsum(spec, n_operands):

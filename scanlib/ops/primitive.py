@@ -15,7 +15,7 @@ import numpy as np
 from .. import backends
 from ..tape import Tensor, record, type_str
 from ..tape.graph import escaped_tracer_error
-from . import batching
+from . import batching, shapes
 from ..tape.state import STATE as _STATE
 from ..tape.tensor import is_differentiable_dtype
 from .promotion import (alike, as_inexact_args, lists_as_tensors, marked_weak, promoted,
@@ -87,6 +87,11 @@ class Primitive:
     typed operand beside typed ones takes their dtype where it can hold its kind, as a Python
     number does (float32 data times `jnp.array(0.5)` is float32). astype's result is typed.
 
+    `shape_of(*inputs, **params) -> shape` (None: not these inputs): the result's shape
+    without computing it, so that an abstract trace (jit's, a scan body's) gives a large
+    result zeros as its stand-in instead of running the impl on stand-ins (ops/shapes.py).
+    Elementwise primitives default to NumPy broadcasting.
+
     `effect`: the primitive is run for what it does, not for its result (debug printing):
     dead-code elimination keeps its equations (graph.used_vars), and a loop runs them at every
     step, never once for all steps; so too an equation with one in a graph among its params
@@ -102,7 +107,7 @@ class Primitive:
                  view=False, inline=None, prune=None, reach=None, multilinear=False,
                  linear=False, tangent=None, jvp=None, vmap=None, vmap_flags=None,
                  bind_recorded=None, rebinding=None, effect=False, promote=None,
-                 inexact=False, keeps_weak=True):
+                 inexact=False, keeps_weak=True, shape_of=None):
         self.name = self.__name__ = self.__qualname__ = name
         if doc:
             self.__doc__ = doc
@@ -124,6 +129,9 @@ class Primitive:
         self.promote = elementwise if promote is None else promote
         self.inexact = inexact
         self.keeps_weak = keeps_weak
+        if shape_of is None and elementwise and not view and not multiple_results:
+            shape_of = shapes.elementwise
+        self.shape_of = shape_of
 
     def __call__(self, *args, **params):
         return bind(self, *args, **params)
@@ -294,8 +302,13 @@ def bind(prim, *args, **params):
         else:
             values = [a._value if type(a) is Tensor else a for a in inputs]
             _check_devices(prim, inputs, values)
-            with np.errstate(all="ignore"):  # stand-in zeros may divide by zero; values unused
-                out = _run_impl(prim, inputs, values, params)
+            with np.errstate(all="ignore"):  # stand-in zeros may divide by zero
+                out = None
+                if prim.shape_of is not None and builder.abstract:  # no work on stand-ins
+                    out = shapes.stand_in(prim, values, params,
+                                           builder.broadcast_zeros)
+                if out is None:
+                    out = _run_impl(prim, inputs, values, params)
             tracers = builder.add_eqn(prim, inputs, params, out)
         if builder.grad_at_start and not _STATE.grad_enabled and prim.vjp is not None:
             # no_grad() inside a traced body: the loop records no node here, so the graph

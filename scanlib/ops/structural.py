@@ -12,7 +12,7 @@ import numpy as np
 from .. import backends
 from ..tape import Tensor
 from ..tape.graph import on_stand_ins
-from . import batching, indexing
+from . import batching, indexing, shapes
 from .elementwise import astype, div, equal, where
 from .primitive import Primitive, bind
 
@@ -303,7 +303,7 @@ concatenate_p = Primitive(
     "concatenate", lambda *xs, axis: _xp(*xs).concatenate(xs, axis=axis),
     lambda g, out, *xs, axis: split_p(g, sizes=tuple(x.shape[axis] for x in xs), axis=axis),
     out_impl=lambda *xs, axis, out: _xp(*xs).concatenate(xs, axis=axis, out=out),
-    batch=batching.joining_rule, linear=True, promote=True)
+    batch=batching.joining_rule, linear=True, promote=True, shape_of=shapes.concatenate)
 split_p = Primitive(
     "split", _split_impl,
     lambda cts, outs, x, sizes, axis, _saved=None: (

@@ -114,6 +114,13 @@ class GraphBuilder:
         with backends.on_device(self.device):
             return backends.namespace(self.device).zeros(shape, dtype)
 
+    def broadcast_zeros(self, shape, dtype):
+        """Zeros of a shape as a read-only broadcast of one zero: a stand-in that costs no
+        memory and no time to make, however large (np.zeros costs a memset)."""
+        with backends.on_device(self.device):
+            xp = backends.namespace(self.device)
+            return xp.broadcast_to(xp.zeros((), dtype), shape)
+
     def new_constvar(self, shape, dtype, value=None, hint=None) -> Tensor:
         """A constvar bound later (its `consts` slot is None); value stands in while tracing."""
         if value is None:
@@ -178,7 +185,7 @@ def stand_ins_for(outvars, leading=None):
     if builder is None or not builder.abstract or any(isinstance(v, Literal) for v in outvars):
         return None
     leading = leading or [()] * len(outvars)
-    return [builder._zeros(tuple(lead) + tuple(v.shape), v.dtype)
+    return [builder.broadcast_zeros(tuple(lead) + tuple(v.shape), v.dtype)
             for v, lead in zip(outvars, leading)]
 
 
