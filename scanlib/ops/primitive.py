@@ -301,7 +301,10 @@ def bind(prim, *args, **params):
             out, tracers = builder.process_primitive(prim, inputs, params)
         else:
             values = [a._value if type(a) is Tensor else a for a in inputs]
-            _check_devices(prim, inputs, values)
+            for v in values:  # as above: one set lookup per argument when all are NumPy's
+                if type(v) not in _CPU_TYPES and not isinstance(v, np.generic):
+                    _check_devices(prim, inputs, values)
+                    break
             with np.errstate(all="ignore"):  # stand-in zeros may divide by zero
                 out = None
                 if prim.shape_of is not None and builder.abstract:  # no work on stand-ins

@@ -79,9 +79,13 @@ def stand_in(prim, values, params, zeros):
     """Zeros shaped and typed as prim's result on `values` (zeros(shape, dtype) makes them),
     or None where the impl must run: no rule, no large input, an empty one, or inputs the
     rule does not take."""
-    if not any(getattr(v, "size", 0) >= MIN_SIZE for v in values):
-        return None
-    if any(getattr(v, "size", 1) == 0 for v in values):
+    large = False
+    for v in values:
+        size = getattr(v, "size", 1)  # a Python number: 1
+        if size == 0:
+            return None
+        large = large or size >= MIN_SIZE
+    if not large:
         return None
     try:
         shape = prim.shape_of(*values, **params)

@@ -76,10 +76,27 @@ def reads_of(prog, n):
     return [v for v in eqn.invars if v is not s.outvars[0]] + list(s.invars)
 
 
-def readers(prog, values):
-    """Indices of the computed equations that read any of `values`."""
+def readers(prog, values, index=None):
+    """Indices of the computed equations that read any of `values`, in order; `index`, from
+    reader_index(prog), answers without a walk over every equation."""
+    if index is not None:
+        return sorted({n for v in values for n in index.get(v, ())})
     return [n for n in range(len(prog.eqns)) if prog.section.get(n) is not None
             and any(is_var(u) and u in values for u in reads_of(prog, n))]
+
+
+def reader_index(prog):
+    """{value: indices of the computed equations that read it}: for a pass that asks
+    `readers` once per carry (a long backward body has hundreds)."""
+    index = {}
+    for n in range(len(prog.eqns)):
+        if prog.section.get(n) is not None:
+            for u in reads_of(prog, n):
+                if is_var(u):
+                    found = index.setdefault(u, [])
+                    if not found or found[-1] != n:
+                        found.append(n)
+    return index
 
 
 def batched_reads(prog):

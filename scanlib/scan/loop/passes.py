@@ -90,12 +90,13 @@ def _params_key(params):
                         if not k.startswith("_")))
 
 
-def _buffer_updates(prog, i):
+def _buffer_updates(prog, i, index=None):
     """Carry i's chain of indexed updates: from the carry in, each stage's last update (see
-    alias.write_into), as (update index, the buffer stage it reads)."""
+    alias.write_into), as (update index, the buffer stage it reads). `index`:
+    alias.reader_index(prog)."""
     chain, b = [], prog.carry_in[i]
     for _ in range(len(prog.eqns)):
-        found = [n for n in alias.readers(prog, {b}) if prog.section.get(n) is STEP
+        found = [n for n in alias.readers(prog, {b}, index) if prog.section.get(n) is STEP
                  and alias.write_into(prog, n, b) is not None]
         if not found:
             break
@@ -114,10 +115,11 @@ def sink_buffer_updates(prog):
     that needs the update's own result (that buffer then stays functional), and leaves the
     order as it was when the constraints of several updates conflict."""
     after = collections.defaultdict(set)  # eqn -> equations that must run before it
+    index = alias.reader_index(prog)
     for i in range(prog.num_carry):
-        for n, b in _buffer_updates(prog, i):
+        for n, b in _buffer_updates(prog, i, index):
             later = _downstream(prog, n)
-            first = set(alias.readers(prog, alias.aliases(prog, b, through=n))) - {n}
+            first = set(alias.readers(prog, alias.aliases(prog, b, through=n), index)) - {n}
             if not first & later:
                 after[n] |= first
     if not after:
@@ -370,10 +372,13 @@ def update_in_place(prog):
     exactly as the functional update. Signed zeros: `buf + scatter_add(v)` turns a -0.0
     elsewhere in buf into +0.0 and the in-place add does not (they compare equal)."""
     start = prog
+    indexed = None  # (the program, its alias.reader_index): made again when prog changes
     for i in range(prog.num_carry):
         if i in prog.accumulators:
             continue
-        chain = [n for n, _ in _buffer_updates(prog, i)]
+        if indexed is None or indexed[0] is not prog:
+            indexed = (prog, alias.reader_index(prog))
+        chain = [n for n, _ in _buffer_updates(prog, i, indexed[1])]
         if not chain or prog.eqns[chain[-1]].outvars[0] is not prog.carry_out[i]:
             continue
         stages = [prog.carry_in[i]] + [prog.eqns[n].outvars[0] for n in chain]
