@@ -88,7 +88,8 @@ def _check(prim, values, params):
 
 
 def test_every_elementwise_primitive_has_the_broadcasting_rule():
-    assert len(ELEMENTWISE) > 80 and {"matmul", "einsum", "concatenate"} <= set(RULED)
+    assert len(ELEMENTWISE) > 80
+    assert {"matmul", "einsum", "concatenate", *REDUCTIONS} <= set(RULED)
     viewing = [n for n, p in PRIMS.items() if p.elementwise and p.view]
     assert not set(viewing) & set(RULED)  # a view's result is its input: no stand-in
 
@@ -154,6 +155,19 @@ def test_generated_matmul_and_einsum_stand_ins(batch, m, k, n, dx, dy, mismatch)
     a, b = _value(rng, (m * 32, k), dx), _value(rng, (k2, m * 32), dy)
     _check(PRIMS["concatenate"], [a, b.T], {"axis": 0})
     _check(PRIMS["concatenate"], [a, a, a], {"axis": -1})
+
+
+REDUCTIONS = ["sum", "max", "min", "any", "all"]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.lists(st.integers(1, 9), min_size=1, max_size=4), st.sampled_from(REDUCTIONS),
+       st.sampled_from(DTYPES), st.booleans(), st.integers(0, 15), st.booleans())
+def test_generated_reduction_stand_ins(shape, name, dtype, keepdims, mask, every_axis):
+    shape[-1] = max(shape[-1], -(-shapes.MIN_SIZE // int(np.prod(shape[:-1]))))
+    x = _value(np.random.default_rng(0), tuple(shape), dtype)
+    axis = None if every_axis else tuple(i for i in range(len(shape)) if mask >> i & 1)
+    _check(PRIMS[name], [x], {"axis": axis, "keepdims": keepdims})
 
 
 def test_einsum_broadcasts_a_length_one_axis_as_numpy_does():

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..tape import Tensor
-from . import batching
+from . import batching, shapes
 from . import elementwise as ew
 from .arrays import _along, _constant, _flat, _is_one_int_axis_of_0d, _xp, _zero_d_as_1d
 from .functions import (as_tensor, concatenate, keepdims_flag, masked, one_axis, reshape, transpose,
@@ -231,7 +231,7 @@ def _logical_reduction(name):
             return getattr(x, name)(axis=axis, keepdims=keepdims)
         return getattr(_xp(x), name)(x, axis=axis, keepdims=keepdims)
 
-    prim = Primitive(name, impl, batch=batching.reduce_rule)
+    prim = Primitive(name, impl, batch=batching.reduce_rule, shape_of=shapes.reduction)
 
     def public(a: ArrayLike, axis: Axis = None, keepdims: bool = False, *,
                where: ArrayLike | None = None) -> Tensor:

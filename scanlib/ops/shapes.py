@@ -69,6 +69,15 @@ def concatenate(*xs, axis):
     return first[:axis] + (sum(s[axis] for s in map(_shape, xs)),) + first[axis + 1:]
 
 
+def reduction(x, axis, keepdims):
+    """sum, max, min, any, all: axis a sorted tuple of axes, or None for every axis."""
+    shape = _shape(x)
+    axes = range(len(shape)) if axis is None else [a % len(shape) for a in axis]
+    if keepdims:
+        return tuple(1 if i in axes else n for i, n in enumerate(shape))
+    return tuple(n for i, n in enumerate(shape) if i not in axes)
+
+
 def _one_element(x):
     """A view of x's first element with x's axes (x itself when it has none)."""
     ndim = getattr(x, "ndim", 0)

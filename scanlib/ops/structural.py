@@ -361,7 +361,7 @@ def _sum_vjp(g, out, x, axis, keepdims):
 
 
 sum_p = Primitive("sum", lambda x, axis, keepdims: x.sum(axis=axis, keepdims=keepdims),
-                  _sum_vjp, batch=batching.reduce_rule, linear=True,
+                  _sum_vjp, batch=batching.reduce_rule, linear=True, shape_of=shapes.reduction,
                   keeps_weak=False)  # JAX's reductions give typed results
 
 
@@ -384,10 +384,11 @@ def _max_tangent(ts, out, x, axis, keepdims):
 
 
 max_p = Primitive("max", lambda x, axis, keepdims: _xp(x).max(x, axis=axis, keepdims=keepdims),
-                  _max_vjp, batch=batching.reduce_rule, tangent=_max_tangent, keeps_weak=False)
+                  _max_vjp, batch=batching.reduce_rule, tangent=_max_tangent, keeps_weak=False,
+                  shape_of=shapes.reduction)
 min_p = Primitive("min", lambda x, axis, keepdims: _xp(x).min(x, axis=axis, keepdims=keepdims),
                   _max_vjp, batch=batching.reduce_rule,  # the same rules: where x hits out
-                  tangent=_max_tangent, keeps_weak=False)
+                  tangent=_max_tangent, keeps_weak=False, shape_of=shapes.reduction)
 
 
 def sum_to(g, shape):
