@@ -362,3 +362,27 @@ def test_an_update_that_reads_the_carry_differentiates_as_interpreted(body):
     for order in (1, 2):
         np.testing.assert_allclose(d(False, order)(C).numpy(), d(True, order)(C).numpy(),
                                    rtol=1e-12, atol=1e-12)
+
+
+def two_buffers_read_across():
+    """Two carry buffers, each updated in place; carry 1's backward adds a row of carry 0's
+    cotangent (c1[2] written into c0), read after carry 0's own update. Accepting both
+    in-place chains made that read see the overwritten row: the verifier refused the loop
+    (InvalidLoop) and the gradient raised."""
+    def make(W):
+        def f(c, t):
+            c0, c1 = c
+            k = t % 4
+            c0 = c0.at[:, 3].set(c1[:, 3] * W[0, 0])
+            c0 = c0.at[k].set(c1[2])
+            c0 = c0.at[:, 3].set(c1[:, 3] * 2.0)
+            c1 = c1.at[:, 1].set(c1[:, 1] * 2.0)
+            c0 = c0.at[k].set(c1[2])
+            return (c0, c1), sl.sum(c0[0])
+        return f
+    return make
+
+
+def test_in_place_chains_of_two_carries_stay_right_together():
+    init = (rng0.normal(size=(4, 6)), rng0.normal(size=(4, 6)))
+    check(two_buffers_read_across(), init, 5, [rng0.normal(size=(2, 2))], with_ys=True)

@@ -85,6 +85,14 @@ def readers(prog, values, index=None):
             and any(is_var(u) and u in values for u in reads_of(prog, n))]
 
 
+def in_place_chains(prog):
+    """{carry: the indices of its in-place updates, in order}."""
+    chains = {}
+    for n, rec in sorted(prog.in_place.items()):
+        chains.setdefault(rec.carry, []).append(n)
+    return chains
+
+
 def reader_index(prog):
     """{value: indices of the computed equations that read it}: for a pass that asks
     `readers` once per carry (a long backward body has hundreds)."""

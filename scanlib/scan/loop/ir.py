@@ -306,12 +306,10 @@ def _verify_in_place(prog, fail):
     """Each carry's in-place updates form one chain from the carry in to the carry out that
     alias.chain_problem accepts; a replaced scatter_add is not computed; copies are of step
     work."""
-    chains = {}
     for n, rec in sorted(prog.in_place.items()):
-        chains.setdefault(rec.carry, []).append(n)
         if rec.scatter is not None and prog.section.get(rec.scatter) is not None:
             fail(f"equation {rec.scatter} is replaced by in-place update {n} but still runs")
-    for i, chain in chains.items():
+    for i, chain in alias.in_place_chains(prog).items():
         if i in prog.accumulators:
             fail(f"carry {i} is an accumulator and also updated in place")
         problem = alias.chain_problem(prog, i, chain, prog.copied)

@@ -401,10 +401,13 @@ def update_in_place(prog):
                 del section[scatter]
         candidate = prog.replace(in_place={**prog.in_place, **records}, section=section,
                                  copied=frozenset(copied))
-        # Checked again on the rewritten program, as the verifier checks it: with its
-        # scatter_adds replaced, a view of the buffer read before an update may now be read
-        # after it (`c.at[:, 0].add(c[:, 2])`'s backward), which the check before missed.
-        if alias.chain_problem(candidate, i, chain, frozenset(copied)) is not None:
+        # Checked again on the rewritten program, every carry's chain as the verifier checks
+        # them: with its scatter_adds replaced, a view of a buffer read before an update may
+        # now be read after it (`c.at[:, 0].add(c[:, 2])`'s backward), which the check
+        # before missed; and the view may be of another carry's buffer, updated in place
+        # already (an add into carry 1 of a row of carry 0, read after carry 0's set).
+        if any(alias.chain_problem(candidate, c, ch, candidate.copied) is not None
+               for c, ch in alias.in_place_chains(candidate).items()):
             continue
         prog = candidate
     return start.replace(in_place=prog.in_place, section=prog.section, copied=prog.copied,
