@@ -222,3 +222,14 @@ def test_jit_and_scan_results_are_unchanged_on_large_values():
     assert got[0].dtype == want[0].dtype == np.float32 and got[1].dtype == np.float32
     np.testing.assert_array_equal(got[0].numpy(), want[0].numpy())
     np.testing.assert_array_equal(got[1].numpy(), want[1].numpy())
+
+
+def test_an_error_only_some_elements_raise_is_still_the_impls():
+    """Integers to a negative integer power raise in NumPy wherever they occur: the trace
+    runs pow on them (one element would not show it), so the error names pow and its inputs
+    as an eager call's does."""
+    x, e = np.arange(2048), np.arange(2048)[::-1] - 3  # e[0] >= 0, e[-1] < 0
+    for call in (lambda: sl.jit(lambda a: a ** e)(x),
+                 lambda: sl.scan(lambda c, _: (c ** e, None), x, length=2)):
+        with pytest.raises(ValueError, match="pow failed on inputs"):
+            call()

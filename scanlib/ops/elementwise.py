@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import backends
 from ..tape import Tensor
-from . import batching
+from . import batching, shapes
 from .primitive import Primitive
 
 
@@ -123,7 +123,7 @@ def _pow_tangent(ts, out, x, y):
 
 
 power = _arith("pow", lambda x, y: x**y, _pow_vjp, "power", "({0} ** {1})",
-               tangent=_pow_tangent)
+               tangent=_pow_tangent, shape_of=shapes.power)
 
 
 # --- transcendental -----------------------------------------------------------------------

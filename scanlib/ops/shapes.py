@@ -29,6 +29,15 @@ def elementwise(*values, **params):
     return np.broadcast_shapes(*(_shape(v) for v in values))
 
 
+def power(x, y):
+    """Broadcasting, except for integers to integer powers: NumPy raises on a negative
+    exponent anywhere, which one element does not show."""
+    if getattr(y, "dtype", np.dtype(float)).kind in "iu" and getattr(x, "dtype", None) is not None \
+            and x.dtype.kind in "iub":
+        return None
+    return elementwise(x, y)
+
+
 def matmul(x, y):
     """x @ y with both operands of two or more axes (the public matmul promotes vectors)."""
     if x.ndim < 2 or y.ndim < 2 or x.shape[-1] != y.shape[-2]:
