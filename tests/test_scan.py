@@ -866,3 +866,17 @@ def test_cotangents_and_structure_helpers():
     assert cts[0].shape == (2,) and cts[1] is None
     assert len(leaves(tree)) == 2
     assert structure(tree) != structure({"a": 1, "b": (2, 3)})
+
+
+@pytest.mark.parametrize("exponent", [2, 0.5, -1, 3])
+@pytest.mark.parametrize("dtype", [np.complex128, np.complex64, np.float32])
+def test_pow_written_into_the_loops_buffers_is_the_operators(exponent, dtype):
+    """NumPy's `x ** 2` is square(x) (sqrt, reciprocal for 0.5, -1), whose last bits
+    np.power's complex algorithm does not give: a scan whose pow runs batched into its
+    buffers must still give the loop's bits."""
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal((6, 32, 64)) * (1 + 1j if dtype != np.float32 else 1))
+    x = np.abs(x).astype(dtype) if exponent == 0.5 and dtype == np.float32 else x.astype(dtype)
+    ys = sl.scan(lambda c, xt: (c, sl.sin(xt) ** exponent), 0.0, x)[1]
+    want = np.stack([(sl.sin(sl.tensor(x[t])) ** exponent).numpy() for t in range(len(x))])
+    np.testing.assert_array_equal(ys.numpy(), want)

@@ -122,8 +122,16 @@ def _pow_tangent(ts, out, x, y):
                  None if ty is None else mul(ty, _pow_dy(out, x)))
 
 
+def _pow_into(x, y, out):
+    """x ** y into out, as the operator computes it: NumPy's `**` takes square, sqrt or
+    reciprocal for a scalar exponent of 2, 0.5 or -1, whose last bits np.power's complex
+    algorithm does not give, so a loop writing into its buffers would not be the loop."""
+    out[...] = x**y
+    return out
+
+
 power = _arith("pow", lambda x, y: x**y, _pow_vjp, "power", "({0} ** {1})",
-               tangent=_pow_tangent, shape_of=shapes.power)
+               tangent=_pow_tangent, shape_of=shapes.power, out_impl=_pow_into)
 
 
 # --- transcendental -----------------------------------------------------------------------

@@ -25,11 +25,15 @@ def batched_into(eqn, batched, shapes):
     prim = eqn.prim
     if prim.elementwise and prim.ufunc and not eqn.params:
         ufunc, fix = prim.ufunc, aligned(batched, shapes, len(eqn.outvars[0].shape))
+        into = prim.out_impl  # where the ufunc is not quite impl (pow's)
+        if into is None:
+            def into(*args, out):
+                return getattr(backends.xp_of(out), ufunc)(*args, out=out)
         if fix is None:
-            return lambda *args, out: getattr(backends.xp_of(out), ufunc)(*args, out=out)
+            return into
 
         def run(*args, out):
-            return getattr(backends.xp_of(out), ufunc)(*fix(args), out=out)
+            return into(*fix(args), out=out)
         return run
     if prim.ufunc and not prim.elementwise:  # matmul: its rule, or the ufunc on all steps
         fn = batched_impl(eqn, batched, shapes)

@@ -121,7 +121,7 @@ class LoopWriter:
         if eqn.params:
             self.env[f"_p{n}"] = eqn.params
         if out is not None:
-            if prim.ufunc:
+            if prim.ufunc and prim.out_impl is None:  # out_impl: the ufunc is not impl's
                 return f"xp.{prim.ufunc}({', '.join(args)}, out={out})"
             self.env[f"_w{n}"] = prim.out_impl
             return f"_w{n}({', '.join(args)}, out={out}{extra})  # {name}"
