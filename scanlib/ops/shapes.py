@@ -30,12 +30,17 @@ def elementwise(*values, **params):
 
 
 def power(x, y):
-    """Broadcasting, except for integers to integer powers: NumPy raises on a negative
-    exponent anywhere, which one element does not show."""
-    if getattr(y, "dtype", np.dtype(float)).kind in "iu" and getattr(x, "dtype", None) is not None \
-            and x.dtype.kind in "iub":
+    """Broadcasting, except for integer arrays to integer arrays' powers: NumPy raises on a
+    negative exponent anywhere, which one element does not show (a Python number exponent
+    is the same everywhere: its first element does)."""
+    if _kind(x) in "iub" and _kind(y) in "iu":
         return None
     return elementwise(x, y)
+
+
+def _kind(x):
+    dtype = getattr(x, "dtype", None)
+    return "" if dtype is None else dtype.kind
 
 
 def matmul(x, y):
