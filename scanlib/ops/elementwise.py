@@ -126,7 +126,7 @@ def _pow_into(x, y, out):
     """x ** y into out, as the operator computes it: NumPy's `**` takes square, sqrt or
     reciprocal for a scalar exponent of 2, 0.5 or -1, whose last bits np.power's complex
     algorithm does not give, so a loop writing into its buffers would not be the loop."""
-    out[...] = x**y
+    _xp(out).copyto(out, x**y, casting="no")  # the buffer has impl's dtype: never a cast
     return out
 
 
