@@ -31,7 +31,8 @@ class Primitive:
     `elementwise` (NumPy broadcasting, one output element from the same elements of each
     input, so it batches over steps by aligning ranks), `batch` (the batching rule of a
     non-elementwise primitive, see ops/batching.py), `ufunc` (the array-namespace function
-    that computes it into `out=`), `out_impl` (the same where no such function exists),
+    that computes it into `out=`), `out_impl` (the same where no such function exists, or
+    where it is not quite impl: pow's np.power is not `**`; NumPy's loop then uses it),
     `view` (its result may be a view of its input: costs no bytes, never written into),
     `inline` (the Python expression the generated code writes instead of a call: a template
     of the arguments, `"({0} + {1})"`, or a function of the params giving one or None) and,
