@@ -70,8 +70,8 @@ def _value(rng, shape, dtype):
 
 def _check(prim, values, params):
     """The stand-in against the impl: the same shape and dtype where the impl gives a result.
-    (Where the impl raises on these values, a stand-in may still be made: the trace's old
-    stand-ins were zeros, not these values, and the replay runs the impl.) Whether one was
+    (Where the impl raises on these values, a stand-in may still be made: a trace's values
+    are stand-ins, not these, and the replay runs the impl, which raises.) Whether one was
     made."""
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
