@@ -390,13 +390,12 @@ def test_in_place_chains_of_two_carries_stay_right_together():
     check(two_buffers_read_across(), init, 5, [rng0.normal(size=(2, 2))], with_ys=True)
 
 
-def _generated_body(steps, n, W):
-    """A body over n carry buffers [4, 6]: each step (op, a, b, i, j) updates buffer a from
+def _generated_body(steps, W):
+    """A body over carry buffers [4, 6]: each step (op, a, b, i, j) updates buffer a from
     buffer b (rows i, j; columns i, j), or reads it into the output."""
     def f(c, x):
         c, outs = list(c), []
-        for op, a, b, i, j in steps:
-            a, b = a % n, b % n
+        for op, a, b, i, j in steps:  # a, b < n: buffers; i, j < 4: rows or columns
             if op == 0:
                 c[a] = c[a].at[i].set(sl.tanh(c[b][j] @ W + x))
             elif op == 1:
@@ -431,7 +430,7 @@ def test_generated_buffer_updates_across_carries_match_the_loop(seed):
     W = rng.standard_normal((6, 6)) * 0.3
     init = tuple(rng.standard_normal((4, 6)) for _ in range(n))
     xs = np.abs(rng.standard_normal((5, 6)))
-    f = _generated_body(steps, n, W)
+    f = _generated_body(steps, W)
 
     def by_scan(init):
         c, ys = sl.scan(f, init, xs)
