@@ -60,12 +60,16 @@ def _fresh_input(x, path, who):
 
 
 def should_record(originals, cts=()):
-    """Record the backward walk when an enclosing differentiation could need it."""
-    return grad_enabled() and (
-        _state.STATE.diff_depth > 0
-        or any(isinstance(x, Tensor) and x.requires_grad for x in originals)
-        or any(isinstance(c, Tensor) and c.requires_grad for c in cts)
-        or _state.current_builder() is not None)
+    """Record the backward walk when an enclosing differentiation could need it: a traced
+    body's graph may be differentiated, a jit call's own graph never is (a call whose
+    arguments require grad runs eagerly), so there the walk is eager's."""
+    if not grad_enabled():
+        return False
+    builder = _state.current_builder()
+    return (_state.STATE.diff_depth > 0
+            or any(isinstance(x, Tensor) and x.requires_grad for x in originals)
+            or any(isinstance(c, Tensor) and c.requires_grad for c in cts)
+            or (builder is not None and not builder.whole_call))
 
 
 def _records(originals, inputs, outs, cts=()):

@@ -19,6 +19,7 @@ from . import autodiff, backends, pytree
 from .ops import reshape, stack, zeros
 from .interpreters.forward import forward_jvp, leaf_info
 from .tape import Tensor
+from .tape.state import current_builder
 
 if TYPE_CHECKING:
     from .tape.types import PyTree
@@ -128,9 +129,9 @@ def jvp(f: Callable[..., Any], primals: Sequence[PyTree], tangents: Sequence[PyT
     Computed by forward mode (scanlib/interpreters/forward.py): f runs once with a tangent
     beside every value, each primitive's tangent by its JVP rule (the transpose of its VJP
     where it has none), and a scan's JVP one scan over primal and tangent carries (about 3x
-    a forward through the rnn bench). Where the result may be differentiated again (inside
-    grad, a closed-over tensor that requires grad), it is the transpose of f's VJP instead (a
-    forward, a recorded backward and a walk back).
+    a forward through the rnn bench). Inside a trace (jit, a scan body), or where the result
+    may be differentiated again (inside grad, a closed-over tensor that requires grad), it is
+    the transpose of f's VJP instead (a forward, a recorded backward and a walk back).
 
     >>> import scanlib as sl
     >>> x = sl.tensor([1.0, 2.0])
@@ -145,7 +146,10 @@ def jvp(f: Callable[..., Any], primals: Sequence[PyTree], tangents: Sequence[PyT
     _check_float("jvp", paths, leaves, "input")  # before the tangents: the better message
     tangents = _check_tangents("jvp", primals, tangents)
     found = None
-    if not autodiff.should_record(leaves, pytree.flatten(tangents)[0]):
+    # Forward mode runs on values: in a trace (stand-ins), or where the result may be
+    # differentiated again, the double VJP instead.
+    if current_builder() is None and not autodiff.should_record(
+            leaves, pytree.flatten(tangents)[0]):
         found = forward_jvp(f, primals, tangents, has_aux)
         if found is not None:
             out_paths, out_leaves, _ = pytree.flatten_with_paths(found[0], "out")
@@ -265,8 +269,9 @@ def _forward_pushes(g, chosen, has_aux, in_leaves, in_tree, in_infos):
     """(out, aux, push) where push(tangents) is one forward-mode jvp of g (forward_jvp): for
     a Kalman filter over a scan a column cost 7.6 ms this way, 10.7 ms as a walk over the
     transposed VJP (bench/NOTES.md). None where the result must be recorded (it may be
-    differentiated again) or forward mode does not apply; then the double VJP."""
-    if autodiff.should_record(in_leaves):
+    differentiated again), in a trace, or where forward mode does not apply; then the double
+    VJP."""
+    if current_builder() is not None or autodiff.should_record(in_leaves):
         return None
     units = [(i, _basis(info, 0)) for i, info in enumerate(in_infos)
              if int(np.prod(info[0], dtype=np.int64))]

@@ -302,6 +302,45 @@ def test_a_scan_differentiated_in_the_trace_runs_its_forward_once():
     assert merge_rebound(graph) is graph  # nothing left to merge
 
 
+def test_a_jit_trace_walks_back_as_eager_does(monkeypatch):
+    # A jit call's own graph is never differentiated (arguments that require grad run f
+    # eagerly), so its trace walks back without recording the walk, as an eager call does:
+    # the backward scan, and a custom_vjp call inside the backward, are not linearized for a
+    # gradient nothing asks for. Values and gradients are the eager call's, bit for bit.
+    from scanlib.scan import primitive
+
+    calls = []
+    real = primitive.linearize
+    monkeypatch.setattr(primitive, "linearize", lambda *a, **k: calls.append(1) or real(*a, **k))
+
+    @sl.custom_vjp
+    def scaled(x):
+        return x * 2.0
+
+    scaled.defvjp(lambda x: (x * 2.0, None),
+                  lambda _, g: (sl.scan(lambda c, x: (c * 2.0 + x, c), g, np.ones(3))[0],))
+
+    def loss(params, xs):
+        return rnn_loss(params, xs) + sl.sum(scaled(params["W"]))
+
+    vg = sl.value_and_grad(loss)
+    params, xs = rnn_args()
+    eager = vg(params, xs)
+    eager_calls, calls[:] = len(calls), []
+    jitted = sl.jit(vg)
+    graph = jitted.trace(params, xs)
+    assert len(calls) == eager_calls == 1, (len(calls), eager_calls)
+    assert not [e for e in graph.eqns if e.prim.name == "stop_gradient"], graph
+    same(jitted(params, xs), eager)
+    # Differentiated inside the trace, the walk is recorded: the second order is right.
+    def squared_grad(s):
+        g = sl.grad(loss)({"W": params["W"] * s, "U": params["U"]}, xs)
+        return sl.sum(g["W"] ** 2)
+
+    one = np.float64(1.0)
+    same(sl.jit(sl.grad(squared_grad))(one), sl.grad(squared_grad)(one), rtol=1e-12)
+
+
 def test_python_control_flow_on_an_argument_says_jit():
     jitted = sl.jit(lambda x: x if x.sum() > 0 else -x)
     with pytest.raises(TypeError, match="traced \\(inside a scan body, jit or make_graph\\)"):

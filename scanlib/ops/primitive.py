@@ -314,7 +314,8 @@ def bind(prim, *args, **params):
                 if out is None:
                     out = _run_impl(prim, inputs, values, params)
             tracers = builder.add_eqn(prim, inputs, params, out)
-        if builder.grad_at_start and not _STATE.grad_enabled and prim.vjp is not None:
+        if (builder.grad_at_start and not _STATE.grad_enabled and prim.vjp is not None
+                and not builder.whole_call):
             # no_grad() inside a traced body: the loop records no node here, so the graph
             # must cut the gradient too.
             tracers = _cut(tracers, prim.multiple_results)
