@@ -254,25 +254,13 @@ def loop_on_tape(cond, body, init_t, q_values, body_consts, max_steps):
     nc = len(init_t)
     counted = counted_carries(cond, body, nc)
     compiler = default_compiler()
-    if _count_costs_a_forward(body, counted) and not _compiled_count(compiler, body, nc):
+    if _count_costs_a_forward(body, counted):
         return _saving_loop(cond, body, init_t, q_values, body_consts, max_steps)
     _, n, _ = runner(cond, body, counted)([init_t[i]._value for i in counted], q_values,
                                            [k._value for k in body_consts], max_steps)
     if n == 0:  # Tensors, as every other path returns
         return init_t, 0
     return apply_scan(body, init_t, [], body_consts, n, False, compiler=compiler), n
-
-
-def _compiled_count(compiler, body, nc):
-    """Whether the loop compiler runs the count and then scan's forward as kernels, which
-    together beat the residual-saving loop (Python calling NumPy: it is not compiled) even
-    when the count runs the whole body: numba, and a step small enough for the kernels (as
-    scan's executor decides)."""
-    if compiler == "numpy":
-        return False
-    from .scan.loop.native import numpy_loop_is_faster
-
-    return numpy_loop_is_faster(body.eqns, body.invars[:nc]) is None
 
 
 def _count_costs_a_forward(body, counted):
@@ -286,9 +274,10 @@ def _count_costs_a_forward(body, counted):
 
 def _saving_loop(cond, body, init_t, q_values, body_consts, max_steps):
     """The loop once, as scan's forward with residuals would run it but stopping where cond
-    says: each step's residuals are kept, stacked at the end, and recorded as the outputs of
-    a scan of n steps, whose VJP gives the gradient. One pass instead of the count and then
-    scan's forward (which would run the body twice when cond reads the whole state)."""
+    says: each step's residuals are kept, stacked (by the NumPy loop at the end, by a numba
+    kernel as it goes), and recorded as the outputs of a scan of n steps, whose VJP gives
+    the gradient. One pass instead of the count and then scan's forward (which would run the
+    body twice when cond reads the whole state)."""
     nc = len(init_t)
     lin = linearized(body, body_consts)
     aug = lin.aug_body
@@ -301,9 +290,12 @@ def _saving_loop(cond, body, init_t, q_values, body_consts, max_steps):
     xp = backends.xp_of(*carry)
     stacks = []
     for r, v in zip(rows, aug.outvars[nc:]):
-        stacks.append(xp.asarray(xp.stack(r), dtype=v.dtype))
-        r.clear()  # one residual in two copies at a time, not all of them
-    return record_scan(lin, init_t, body_consts, n, carry + stacks), n
+        if isinstance(r, list):  # the NumPy loop's
+            stacks.append(xp.asarray(xp.stack(r), dtype=v.dtype))
+            r.clear()  # one residual in two copies at a time, not all of them
+        else:
+            stacks.append(r)
+    return record_scan(lin, init_t, body_consts, n, carry + stacks, default_compiler()), n
 
 
 _PYTHON_NUMBER = (bool, int, float, complex)  # exact types: np.float64 is typed

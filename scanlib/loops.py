@@ -52,15 +52,15 @@ def runner(cond, body, carries, collect=()):
     `run(carry values, cond consts, body consts, max_steps) -> (carry values, n, rows)`. Its
     statements call each equation's impl, as bind does outside a trace, but without bind's
     per-op work; only the equations the given carries need are run. `collect`: indices of
-    body outputs beyond the carries whose value at every step is appended to a list, one
-    list per index in `rows` (the residuals a scan's backward reads, for while_loop's
-    gradient)."""
+    body outputs beyond the carries whose value at every step is kept, one entry per index
+    in `rows` (the residuals a scan's backward reads, for while_loop's gradient): a list of
+    the steps' values from the NumPy loop, their stacked array from a numba kernel."""
     cache = body.__dict__.setdefault("_while_runners", {})
-    compiler = default_compiler() if not collect else "numpy"
+    compiler = default_compiler()
     key = (cond, carries, collect, compiler)
     if key not in cache:
         run = _generate(cond, body, carries, collect)
-        cache[key] = (_Compiled(cond, body, carries, run, compiler == "auto")
+        cache[key] = (_Compiled(cond, body, carries, run, compiler == "auto", collect)
                       if compiler in ("numba", "auto") else run)
     return cache[key]
 
@@ -73,7 +73,7 @@ class _Compiled:
     error the kernel raises where NumPy's loop raises its own (or none) is left to that
     loop, which runs the call again."""
 
-    def __init__(self, cond, body, carries, numpy_run, background=False):
+    def __init__(self, cond, body, carries, numpy_run, background=False, collect=()):
         from .scan.loop import native, native_while
 
         self.numpy_run, self.kernel, self.body, self.choice = numpy_run, None, body, None
@@ -88,7 +88,8 @@ class _Compiled:
                             "loop is faster", body.name, faster)
             return
         try:
-            self.kernel, self.source = native_while.build(cond, body, carries, background)
+            self.kernel, self.source = native_while.build(cond, body, carries, background,
+                                                          collect)
         except native.Unsupported as e:
             self._fall_back(f"it has {e}")
         # "auto": the kernel or the NumPy loop, whichever measures faster a step

@@ -341,6 +341,13 @@ def test_a_jit_trace_walks_back_as_eager_does(monkeypatch):
     same(sl.jit(sl.grad(squared_grad))(one), sl.grad(squared_grad)(one), rtol=1e-12)
 
 
+def test_detach_of_a_tracer_that_escaped_a_jit_trace_raises():
+    leaked = []
+    sl.jit(lambda x: leaked.append(x) or x * 2.0)(np.ones(2))
+    with pytest.raises(TypeError, match="escaped"):
+        leaked[0].detach()
+
+
 def test_python_control_flow_on_an_argument_says_jit():
     jitted = sl.jit(lambda x: x if x.sum() > 0 else -x)
     with pytest.raises(TypeError, match="traced \\(inside a scan body, jit or make_graph\\)"):

@@ -115,8 +115,9 @@ def test_all_and_any_in_the_condition(reduce):
 @pytest.mark.parametrize("state_cond", [False, True])
 def test_the_gradient_runs_scan_kernels(state_cond):
     """The scan of the trip count that gives the gradient, and its backward, use the loop
-    compiler as `scan` does; with a cond that reads the state, the count and that scan run
-    as kernels instead of the (NumPy) loop that saves residuals."""
+    compiler as `scan` does. With a cond that reads the state, one while_loop kernel finds
+    the trip count and saves each step's residuals, and only the backward scan follows: the
+    forward is not run a second time."""
     def f(x, w):
         def cond(c):
             return (c[0] < 15) & (sl.sum(c[1] * c[1]) < 1e6) if state_cond else c[0] < 15
@@ -132,10 +133,48 @@ def test_the_gradient_runs_scan_kernels(state_cond):
     for grad in (sl.grad(f, argnums=(0, 1)), sl.jit(sl.grad(f, argnums=(0, 1)))):
         with compiler("numba"):
             grad(*args)  # (jit: traced)
-            before = scan_kernel_calls()
+            before = scan_kernel_calls(), native.STATS["while_loop kernel calls"]
             got = grad(*args)
-            assert scan_kernel_calls() >= before + 2, "the scan and its backward ran no kernel"
+            scans = scan_kernel_calls() - before[0]
+            assert scans == (1 if state_cond else 2), scans  # the backward (forward) scan
+            assert native.STATS["while_loop kernel calls"] == before[1] + 1
         assert_trees_close(got, want, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("steps", [1, 15, 16, 17, 40])
+def test_the_saving_kernel_keeps_every_steps_residuals(steps):
+    """A cond reading the state: the kernel stores each step's residuals (scalars, vectors,
+    matrices, float32) in arrays it doubles as they fill (at 16 steps, 32, ...); values and
+    gradients (second order too) are the NumPy loop's and the Python loop's."""
+    def run(loop):
+        def f(x, m, w):
+            def body(c):
+                t, v, a = c
+                v = sl.tanh(v * w + 0.1 * t.astype(v.dtype))
+                a = sl.sin(a @ m) + v[:2, None] * 0.5
+                return t + 1, v, a
+            c = loop(lambda c: (c[0] < steps) & (sl.abs(sl.sum(c[2])) < 1e30), body,
+                     (sl.tensor(0), x, m))
+            return c[1], c[2]
+        return f
+
+    rng = np.random.default_rng(steps)
+    args = [sl.tensor(rng.standard_normal(s).astype(np.float32) * 0.5)
+            for s in [(3,), (2, 2), ()]]
+    got = check(run, args, rtol=2e-5)
+    assert all(g.dtype == np.float32 for g in got[1])
+
+
+def test_max_steps_raises_in_the_saving_kernel():
+    def loss(x):
+        return sl.while_loop(lambda v: sl.sum(v) < 1e9, lambda v: v * 1.5 + 1.0, x,
+                             max_steps=20)[0]
+
+    with compiler("numpy"), pytest.raises(RuntimeError, match="max_steps=20") as plain:
+        sl.grad(loss)(sl.tensor([1.0, 2.0]))
+    with compiler("numba"), kernels_run(), pytest.raises(RuntimeError) as got:
+        sl.grad(loss)(sl.tensor([1.0, 2.0]))
+    assert str(got.value) == str(plain.value)
 
 
 def _python_f(x, w, state_cond):

@@ -392,14 +392,14 @@ def linearized(body, consts):
     return linearize(body, len(body.outvars), [], [_needs_grad(k) for k in consts])
 
 
-def record_scan(lin, init, consts, length, values):
+def record_scan(lin, init, consts, length, values, compiler="numpy"):
     """Record on the tape the scan of lin.aug_body over `length` steps from init (no xs),
     whose outputs, carry + residual stacks, were computed elsewhere: while_loop's gradient
     runs the loop once, saving what this scan's backward reads, as it finds its trip count.
-    The node is the one bind(scan_p, ...) would record, so its VJP (any order) is scan's.
-    Returns the carry Tensors."""
+    The node is the one bind(scan_p, ...) would record, so its VJP (any order) is scan's,
+    its backward run by `compiler` as apply_scan's. Returns the carry Tensors."""
     inputs = list(init) + list(consts)
     params = dict(body=lin.aug_body, length=length, reverse=False, num_carry=len(init),
-                  num_xs=0, _lin=lin)
+                  num_xs=0, _lin=lin, **_mode(False, (), compiler))
     outs = record(scan_p, inputs, params, [_read_only(v) for v in values], None, None)
     return _keep_residuals(outs, lin, len(init))[:len(init) + lin.num_ys]

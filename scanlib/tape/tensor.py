@@ -258,7 +258,8 @@ class Tensor(TensorMethods):
         """The same data, cut from the tape (requires_grad=False). Inside a traced scan body
         the cut is an equation of the graph (stop_gradient), as the loop would cut it; a jit
         call's own graph is never differentiated, so there the tape's cut is the whole cut."""
-        if self._trace is not None and not self._trace.whole_call:
+        if self._trace is not None and (self._trace.closed or not self._trace.whole_call):
+            # (a tracer that escaped its trace: stop_gradient raises saying so)
             from .backward import OPS  # backward imports this module
             return OPS.stop_gradient(self)
         return Tensor(self._value, False, _trace=self._trace, _var=self._var)

@@ -19,7 +19,8 @@ import numpy as np
 from ...tape import Literal
 from ...tape.graph import used_vars
 from .native import STATS, VIEWS, kernel_module, new_kernel
-from .native_rules import Arg, Fusion, Unsupported, literal_code
+from . import native_nests as nests
+from .native_rules import Arg, Fusion, Unsupported, dtype_code, literal_code
 
 __all__ = ["build", "TooManySteps"]
 
@@ -30,14 +31,18 @@ class TooManySteps(Exception):
     """cond_fun was still True after max_steps steps (loops.py raises the user's error)."""
 
 
-def build(cond, body, carries, background=False):
+def build(cond, body, carries, background=False, collect=()):
     """The loop over the given carries (indices into the body's carries) as a numba kernel
     and the Python function that calls it (its `kernel` attribute the NativeKernel);
     Unsupported when a statement has no rule. `background`: the kernel compiles in another
-    process (NativeKernel)."""
-    w = _Writer(cond, body, carries)
+    process (NativeKernel). `collect`: indices of body outputs beyond the carries whose value
+    at every step the kernel stores (the residuals of while_loop's gradient), returned as
+    one array per index, stacked over the steps."""
+    w = _Writer(cond, body, carries, collect)
     source = kernel_module(w.params, w.lines, "while_loop kernel")
     what = f"the while_loop of body {body.name!r} (carry {_types(body, carries)})"
+    if collect:
+        what += f", saving {len(collect)} residuals a step"
     kernel = new_kernel(source, w.expected, body.name, what, background)
     return _caller(kernel, w, carries, body), source
 
@@ -49,8 +54,11 @@ def _types(body, carries):
                      for i in carries) or "none"
 
 
+ROWS_AT_FIRST = 16  # steps the residual arrays hold before they first double
+
+
 class _Writer:
-    def __init__(self, cond, body, carries):
+    def __init__(self, cond, body, carries, collect=()):
         self.names, self.expected = {}, {}
         for i in carries:  # the body reads its own name of each carry (Scope.step_aliases)
             self.names[cond.invars[i]], self.names[body.invars[i]] = f"c{i}", f"s{i}"
@@ -62,20 +70,44 @@ class _Writer:
         self.params = cs + [f"q{j}" for j in range(len(cond.constvars))] + [
             f"k{j}" for j in range(len(body.constvars))] + ["max_steps"]
         new = [body.outvars[i] for i in carries]
+        rows = [body.outvars[i] for i in collect]
         produced = {}
-        step = ["n = 0", "while True:"]
+        step = ["n = 0"] + self._row_arrays(rows) + ["while True:"]
         step += ["    " + s for s in self._statements(cond, cond.outvars, "a", {})]
+        rs = "".join(f"r{m}[:n], " for m in range(len(rows)))
         ret = f"return ({''.join(c + ', ' for c in cs)}n, "
-        step += [f"    if not {self._ref(cond.outvars[0], None)}:", f"        {ret}False)",
-                 "    if n == max_steps:", f"        {ret}True)"]
+        step += [f"    if not {self._ref(cond.outvars[0], None)}:", f"        {ret}False, {rs})",
+                 "    if n == max_steps:", f"        {ret}True, {rs})"]
         # n, like the carries, read only up here and assigned only at the end of the step
         step += ["    n_next = n + 1"] + [f"    s{i} = c{i}" for i in carries]
-        step += ["    " + s for s in self._statements(body, new, "b", produced)]
+        step += ["    " + s for s in self._statements(body, new + rows, "b", produced)]
+        step += ["    " + s for s in self._row_stores(rows)]
         if carries:
             outs = [self._carry_out(v, body.invars[i], produced) for i, v in zip(carries, new)]
             step.append(f"    {', '.join(cs)}, = {', '.join(outs)},")
         step.append("    n = n_next")
         self.lines = ["    " + s for s in step]
+
+    def _row_arrays(self, rows):
+        """Each collected value's array over the steps, [capacity, *shape]."""
+        return [f"r{m} = np.empty(({ROWS_AT_FIRST},) + {tuple(v.shape)}, "
+                f"{dtype_code(v.dtype)})" for m, v in enumerate(rows)]
+
+    def _row_stores(self, rows):
+        """Step n's collected values into row n, the arrays doubled first when full."""
+        if not rows:
+            return []
+        lines = ["if n == r0.shape[0]:"]
+        for m, v in enumerate(rows):
+            lines += [f"    r{m}_more = np.empty((2 * n,) + {tuple(v.shape)}, "
+                      f"{dtype_code(v.dtype)})",
+                      f"    r{m}_more[:n] = r{m}",
+                      f"    r{m} = r{m}_more"]
+        for m, v in enumerate(rows):
+            if isinstance(v, Literal):
+                raise Unsupported("a literal collected at every step")
+            lines += nests.store(f"r{m}[n]", self.names[v], tuple(v.shape), f"r{m}")
+        return lines
 
     def _ref(self, v, dtype):
         if isinstance(v, Literal):
@@ -111,6 +143,7 @@ class _Writer:
 
 
 def _caller(kernel, w, carries, body):
+    nc = len(carries)
     scalar_carry = [not body.invars[i].shape for i in carries]
     scalar_types = [np.dtype(body.invars[i].dtype).type for i in carries]
     nk = len(w.params) - 1 - len(carries)
@@ -123,10 +156,12 @@ def _caller(kernel, w, carries, body):
         if len(args) != len(carry) + nk:
             raise AssertionError("while_loop kernel: argument count")
         STATS["while_loop kernel calls"] += 1
-        *out, n, too_many = kernel(*args, NO_LIMIT if max_steps is None else int(max_steps))
+        # (the carries, n, whether it stopped at max_steps, the collected rows)
+        got = kernel(*args, NO_LIMIT if max_steps is None else int(max_steps))
+        out, n, too_many, rows = got[:nc], got[nc], got[nc + 1], got[nc + 2:]
         if too_many:
             raise TooManySteps(max_steps)
         return [t(c) if s else c for c, s, t in zip(out, scalar_carry, scalar_types)], \
-            int(n), ()
+            int(n), tuple(rows)
     run.kernel = kernel
     return run
