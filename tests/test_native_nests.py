@@ -259,3 +259,34 @@ def test_softplus_and_sigmoid_at_infinities_nan_and_signed_zeros(dtype):
     for g, w in zip(got[1], want[1]):
         assert g.dtype == w.dtype
         np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-6, atol=0)
+
+
+def test_all_and_any_of_a_stack_of_scalars_read_the_scalars():
+    """all / any over a stack of a step's scalars (a while_loop's `all(stack([t < T, ...]))`)
+    reads the scalars: no array is made at every step. Nonzero is true, NaN included; a
+    scalar of another dtype than the stack's (other than bool) keeps the array."""
+    def f(c, x):  # c [3]: NaN, zero and negative zero pass through the steps
+        a, b, z = c[0], c[1] * x, c[2] - x
+        checks = [sl.all(sl.stack([a < 1.0, b > -2.0])), sl.any(sl.stack([a, z])),
+                  sl.all(sl.stack([a, b, z])), sl.any(sl.stack([a > 0.5, z]))]
+        y = sl.stack([k.astype("float64") for k in checks])
+        return c * 0.5 + 0.0 * sl.sum(y), y  # (the carry reads them: in the step's kernel)
+
+    init = sl.tensor(np.array([np.nan, 0.0, -0.0]))
+    xs = sl.tensor(np.array([0.0, 1.5, -0.0, np.nan, 2.0]))
+    want = sl.scan(f, init, xs)
+    got = sl.scan(f, init, xs, compiler="numba")
+    for g, w in zip(sl.pytree.flatten(got)[0], sl.pytree.flatten(want)[0]):
+        np.testing.assert_array_equal(g.numpy(), w.numpy())
+    src = kernel_source(f, init, xs)
+    assert "np.all(" not in src and "np.any(" not in src, src
+    assert src.count("np.array((") == 1, src  # y's own stack, which is stored
+
+    def mixed(c, x):  # float32 beside float64: the stack casts, so its array is kept
+        ok = sl.all(sl.stack([c.astype("float32") * x.astype("float32"), c * x]))
+        return sl.where(ok, c * 0.5, c * 0.25), ok
+
+    init, xs = sl.tensor(1e-30), sl.tensor(np.array([1e-30, 1.0, 1e-30]))
+    assert "np.all(" in kernel_source(mixed, init, xs)
+    np.testing.assert_array_equal(sl.scan(mixed, init, xs, compiler="numba")[1].numpy(),
+                                  sl.scan(mixed, init, xs)[1].numpy())

@@ -45,11 +45,12 @@ class Unsupported(Exception):
 class Arg:
     """One input of an equation as the kernel reads it: its code, shape and dtype."""
 
-    __slots__ = ("code", "shape", "dtype", "literal", "value", "fused", "exp")
+    __slots__ = ("code", "shape", "dtype", "literal", "value", "fused", "exp", "elements")
 
     def __init__(self, code, v):
         self.fused = None  # a nests.Fused: computed in the reader's nest (Fusion)
         self.exp = None  # names of arrays exp(-|x|), log1p of it, where Fusion shares them
+        self.elements = None  # a stack of scalars never made: its elements' Args (Fusion)
         self.literal = isinstance(v, Literal)
         self.value = v.value if self.literal else None
         self.code = literal_code(v.value, None) if self.literal else code
@@ -666,10 +667,31 @@ def _all_any(eqn, args, outs):
     if x.dtype.kind not in "biuf":
         raise Unsupported(f"{which} of {x.dtype}")
     if x.scalar:
-        return [f"{outs[0]} = " + (x.code if x.dtype.kind == "b" else f"({x.code} != 0)")]
+        return [f"{outs[0]} = " + _truth(x)]
     if len(_reduced_axes(eqn, x)) != len(x.shape):
         raise Unsupported(f"{which} over some of the axes")
+    if x.elements is not None:  # all(stack([a, b])): a and b, without the array
+        return [f"{outs[0]} = " + (" & " if which == "all" else " | ").join(
+            _truth(e) for e in x.elements)]
     return [f"{outs[0]} = np.{which}({x.code})"]
+
+
+def _truth(x):
+    """A scalar's truth as NumPy's all/any read it: nonzero (NaN included)."""
+    return x.code if x.dtype.kind == "b" else f"({x.code} != 0)"
+
+
+def _stack_only_reduced(eqn, reader):
+    """Whether eqn stacks scalars (not literals) into an array that only `reader`, an all or
+    any over every axis, reads: the reduction can read the scalars themselves. Each is of the
+    stack's dtype or bool, so the cast in stacking keeps its truth (a float64 1e-50 cast to
+    float32 would not)."""
+    out = eqn.outvars[0]
+    return (eqn.prim is st.stack_p and reader is not None
+            and reader.prim in (red.all_p, red.any_p) and not reader.params["keepdims"]
+            and all(not isinstance(v, Literal) and not v.shape
+                    and (v.dtype == out.dtype or np.dtype(v.dtype).kind == "b")
+                    for v in eqn.invars))
 
 
 def _real_float(args, who):
@@ -957,6 +979,8 @@ class Fusion:
                     uses[v] = uses.get(v, 0) + 1
         kept = set(kept)
         self.once = {v for v, k in uses.items() if k == 1 and v not in kept}
+        self.reader = {v: e for e in eqns for v in e.invars if v in self.once}
+        self.elements = {}  # a stack of scalars only reduced: var -> its elements' Args
         self.shared = {v for v, k in uses.items() if (k > 1 or v in kept)
                        and math.prod(v.shape) > nests.STORED_MIN}
         self.pending = {}  # var -> nests.Fused, in the order made
@@ -991,6 +1015,14 @@ class Fusion:
         for a, v in zip(args, eqn.invars):
             if not a.literal and a.fused is None and v not in self.pending:
                 self.code.setdefault(v, a.code)
+            if not a.literal and v in self.elements:
+                a.elements = self.elements.pop(v)
+        if _stack_only_reduced(eqn, self.reader.get(eqn.outvars[0])):
+            for v in eqn.invars:  # the scalars in their names before the reduction reads them
+                if v in self.pending:
+                    lines += self._written(self.pending.pop(v))
+            self.elements[eqn.outvars[0]] = args
+            return lines
         if eqn.prim in LOGISTIC and eqn.invars[0] in self.source:
             x = self.source[eqn.invars[0]]
             lines += self._share(x, outs[0], eqn.prim is ew.softplus_p)
