@@ -192,12 +192,11 @@ def while_loop(cond_fun: Callable[[PyTree], Any], body_fun: Callable[[PyTree], P
     loop is a `scan` of its trip count n, whose VJP gives the gradient. With a step counter
     in cond_fun, n is found first by running only the part of the body cond_fun depends on,
     then scan's compiled loop runs the body; when finding n takes most of the body (cond_fun
-    reads the state), one loop finds it and saves what scan's backward reads on the way
-    (unless the loop compiler is numba or "auto" and the step is small enough for its
-    kernels: then the count and the scan run as kernels). That scan and its backward use
-    the loop compiler, as `scan` does. Without a gradient the loop's own result is returned.
+    reads the state), one loop finds it and saves what scan's backward reads on the way.
+    That scan and its backward use the loop compiler, as `scan` does. Without a gradient
+    the loop's own result is returned.
     Under `set_loop_compiler("numba")` or "auto" (the default where numba is installed) the
-    loop (not the one that keeps residuals) runs as one numba kernel where every operation
+    loop (the one that saves residuals too) runs as one numba kernel where every operation
     has a numba form and its step is small enough (as a scan's step, where NumPy's loop is
     the faster), giving the NumPy loop's values to rounding (numba's exp and log are not
     NumPy's); under "auto" once a background process has compiled it. Its trip count is the
