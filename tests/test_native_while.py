@@ -163,6 +163,11 @@ def test_the_saving_kernel_keeps_every_steps_residuals(steps):
             for s in [(3,), (2, 2), ()]]
     got = check(run, args, rtol=2e-5)
     assert all(g.dtype == np.float32 for g in got[1])
+    with compiler("numba"):  # the gradient: the saving kernel, then the backward's kernel
+        before = native.STATS["while_loop kernel calls"], native.STATS["kernel calls"]
+        sl.grad(lambda *a: _total(run(sl.while_loop)(*a)), argnums=(0, 1, 2))(*args)
+        loops = native.STATS["while_loop kernel calls"] - before[0]
+        assert (loops, native.STATS["kernel calls"] - before[1] - loops) == (1, 1)
 
 
 def test_max_steps_raises_in_the_saving_kernel():
