@@ -100,15 +100,16 @@ def vjp(f: Callable[..., Any], *primals: PyTree, has_aux: bool = False) -> tuple
     return vjp_recording(f, primals, has_aux, None)
 
 
-def vjp_recording(f, primals, has_aux, record, who="vjp"):
+def vjp_recording(f, primals, has_aux, record, who="vjp", forward=False):
     """vjp, with `record` forcing (True/False) whether vjp_fn's walk is recorded, or None to
     decide as vjp does. The returned vjp_fn tells its choice as `vjp_fn.records` (the double
     VJP of scanlib.transforms passes the first one's on to the second). `who` is the
-    transformation errors name (jvp, jacrev, ... call this)."""
+    transformation errors name (jvp, jacrev, ... call this); `forward`: the walk is forward
+    mode's, the first VJP of the double VJP (see tape.levels)."""
     paths, leaves, treedef = pytree.flatten_with_paths(primals, "primals")
     with differentiating():
         inputs = [_fresh_input(x, p, who) for p, x in zip(paths, leaves)]
-        with enable_grad(), watching(who, inputs):  # asked for: record f even in no_grad()
+        with enable_grad(), watching(who, inputs, forward) as level:  # even in no_grad()
             out = f(*pytree.unflatten(treedef, inputs))
     aux = None
     if has_aux:
@@ -138,7 +139,8 @@ def vjp_recording(f, primals, has_aux, record, who="vjp"):
                 roots.append(o)
                 cts.append(c)
         found = (backward_pass(roots, cts, targets=inputs, retain_graph=True,
-                               create_graph=record or should_record(leaves, cts)) if roots
+                               create_graph=record or should_record(leaves, cts), level=level)
+                 if roots
                  else [None] * len(inputs))
         grads = [g if g is not None else _zeros_for(x) for g, x in zip(found, inputs)]
         return pytree.unflatten(treedef, grads)
@@ -194,7 +196,7 @@ def value_and_grad(f: Callable[..., Any], argnums: int | Sequence[int] = 0,
             for n, v in zip(nums_, new_chosen):
                 call_args[n] = v
             # asked for explicitly: record f even inside no_grad()
-            with enable_grad(), watching("grad", inputs):
+            with enable_grad(), watching("grad", inputs) as level:
                 out = f(*call_args, **kwargs)
         aux = None
         if has_aux:
@@ -214,7 +216,8 @@ def value_and_grad(f: Callable[..., Any], argnums: int | Sequence[int] = 0,
         record = _records(leaves, inputs, [out])
         if out.requires_grad:
             seed = Tensor(backends.xp_of(out._value).ones_like(out._value))
-            found = backward_pass([out], [seed], targets=inputs, create_graph=record)
+            found = backward_pass([out], [seed], targets=inputs, create_graph=record,
+                                  level=level)
         else:
             found = [None] * len(inputs)
         grads = [g if g is not None else _zeros_for(x) for g, x in zip(found, inputs)]

@@ -24,12 +24,13 @@ from . import backends, pytree
 from .interpreters.batching import broadcast_batch
 from .ops import as_tensor, zeros
 from .ops.primitive import Primitive, bind
-from .remat import replay
+from .remat import replay, walk_start
 from .scan.loop import native_rules
 from .scan.loop.native import VIEWS
 from .tape import (Graph, Tensor, backward_pass, current_builder, enable_grad, grad_enabled,
                    is_differentiable_dtype, record)
 from .tape.graph import Var, stand_ins_for
+from .tape.levels import at_enclosing_levels
 from .tape.state import STATE
 from .tracing import closure_names, int_positions, trace_function
 from .vmap import vmap
@@ -53,9 +54,12 @@ class custom_vjp:
     Under grad, vjp and value_and_grad the output is fwd's (fun's in a scan, loop or
     checkpoint body: keep the two equal) and the cotangents bwd's. Only the residuals are
     kept between the two passes, not fwd's intermediates (an adjoint method stays O(1) in
-    memory). A derivative of the gradient (grad of grad, hessian by jacrev)
-    differentiates fwd and bwd themselves, as JAX does. Forward mode (jvp, jacfwd, hessian)
-    raises TypeError, as in JAX: define a custom_jvp instead. It works under vmap and jit and
+    memory). As in JAX, bwd differentiates the call at one level only (the innermost grad or
+    vjp whose inputs it depends on); a derivative of the gradient (grad of grad, jvp of grad,
+    a hessian) differentiates fwd's and bwd's own operations. Forward mode at the call's own
+    level (jvp, jacfwd or linearize of a function that calls it) raises TypeError, as in JAX:
+    define a custom_jvp instead. A `Tensor.backward` walk (PyTorch's API) has no level: it
+    applies bwd at every order, as a torch.autograd.Function. It works under vmap and jit and
     inside scan, fori_loop, while_loop and checkpoint bodies. A tensor that fun reads from
     outside its arguments gets no cotangent from the rule, so one a derivative may reach
     raises TypeError: pass it as an argument instead.
@@ -106,7 +110,9 @@ class custom_jvp:
     the primals' structure; zeros for arguments not differentiated), and returns
     `(primal_out, tangent_out)`; tangent_out must be linear in the tangents. Forward mode
     (jvp, jacfwd, hessian) calls it; reverse mode (grad, vjp) transposes it, so it is also
-    the function's gradient, of any order when the rule is differentiable. Where the call is
+    the function's gradient. As in JAX, the rule differentiates the call at one level (the
+    innermost derivative whose inputs it depends on); a derivative around that one (grad of
+    grad, a hessian) differentiates the rule's own operations. Where the call is
     differentiated its output is the rule's primal_out, as in JAX (fun's in a scan, loop or
     checkpoint body); elsewhere fun runs. The arguments at
     `nondiff_argnums` get no tangent and come first: `jvp(*nondiff, primals, tangents)`. It
@@ -209,6 +215,7 @@ class Rules:
     in_tree: Any
     out_tree: Any
     out_avals: tuple
+    in_rule: bool = False  # called by another custom function's rule that a walk runs
 
     def __repr__(self):  # printed graphs: `rules={fwd: f_fwd, bwd: f_bwd}`
         fns = [(k, getattr(self, k)) for k in ("fwd", "bwd", "jvp")]
@@ -263,7 +270,7 @@ class _Call:
 
     def rules(self, given, out_tree, out_avals):
         return Rules(_name(self.fun), given["fwd"], given["bwd"], given["jvp"], self.nondiff,
-                     self.statics, self.in_tree, out_tree, tuple(out_avals))
+                     self.statics, self.in_tree, out_tree, tuple(out_avals), STATE.rule_code)
 
     def apply(self, prim, given):
         if current_builder() is None:
@@ -616,53 +623,90 @@ def _refuse_const_grads(inputs, num_args, rules):
 def _custom_vjp_vjp(cts, outs, *inputs, _saved=None, fun, rules, num_args):
     """bwd on fwd's residuals: those the node kept, or, where none were kept (inside a
     trace) or the walk is itself differentiated (grad of grad), fwd run again from the
-    inputs, recorded, so that the result is differentiated through fwd and bwd."""
+    inputs, recorded, so that the result is differentiated through fwd and bwd. A walk of
+    an enclosing level (STATE.custom_as_fwd; see tape/levels.py) differentiates fwd's
+    operations instead, as JAX does beyond the call's own level."""
     _refuse_const_grads(inputs, num_args, rules)
     n = len(rules.out_avals)
     out_cts, res_cts = cts[:n], cts[n:]
     args = list(inputs[:num_args])
     result = [None] * len(inputs)
+    if STATE.custom_as_fwd:
+        _refuse_nested_in_rule(rules)
+        result[:num_args] = _through_fwd(rules, args, out_cts, res_cts)
+        return result
     if any(c is not None for c in out_cts):
         ct = pytree.unflatten(rules.out_tree, _zero_cts(out_cts, rules, inputs))
         # saved residuals the walk may use: "live" ones are this call's outputs (a derivative
         # of bwd reaches the inputs through them, below); others were computed detached
-        if _saved and (len(_saved) > 1 or not grad_enabled()):
-            res = _saved[0]
-        else:
-            res = _fwd_pair(rules.fwd, rules.fwd(*rules.args(args)))[1]
-        found = rules.bwd(*rules.nondiff_values(), res, ct)
+        with at_enclosing_levels():
+            if _saved and (len(_saved) > 1 or not grad_enabled()):
+                res = _saved[0]
+            else:
+                res = _fwd_pair(rules.fwd, rules.fwd(*rules.args(args)))[1]
+            found = rules.bwd(*rules.nondiff_values(), res, ct)
         result[:num_args] = _flatten_bwd(rules, found, args)
     if any(c is not None for c in res_cts):
-        through = _residual_cotangents(rules, args, res_cts)
+        through = _through_fwd(rules, args, [None] * n, res_cts)
         result[:num_args] = [a if b is None else b if a is None else a + b
                              for a, b in zip(result[:num_args], through)]
     return result
 
 
-def _residual_cotangents(rules, args, res_cts):
-    """The cotangents of the inputs through fwd's residuals, where a walk back is itself
-    differentiated (grad of grad) and reaches the residuals a call gave as outputs: fwd run
-    again from fresh leaves, recorded, and walked back from the residuals, as JAX
-    differentiates fwd itself beyond the first order."""
+_NESTED_IN_RULE = (
+    "{name}, a custom function, is called by the rule of another one inside a scan, loop or "
+    "checkpoint body, and a derivative of the gradient reaches it. JAX differentiates "
+    "such a call by its own rule at the enclosing level; scanlib cannot tell that level apart "
+    "inside a loop body, and stops rather than give another number. Call {name} outside the "
+    "loop body, or write it without a custom rule.")
+
+
+def _refuse_nested_in_rule(rules):
+    if STATE.custom_as_fwd == "graph" and rules.in_rule:
+        raise NotImplementedError(_NESTED_IN_RULE.format(name=rules.name))
+
+
+def _through_fwd(rules, args, out_cts, res_cts, fwd=None):
+    """The cotangents of the inputs through fwd's own operations: of its output (out_cts, for
+    a walk of an enclosing level) and of the residuals a call gave as outputs (res_cts, where
+    a walk back is itself differentiated and reaches them). fwd runs again, recorded, from
+    copies of the inputs that stay linked to them (a further derivative of the result reaches
+    the inputs), and is walked back, as JAX differentiates fwd beyond the call's own level.
+    A custom_vjp call inside fwd is differentiated by its own bwd here, as in JAX. `fwd`: in
+    place of rules.fwd, a function of the same arguments giving (out, residuals) (a
+    custom_jvp's rule at zero tangents)."""
     builder = current_builder()
-    starts = [Tensor(x._value, True, _trace=x._trace, _var=x._var)
-              if isinstance(x, Tensor) and is_differentiable_dtype(x.dtype) else x for x in args]
-    for s in starts:
-        if isinstance(s, Tensor) and s.requires_grad:
-            s._scratch = True  # a leaf of this walk, not a parameter closed over
+    recording = grad_enabled() or builder is not None
     with enable_grad():
-        res = _fwd_pair(rules.fwd, rules.fwd(*rules.args(starts)))[1]
-    held = [r for r in pytree.flatten(res)[0] if isinstance(r, Tensor)]
-    roots, root_cts = [], []
-    for r, c in zip(held, res_cts):
-        if c is not None and r.requires_grad:
-            roots.append(r)
-            root_cts.append(c)
-    wanted = [i for i, s in enumerate(starts) if isinstance(s, Tensor) and s.requires_grad]
-    found = [None] * len(wanted)
-    if roots:
-        found = backward_pass(roots, root_cts, targets=[starts[i] for i in wanted],
-                              create_graph=grad_enabled() or builder is not None)
+        starts = [walk_start(x, recording)
+                  if isinstance(x, Tensor) and is_differentiable_dtype(x.dtype) else x
+                  for x in args]
+    for x in starts:
+        if isinstance(x, Tensor) and x._node is None:
+            x._scratch = True  # a leaf of this walk, not a parameter closed over
+    # fwd runs at the level around the call's own (JAX runs fwd on the tracers of the trace
+    # below): a custom_vjp call inside it is differentiated by its own rule there, and
+    # through its fwd by the walks around that
+    saved = STATE.custom_as_fwd, STATE.rule_level
+    around = STATE.rule_level.parent if STATE.rule_level is not None else None
+    STATE.custom_as_fwd, STATE.rule_level = False, around
+    try:
+        fwd = rules.fwd if fwd is None else fwd
+        with enable_grad():
+            out, res = _fwd_pair(fwd, fwd(*rules.args(starts)))
+        held = [r for r in pytree.flatten(res)[0] if isinstance(r, Tensor)]
+        roots, root_cts = [], []
+        for r, c in zip(pytree.flatten(out)[0] + held, list(out_cts) + list(res_cts)):
+            if c is not None and isinstance(r, Tensor) and r.requires_grad:
+                roots.append(r)
+                root_cts.append(c)
+        wanted = [i for i, s in enumerate(starts) if isinstance(s, Tensor) and s.requires_grad]
+        found = [None] * len(wanted)
+        if roots:
+            found = backward_pass(roots, root_cts, targets=[starts[i] for i in wanted],
+                                  create_graph=recording)
+    finally:
+        STATE.custom_as_fwd, STATE.rule_level = saved
     through = [None] * len(args)
     for i, g in zip(wanted, found):
         through[i] = g
@@ -725,6 +769,13 @@ def _custom_jvp_vjp(cts, outs, *inputs, _saved=None, fun, rules, num_args):
     if all(c is None for c in cts):
         return [None] * len(inputs)
     args = list(inputs[:num_args])
+    if STATE.custom_as_fwd:  # an enclosing level: the rule's own operations for primal_out
+        _refuse_nested_in_rule(rules)
+        primal = _differentiated_primal(custom_jvp_call_p, rules)
+        result = [None] * len(inputs)
+        result[:num_args] = _through_fwd(rules, args, cts, [],
+                                         fwd=lambda *a: (primal(*a), None))
+        return result
     builder = current_builder()
     recording = grad_enabled()
     if builder is None and not recording:
@@ -732,7 +783,7 @@ def _custom_jvp_vjp(cts, outs, *inputs, _saved=None, fun, rules, num_args):
     wanted = [i for i, x in enumerate(args) if is_differentiable_dtype(x.dtype)]
     ts = [_start_tangent(x, builder) if i in wanted else _zeros_like(x)
           for i, x in enumerate(args)]
-    with enable_grad():
+    with enable_grad(), at_enclosing_levels():
         _, t_out = _jvp_call(rules, args, ts)
     roots, root_cts = [], []
     for t, c in zip(t_out, cts):
@@ -865,8 +916,9 @@ def _batched_rules(fun, rules, n, k):
 
 custom_vjp_call_p = Primitive("custom_vjp_call", _call_impl, _custom_vjp_vjp,
                               multiple_results=True, reach=_reach, jvp=_custom_vjp_jvp,
-                              vmap=_custom_vmap, bind_recorded=_custom_vjp_bind_recorded)
+                              vmap=_custom_vmap, bind_recorded=_custom_vjp_bind_recorded,
+                              own_level="vjp")
 custom_jvp_call_p = Primitive("custom_jvp_call", _call_impl, _custom_jvp_vjp,
                               multiple_results=True, reach=_reach, jvp=_custom_jvp_jvp,
-                              vmap=_custom_vmap)
+                              vmap=_custom_vmap, own_level="jvp")
 native_rules.rule(custom_vjp_call_p, custom_jvp_call_p, scoped=True)(_numba_statements)

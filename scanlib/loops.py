@@ -28,6 +28,8 @@ from .remat import replay, vjp_by_replay
 from .tape import (Literal, Tensor, Var, backward_pass, current_builder, enable_grad,
                    is_differentiable_dtype, no_grad)
 from .tape.graph import Graph, eval_graph, on_stand_ins, stand_ins_for, used_vars
+from .tape.backward import watching
+from .tape.levels import own_levels
 
 
 _numba_log = logs.get("numba")
@@ -341,7 +343,7 @@ def _grad_impl(*values, body, num_carry, num_cts, given, lanes=False):
         device = backends.device_of(values[0])
         return [_zeros(x, device) for x in primals if is_differentiable_dtype(x.dtype)]
     xs = [Tensor(v, is_differentiable_dtype(v.dtype)) for v in values]
-    with enable_grad():
+    with enable_grad(), own_levels():
         return [g._value for g in _derivative(xs, body, num_carry, num_cts, given, False,
                                               lanes)]
 
@@ -357,19 +359,24 @@ def _derivative(xs, body, nc, num_cts, given, create_graph, lanes=False):
         return apply_scan(body, init, [], consts, n, False,
                           compiler=default_compiler()) if n else list(init)
     ct, primals = xs[:num_cts[0]], xs[num_cts[0]:]
-    outs = _derivative(primals, body, nc, num_cts[1:], given[1:], True, lanes)
+    # each D_k is a level of its own: a custom_vjp in the body is differentiated by its bwd
+    # in D_1's walk only, and through fwd in the walks of the D_k around it (tape.levels)
+    with watching("while_loop_vjp", primals) as level:
+        outs = _derivative(primals, body, nc, num_cts[1:], given[1:], True, lanes)
     targets = [x for x in primals if is_differentiable_dtype(x.dtype)]
-    return walk_back(outs, ct, given[0], targets, create_graph)
+    return walk_back(outs, ct, given[0], targets, create_graph, level)
 
 
-def walk_back(outs, ct, given, targets, create_graph=False):
+def walk_back(outs, ct, given, targets, create_graph=False, level=None):
     """The cotangent of each target (zeros where none arrives) from the carries `outs` on
-    the tape, seeded by ct where `given` says one is present (also while_replay's)."""
+    the tape, seeded by ct where `given` says one is present (also while_replay's), by a
+    walk of `level` (a watch of tape.backward; None: the walk in progress)."""
     pairs = [(o, c) for o, c, g in zip(outs, ct, given)
              if g and isinstance(o, Tensor) and o.requires_grad
              and is_differentiable_dtype(c.dtype)]
+    at = {} if level is None else {"level": level}
     found = backward_pass([o for o, _ in pairs], [c for _, c in pairs], targets=targets,
-                          create_graph=create_graph) if pairs else [None] * len(targets)
+                          create_graph=create_graph, **at) if pairs else [None] * len(targets)
     return [g if g is not None else zeros(x.shape, x.dtype, x.device)
             for g, x in zip(found, targets)]
 

@@ -97,7 +97,7 @@ def _linearized(f, primals, has_aux, who):
     """
     paths, leaves, _ = pytree.flatten_with_paths(tuple(primals), "primals")
     _check_float(who, paths, leaves, "input")
-    found = autodiff.vjp_recording(f, tuple(primals), has_aux, None, who)
+    found = autodiff.vjp_recording(f, tuple(primals), has_aux, None, who, forward=True)
     out, vjp_fn = found[0], found[1]
     aux = found[2] if has_aux else None
     out_paths, out_leaves, out_tree = pytree.flatten_with_paths(out, "out")

@@ -25,6 +25,7 @@ from .control import loop_on_tape
 from .loops import walk_back, while_grad_p, while_p
 from .ops.primitive import Primitive
 from .tape import Eqn, Graph, Literal, Tensor, Var, enable_grad, is_differentiable_dtype
+from .tape.levels import own_levels
 
 
 def pair(graph):
@@ -85,7 +86,7 @@ def _loop_keeping_tape(*values, cond, body, num_carry, num_cond_consts, max_step
     constants) requires grad."""
     nc, nq = num_carry, num_cond_consts
     inputs = [Tensor(v, w) for v, w in zip(list(values[:nc]) + list(values[nc + nq:]), wanted)]
-    with enable_grad():
+    with enable_grad(), own_levels():
         outs, n = loop_on_tape(cond, body, inputs[:nc], list(values[nc:nc + nq]),
                                inputs[nc:], max_steps)
     device = backends.device_of(values[0]) if values else "cpu"
@@ -100,7 +101,7 @@ def _vjp_from_tape(*values, body, num_carry, num_cts, given):
     del body, num_cts
     inputs, outs = values[-1]
     cts = [Tensor(c) for c in values[:num_carry]]
-    with enable_grad():
+    with enable_grad(), own_levels():
         found = iter(walk_back(outs, cts, given[0], [x for x in inputs if x.requires_grad]))
     # nothing reads the cotangent of a differentiable input that does not require grad (pair)
     return [next(found)._value if x.requires_grad else None for x in inputs

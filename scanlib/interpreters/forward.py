@@ -24,6 +24,7 @@ from ..tape import (GraphBuilder, Literal, Tensor, Var, backward_pass, current_b
                     enable_grad, is_differentiable_dtype, tracing)
 from ..tape import state as _state
 from ..tape.backward import fit_cotangent
+from ..tape.levels import ForwardModeEncloses, holds, level_of
 
 
 def leaf_info(x):
@@ -204,6 +205,8 @@ class _ForwardTrace(GraphBuilder):
     def process_primitive(self, prim, args, params):
         """bind's hook: prim's outputs and their tangents by its rule, computed with the
         trace paused (a scan with tangents runs as its JVP scan alone)."""
+        if prim.own_level is not None and holds(prim, params) and level_of(args) is not None:
+            raise ForwardModeEncloses  # a custom rule inside a grad of its own (tape.levels)
         ins, t_in = self._plain(args)
         with self._paused():
             outs, t_out = jvp_of(prim, ins, t_in, params)
@@ -214,8 +217,9 @@ class _ForwardTrace(GraphBuilder):
 
 def forward_jvp(f, primals, tangents, has_aux):
     """(out, tangents_out, aux) by forward mode, or None where that would be wrong: f read a
-    closed-over tensor that requires grad (the result must then be recorded), or read a
-    value as a Python number, which a traced value refuses."""
+    closed-over tensor that requires grad (the result must then be recorded), read a value as
+    a Python number, which a traced value refuses, or differentiates a custom_vjp inside a
+    grad of its own (tape.levels.ForwardModeEncloses)."""
     p_leaves, p_tree = pytree.flatten(primals)
     t_leaves = pytree.flatten(tangents)[0]
     device = next((leaf_info(x)[2] for x in p_leaves), "cpu")
@@ -230,6 +234,8 @@ def forward_jvp(f, primals, tangents, has_aux):
         if "needs a concrete value" in str(e):
             return None
         raise
+    except ForwardModeEncloses:
+        return None
     if any(isinstance(c, Tensor) and c.requires_grad for c in trace.consts):
         return None
     out, aux = autodiff.split_aux(found, "jvp") if has_aux else (found, None)

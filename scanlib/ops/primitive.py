@@ -108,7 +108,7 @@ class Primitive:
                  view=False, inline=None, prune=None, reach=None, multilinear=False,
                  linear=False, tangent=None, jvp=None, vmap=None, vmap_flags=None,
                  bind_recorded=None, rebinding=None, effect=False, promote=None,
-                 inexact=False, keeps_weak=True, shape_of=None):
+                 inexact=False, keeps_weak=True, shape_of=None, own_level=None):
         self.name = self.__name__ = self.__qualname__ = name
         if doc:
             self.__doc__ = doc
@@ -133,6 +133,11 @@ class Primitive:
         if shape_of is None and elementwise and not view and not multiple_results:
             shape_of = shapes.elementwise
         self.shape_of = shape_of
+        # "vjp", "jvp": the rule holds for one level of differentiation (custom_vjp's bwd,
+        # custom_jvp's rule; see tape/levels.py); "graphs": it runs graphs from its params
+        # that may hold such a call (every primitive that declares `reach`).
+        self.own_level = own_level if own_level is not None else (
+            "graphs" if reach is not None else None)
 
     def __call__(self, *args, **params):
         return bind(self, *args, **params)

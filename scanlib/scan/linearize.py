@@ -19,6 +19,8 @@ from ..ops.structural import (concatenate_p, scatter_add_p)
 from ..ops.primitive import bind
 from ..tape import GraphBuilder, Graph, Literal, Var, tracing
 from ..tape.backward import fit_cotangent
+from ..tape.levels import calls_own_level
+from ..tape.state import STATE
 from ..tape.graph import has_effect, reached_inputs, used_vars
 from ..tape.tensor import is_differentiable_dtype
 from .residuals import (CLONE, KEEP, REMOVE_ADDITIONAL_INPUTS, REMOVE_XS, Kind, Linearization,
@@ -36,13 +38,21 @@ def linearize(body: Graph, num_carry: int, x_needs, k_needs, given=None,
     pattern that stays, see carry_patterns); with one_step, the backward body of one step
     whose carry cotangents are exactly the given ones, returning cotangents for the carries
     the walk reaches (`ct_carry_out`; it is replayed, not scanned). Cached on the body."""
+    as_fwd = custom_as_fwd(body)
     key = (num_carry, tuple(x_needs), tuple(k_needs), None if given is None else tuple(given),
-           one_step, None if carries is None else tuple(carries))
+           one_step, None if carries is None else tuple(carries), as_fwd)
     cache = body.__dict__.setdefault("_linearizations", {})
     if key not in cache:
         cache[key] = _linearize(body, num_carry, list(x_needs), list(k_needs), given,
                                 one_step, carries)
+        cache[key].as_fwd = as_fwd
     return cache[key]
+
+
+def custom_as_fwd(body):
+    """Whether body's custom calls are differentiated through their operations now: the
+    walk is of an enclosing level (tape/levels.py), and body holds such a call."""
+    return bool(STATE.custom_as_fwd) and calls_own_level(body)
 
 
 def carry_patterns(body, nc, x_needs, k_needs, given, limit):
@@ -51,7 +61,7 @@ def carry_patterns(body, nc, x_needs, k_needs, given, limit):
     backward body's `ct_carry_out`), until the pattern repeats itself or there are `limit`
     patterns. A pattern that stays is what a backward scan over the remaining steps can
     carry without a zero cotangent standing for an absent one."""
-    key = (nc, tuple(x_needs), tuple(k_needs), tuple(given))
+    key = (nc, tuple(x_needs), tuple(k_needs), tuple(given), custom_as_fwd(body))
     cache = body.__dict__.setdefault("_carry_patterns", {})
     hit = cache.get(key)  # a pattern that settles, found before (every call of a scan asks)
     if hit is not None and len(hit) <= limit:

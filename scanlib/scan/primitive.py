@@ -20,7 +20,7 @@ from . import batching, jvp
 from .cache import canonical
 from .executor import compiled
 from .interpret import run_interpreted
-from .linearize import carry_patterns, linearize
+from .linearize import carry_patterns, custom_as_fwd, linearize
 from .residuals import Kind
 
 
@@ -67,13 +67,16 @@ def _scan_vjp(cts, outs, *inputs, _saved, body, length, reverse, num_carry, num_
     x_needs, k_needs = [_needs_grad(x) for x in xs], [_needs_grad(k) for k in consts]
     lin = _lin
     if lin is None or any(ct is not None for ct in cts[nc + lin.num_ys:]) or not (
-            _covers(lin.x_needs, x_needs) and _covers(lin.k_needs, k_needs)):
+            _covers(lin.x_needs, x_needs) and _covers(lin.k_needs, k_needs)) or (
+            lin.as_fwd != custom_as_fwd(body)):
         # Bound without residuals (inside a traced body); or the residual outputs themselves
         # have cotangents (a higher-order derivative); or the linearization was made for
         # fewer inputs than need gradients now (a nested scan's equation in a cached body
         # graph, first traced when a closed-over tensor did not require grad). Linearize the
         # body as bound, its residual outputs being ordinary ys, and recompute the forward if
-        # that needs more. Outputs without a cotangent get none, not zeros (see linearize).
+        # that needs more. Likewise where a walk of another level than the linearization's
+        # differentiates the body's custom_vjp calls (see linearize.custom_as_fwd). Outputs
+        # without a cotangent get none, not zeros (see linearize).
         given = [ct is not None for ct in cts[:len(body.outvars)]]
         lin = linearize(body, nc, x_needs, k_needs, None if all(given) else given)
         if len(lin.aug_body.outvars) > len(body.outvars):

@@ -87,6 +87,9 @@ class Linearization:
     zero_xs: list
     zero_ks: list
     bwd_sources: dict  # a var of bwd_body -> the forward value it stands for
+    # Made for a walk of an enclosing level: custom_vjp calls in the body differentiated
+    # through fwd's operations (see tape/levels.py).
+    as_fwd: bool = False
 
     @property
     def per_step_residuals(self) -> list:

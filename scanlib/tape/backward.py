@@ -22,6 +22,7 @@ import numpy as np
 
 from .. import backends
 from . import state
+from . import levels
 from .tensor import Tensor, is_differentiable_dtype, type_str
 
 OPS = types.SimpleNamespace(add=None, sum_to=None, astype=None, real=None,
@@ -33,7 +34,8 @@ _seq = itertools.count()
 class Node:
     """One recorded application of a primitive."""
 
-    __slots__ = ("prim", "inputs", "params", "out_refs", "saved", "seq", "__weakref__")
+    __slots__ = ("prim", "inputs", "params", "out_refs", "saved", "seq", "level",
+                 "__weakref__")
 
     def __init__(self, prim, inputs, params, saved=None):
         self.prim = prim
@@ -42,11 +44,15 @@ class Node:
         self.out_refs = None
         self.saved = saved  # values the rule needs that are not inputs/outputs (held strongly)
         self.seq = next(_seq)
+        self.level = None  # see level_of
 
 
 def record(prim, inputs, params, out_values, trace, out_vars, saved=None):
     """Wrap raw outputs as Tensors that remember `prim` was applied to `inputs`."""
     node = Node(prim, inputs, params, saved)
+    if prim.own_level is not None and (state.STATE.watched
+                                       or state.STATE.walking is not None):
+        levels.assign(node, inputs)
     if len(out_values) == 1:  # the common case, without the comprehensions
         v = out_values[0]
         out = Tensor(v, is_differentiable_dtype(v.dtype), _node=node, _index=0, _trace=trace,
@@ -183,24 +189,32 @@ def reaches_other_leaves(roots, inputs):
 
 
 class _Watch:
-    """The inputs of one running grad/vjp/jvp call (`who`), and the first node number it could
-    have recorded: a value made before it started cannot depend on them."""
+    """The inputs of one running grad/vjp/jvp call (`who`), the first node number it could
+    have recorded (a value made before it started cannot depend on them), and how many such
+    calls enclose it (`depth`)."""
 
-    __slots__ = ("who", "ids", "inputs", "first_seq")
+    __slots__ = ("who", "ids", "inputs", "first_seq", "depth", "forward", "parent")
 
-    def __init__(self, who, inputs):
+    def __init__(self, who, inputs, depth, forward=False, parent=None):
         self.who, self.inputs = who, list(inputs)  # held: their ids stay theirs
         self.ids = {id(x) for x in self.inputs}
         self.first_seq = next(_seq)
+        self.depth = depth
+        self.forward = forward  # forward mode's level (jvp as the transpose of a VJP)
+        self.parent = parent  # the call it runs inside, if any
 
 
 @contextlib.contextmanager
-def watching(who, inputs):
+def watching(who, inputs, forward=False):
     """While f runs under `who` (grad, vjp, jvp, ...): the inputs being differentiated, which
-    Tensor refuses to convert to a Python number (see differentiated_by)."""
-    state.STATE.watched.append(_Watch(who, inputs))
+    Tensor refuses to convert to a Python number (see differentiated_by). Yields the watch,
+    which names the level of that call's walk back (backward_pass's `level`); `forward`: the
+    walk is forward mode's (jvp, jacfwd as the transpose of a VJP)."""
+    watched = state.STATE.watched
+    watch = _Watch(who, inputs, len(watched), forward, watched[-1] if watched else None)
+    state.STATE.watched.append(watch)
     try:
-        yield
+        yield watch
     finally:
         state.STATE.watched.pop()
 
@@ -228,12 +242,26 @@ def differentiated_by(x):
     return watched[max(found)].who if found else None
 
 
-def backward_pass(roots, root_cts, targets=None, *, retain_graph=False, create_graph=False):
+_SAME_LEVEL = object()
+
+
+def backward_pass(roots, root_cts, targets=None, *, retain_graph=False, create_graph=False,
+                  level=_SAME_LEVEL):
     """Propagate cotangents from `roots` back through the tape.
 
     With `targets`, return a list with the cotangent reaching each target (None where no path
     exists); the walk stops at targets. Without, accumulate into `.grad` of every leaf.
+    `level`: the watch of the grad/vjp call walking (None: Tensor.backward); by default the
+    walk in progress, for a walk a rule makes inside another (see level_of).
     """
+    st = state.STATE
+    if level is not _SAME_LEVEL:
+        walking, st.walking = st.walking, level
+        try:
+            return backward_pass(roots, root_cts, targets, retain_graph=retain_graph,
+                                 create_graph=create_graph)
+        finally:
+            st.walking = walking
     ct = _Cotangents(targets, in_place=not create_graph and state.current_builder() is None)
 
     # Nodes reachable from the roots, found with an explicit stack (no recursion).
@@ -275,11 +303,19 @@ def backward_pass(roots, root_cts, targets=None, *, retain_graph=False, create_g
                         ct.add_at(x, prim.sparse_index(*values, **node.params), cts[0])
                     in_cts = ()
                 else:
-                    if prim.multiple_results:
-                        outs = [ref() for ref in node.out_refs]
-                        in_cts = prim.vjp(cts, outs, *inputs, _saved=node.saved, **node.params)
-                    else:
-                        in_cts = prim.vjp(cts[0], node.out_refs[0](), *inputs, **node.params)
+                    # a node whose rule holds for one level (levels.py): the walk's state
+                    saved = None if node.level is None else _enter_level(node, st)
+                    try:
+                        if prim.multiple_results:
+                            outs = [ref() for ref in node.out_refs]
+                            in_cts = prim.vjp(cts, outs, *inputs, _saved=node.saved,
+                                              **node.params)
+                        else:
+                            in_cts = prim.vjp(cts[0], node.out_refs[0](), *inputs,
+                                              **node.params)
+                    finally:
+                        if saved is not None:
+                            st.custom_as_fwd, st.rule_level, st.rule_mixed = saved
                     if len(in_cts) != len(inputs):  # zip would drop the last ones silently
                         raise AssertionError(f"{prim.name}'s VJP gave {len(in_cts)} "
                                              f"cotangents for {len(inputs)} inputs")
@@ -307,6 +343,22 @@ def backward_pass(roots, root_cts, targets=None, *, retain_graph=False, create_g
     for (leaf, _), g in zip(leaves, grads):
         leaf.grad = g if leaf.grad is None else OPS.add(leaf.grad, g)
     return None
+
+
+def _enter_level(node, st):
+    """Before a walk runs the rule of a node that has a level: a walk of another level (an
+    enclosing one) differentiates its custom calls through their operations
+    (STATE.custom_as_fwd), unless its calls may be of several levels (levels.MIXED); what
+    its rule runs again (a replay) is of its level. Returns the state to restore."""
+    saved = st.custom_as_fwd, st.rule_level, st.rule_mixed
+    mixed = node in levels.MIXED
+    if node.level is not st.walking or st.custom_as_fwd:
+        if mixed:
+            raise NotImplementedError(levels.MIXED_LEVELS)
+        if not st.custom_as_fwd:
+            st.custom_as_fwd = "graph" if node.prim.own_level == "graphs" else True
+    st.rule_level, st.rule_mixed = node.level, mixed
+    return saved
 
 
 def _unshared(grads):
@@ -364,7 +416,8 @@ def tensor_backward(self, cotangent=None, *, retain_graph=False, create_graph=Fa
             f"backward(): the cotangent has shape {cotangent.shape} but the tensor has shape "
             f"{self.shape} ({type_str(self.shape, self.dtype)}); they must match."
         )
-    backward_pass([self], [cotangent], retain_graph=retain_graph, create_graph=create_graph)
+    backward_pass([self], [cotangent], retain_graph=retain_graph, create_graph=create_graph,
+                  level=None)
 
 
 Tensor.backward = tensor_backward

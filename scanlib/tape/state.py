@@ -24,6 +24,18 @@ class _State(threading.local):
         # differentiates, so that converting a value that depends on them to a Python number
         # can be refused (backward.differentiated_by).
         self.watched = []
+        # Levels (tape/levels.py): the walk running now (its grad/vjp call's _Watch; None: a
+        # Tensor.backward walk, or none); the level of the node whose rule it runs, and
+        # whether that node is in levels.MIXED; whether the walk is of another level than
+        # that node's, so that a custom_vjp differentiates fwd's operations, not by bwd
+        # ("graph": the node runs graphs, a loop's body); whether a custom rule's own code
+        # runs for a walk; and level_of's memo, (the watches, node -> level).
+        self.walking = None
+        self.rule_level = None
+        self.rule_mixed = False
+        self.custom_as_fwd = False
+        self.rule_code = False
+        self.level_memo = (None, None)
 
 
 STATE = _State()

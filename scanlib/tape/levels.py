@@ -1,0 +1,209 @@
+"""Levels: JAX's meaning of a custom_vjp under nested differentiation.
+
+A custom_vjp call is differentiated by its bwd at one level only: the innermost grad or vjp
+whose inputs it depends on (JAX's innermost trace that sees the call). Every enclosing
+differentiation (grad of grad, a hessian by jacrev, a jvp of a gradient) differentiates fwd's
+operations, and bwd's, as any others; forward mode at the call's own level raises, as in JAX.
+
+A node whose rule is such (a custom_vjp call, or a loop or checkpoint whose graph holds one)
+records its level when it is made (`level_of`). The tape's walk (backward.py) knows its own
+level (its grad or vjp call's watch, STATE.walking) and runs the rule of a node of another
+level with STATE.custom_as_fwd set; while a node's rule runs, STATE.rule_level is that
+node's level, which is what the forward the rule runs again (a checkpoint's replay, a scan
+bound again for more residuals) belongs to. The rules' own code (fwd, bwd) runs at the
+enclosing levels (`at_enclosing_levels`).
+
+Imports tape.state and tape.tensor.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import weakref
+
+from . import state
+from .tensor import Tensor
+
+
+# JAX's words: a custom_vjp has no rule for forward mode at its own level.
+FORWARD_MODE = "can't apply forward-mode autodiff (jvp) to a custom_vjp function."
+
+
+class ForwardModeEncloses(Exception):
+    """Raised by a custom_vjp call that forward mode's trace (forward_jvp) reaches inside a
+    grad or vjp of its own: forward mode is an enclosing level there, which differentiates
+    fwd's and bwd's operations (jvp of a gradient, a hessian by jacfwd of jacrev), as the
+    transpose of a VJP does; forward_jvp hands the jvp to it."""
+
+
+# Loop and checkpoint nodes whose inputs are of several levels (see assign).
+MIXED = weakref.WeakSet()
+
+MIXED_LEVELS = (
+    "a scan, loop or checkpoint body calls a custom_vjp or custom_jvp and reads values of two "
+    "nested "
+    "derivatives (the variables of an inner grad and of one around it), and the outer one "
+    "differentiates it. JAX differentiates each such call by its rule at its own level, which "
+    "scanlib cannot tell apart inside a loop body, and it stops rather than give another "
+    "number. Call the custom function on the outer values outside the body (pass its result "
+    "in), or write it without a custom rule.")
+
+
+def assign(node, inputs):
+    """Give a node whose rule holds for one level (a custom_vjp call, or a loop or
+    checkpoint whose graph holds one) its level (level_of). Forward mode at a custom_vjp's own
+    level raises, as in JAX. A loop or checkpoint whose inputs are of several levels goes
+    into MIXED: its calls may each be of another level, which the walk cannot tell apart
+    (backward.py raises when an enclosing level walks it)."""
+    prim = node.prim
+    if not holds(prim, node.params):
+        return
+    node.level = level_of(inputs)
+    if node.level is not None and node.level.forward and holds(prim, node.params, ("vjp",)):
+        raise TypeError(FORWARD_MODE)
+    st = state.STATE
+    if st.rule_level is not None:  # made by a walk running its rule: as that node (a replay)
+        if st.rule_mixed:
+            MIXED.add(node)
+    elif prim.own_level == "graphs" and _of_several_levels(inputs):
+        MIXED.add(node)
+
+
+def _of_several_levels(inputs):
+    st = state.STATE
+    if st.walking is not None or len(st.watched) <= 1:
+        return False
+    found = {_level_of_tensor(x, st.watched) for x in inputs
+             if type(x) is Tensor and x.requires_grad}
+    return len(found) > 1
+
+
+def graphs_of(params):
+    """The graphs among a node's params (a loop's body, cond's branches)."""
+    for v in params.values():
+        if hasattr(v, "eqns"):
+            yield v
+        elif isinstance(v, (tuple, list)):
+            yield from (g for g in v if hasattr(g, "eqns"))
+
+
+def holds(prim, params, kinds=("vjp", "jvp")):
+    """Whether an application of prim is a call whose rule holds for one level of
+    differentiation (`own_level`: "vjp" a custom_vjp, "jvp" a custom_jvp, of `kinds`), or
+    runs a graph that holds one (a loop, checkpoint or cond)."""
+    own = prim.own_level
+    if own == "graphs":
+        return any(calls_own_level(g, kinds) for g in graphs_of(params))
+    return own in kinds
+
+
+def calls_own_level(graph, kinds=("vjp", "jvp")):
+    """Whether graph, or one nested in its equations, holds a call of `kinds` (see holds)."""
+    memo = graph.__dict__.setdefault("_own_level", {})
+    if kinds not in memo:
+        memo[kinds] = any(holds(e.prim, e.params, kinds) for e in graph.eqns)
+    return memo[kinds]
+
+
+def level_of(inputs):
+    """The level of a node made now from `inputs`: that of the node whose rule a walk is
+    running, or of the walk (a loop or checkpoint replayed by a walk belongs to it; enclosing
+    walks see what it computed); else the innermost running grad/vjp whose inputs they depend
+    on through the tape (None: no walk of a grad or vjp reaches them, a Tensor.backward's
+    only). With one grad running, that is it: only a Tensor.backward could walk such a node
+    as well, and for it the two readings are one."""
+    st = state.STATE
+    if st.rule_level is not None:
+        return st.rule_level
+    if st.walking is not None:
+        return st.walking
+    watched = st.watched
+    if not watched:
+        return None
+    if len(watched) == 1 and not watched[0].forward:  # (forward mode's raises: be exact)
+        return watched[0] if any(type(x) is Tensor and x.requires_grad for x in inputs) else None
+    best = None
+    for x in inputs:
+        if type(x) is Tensor and x.requires_grad:
+            best = _deeper(best, _level_of_tensor(x, watched))
+    return best
+
+
+def _deeper(a, b):
+    return b if a is None or (b is not None and b.depth > a.depth) else a
+
+
+def _level_of_tensor(x, watched):
+    """The innermost of `watched` whose inputs x depends on, by a walk over the nodes made
+    since the outermost started, each node's answer kept while the same calls run (so calls
+    that branch off one long chain do not walk it again each)."""
+    st = state.STATE
+    key = tuple(watched)  # held: no later call can take one of their ids
+    if st.level_memo[0] != key:
+        st.level_memo = (key, weakref.WeakKeyDictionary())
+    memo, first = st.level_memo[1], min(w.first_seq for w in watched)
+
+    def own(t):  # the innermost watch t is an input of
+        found = None
+        for w in watched:
+            if id(t) in w.ids:
+                found = _deeper(found, w)
+        return found
+
+    def usable(node):
+        return node is not None and node.seq >= first and node.inputs is not None
+
+    level = own(x)
+    if not usable(x._node):
+        return level
+    stack = [x._node]
+    while stack:  # post-order, without recursion
+        node = stack[-1]
+        if node in memo:
+            stack.pop()
+            continue
+        if any(node.level is w for w in watched):  # a leveled node's is its inputs' already
+            memo[node] = node.level
+            stack.pop()
+            continue
+        ins = [i for i in node.inputs if type(i) is Tensor and i.requires_grad]
+        todo = [i._node for i in ins if usable(i._node) and i._node not in memo]
+        if todo:
+            stack.extend(todo)
+            continue
+        stack.pop()
+        found = None
+        for i in ins:
+            found = _deeper(found, own(i))
+            if usable(i._node):
+                found = _deeper(found, memo[i._node])
+        memo[node] = found
+    return _deeper(level, memo[x._node])
+
+
+@contextlib.contextmanager
+def at_enclosing_levels():
+    """A custom rule's own code (fwd, bwd) run by a walk: it computes at the levels that
+    enclose the walk's, as JAX runs a rule on the tracers of the trace below, so a node it
+    makes takes its level from the inputs (level_of), not from the walk."""
+    st = state.STATE
+    saved = st.walking, st.rule_level, st.rule_code
+    st.walking, st.rule_level, st.rule_code = None, None, True
+    try:
+        yield
+    finally:
+        st.walking, st.rule_level, st.rule_code = saved
+
+
+@contextlib.contextmanager
+def own_levels():
+    """A primitive's impl that differentiates on fresh tensors of its own (while_loop's
+    derivative primitive): its walks are its own levels, whatever walk binds it."""
+    st = state.STATE
+    saved = st.walking, st.rule_level, st.custom_as_fwd, st.rule_code, st.watched
+    st.walking, st.rule_level, st.custom_as_fwd, st.rule_code, st.watched = (
+        None, None, False, False, [])
+    try:
+        yield
+    finally:
+        st.walking, st.rule_level, st.custom_as_fwd, st.rule_code, st.watched = saved

@@ -1,0 +1,265 @@
+"""A custom_vjp (and custom_jvp) under derivatives of the gradient, as JAX means it: the call
+is differentiated by its rule at one level only (the innermost grad or vjp whose inputs it
+depends on), and every enclosing differentiation goes through the rule's and fwd's own
+operations. Checked with rules that are not fwd's derivative (where the two readings differ)
+against closed forms, against the plain Python loop on the tape (scan's definition) in every
+kind of body, and against JAX where it is installed."""
+
+import numpy as np
+import pytest
+
+import scanlib as sl
+
+X0 = np.array([0.3, -0.8, 1.1])
+W = np.array([1.0, 2.0, -1.0])
+
+
+def close(a, b, tol=1e-10):
+    np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=tol, atol=tol)
+
+
+def make_square(lib=sl):
+    """c(x) = x**2, whose bwd gives g * B(x) with B(x) = x**3 + x**2 + x + 1: not the
+    derivative of fwd, so a test sees which of the two each level differentiates."""
+    c = lib.custom_vjp(lambda x: x ** 2)
+    c.defvjp(lambda x: (x ** 2, x), lambda x, g: (g * (x ** 3 + x ** 2 + x + 1.0),))
+    return c
+
+
+def _closed_forms(x):
+    """f(x) = sin(c(x)): the gradient cos(x**2) B(x) (bwd at the call's level), its
+    derivative through fwd's operations (c' = 2x) and bwd's (B')."""
+    B, dB = x ** 3 + x ** 2 + x + 1, 3 * x ** 2 + 2 * x + 1
+    return np.cos(x ** 2) * B, -np.sin(x ** 2) * 2 * x * B + np.cos(x ** 2) * dB
+
+
+def test_grad_of_grad_differentiates_fwd_beyond_the_calls_own_level():
+    c = make_square()
+    f = lambda x: sl.sin(c(x)).sum()  # noqa: E731
+    g1, g2 = _closed_forms(X0)
+    close(sl.grad(f)(sl.tensor(X0)), g1)
+    close(sl.grad(lambda x: sl.grad(f)(x).sum())(sl.tensor(X0)), g2)
+    close(sl.jacrev(sl.jacrev(f))(sl.tensor(X0)), np.diag(g2))
+    # third order: every level beyond the first differentiates fwd and bwd (float64 FD)
+    g3 = sl.grad(lambda x: sl.grad(lambda x: sl.grad(f)(x).sum())(x).sum())(sl.tensor(X0))
+    eps = 1e-6
+    close(g3, (_closed_forms(X0 + eps)[1] - _closed_forms(X0 - eps)[1]) / (2 * eps), 1e-6)
+
+
+def test_a_call_on_the_outer_variable_only_is_differentiated_by_its_rule():
+    """Inside an inner grad, c(x) of the outer x alone: no inner walk reaches it, so the
+    outer grad is its own level and uses bwd, as JAX's outer trace does."""
+    c = make_square()
+    inner = lambda x: sl.grad(lambda y: (c(x) * y).sum())(sl.tensor(1.0))  # noqa: E731
+    close(sl.grad(inner)(sl.tensor(X0)), X0 ** 3 + X0 ** 2 + X0 + 1)
+
+
+def test_tensor_backward_of_a_gradient_is_an_enclosing_level():
+    c = make_square()
+    x = sl.tensor(X0, requires_grad=True)
+    g = sl.grad(lambda x: sl.sin(c(x)).sum())(x)
+    g.sum().backward()
+    close(x.grad, _closed_forms(X0)[1])
+
+
+def test_forward_mode_raises_at_the_calls_own_level_and_differentiates_fwd_around_a_grad():
+    """As JAX: jvp, jacfwd and linearize of a custom_vjp function raise (its own level is
+    forward mode's), eagerly and under jit, and so does grad of a jvp; jvp of its gradient and
+    a hessian by jacfwd of jacrev are forward mode around a grad, through fwd's operations."""
+    c = make_square()
+    f = lambda x: sl.sin(c(x)).sum()  # noqa: E731
+    x, t = sl.tensor(X0), sl.tensor(W)
+    message = r"can't apply forward-mode autodiff \(jvp\) to a custom_vjp function\."
+    for raising in [lambda x: sl.jvp(f, (x,), (t,)), sl.jacfwd(f),
+                    lambda x: sl.linearize(f, x)[1](t),
+                    sl.grad(lambda x: sl.jvp(f, (x,), (t,))[1])]:
+        for wrap in (lambda g: g, sl.jit):
+            with pytest.raises(TypeError, match=message):
+                wrap(raising)(x)
+    g1, g2 = _closed_forms(X0)
+    for wrap in (lambda g: g, sl.jit):
+        value, tangent = wrap(lambda x: sl.jvp(sl.grad(f), (x,), (t,)))(x)
+        close(value, g1)
+        close(tangent, g2 * W)
+        close(wrap(sl.hessian(f))(x), np.diag(g2))
+        close(wrap(sl.jacfwd(sl.jacrev(f)))(x), np.diag(g2))
+
+
+def test_tensor_backward_alone_applies_the_rule_at_every_order_as_pytorch():
+    c = make_square()
+    x = sl.tensor(X0, requires_grad=True)
+    sl.sin(c(x)).sum().backward(create_graph=True)
+    g, x.grad = x.grad, None
+    g.sum().backward()
+    B, dB = X0 ** 3 + X0 ** 2 + X0 + 1, 3 * X0 ** 2 + 2 * X0 + 1
+    close(x.grad, -np.sin(X0 ** 2) * B * B + np.cos(X0 ** 2) * dB)
+
+
+@pytest.mark.parametrize("where", ["scan", "checkpoint", "fori_loop"])
+def test_a_body_reading_two_nested_derivatives_variables_raises_under_the_outer_one(where):
+    """c(y) of the outer y in a body that also reads the inner x: JAX differentiates that
+    call by its rule at the outer level, the body's other calls by theirs at the inner one;
+    a body has one level here, so the outer derivative stops (the inner one is right)."""
+    c = make_square()
+
+    def inner(x, y):
+        def step(h):
+            return h + c(y) * h ** 2
+        if where == "scan":
+            return sl.scan(lambda h, _: (step(h), None), x, None, length=2)[0]
+        if where == "checkpoint":
+            return sl.checkpoint(step)(x)
+        return sl.fori_loop(0, 2, lambda i, h: step(h), x)
+
+    y = sl.tensor(0.5)
+    sl.grad(inner)(sl.tensor(2.0), y)
+    with pytest.raises(NotImplementedError, match="reads values of two nested derivatives"):
+        sl.grad(lambda y: sl.grad(inner)(sl.tensor(2.0), y))(y)
+
+
+def _bodies(c):
+    """The same recurrence written as a Python loop on the tape and in each kind of body."""
+    def step(h, xt):
+        h = sl.tanh(c(h) * 0.3 + xt)
+        return h, sl.sin(h)
+
+    xs = lambda x: sl.stack([x * 0.1, x * 0.2, x * 0.3])  # noqa: E731
+
+    def loop(x):
+        h, total = x, 0.0
+        for t in range(3):
+            h, y = step(h, xs(x)[t])
+            total = total + y
+        return (h * total).sum()
+
+    def scanned(x):
+        h, ys = sl.scan(step, x, xs(x))
+        return (h * ys.sum(0)).sum()
+
+    def checkpointed(x):
+        h, ys = sl.scan(sl.checkpoint(step), x, xs(x))
+        return (h * ys.sum(0)).sum()
+
+    def fori(x):
+        return sl.fori_loop(0, 3, lambda i, h: sl.sin(c(h)) + h * 0.5, x).sum()
+
+    def fori_loop_oracle(x):
+        h = x
+        for _ in range(3):
+            h = sl.sin(c(h)) + h * 0.5
+        return h.sum()
+
+    def while_state(x):  # a cond that reads the state: while_loop's own VJP
+        def body(s):
+            return s[0] + 1, sl.sin(c(s[1])) + s[1] * 0.5
+        return sl.while_loop(lambda s: s[0] < 3, body, (0, x))[1].sum()
+
+    return {"scan": (scanned, loop), "checkpoint": (checkpointed, loop),
+            "fori_loop": (fori, fori_loop_oracle), "while_loop": (while_state, fori_loop_oracle)}
+
+
+def _orders(f):
+    g = sl.grad(f)
+    hv = lambda x: sl.grad(lambda x: (g(x) * sl.tensor(W)).sum())(x)  # noqa: E731
+    x = sl.tensor(X0)
+    return {"g": g(x), "hv": hv(x), "hessian": sl.jacrev(sl.jacrev(f))(x),
+            "third": sl.grad(lambda x: hv(x).sum())(x), "jit hv": sl.jit(hv)(x),
+            "vmap hv": sl.vmap(hv)(sl.tensor(np.stack([X0, 0.5 * X0]))),
+            "g again": g(x)}
+
+
+@pytest.mark.parametrize("where", ["scan", "checkpoint", "fori_loop", "while_loop"])
+def test_every_body_agrees_with_its_python_loop_to_third_order(where):
+    body, oracle = _bodies(make_square())[where]
+    ours, loop = _orders(body), _orders(oracle)
+    for k in loop:
+        close(ours[k], loop[k], 1e-9)
+
+
+def test_a_cached_linearization_is_never_reused_for_another_level():
+    """The first-order gradient caches the body's linearization with the rule; a second
+    order must not reuse it for the enclosing level, nor leave its own for a later first."""
+    c = make_square()
+    scanned, loop = _bodies(c)["scan"]
+    x = sl.tensor(X0)
+    first = sl.grad(scanned)(x)
+    second = sl.grad(lambda x: sl.grad(scanned)(x).sum())(x)
+    close(sl.grad(scanned)(x), first, 0)
+    close(second, sl.grad(lambda x: sl.grad(loop)(x).sum())(x), 1e-9)
+    close(sl.grad(lambda x: sl.grad(scanned)(x).sum())(x), second, 0)
+
+
+def test_a_custom_call_inside_another_rule_in_a_loop_body_raises_under_second_order():
+    c = make_square()
+    d = sl.custom_vjp(lambda x: sl.sin(x))
+    d.defvjp(lambda x: (sl.sin(x), x), lambda r, g: (g * c(r) * 0.5 + g,))
+
+    def f(x):
+        return sl.scan(lambda h, _: (sl.cos(d(h) + h), None), x, None, length=3)[0].sum()
+
+    x = sl.tensor(X0)
+    sl.grad(f)(x)  # the first order is the rule's
+    with pytest.raises(NotImplementedError, match="is called by the rule of another one"):
+        sl.grad(lambda x: sl.grad(f)(x).sum())(x)
+    # outside a loop body each call's level is known: JAX's value, checked below
+    eager = lambda x: sl.sin(d(x) * x).sum()  # noqa: E731
+    sl.grad(lambda x: sl.grad(eager)(x).sum())(x)
+
+
+def test_against_jax():
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+
+    def programs(lib, xnp, lax, checkpoint):
+        c = make_square(lib)
+        d = lib.custom_vjp(lambda x: xnp.sin(x))  # custom calls inside fwd and bwd
+        d.defvjp(lambda x: (c(x) + xnp.sin(x) - c(x), x),
+                 lambda r, g: (g * c(r) * 0.5 + g,))
+        e = lib.custom_vjp(lambda k, x: x * k, nondiff_argnums=(0,))
+        e.defvjp(lambda k, x: (x * k, x), lambda k, r, g: (g * k * r,))
+        s = lib.custom_vjp(lambda x: x ** 2 * xnp.sin(x))  # a call inside fwd, any order
+        s.defvjp(lambda x: (c(x) * xnp.sin(x), x), lambda x, g: (g * (x ** 2 + xnp.cos(x)),))
+        j = lib.custom_jvp(lambda x: xnp.tanh(x))  # a rule that is not fun's derivative
+        j.defjvp(lambda p, t: (xnp.tanh(p[0]), t[0] * (1.5 - p[0] ** 2)))
+
+        def scanned(x):
+            def body(h, xt):
+                h = xnp.tanh(c(h) * 0.3 + xt)
+                return h, xnp.sin(h)
+            h, ys = lax.scan(body, x, xnp.stack([x * 0.1, x * 0.2, x * 0.3]))
+            return (h * ys.sum(0)).sum()
+
+        return {"eager": lambda x: xnp.sin(c(x)).sum(),
+                "nested": lambda x: xnp.sin(d(x) * x).sum(),
+                "in fwd": lambda x: (s(x) ** 2).sum(),
+                "custom_jvp": lambda x: (j(x) * x).sum(),
+                "nondiff": lambda x: xnp.sin(e(2.0, x) * c(x)).sum(),
+                "scan": scanned,
+                "fori_loop": lambda x: lax.fori_loop(
+                    0, 3, lambda i, h: xnp.sin(c(h)) + h * 0.5, x).sum(),
+                "checkpoint": lambda x: checkpoint(lambda x: xnp.sin(c(x)) * x)(x).sum()}
+
+    def orders(lib, xnp, f, x):
+        g = lib.grad(f)
+        hv = lambda x: lib.grad(lambda x: (g(x) * xnp.asarray(W)).sum())(x)  # noqa: E731
+        found = []
+        for run in [lambda: g(x), lambda: hv(x), lambda: lib.jit(hv)(x),
+                    lambda: lib.jacrev(lib.jacrev(f))(x),
+                    lambda: lib.grad(lambda x: hv(x).sum())(x), lambda: lib.hessian(f)(x),
+                    lambda: lib.jvp(g, (x,), (xnp.asarray(W),))[1]]:
+            try:
+                found.append(np.asarray(run()))
+            except TypeError as e:  # forward mode where a call's own level is its own
+                found.append(str(e))
+        return found
+
+    ours = programs(sl, sl, sl, sl.checkpoint)
+    with jax.enable_x64(True):
+        theirs = programs(jax, jnp, jax.lax, jax.checkpoint)
+        for name in ours:
+            for a, b in zip(orders(sl, sl, ours[name], sl.tensor(X0)),
+                            orders(jax, jnp, theirs[name], jnp.asarray(X0))):
+                if isinstance(b, str):
+                    assert a == b, name
+                else:
+                    close(a, b, 1e-10)
