@@ -30,7 +30,7 @@ from .scan.loop.native import VIEWS
 from .tape import (Graph, Tensor, backward_pass, current_builder, enable_grad, grad_enabled,
                    is_differentiable_dtype, record)
 from .tape.graph import Var, stand_ins_for
-from .tape.levels import at_enclosing_levels
+from .tape.levels import FORWARD_MODE, ForwardModeEncloses, at_enclosing_levels
 from .tape.state import STATE
 from .tracing import closure_names, int_positions, trace_function
 from .vmap import vmap
@@ -71,6 +71,10 @@ class custom_vjp:
     tensor([1., 1.], dtype=float64)
     """
 
+    # True where the rule is fun's own derivative at every order (lax.custom_root's and
+    # custom_linear_solve's): the call then takes part in no level (tape/levels.py).
+    _exact = False
+
     def __init__(self, fun: Callable[..., Any], nondiff_argnums: tuple[int, ...] = ()):
         if not callable(fun):
             raise TypeError(f"custom_vjp: fun must be callable, got {type(fun).__name__}")
@@ -95,7 +99,7 @@ class custom_vjp:
             raise AttributeError(f"No VJP defined for custom_vjp function {_name(self.fun)} "
                                  "using defvjp.")
         call = _Call("custom_vjp", self.fun, self.nondiff_argnums, args, kwargs)
-        rules = dict(fwd=self.fwd, bwd=self.bwd, jvp=None)
+        rules = dict(fwd=self.fwd, bwd=self.bwd, jvp=None, exact=self._exact)
         return call.apply(custom_vjp_call_p, rules)
 
     def __get__(self, obj, objtype=None):  # a method: with obj as the first argument
@@ -126,6 +130,8 @@ class custom_jvp:
     >>> sl.grad(lambda x: log1pexp(x).sum())(sl.tensor([0.0, 1000.0]))
     tensor([0.5, 1. ], dtype=float64)
     """
+
+    _exact = False  # as custom_vjp's
 
     def __init__(self, fun: Callable[..., Any], nondiff_argnums: tuple[int, ...] = ()):
         if not callable(fun):
@@ -178,7 +184,8 @@ class custom_jvp:
             raise AttributeError(f"No JVP defined for custom_jvp function {_name(self.fun)} "
                                  "using defjvp.")
         call = _Call("custom_jvp", self.fun, self.nondiff_argnums, args, kwargs)
-        return call.apply(custom_jvp_call_p, dict(fwd=None, bwd=None, jvp=self.jvp))
+        return call.apply(custom_jvp_call_p, dict(fwd=None, bwd=None, jvp=self.jvp,
+                                                  exact=self._exact))
 
     def __get__(self, obj, objtype=None):
         return self if obj is None else functools.partial(self, obj)
@@ -216,6 +223,7 @@ class Rules:
     out_tree: Any
     out_avals: tuple
     in_rule: bool = False  # called by another custom function's rule that a walk runs
+    exact: bool = False  # the rule is fun's derivative at every order: it takes no level
 
     def __repr__(self):  # printed graphs: `rules={fwd: f_fwd, bwd: f_bwd}`
         fns = [(k, getattr(self, k)) for k in ("fwd", "bwd", "jvp")]
@@ -270,7 +278,8 @@ class _Call:
 
     def rules(self, given, out_tree, out_avals):
         return Rules(_name(self.fun), given["fwd"], given["bwd"], given["jvp"], self.nondiff,
-                     self.statics, self.in_tree, out_tree, tuple(out_avals), STATE.rule_code)
+                     self.statics, self.in_tree, out_tree, tuple(out_avals), STATE.rule_code,
+                     given["exact"])
 
     def apply(self, prim, given):
         if current_builder() is None:
@@ -758,7 +767,9 @@ def _flatten_bwd(rules, found, args):
 
 
 def _custom_vjp_jvp(primals, tangents, **params):
-    raise TypeError("can't apply forward-mode autodiff (jvp) to a custom_vjp function.")
+    if params["rules"].exact:  # the transpose of its VJP is its JVP: forward_jvp takes that
+        raise ForwardModeEncloses
+    raise TypeError(FORWARD_MODE)
 
 
 def _custom_jvp_vjp(cts, outs, *inputs, _saved=None, fun, rules, num_args):

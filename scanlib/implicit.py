@@ -45,6 +45,7 @@ def custom_root(f: Callable, initial_guess: Any, solve: Callable, tangent_solve:
     out = _solved("custom_root", solve, lambda x: converted(x, *consts), initial_guess,
                   has_aux)
     root = custom_jvp(lambda consts, out: out)  # the rule below is the derivative
+    root._exact = True  # at every order
 
     @root.defjvp
     def _root_jvp(primals, tangents):
@@ -83,8 +84,8 @@ def custom_linear_solve(matvec: Callable, b: Any, solve: Callable,
     (`transpose_solve(vecmat, ct)`, or `solve(matvec, ct)` when symmetric), and the values
     matvec closes over get -(d matvec(x))^T of it. solve's iterations are never
     differentiated, so a while_loop solver (conjugate gradients) works; gradients of every
-    order (the backward pass is itself a custom_linear_solve). Reverse mode only: forward
-    mode (jvp) of it raises.
+    order (the backward pass is itself a custom_linear_solve), and in forward mode (jvp,
+    jacfwd, hessian) as the transpose of its VJP.
 
     >>> A = sl.tensor([[4.0, 1.0], [1.0, 3.0]])
     >>> x = sl.lax.custom_linear_solve(lambda v: A @ v, sl.tensor([1.0, 2.0]),
@@ -94,10 +95,10 @@ def custom_linear_solve(matvec: Callable, b: Any, solve: Callable,
     out = _solved("custom_linear_solve", solve, lambda v: converted(v, *consts), b, has_aux)
     linear = custom_vjp(lambda consts, b, out: out)  # the rules below are the derivative
 
+    linear._exact = True  # its rule is the solve's derivative at every order
+
     def fwd(consts, b, out):
-        # the call itself, as fwd's operations: a derivative around this one's level
-        # differentiates it by these rules again, at its own level (as JAX's primitive)
-        return linear(consts, b, out), (consts, b, out)
+        return out, (consts, b, out)
 
     def bwd(res, ct):
         consts, b, out = res

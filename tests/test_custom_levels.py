@@ -263,3 +263,36 @@ def test_against_jax():
                     assert a == b, name
                 else:
                     close(a, b, 1e-10)
+
+
+def test_implicit_rules_hold_at_every_level_in_loop_bodies_and_forward_mode():
+    """lax.custom_linear_solve and lax.custom_root: their rules are the solutions'
+    derivatives at every order, so they take part in no level (no NotImplementedError in a
+    loop body), and the linear solve works in forward mode, as JAX's primitive does."""
+    A = sl.tensor([[4.0, 1.0, 0.5], [1.0, 3.0, 0.2], [0.5, 0.2, 2.0]])
+    b0 = sl.tensor([1.0, 2.0, -1.0])
+
+    def solved(b):
+        return sl.lax.custom_linear_solve(lambda v: A @ v, b,
+                                          lambda mv, b: sl.linalg.solve(A, b), symmetric=True)
+
+    def in_scan(solve):
+        return lambda b: sl.scan(lambda c, _: (c + sl.sum(sl.sin(solve(b * c)) ** 3), None),
+                                 sl.tensor(1.0), None, length=2)[0]
+
+    loss, direct = in_scan(solved), in_scan(lambda b: sl.linalg.solve(A, b))
+    close(sl.hessian(loss)(b0), sl.hessian(direct)(b0))
+    close(sl.jacrev(sl.jacrev(loss))(b0), sl.jacrev(sl.jacrev(direct))(b0))
+    close(sl.jacfwd(solved)(b0), sl.jacfwd(lambda b: sl.linalg.solve(A, b))(b0))
+
+    newton = lambda f, x: sl.fori_loop(0, 30, lambda i, x: x - f(x) / (2 * x), x)  # noqa: E731
+
+    def root(a):  # sqrt(a) by Newton, differentiated implicitly
+        return sl.lax.custom_root(lambda x: x * x - a, 1.0, newton, lambda g, y: y / g(1.0))
+
+    a0 = sl.tensor(2.0)
+    summed = lambda a: sl.scan(lambda c, _: (c + root(a * c), None), sl.tensor(1.0), None,  # noqa: E731
+                               length=2)[0]
+    plain = lambda a: sl.scan(lambda c, _: (c + sl.sqrt(a * c), None), sl.tensor(1.0), None,  # noqa: E731
+                              length=2)[0]
+    close(sl.grad(sl.grad(summed))(a0), sl.grad(sl.grad(plain))(a0))

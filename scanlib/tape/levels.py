@@ -90,11 +90,13 @@ def graphs_of(params):
 def holds(prim, params, kinds=("vjp", "jvp")):
     """Whether an application of prim is a call whose rule holds for one level of
     differentiation (`own_level`: "vjp" a custom_vjp, "jvp" a custom_jvp, of `kinds`), or
-    runs a graph that holds one (a loop, checkpoint or cond)."""
+    runs a graph that holds one (a loop, checkpoint or cond). A call whose rules are
+    `exact` (the rule is its function's derivative at every order: lax.custom_root's) is
+    differentiated by its rule at every level, which then means the same."""
     own = prim.own_level
     if own == "graphs":
         return any(calls_own_level(g, kinds) for g in graphs_of(params))
-    return own in kinds
+    return own in kinds and not getattr(params.get("rules"), "exact", False)
 
 
 def calls_own_level(graph, kinds=("vjp", "jvp")):
