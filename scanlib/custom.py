@@ -29,6 +29,7 @@ from .scan.loop import native_rules
 from .scan.loop.native import VIEWS
 from .tape import (Graph, Tensor, backward_pass, current_builder, enable_grad, grad_enabled,
                    is_differentiable_dtype, record)
+from .tape.backward import watching
 from .tape.graph import Var, stand_ins_for
 from .tape.levels import FORWARD_MODE, ForwardModeEncloses, at_enclosing_levels
 from .tape.state import STATE
@@ -223,6 +224,7 @@ class Rules:
     out_tree: Any
     out_avals: tuple
     in_rule: bool = False  # called by another custom function's rule that a walk runs
+    fun: Any = None  # the user's function (a custom_jvp in linear code transposes it)
     exact: bool = False  # the rule is fun's derivative at every order: it takes no level
 
     def __repr__(self):  # printed graphs: `rules={fwd: f_fwd, bwd: f_bwd}`
@@ -278,8 +280,8 @@ class _Call:
 
     def rules(self, given, out_tree, out_avals):
         return Rules(_name(self.fun), given["fwd"], given["bwd"], given["jvp"], self.nondiff,
-                     self.statics, self.in_tree, out_tree, tuple(out_avals), STATE.rule_code,
-                     given["exact"])
+                     self.statics, self.in_tree, out_tree, tuple(out_avals),
+                     in_rule=STATE.rule_code, exact=given["exact"], fun=self.fun)
 
     def apply(self, prim, given):
         if current_builder() is None:
@@ -780,9 +782,12 @@ def _custom_jvp_vjp(cts, outs, *inputs, _saved=None, fun, rules, num_args):
     if all(c is None for c in cts):
         return [None] * len(inputs)
     args = list(inputs[:num_args])
-    if STATE.custom_as_fwd:  # an enclosing level: the rule's own operations for primal_out
+    if STATE.custom_as_fwd:
+        # an enclosing level: the rule's own operations for primal_out; a call in the linear
+        # code of another's rule, transposed there: fun's, as JAX transposes it
         _refuse_nested_in_rule(rules)
-        primal = _differentiated_primal(custom_jvp_call_p, rules)
+        primal = (rules.fun if STATE.custom_as_fwd == "fun"
+                  else _differentiated_primal(custom_jvp_call_p, rules))
         result = [None] * len(inputs)
         result[:num_args] = _through_fwd(rules, args, cts, [],
                                          fwd=lambda *a: (primal(*a), None))
@@ -794,7 +799,8 @@ def _custom_jvp_vjp(cts, outs, *inputs, _saved=None, fun, rules, num_args):
     wanted = [i for i, x in enumerate(args) if is_differentiable_dtype(x.dtype)]
     ts = [_start_tangent(x, builder) if i in wanted else _zeros_like(x)
           for i, x in enumerate(args)]
-    with enable_grad(), at_enclosing_levels():
+    with enable_grad(), at_enclosing_levels(), watching("custom_jvp", ts,
+                                                          transpose=True) as linear_code:
         _, t_out = _jvp_call(rules, args, ts)
     roots, root_cts = [], []
     for t, c in zip(t_out, cts):
@@ -804,7 +810,8 @@ def _custom_jvp_vjp(cts, outs, *inputs, _saved=None, fun, rules, num_args):
     found = [None] * len(wanted)
     if roots:
         found = backward_pass(roots, root_cts, targets=[ts[i] for i in wanted],
-                              create_graph=recording or builder is not None)
+                              create_graph=recording or builder is not None,
+                              level=linear_code)
     result = [None] * len(inputs)
     for i, g in zip(wanted, found):
         result[i] = g

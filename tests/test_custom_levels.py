@@ -296,3 +296,24 @@ def test_implicit_rules_hold_at_every_level_in_loop_bodies_and_forward_mode():
     plain = lambda a: sl.scan(lambda c, _: (c + sl.sqrt(a * c), None), sl.tensor(1.0), None,  # noqa: E731
                               length=2)[0]
     close(sl.grad(sl.grad(summed))(a0), sl.grad(sl.grad(plain))(a0))
+
+
+def test_a_custom_jvp_in_the_linear_code_of_another_rule_is_transposed_through_its_function():
+    """JAX transposes linear code: a custom_jvp applied to the tangent inside a rule is
+    transposed as its function (lin(y) = 2y, whatever lin's own rule says), so grad, vjp and
+    jacrev agree with jvp and jacfwd."""
+    lin = sl.custom_jvp(lambda y: 2.0 * y)
+    lin.defjvp(lambda p, t: (lin(p[0]), 3.0 * t[0]))
+    ff = sl.custom_jvp(lambda x: sl.sin(x) ** 2)
+    ff.defjvp(lambda p, t: (ff(p[0]), lin(t[0]) * sl.cos(p[0])))
+    x = sl.tensor(X0)
+    want = 2.0 * np.cos(X0)
+    close(sl.jvp(lambda x: ff(x).sum(), (x,), (sl.ones(3),))[1], want.sum())
+    close(sl.grad(lambda x: ff(x).sum())(x), want)
+    close(sl.jacrev(ff)(x), np.diag(want))
+    close(sl.jit(sl.grad(lambda x: ff(x).sum()))(x), want)
+    scanned = lambda x: sl.scan(lambda c, _: (c + ff(x * c[0]), None), sl.zeros(3) + 1.0,  # noqa: E731
+                                None, length=1)[0].sum()
+    close(sl.grad(scanned)(x), want)
+    close(sl.jvp(lambda x: sl.jvp(lambda x: ff(x).sum(), (x,), (sl.ones(3),))[1], (x,),
+                 (sl.ones(3),))[1], (-2.0 * np.sin(X0)).sum())

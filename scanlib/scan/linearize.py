@@ -50,9 +50,10 @@ def linearize(body: Graph, num_carry: int, x_needs, k_needs, given=None,
 
 
 def custom_as_fwd(body):
-    """Whether body's custom calls are differentiated through their operations now: the
-    walk is of an enclosing level (tape/levels.py), and body holds such a call."""
-    return bool(STATE.custom_as_fwd) and calls_own_level(body)
+    """How body's custom calls are differentiated now: through their operations (the walk's
+    mode, STATE.custom_as_fwd, where it is of another level than theirs and body holds one,
+    see tape/levels.py), or by their rules (False)."""
+    return STATE.custom_as_fwd if STATE.custom_as_fwd and calls_own_level(body) else False
 
 
 def carry_patterns(body, nc, x_needs, k_needs, given, limit):

@@ -193,25 +193,29 @@ class _Watch:
     have recorded (a value made before it started cannot depend on them), and how many such
     calls enclose it (`depth`)."""
 
-    __slots__ = ("who", "ids", "inputs", "first_seq", "depth", "forward", "parent")
+    __slots__ = ("who", "ids", "inputs", "first_seq", "depth", "forward", "transpose",
+                 "parent")
 
-    def __init__(self, who, inputs, depth, forward=False, parent=None):
+    def __init__(self, who, inputs, depth, forward=False, transpose=False, parent=None):
         self.who, self.inputs = who, list(inputs)  # held: their ids stay theirs
         self.ids = {id(x) for x in self.inputs}
         self.first_seq = next(_seq)
         self.depth = depth
         self.forward = forward  # forward mode's level (jvp as the transpose of a VJP)
+        self.transpose = transpose  # tangents a custom_jvp's rule maps, to be transposed
         self.parent = parent  # the call it runs inside, if any
 
 
 @contextlib.contextmanager
-def watching(who, inputs, forward=False):
+def watching(who, inputs, forward=False, transpose=False):
     """While f runs under `who` (grad, vjp, jvp, ...): the inputs being differentiated, which
     Tensor refuses to convert to a Python number (see differentiated_by). Yields the watch,
     which names the level of that call's walk back (backward_pass's `level`); `forward`: the
-    walk is forward mode's (jvp, jacfwd as the transpose of a VJP)."""
+    walk is forward mode's (jvp, jacfwd as the transpose of a VJP); `transpose`: the inputs
+    are tangents that a custom_jvp's rule maps, and its VJP transposes (levels.py)."""
     watched = state.STATE.watched
-    watch = _Watch(who, inputs, len(watched), forward, watched[-1] if watched else None)
+    watch = _Watch(who, inputs, len(watched), forward, transpose,
+                   watched[-1] if watched else None)
     state.STATE.watched.append(watch)
     try:
         yield watch
@@ -351,13 +355,20 @@ def _enter_level(node, st):
     (STATE.custom_as_fwd), unless its calls may be of several levels (levels.MIXED); what
     its rule runs again (a replay) is of its level. Returns the state to restore."""
     saved = st.custom_as_fwd, st.rule_level, st.rule_mixed
-    mixed = node in levels.MIXED
-    if node.level is not st.walking or st.custom_as_fwd:
+    level, mixed = node.level, node in levels.MIXED
+    if level.transpose:  # in the linear code of a custom_jvp's rule
+        if level is st.walking:  # its transposition: through the functions, as JAX's
+            st.custom_as_fwd, st.rule_level = "fun", level
+            return saved
+        level = levels.OUTER.get(node)
+        if level is None:
+            return saved
+    if level is not st.walking or st.custom_as_fwd:
         if mixed:
             raise NotImplementedError(levels.MIXED_LEVELS)
         if not st.custom_as_fwd:
             st.custom_as_fwd = "graph" if node.prim.own_level == "graphs" else True
-    st.rule_level, st.rule_mixed = node.level, mixed
+    st.rule_level, st.rule_mixed = level, mixed
     return saved
 
 

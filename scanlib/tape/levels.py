@@ -38,6 +38,9 @@ class ForwardModeEncloses(Exception):
 
 # Loop and checkpoint nodes whose inputs are of several levels (see assign).
 MIXED = weakref.WeakSet()
+# Calls in the linear code of a custom_jvp's rule (their level a `transpose` watch): their
+# level for every other walk than that transposition's (see assign).
+OUTER = weakref.WeakKeyDictionary()
 
 MIXED_LEVELS = (
     "a scan, loop or checkpoint body calls a custom_vjp or custom_jvp and reads values of two "
@@ -62,6 +65,16 @@ def assign(node, inputs):
     if node.level is not None and node.level.forward and holds(prim, node.params, ("vjp",)):
         raise TypeError(FORWARD_MODE)
     st = state.STATE
+    if node.level is not None and node.level.transpose:
+        # transposed through its function by the rule's VJP (JAX transposes linear code so);
+        # a derivative of that differentiates it as any call of its inputs' level
+        outer = [w for w in st.watched if not w.transpose]
+        found = None
+        for x in inputs:
+            if outer and type(x) is Tensor and x.requires_grad:
+                found = _deeper(found, _level_of_tensor(x, outer))
+        if found is not None:
+            OUTER[node] = found
     if st.rule_level is not None:  # made by a walk running its rule: as that node (a replay)
         if st.rule_mixed:
             MIXED.add(node)
@@ -122,7 +135,7 @@ def level_of(inputs):
     watched = st.watched
     if not watched:
         return None
-    if len(watched) == 1 and not watched[0].forward:  # (forward mode's raises: be exact)
+    if len(watched) == 1 and not (watched[0].forward or watched[0].transpose):  # exact there
         return watched[0] if any(type(x) is Tensor and x.requires_grad for x in inputs) else None
     best = None
     for x in inputs:
