@@ -911,6 +911,7 @@ def _batched_rules(fun, rules, n, k):
         jvp_b.__name__ = f"{_name(rules.jvp)}_batched"
         batched = custom_jvp(fun_b)
         batched.defjvp(jvp_b)
+        batched._exact = rules.exact
         return batched
 
     def fwd_b(*xs):
@@ -929,6 +930,7 @@ def _batched_rules(fun, rules, n, k):
     fwd_b.__name__, bwd_b.__name__ = f"{_name(rules.fwd)}_batched", f"{_name(rules.bwd)}_batched"
     batched = custom_vjp(fun_b)
     batched.defvjp(fwd_b, bwd_b)
+    batched._exact = rules.exact
     return batched
 
 

@@ -284,6 +284,9 @@ def test_implicit_rules_hold_at_every_level_in_loop_bodies_and_forward_mode():
     close(sl.hessian(loss)(b0), sl.hessian(direct)(b0))
     close(sl.jacrev(sl.jacrev(loss))(b0), sl.jacrev(sl.jacrev(direct))(b0))
     close(sl.jacfwd(solved)(b0), sl.jacfwd(lambda b: sl.linalg.solve(A, b))(b0))
+    batched = lambda solve: lambda b: sl.sum(sl.sin(sl.vmap(solve)(sl.stack([b, 2 * b]))) ** 3)  # noqa: E731
+    close(sl.hessian(batched(solved))(b0),
+          sl.hessian(batched(lambda b: sl.linalg.solve(A, b)))(b0))
 
     newton = lambda f, x: sl.fori_loop(0, 30, lambda i, x: x - f(x) / (2 * x), x)  # noqa: E731
 
