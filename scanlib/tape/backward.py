@@ -221,6 +221,7 @@ def watching(who, inputs, forward=False, transpose=False):
         yield watch
     finally:
         state.STATE.watched.pop()
+        state.STATE.level_memo = (None, None)  # it held the watches, and so their inputs
 
 
 def differentiated_by(x):
