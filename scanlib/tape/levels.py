@@ -1,17 +1,24 @@
-"""Levels: JAX's meaning of a custom_vjp under nested differentiation.
+"""Levels: JAX's meaning of custom_vjp and custom_jvp under nested differentiation.
 
 A custom_vjp call is differentiated by its bwd at one level only: the innermost grad or vjp
 whose inputs it depends on (JAX's innermost trace that sees the call). Every enclosing
 differentiation (grad of grad, a hessian by jacrev, a jvp of a gradient) differentiates fwd's
 operations, and bwd's, as any others; forward mode at the call's own level raises, as in JAX.
+A custom_jvp's rule likewise holds at its own level, and the levels around it differentiate
+the rule's operations; a custom call in the rule's linear code (applied to the tangent) is
+transposed through its function, as JAX transposes linear code. A call whose rules are
+`exact` (its function's derivative at every order: lax.custom_root's) takes part in none of
+this.
 
-A node whose rule is such (a custom_vjp call, or a loop or checkpoint whose graph holds one)
-records its level when it is made (`level_of`). The tape's walk (backward.py) knows its own
-level (its grad or vjp call's watch, STATE.walking) and runs the rule of a node of another
-level with STATE.custom_as_fwd set; while a node's rule runs, STATE.rule_level is that
+A node whose rule is such (a custom call, or a loop or checkpoint whose graph holds one)
+records its level when it is made (`assign`, `level_of`). The tape's walk (backward.py) knows
+its own level (its grad or vjp call's watch, STATE.walking) and runs the rule of a node of
+another level with STATE.custom_as_fwd set; while a node's rule runs, STATE.rule_level is that
 node's level, which is what the forward the rule runs again (a checkpoint's replay, a scan
 bound again for more residuals) belongs to. The rules' own code (fwd, bwd) runs at the
-enclosing levels (`at_enclosing_levels`).
+enclosing levels (`at_enclosing_levels`). Inside a loop body every call takes the body's
+level; where that cannot be JAX's (MIXED, and a custom call made by another's rule there),
+the walk raises NotImplementedError rather than give another number.
 
 Imports tape.state and tape.tensor.
 """
@@ -30,10 +37,10 @@ FORWARD_MODE = "can't apply forward-mode autodiff (jvp) to a custom_vjp function
 
 
 class ForwardModeEncloses(Exception):
-    """Raised by a custom_vjp call that forward mode's trace (forward_jvp) reaches inside a
-    grad or vjp of its own: forward mode is an enclosing level there, which differentiates
-    fwd's and bwd's operations (jvp of a gradient, a hessian by jacfwd of jacrev), as the
-    transpose of a VJP does; forward_jvp hands the jvp to it."""
+    """Raised by a custom call that forward mode's trace (forward_jvp) reaches inside a grad
+    or vjp of its own: forward mode is an enclosing level there, which differentiates the
+    rules' operations (jvp of a gradient, a hessian by jacfwd of jacrev), as the transpose of
+    a VJP does; forward_jvp hands the jvp to it (also an exact custom_vjp's)."""
 
 
 # Loop and checkpoint nodes whose inputs are of several levels (see assign).
@@ -44,8 +51,7 @@ OUTER = weakref.WeakKeyDictionary()
 
 MIXED_LEVELS = (
     "a scan, loop or checkpoint body calls a custom_vjp or custom_jvp and reads values of two "
-    "nested "
-    "derivatives (the variables of an inner grad and of one around it), and the outer one "
+    "nested derivatives (the variables of an inner grad and of one around it), and the outer one "
     "differentiates it. JAX differentiates each such call by its rule at its own level, which "
     "scanlib cannot tell apart inside a loop body, and it stops rather than give another "
     "number. Call the custom function on the outer values outside the body (pass its result "
