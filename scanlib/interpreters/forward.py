@@ -218,7 +218,7 @@ class _ForwardTrace(GraphBuilder):
 def forward_jvp(f, primals, tangents, has_aux):
     """(out, tangents_out, aux) by forward mode, or None where that would be wrong: f read a
     closed-over tensor that requires grad (the result must then be recorded), read a value as
-    a Python number, which a traced value refuses, or differentiates a custom_vjp inside a
+    a Python number, which a traced value refuses, or differentiates a custom call inside a
     grad of its own (tape.levels.ForwardModeEncloses)."""
     p_leaves, p_tree = pytree.flatten(primals)
     t_leaves = pytree.flatten(tangents)[0]

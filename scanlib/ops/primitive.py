@@ -42,7 +42,9 @@ class Primitive:
     graph.prune_outputs); and `reach(params, out_flags) -> in_flags`, for one that runs a
     loop or graph: which inputs a cotangent of the flagged outputs reaches (without it, all
     of them: a carry that never reaches the loss must not be given a zero cotangent, see
-    graph.reached_inputs).
+    graph.reached_inputs). `own_level`: "vjp" or "jvp" for a call whose rule holds for one
+    level of differentiation (custom_vjp's, custom_jvp's: tape/levels.py), "graphs" (the
+    default with `reach`) for one that runs graphs that may hold such a call.
 
     How each transformation interprets it is a rule declared here too, so that no
     transformation tests which primitive it holds (JAX registers the same rules beside each

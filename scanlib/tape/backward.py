@@ -6,9 +6,10 @@ first, is a topological order: backward is a loop, never a recursion (a 100,000-
 works at the default recursion limit), cotangents are popped as the walk goes, and the
 visited nodes drop their inputs afterwards so the graph's memory is released.
 
-Imports tape.state and tape.tensor. The walk needs four differentiable ops (add, sum_to,
-astype, real) and Tensor.detach of a tracer needs stop_gradient; scanlib.ops installs them in OPS,
-so that this layer never imports the one above.
+Imports tape.state, tape.levels (which walk differentiates a custom rule by it) and
+tape.tensor. The walk needs four differentiable ops (add, sum_to, astype, real) and
+Tensor.detach of a tracer needs stop_gradient; scanlib.ops installs them in OPS, so that this
+layer never imports the one above.
 """
 
 from __future__ import annotations
@@ -21,8 +22,7 @@ import weakref
 import numpy as np
 
 from .. import backends
-from . import state
-from . import levels
+from . import levels, state
 from .tensor import Tensor, is_differentiable_dtype, type_str
 
 OPS = types.SimpleNamespace(add=None, sum_to=None, astype=None, real=None,
@@ -44,7 +44,7 @@ class Node:
         self.out_refs = None
         self.saved = saved  # values the rule needs that are not inputs/outputs (held strongly)
         self.seq = next(_seq)
-        self.level = None  # see level_of
+        self.level = None  # the level its rule holds for, if any (levels.py)
 
 
 def record(prim, inputs, params, out_values, trace, out_vars, saved=None):
@@ -257,7 +257,7 @@ def backward_pass(roots, root_cts, targets=None, *, retain_graph=False, create_g
     With `targets`, return a list with the cotangent reaching each target (None where no path
     exists); the walk stops at targets. Without, accumulate into `.grad` of every leaf.
     `level`: the watch of the grad/vjp call walking (None: Tensor.backward); by default the
-    walk in progress, for a walk a rule makes inside another (see level_of).
+    walk in progress, for a walk a rule makes inside another (see levels.py).
     """
     st = state.STATE
     if level is not _SAME_LEVEL:
