@@ -251,15 +251,26 @@ def loop_on_tape(cond, body, init_t, q_values, body_consts, max_steps):
     what the scan's backward reads on the way. Also jit's replay of a loop and its gradient
     (while_replay)."""
     nc = len(init_t)
-    counted = counted_carries(cond, body, nc)
+    counted, saving = _count_plan(cond, body, nc)
     compiler = default_compiler()
-    if _count_costs_a_forward(body, counted):
+    if saving:
         return _saving_loop(cond, body, init_t, q_values, body_consts, max_steps)
     _, n, _ = runner(cond, body, counted)([init_t[i]._value for i in counted], q_values,
                                            [k._value for k in body_consts], max_steps)
     if n == 0:  # Tensors, as every other path returns
         return init_t, 0
     return apply_scan(body, init_t, [], body_consts, n, False, compiler=compiler), n
+
+
+def _count_plan(cond, body, nc):
+    """(the counted carries, whether to take the saving loop), worked out once per pair of
+    graphs: the canonical ones of every call of the same loop are the same objects."""
+    plans = body.__dict__.setdefault("_while_count_plans", {})
+    plan = plans.get((cond, nc))
+    if plan is None:
+        counted = counted_carries(cond, body, nc)
+        plan = plans[(cond, nc)] = (counted, _count_costs_a_forward(body, counted))
+    return plan
 
 
 def _count_costs_a_forward(body, counted):

@@ -170,6 +170,30 @@ def test_the_saving_kernel_keeps_every_steps_residuals(steps):
         assert (loops, native.STATS["kernel calls"] - before[1] - loops) == (1, 1)
 
 
+def test_the_saving_kernel_over_calls_of_other_trip_counts():
+    """The residual arrays start as long as the last call's trip count: calls of one loop
+    (one kernel) that stop later (the arrays grow), earlier (they are trimmed) or at the
+    same step give the NumPy loop's gradients, to second order."""
+    def loss(x, limit):
+        def body(c):
+            t, v = c
+            return t + 1, sl.tanh(v * 1.1 + 0.05 * t.astype(v.dtype))
+        c = sl.while_loop(lambda c: (c[0] < limit) & (sl.sum(c[1] * c[1]) < 1e9), body,
+                          (sl.tensor(0), x))
+        return sl.sum(c[1] * c[1])
+
+    x = sl.tensor(np.linspace(-0.5, 0.7, 3))
+    for steps in [40, 5, 17, 100, 100, 1, 33]:
+        limit = sl.tensor(steps)
+        first = sl.grad(lambda x, limit=limit: loss(x, limit))
+        second = sl.grad(lambda x, first=first: sl.sum(first(x) ** 2))
+        with compiler("numpy"):
+            want = first(x), second(x)
+        with compiler("numba"), kernels_run():
+            got = first(x), second(x)
+        assert_trees_close(got, want, rtol=1e-12, atol=1e-14)
+
+
 def test_max_steps_raises_in_the_saving_kernel():
     def loss(x):
         return sl.while_loop(lambda v: sl.sum(v) < 1e9, lambda v: v * 1.5 + 1.0, x,

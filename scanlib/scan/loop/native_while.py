@@ -54,7 +54,7 @@ def _types(body, carries):
                      for i in carries) or "none"
 
 
-ROWS_AT_FIRST = 16  # steps the residual arrays hold before they first double
+ROWS_AT_FIRST = 16  # steps the residual arrays hold, at least, before they first double
 
 
 class _Writer:
@@ -67,42 +67,53 @@ class _Writer:
         self.names.update({v: f"q{j}" for j, v in enumerate(cond.constvars)})
         self.names.update({v: f"k{j}" for j, v in enumerate(body.constvars)})
         cs = [f"c{i}" for i in carries]
-        self.params = cs + [f"q{j}" for j in range(len(cond.constvars))] + [
-            f"k{j}" for j in range(len(body.constvars))] + ["max_steps"]
         new = [body.outvars[i] for i in carries]
         rows = [body.outvars[i] for i in collect]
+        self.params = cs + [f"q{j}" for j in range(len(cond.constvars))] + [
+            f"k{j}" for j in range(len(body.constvars))] + ["max_steps"] + (
+            ["capacity"] if rows else [])
         produced = {}
-        step = ["n = 0"] + self._row_arrays(rows) + ["while True:"]
-        step += ["    " + s for s in self._statements(cond, cond.outvars, "a", {})]
+        step = self._statements(cond, cond.outvars, "a", {})
         rs = "".join(f"r{m}[:n], " for m in range(len(rows)))
         ret = f"return ({''.join(c + ', ' for c in cs)}n, "
-        step += [f"    if not {self._ref(cond.outvars[0], None)}:", f"        {ret}False, {rs})",
-                 "    if n == max_steps:", f"        {ret}True, {rs})"]
+        step += [f"if not {self._ref(cond.outvars[0], None)}:", f"    {ret}False, {rs})",
+                 "if n == max_steps:", f"    {ret}True, {rs})"]
         # n, like the carries, read only up here and assigned only at the end of the step
-        step += ["    n_next = n + 1"] + [f"    s{i} = c{i}" for i in carries]
-        step += ["    " + s for s in self._statements(body, new + rows, "b", produced)]
-        step += ["    " + s for s in self._row_stores(rows)]
+        step += ["n_next = n + 1"] + [f"s{i} = c{i}" for i in carries]
+        step += self._statements(body, new + rows, "b", produced)
+        step += self._row_stores(rows)
         if carries:
             outs = [self._carry_out(v, body.invars[i], produced) for i, v in zip(carries, new)]
-            step.append(f"    {', '.join(cs)}, = {', '.join(outs)},")
-        step.append("    n = n_next")
-        self.lines = ["    " + s for s in step]
+            step.append(f"{', '.join(cs)}, = {', '.join(outs)},")
+        step.append("n = n_next")
+        if rows:  # the steps until the arrays are full, inside the loop that doubles them
+            loop = ["while True:"] + ["    " + s for s in self._row_growth(rows)] + [
+                "    while n < capacity:"] + ["        " + s for s in step]
+        else:
+            loop = ["while True:"] + ["    " + s for s in step]
+        self.lines = ["    " + s for s in ["n = 0"] + self._row_arrays(rows) + loop]
 
     def _row_arrays(self, rows):
         """Each collected value's array over the steps, [capacity, *shape]."""
-        return [f"r{m} = np.empty(({ROWS_AT_FIRST},) + {tuple(v.shape)}, "
-                f"{dtype_code(v.dtype)})" for m, v in enumerate(rows)]
+        return [f"r{m} = np.empty((capacity,) + {tuple(v.shape)}, {dtype_code(v.dtype)})"
+                for m, v in enumerate(rows)]
 
-    def _row_stores(self, rows):
-        """Step n's collected values into row n, the arrays doubled first when full."""
-        if not rows:
-            return []
-        lines = ["if n == r0.shape[0]:"]
+    def _row_growth(self, rows):
+        """The collected arrays doubled when full. Apart from the steps' own loop: an array
+        assigned anew inside a step's loop costs that loop more than the work of its step
+        (numba reloads it and counts its references at every step: 7 ns a step, against
+        1-2 for a cumulative sum's)."""
+        lines = ["if n == capacity:", "    capacity = 2 * n"]
         for m, v in enumerate(rows):
-            lines += [f"    r{m}_more = np.empty((2 * n,) + {tuple(v.shape)}, "
+            lines += [f"    r{m}_more = np.empty((capacity,) + {tuple(v.shape)}, "
                       f"{dtype_code(v.dtype)})",
                       f"    r{m}_more[:n] = r{m}",
                       f"    r{m} = r{m}_more"]
+        return lines
+
+    def _row_stores(self, rows):
+        """Step n's collected values into row n (the arrays have room: _row_growth)."""
+        lines = []
         for m, v in enumerate(rows):
             if isinstance(v, Literal):
                 raise Unsupported("a literal collected at every step")
@@ -146,7 +157,11 @@ def _caller(kernel, w, carries, body):
     nc = len(carries)
     scalar_carry = [not body.invars[i].shape for i in carries]
     scalar_types = [np.dtype(body.invars[i].dtype).type for i in carries]
-    nk = len(w.params) - 1 - len(carries)
+    collects = "capacity" in w.params
+    nk = len(w.params) - 1 - len(carries) - collects
+    # The collected arrays start as long as the last call's trip count needed (the steps of
+    # a training loop's calls are alike), so they need not grow.
+    last_n = [ROWS_AT_FIRST - 1]
 
     def run(carry, q, k, max_steps):
         args = [t(c) if s else np.array(c, dtype=t, copy=True)
@@ -157,10 +172,18 @@ def _caller(kernel, w, carries, body):
             raise AssertionError("while_loop kernel: argument count")
         STATS["while_loop kernel calls"] += 1
         # (the carries, n, whether it stopped at max_steps, the collected rows)
-        got = kernel(*args, NO_LIMIT if max_steps is None else int(max_steps))
+        args.append(NO_LIMIT if max_steps is None else int(max_steps))
+        if collects:
+            capacity = max(last_n[0] + 1, ROWS_AT_FIRST)
+            args.append(capacity)
+        got = kernel(*args)
         out, n, too_many, rows = got[:nc], got[nc], got[nc + 1], got[nc + 2:]
         if too_many:
             raise TooManySteps(max_steps)
+        if collects:
+            last_n[0] = n
+            if 2 * n < capacity:  # views of arrays much longer: keep only their rows
+                rows = tuple(r.copy() for r in rows)
         return [t(c) if s else c for c, s, t in zip(out, scalar_carry, scalar_types)], \
             int(n), tuple(rows)
     run.kernel = kernel
