@@ -442,15 +442,19 @@ def reached_inputs(graph: Graph, out_flags, num_carry=0, carries=None):
 def fingerprint(graph: Graph):
     """A hashable summary of everything that decides what a graph computes (primitives,
     params, literals, shapes, dtypes, wiring), but not its names or constant values. Two
-    traces of the same function on same-shaped inputs have equal fingerprints."""
+    traces of the same function on same-shaped inputs have equal fingerprints. (Made at
+    every call of a scan or loop: written for speed.)"""
     fp = graph.__dict__.get("_fingerprint")
     if fp is None:
         index = {}
 
         def ref(v):
-            if isinstance(v, Literal):
+            if type(v) is Literal:
                 return ("lit", type(v.value).__name__, number_key(v.value))
-            return index.setdefault(v, len(index))
+            i = index.get(v)
+            if i is None:
+                i = index[v] = len(index)
+            return i
 
         # Inputs and constants apart: a value scanned as xs and the same value closed over
         # are different bodies (their loops take different arguments).
@@ -460,12 +464,14 @@ def fingerprint(graph: Graph):
             ref(v)
         body = []
         for eqn in graph.eqns:
-            ins = tuple(ref(v) for v in eqn.invars)
-            outs = tuple((ref(v), v.shape, v.dtype.str) for v in eqn.outvars)
-            params = tuple(sorted((k, _param_fp(p)) for k, p in eqn.params.items()
-                                  if not k.startswith("_")))
-            body.append((eqn.prim.name, id(eqn.prim), ins, outs, params))
-        fp = (head, tuple(body), tuple(ref(v) for v in graph.outvars))
+            ins = tuple([ref(v) for v in eqn.invars])
+            outs = tuple([(ref(v), v.shape, v.dtype.str) for v in eqn.outvars])
+            params = eqn.params
+            if params:
+                params = tuple(sorted([(k, _param_fp(p)) for k, p in params.items()
+                                       if k[0] != "_"]))
+            body.append((eqn.prim.name, id(eqn.prim), ins, outs, params or ()))
+        fp = (head, tuple(body), tuple([ref(v) for v in graph.outvars]))
         graph._fingerprint = fp
     return fp
 
@@ -533,6 +539,9 @@ def _operands(eqn):
                  else id(v) for v in eqn.invars)
 
 
+_PLAIN_PARAMS = frozenset({bool, int, str, type(None)})
+
+
 def param_fingerprint(p):
     """A hashable stand-in for a param value that is equal exactly when the values are."""
     return _param_fp(p)
@@ -553,6 +562,8 @@ def number_key(x):
 def _param_fp(p):
     # Numbers by type and value, as literals are: True == 1 and 0.0 == -0.0 in Python, but
     # x[True, i] is not x[1, i], and copysign by -0.0 is not by 0.0.
+    if type(p) in _PLAIN_PARAMS:  # the common case first (the same key as below)
+        return (type(p).__name__, number_key(p))
     if isinstance(p, Graph):
         return ("graph", fingerprint(p))
     if isinstance(p, (tuple, list)):
