@@ -232,6 +232,52 @@ def test_a_type_numba_would_change_is_not_proved(monkeypatch):
         np.testing.assert_allclose(g, w, rtol=1e-12)
 
 
+def _two_scans_of_one_body(w, xs, ys, compiler="numba"):
+    def step(h, x):
+        return sl.tanh(h * w + x), h * h
+
+    a, sa = sl.scan(step, np.zeros(3), xs, compiler=compiler)
+    b, sb = sl.scan(step, np.ones(3), ys, compiler=compiler)  # the same loop: a function
+    c, sc = sl.scan(step, np.zeros(3), xs[:4], compiler=compiler)  # shorter: another one
+    return sl.sum(a * b) + sl.sum(sa) + sl.sum(sb) + sl.sum(c) + sl.sum(sc)
+
+
+def test_scans_of_one_body_share_one_loop_function(monkeypatch):
+    """Each scan loop of a long fused kernel is a function of its own, one for the scans of
+    the same body, length and argument types (numba compiles it once); values and gradients
+    are the NumPy loops'."""
+    monkeypatch.setattr(fused, "LOOP_FUNCTIONS_FROM", 0)  # (this kernel is short)
+    w, xs, ys = RNG.normal(size=3), RNG.normal(size=(9, 3)), RNG.normal(size=(9, 3))
+    jitted = check(lambda c: lambda w: _two_scans_of_one_body(w, xs, ys, c), w)
+    source = _trace(jitted).fused.source
+    assert source.count("\ndef _loop") == 2 and source.count("= _loop0(") == 2, source
+    jitted = check(lambda c: sl.grad(lambda w: _two_scans_of_one_body(w, xs, ys, c)), w)
+    source = _trace(jitted).fused.source  # forward and backward loops, each once
+    assert source.count("\ndef _loop") == 4, source
+
+
+def test_the_loop_functions_types_are_proved(monkeypatch):
+    """numba's types of the values inside a loop function are checked as the kernel's own
+    are: a loop whose parameter numba would type otherwise keeps the straight-line code."""
+    checked = native.NativeKernel._check
+
+    def refuse_loop_values(self, typemap):
+        if any(name.startswith("p") for name in typemap):  # only loop functions have these
+            raise native.NotProved("numba types p0 as float32, the graph as float64")
+        checked(self, typemap)
+
+    monkeypatch.setattr(native.NativeKernel, "_check", refuse_loop_values)
+    monkeypatch.setattr(fused, "LOOP_FUNCTIONS_FROM", 0)
+    w, xs = RNG.normal(size=3), RNG.normal(size=(11, 3))  # a length no other test uses
+    jitted = sl.jit(lambda w: _two_scans_of_one_body(w, xs, xs + 1.0))
+    before = native.STATS["fused calls"]
+    got = jitted(w)
+    assert _trace(jitted).fused.kernel is None and "p0" in _trace(jitted).fused.note
+    assert native.STATS["fused calls"] == before
+    np.testing.assert_allclose(
+        got.numpy(), _two_scans_of_one_body(w, xs, xs + 1.0, "numpy").numpy(), rtol=1e-12)
+
+
 # --- found by an adversarial pass: each must give NumPy's values (or error) under jit --------
 def _tick(compiler):
     """A two-step scan: with compiler="numba" it makes a graph fused."""

@@ -51,6 +51,12 @@ MAX_OUTSIDE = 256
 # filter's 2,972 lines: 5.5 minutes) or fails (a 3,006-line kernel of an associative scan's
 # levels: Python's recursion limit, after 45 s), and each scan keeps its own kernel.
 MAX_LINES = 3000
+# Lines of kernel source (its loops written in place) past which each distinct loop is a
+# function of its own (Scope.loop_function): numba's compile time grows faster than a
+# function's length, and it compiles a loop called several times (jacfwd's columns) once.
+# A short kernel gains little, and keeps its loops in place: unoptimised (NUMBA_OPT=0, as the
+# test suite compiles), numba does not cache a kernel that calls another numba function.
+LOOP_FUNCTIONS_FROM = 1000
 ENABLED = True  # False: jit replays its straight-line code (the bench's per-scan column)
 
 
@@ -191,7 +197,24 @@ def build(graph, background=None, what=None, measured=False, stat="fused calls")
                if getattr(v, "dtype", None) is not None and not np.dtype(v.dtype).isnative]
     if foreign:
         raise Unsupported(f"an input of non-native byte order ({np.dtype(foreign[0].dtype)})")
-    w = Scope()
+    ksource, w, plan = _source(graph, None)
+    length = ksource.count("\n")
+    if length > MAX_LINES:
+        raise Unsupported(f"a kernel of {length} lines (more than {MAX_LINES}), which numba "
+                          "would take minutes to compile, or fail to")
+    if length > LOOP_FUNCTIONS_FROM:
+        ksource, w, plan = _source(graph, [])
+    ins = ", ".join(type_str(v.shape, v.dtype) for v in graph.invars)
+    what = f"jit({graph.name}) as one fused kernel" if what is None else what
+    kernel = native.new_kernel(ksource, w.expected, graph.name, f"{what} ({ins})", background)
+    return FusedKernel(ksource, kernel, plan, measured, stat)
+
+
+def _source(graph, functions):
+    """(the kernel module's source, its Scope, the plan of its outputs): its loops written
+    where they are (`functions` None) or each distinct one as a function of its own (a list:
+    Scope.loop_function)."""
+    w = Scope(functions=functions)
     params = [f"a{i}" for i in range(len(graph.invars))]
     params += [f"k{i}" for i in range(len(graph.constvars))]
     lines, results = w.graph(graph, params[:len(graph.invars)], params[len(graph.invars):],
@@ -209,12 +232,5 @@ def build(graph, background=None, what=None, measured=False, stat="fused calls")
             returned.append(owned(code, fresh, v))
     ksource = native.kernel_module(
         params, lines + [f"    return ({''.join(r + ', ' for r in returned)})"],
-        "fused kernel")
-    length = ksource.count("\n")
-    if length > MAX_LINES:
-        raise Unsupported(f"a kernel of {length} lines (more than {MAX_LINES}), which numba "
-                          "would take minutes to compile, or fail to")
-    ins = ", ".join(type_str(v.shape, v.dtype) for v in graph.invars)
-    what = f"jit({graph.name}) as one fused kernel" if what is None else what
-    kernel = native.new_kernel(ksource, w.expected, graph.name, f"{what} ({ins})", background)
-    return FusedKernel(ksource, kernel, plan, measured, stat)
+        "fused kernel", w.functions or ())
+    return ksource, w, plan

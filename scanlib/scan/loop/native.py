@@ -328,10 +328,14 @@ class _NativeWriter(LoopWriter):
         return kernel_module(self.kernel_params, ["    " + s for s in self.kernel_body])
 
 
-def kernel_module(params, body_lines, what="kernel"):
+_LOOP_FUNCTION = re.compile(r"_\w*loop\d+")  # the names Scope.loop_function gives
+
+
+def kernel_module(params, body_lines, what="kernel", functions=()):
     """The source of a kernel module: `kernel(*params)` with the given (indented) lines, the
-    helpers imported. Its hash is the kernel's cache key, so the helpers' digest is in it
-    (a changed helper: a new key)."""
+    helpers imported, and before it the source lines of the `functions` it calls (its loops:
+    Scope.loop_function). Its hash is the kernel's cache key, so the helpers' digest is in
+    it (a changed helper: a new key)."""
     return "\n".join([
         f"# scanlib {what}; helpers {_helpers_digest()}",
         "import numba",
@@ -345,6 +349,7 @@ def kernel_module(params, body_lines, what="kernel"):
         "_prng_bits64, _prng_fold_in, _prng_shuffle, _prng_split, _prng_unit32, _prng_unit64",
         "",
         "",
+        *[line for function in functions for line in function],
         "@numba.njit(cache=CACHE, nogil=True, error_model='numpy')",
         f"def kernel({', '.join(params)}):",
         *nests.hoist_buffers(body_lines), ""])
@@ -491,8 +496,10 @@ class NativeKernel:
         else:
             log.info("loaded %s from numba's disk cache in %.2f s; %s", self.what, seconds,
                       self._cached_where(None))
-        if isinstance(typemap, dict):
-            self._check(typemap)
+        loops = self._loop_typemaps()
+        if isinstance(typemap, dict) and all(isinstance(t, dict) for t in loops):
+            for t in [typemap, *loops]:
+                self._check(t)
             self._record(token)
         elif token not in self._recorded():
             raise NotProved("numba loaded it from its disk cache, where its types cannot be "
@@ -500,6 +507,17 @@ class NativeKernel:
                             f"{os.path.dirname(self.proofs or '') or 'the cache'} to compile "
                             "it again")
         self.proved.add(sig)
+
+    def _loop_typemaps(self):
+        """The typemap (None where numba loaded it from its disk cache) of each signature
+        of the functions the kernel calls (its loops: Scope.loop_function), which numba
+        compiled when it compiled the kernel."""
+        found = []
+        for name, fn in self.dispatcher.py_func.__globals__.items():
+            if _LOOP_FUNCTION.fullmatch(name) and hasattr(fn, "overloads"):
+                found += [getattr(o.type_annotation, "typemap", None)
+                          for o in fn.overloads.values()]
+        return found
 
     def _check(self, typemap):
         for var, typ in typemap.items():
