@@ -51,10 +51,11 @@ MAX_OUTSIDE = 256
 # filter's 2,972 lines: 5.5 minutes) or fails (a 3,006-line kernel of an associative scan's
 # levels: Python's recursion limit, after 45 s), and each scan keeps its own kernel.
 MAX_LINES = 3000
-# Lines of kernel source (its loops written in place) past which each distinct loop is a
-# function of its own (Scope.loop_function): numba's compile time grows faster than a
-# function's length, and it compiles a loop called several times (jacfwd's columns) once.
-# A short kernel gains little, and keeps its loops in place: unoptimised (NUMBA_OPT=0, as the
+# Lines of kernel source (its loops written in place) past which each distinct loop of a
+# kernel of several scans is a function of its own (Scope.loop_function): numba's compile
+# time grows faster than a function's length, and it compiles a loop called several times
+# (jacfwd's columns) once. A kernel of one scan (PPO's training loop: 105 -> 119 s) or a
+# short one gains nothing, and keeps its loops in place: unoptimised (NUMBA_OPT=0, as the
 # test suite compiles), numba does not cache a kernel that calls another numba function.
 LOOP_FUNCTIONS_FROM = 1000
 ENABLED = True  # False: jit replays its straight-line code (the bench's per-scan column)
@@ -202,7 +203,7 @@ def build(graph, background=None, what=None, measured=False, stat="fused calls")
     if length > MAX_LINES:
         raise Unsupported(f"a kernel of {length} lines (more than {MAX_LINES}), which numba "
                           "would take minutes to compile, or fail to")
-    if length > LOOP_FUNCTIONS_FROM:
+    if length > LOOP_FUNCTIONS_FROM and sum(eqn.prim is scan_p for eqn in graph.eqns) > 1:
         ksource, w, plan = _source(graph, [])
     ins = ", ".join(type_str(v.shape, v.dtype) for v in graph.invars)
     what = f"jit({graph.name}) as one fused kernel" if what is None else what
