@@ -52,9 +52,9 @@ MAX_OUTSIDE = 256
 # levels: Python's recursion limit, after 45 s), and each scan keeps its own kernel.
 MAX_LINES = 3000
 # Lines of kernel source (its loops written in place) past which each distinct loop of a
-# kernel of several scans is a function of its own (Scope.loop_function): numba's compile
+# kernel of several loops is a function of its own (Scope.loop_function): numba's compile
 # time grows faster than a function's length, and it compiles a loop called several times
-# (jacfwd's columns) once. A kernel of one scan (PPO's training loop: 105 -> 119 s) or a
+# (jacfwd's columns) once. A kernel of one loop (PPO's training loop: 105 -> 119 s) or a
 # short one gains nothing, and keeps its loops in place: unoptimised (NUMBA_OPT=0, as the
 # test suite compiles), numba does not cache a kernel that calls another numba function.
 LOOP_FUNCTIONS_FROM = 1000
@@ -203,8 +203,10 @@ def build(graph, background=None, what=None, measured=False, stat="fused calls")
     if length > MAX_LINES:
         raise Unsupported(f"a kernel of {length} lines (more than {MAX_LINES}), which numba "
                           "would take minutes to compile, or fail to")
-    if length > LOOP_FUNCTIONS_FROM and sum(eqn.prim is scan_p for eqn in graph.eqns) > 1:
-        ksource, w, plan = _source(graph, [])
+    if length > LOOP_FUNCTIONS_FROM:
+        split = _source(graph, [])
+        if split[1].loop_calls > 1:
+            ksource, w, plan = split
     ins = ", ".join(type_str(v.shape, v.dtype) for v in graph.invars)
     what = f"jit({graph.name}) as one fused kernel" if what is None else what
     kernel = native.new_kernel(ksource, w.expected, graph.name, f"{what} ({ins})", background)

@@ -1120,7 +1120,7 @@ class Scope:
         # `functions`: None writes each scan's loop where the scan is; a list gets each
         # distinct outermost scan loop as a function of its own (its source lines), called
         # there (loop_function says why).
-        self.functions, self._loops = functions, {}
+        self.functions, self._loops, self.loop_calls = functions, {}, 0
 
     def new(self, v, kind="v"):
         """A fresh name for the value of var v (each is assigned in one place, but a carry,
@@ -1226,6 +1226,7 @@ class Scope:
                 *nests.hoist_buffers(lines), f"    return ({''.join(r + ', ' for r in results)})",
                 "", ""])
             self._loops[key] = name
+        self.loop_calls += 1
         call = f"{name}({', '.join(a.code for a in args if not a.literal)})"
         return [f"{indent}{''.join(o + ', ' for o in outs)}= {call}" if outs else indent + call]
 
