@@ -469,7 +469,7 @@ def fingerprint(graph: Graph):
             params = eqn.params
             if params:
                 params = tuple(sorted([(k, _param_fp(p)) for k, p in params.items()
-                                       if k[0] != "_"]))
+                                       if not k.startswith("_")]))
             body.append((eqn.prim.name, id(eqn.prim), ins, outs, params or ()))
         fp = (head, tuple(body), tuple([ref(v) for v in graph.outvars]))
         graph._fingerprint = fp
