@@ -9,6 +9,7 @@ primitive, NumPy set to raise, an index out of range, long scans), jit's straigh
 runs and gives its values or its errors.
 """
 
+import re
 import sys
 
 import numpy as np
@@ -276,6 +277,29 @@ def test_the_loop_functions_types_are_proved(monkeypatch):
     assert native.STATS["fused calls"] == before
     np.testing.assert_allclose(
         got.numpy(), _two_scans_of_one_body(w, xs, xs + 1.0, "numpy").numpy(), rtol=1e-12)
+
+
+def _passed_through(w, xs, compiler="numba"):
+    def step(carry, x):
+        h, k = carry  # k passes through unchanged (as a constant's tangent in a JVP scan)
+        return (sl.tanh(h * k + x), k), h * w
+
+    (h, k), ys = sl.scan(step, (np.zeros(3), w * 2.0), xs, compiler=compiler)
+    return sl.sum(h) + sl.sum(k * k) + sl.sum(ys)
+
+
+@pytest.mark.parametrize("loop_functions", [False, True])
+def test_a_carry_passed_through_keeps_its_array(monkeypatch, loop_functions):
+    """A carry the body returns unchanged is not copied at every step (jacfwd's tangent
+    scans carried the constants' tangents so); values and gradients are the NumPy loop's."""
+    if loop_functions:
+        monkeypatch.setattr(fused, "LOOP_FUNCTIONS_FROM", 0)
+    w, xs = RNG.normal(size=3), RNG.normal(size=(6, 3))
+    jitted = check(lambda c: lambda w: _passed_through(w, xs, c), w)
+    source = _trace(jitted).fused.source
+    assert re.search(r"^ +v\d+, v\d+, = v\d+, s\d+,$", source, re.M), source  # no copy
+    check(lambda c: sl.grad(lambda w: _passed_through(w, xs, c)), w)
+    check(lambda c: sl.jacfwd(lambda w: _passed_through(w, xs, c)), w)
 
 
 # --- found by an adversarial pass: each must give NumPy's values (or error) under jit --------

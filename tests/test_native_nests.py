@@ -146,27 +146,82 @@ def test_a_steps_temporary_arrays_are_allocated_once_unless_something_outlives_i
     def f(c, x):
         a = c + x  # read twice, so an array of its own: allocated once
         b = sl.tanh(a) * a
-        r = b[0]  # a view of b: b is allocated per step
-        return c * r + b, sl.sum(r)  # the carry's array too: the next step reads it
+        r = b[0]  # a view of b, read by elements only: b is allocated once too
+        return c * r + b, sl.sum(r)  # the carry's array: the next step reads it
+
+    def g(c, x):  # c [3]
+        a = c + x
+        d = sl.exp(a) * a
+        return d[1], sl.sum(d[0])  # a view of d the next carry: d is allocated per step
 
     check(f, _t((2, 3)), _t((5, 2, 3)))
+    check(g, _t((3,)), _t((5, 2, 3)))
     src = kernel_source(f, _t((2, 3)), _t((5, 2, 3))).split("def kernel(")[1]
     once = re.findall(r"^    (\w+) = np\.empty", src, re.M)
     per_step = re.findall(r"^        (\w+) = np\.empty", src, re.M)
-    assert len(once) == 1 and len(per_step) == 2
-    assert re.search(rf"^        \w+ = {per_step[0]}\[0\]$", src, re.M)  # the view
-    assert re.search(rf"^        c0 = {per_step[1]}$", src, re.M)  # the carry
+    assert len(once) == 2 and len(per_step) == 1
+    assert re.search(rf"^        \w+ = ({'|'.join(once)})\[0\]$", src, re.M)  # the view
+    assert re.search(rf"^        c0 = {per_step[0]}$", src, re.M)  # the carry
+    src = kernel_source(g, _t((3,)), _t((5, 2, 3))).split("def kernel(")[1]
+    per_step = re.findall(r"^        (\w+) = np\.empty", src, re.M)
+    view = re.search(rf"^        (\w+) = ({'|'.join(per_step)})\[1\]$", src, re.M)
+    assert view and re.search(rf"^        c0 = {view[1]}\.copy\(\)$", src, re.M)
+
+
+def test_a_carry_passed_through_is_not_copied_at_each_step():
+    def f(carry, x):
+        c, k = carry  # k unchanged: the next value is its own array, which nothing writes
+        return (c * k + x, k), sl.sum(c)
+
+    init, xs = (_t((2, 3)), _t((2, 3))), _t((5, 2, 3))
+    check(f, init, xs)
+    body, *_ = prepare(f, init, xs, None, False, 0)
+    src = compiled(body, 2, 1, False, (), "numba").native.kernel_source
+    assert re.search(r"^        c0, c1 = \w+, s1$", src, re.M), src
+
+
+def test_broadcasts_fills_and_unit_axis_reshapes_are_read_in_their_readers_nests():
+    def f(c, x):  # c [2], x [3, 2]
+        b = sl.broadcast_to(c, (3, 2))  # read as c[_i1]
+        s = sl.broadcast_to(sl.sum(c), (3, 2))  # read as the sum itself
+        y = x * b + s
+        z = sl.reshape(x, (3, 1, 2)) * sl.reshape(y, (3, 1, 2))  # y read as y[_i0, _i2]
+        return c * 0.5 + sl.sum(z, axis=(0, 1)), z
+
+    check(f, _t((2,)), _t((5, 3, 2)))
+    src = kernel_source(f, _t((2,)), _t((5, 3, 2))).split("def kernel(")[1]
+    assert re.search(r"^ +\w+_e = s0\[_i1\]$", src, re.M), src
+    assert re.search(r"^ +\w+_e = (\w+)$", src, re.M), src
+    assert re.search(r"^ +\w+_e = \w+\[_i0, _i2\]$", src, re.M), src
+    assert src.count("np.empty(") == 4, src  # y, z, its sum, the next carry: no copies
 
 
 @pytest.mark.parametrize("use, hoisted", [
     ("y = a[i, j] + 1.0", True), ("a[i, j] = 2.0", True), ("a[(k // 1) % 2, j] += 1.0", True),
-    ("y = a[0]", False), ("y = a[i, :]", False), ("y = a[None, i]", False),
+    ("y = a[0]", True), ("y = a[i, :]", True), ("y = a[None, i]", True),  # views read nowhere
     ("y = a[..., i]", False), ("y = f(a)", False), ("y = a.copy()", False), ("y = a", False),
-    ("a = b", False)])
+    ("a = b", False), ("y = np.ravel(a)[0]", True), ("y = np.ravel(a)", False)])
 def test_which_allocations_move_to_the_top(use, hoisted):
     lines = ["    for t in range(3):", "        a = np.empty((2, 2), np.float64)",
              f"        {use}"]
     moved = ["    a = np.empty((2, 2), np.float64)", lines[0], lines[2]]
+    assert nests.hoist_buffers(lines) == (moved if hoisted else lines)
+
+
+@pytest.mark.parametrize("uses, hoisted", [
+    (["v = a[::, 0]", "y = v[i] + 1.0"], True),  # a view read by elements
+    (["v = a.T", "w = v[None, ::]", "w[0, i, j] = 1.0"], True),  # a view of a view
+    (["v = a[1]", "y = v[i, j]"], False),  # the view's rank is 1: a slice of it
+    (["v = a[::, 0]", "y = v"], False),  # the view held by another name
+    (["v = a[::, 0]", "c0, c1, = v, y,"], False),  # the view a carry
+    (["v = a[::, 0]", "y = v[i]", "v = b"], False),  # the view's name assigned again
+    (["v = a[::, 0]", "w = v[::, None]", "y = g(w)"], False),  # a view of it passed on
+    (["v = a[idx]", "y = v[i]"], True), (["v = a[1:, ::2]", "y = v[i, j]"], True)])
+def test_an_allocation_read_through_views_moves_only_if_every_view_is_read_by_elements(
+        uses, hoisted):
+    lines = ["    for t in range(3):", "        a = np.empty((2, 2), np.float64)",
+             *(f"        {u}" for u in uses)]
+    moved = ["    a = np.empty((2, 2), np.float64)", lines[0], *lines[2:]]
     assert nests.hoist_buffers(lines) == (moved if hoisted else lines)
 
 

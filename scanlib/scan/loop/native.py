@@ -266,11 +266,14 @@ class _NativeWriter(LoopWriter):
         return read
 
     def _carry_out(self, i):
-        """The next carry i, a fresh array (a view of an input would change its type)."""
+        """The next carry i, a fresh array (a view of an input would change its type), or the
+        carry's own array where the body passes it through (nothing writes into it)."""
         v, like = self.prog.carry_out[i], self.prog.carry_in[i]
         if not is_var(v):
             return literal_code(v.value, like.dtype)
         code = self.ref_step(v)
+        if v is like:
+            return code
         n = self.prog.producer.get(v)
         fresh = n is not None and self.prog.section.get(n) is STEP and \
             self.prog.eqns[n].prim.name not in VIEWS

@@ -192,19 +192,22 @@ def _dtype(dtype):
 SMALL = 4096  # elements: a reshape or broadcast copied by a nest (views above it)
 
 
-def broadcast(name, out, x, code):
-    """Lines computing var `out` as `np.broadcast_to(x, out.shape)`, a fresh array."""
-    return elementwise(name, out, [x], [code], lambda e: e[0])
+def broadcast(name, out, x, code, fuse=False):
+    """Lines computing var `out` as `np.broadcast_to(x, out.shape)`, a fresh array; with
+    `fuse`, as a Fused: its reader's nest reads x's elements (no array between them)."""
+    return elementwise(name, out, [x], [code], lambda e: e[0], fuse)
 
 
-def filled(name, out, code):
+def filled(name, out, code, fuse=False):
     """Lines making `name` (var `out`, an array) with every element the scalar `code`, as
     np.full does: up to SMALL elements as a nest (an array a step makes this way, and reads
     by elements, is allocated once: hoist_buffers), its element `<name>_e` typed and checked
-    like any."""
+    like any; with `fuse`, as a Fused, that element read in its reader's nest."""
     shape = tuple(out.shape)
     if math.prod(shape) > SMALL:
         return [f"{name} = np.full({shape}, {code})"]
+    if fuse:
+        return Fused(name, out, [], [f"{name}{ELEMENT} = {code}"])
     return [f"{name}{ELEMENT} = {code}", f"{name} = np.empty({shape}, {_dtype(out.dtype)})"] \
         + loops(shape, [f"{name}[{_position(len(shape))}] = {name}{ELEMENT}"])
 
@@ -225,10 +228,18 @@ def concatenate(name, out, args, codes, axis):
     return lines
 
 
-def reshape(name, out, x, code):
-    """Lines computing var `out` as x in C order with out's shape, a fresh array."""
+def reshape(name, out, x, code, fuse=False):
+    """Lines computing var `out` as x in C order with out's shape, a fresh array. Where the
+    reshape only adds or drops axes of length 1, each element is read at its own index
+    (no flat position to divide), and with `fuse` that read is a Fused, for its reader."""
     lines, (code,) = _bound(name, [x], [code])
     shape, src = tuple(out.shape), tuple(x.shape)
+    axes = [a for a, n in enumerate(shape) if n != 1]
+    if [n for n in src if n != 1] == [shape[a] for a in axes]:
+        at = iter(axes)
+        ix = ", ".join("0" if n == 1 else f"_i{next(at)}" for n in src)
+        work = Fused(name, out, lines, [f"{name}{ELEMENT} = {code}[{ix}]"])
+        return work if fuse else work.lines()
     flat = " + ".join(f"_i{a} * {math.prod(src[a + 1:])}" for a in range(len(src)))
     at = ", ".join(f"({name}_k // {math.prod(shape[a + 1:])}) % {n}"
                    for a, n in enumerate(shape))
@@ -279,12 +290,13 @@ def hoist_buffers(lines, indent="    "):
     """The kernel's lines with each small array a nest allocates inside a loop (`name =
     np.empty(shape, dtype)`) made once at the top instead of at every step, where nothing
     can tell: the name is assigned nowhere else and every other use reads or writes one
-    element (an index per axis, no slice, no None), so no view, alias, carry or output ever
-    holds the array past the step that writes it, and each step writes it before reading it
-    (as the NumPy loop allocates it anew). A step of small arrays spent most of its time in
-    these allocations (15 ns each). Arrays allocated once anyway stay where they are: made
-    at the top, large ones would all be alive at once (an HMM's fused kernel, 14 of 1 MB,
-    ran 35 % slower), where each is freed after its last use and its memory reused."""
+    element (an index per axis, no slice, no None) or takes a view (basic indexing, `.T`)
+    named once and used the same way, so no alias, carry or output ever holds the array past
+    the step that writes it, and each step writes it before reading it (as the NumPy loop
+    allocates it anew). A step of small arrays spent most of its time in these allocations
+    (15 ns each). Arrays allocated once anyway stay where they are: made at the top, large
+    ones would all be alive at once (an HMM's fused kernel, 14 of 1 MB, ran 35 % slower),
+    where each is freed after its last use and its memory reused."""
     text = "\n".join(lines)
     found = {}  # name -> its rank, for each allocation that may move
     for line in lines:
@@ -294,17 +306,22 @@ def hoist_buffers(lines, indent="    "):
             found[m.group(2)] = len(dims)
     if not found:
         return lines
+    rank = dict(found)  # and each view's, taken of one of them (of a view of one...)
+    views, at = _views(text, rank)
     # One pass over the text for all of them (a pass per name was quadratic: seconds for
     # the ODE solver's kernel, whose source the numba tier writes at every eager call).
     assigned = {}
     for m in _ASSIGNED.finditer(text):
         assigned[m.group(1)] = assigned.get(m.group(1), 0) + 1
-    movable = {n for n in found if assigned.get(n) == 1}
+    held = {n for n, r in rank.items() if r is None or assigned.get(n) != 1}
     for m in _IDENTIFIER.finditer(text):
         name = m.group()
-        if name in movable and not text.startswith(" = np.empty(", m.end()) and \
-                not _element_use(text, m.end(), found[name]):
-            movable.discard(name)
+        if name not in rank or name in held or text.startswith(" = ", m.end()) or \
+                at.get(m.end()) in views.get(name, ()):
+            continue  # its allocation or definition (assigned once), or a view taken of it
+        if not (_element_use(text, m.end(), rank[name]) or _raveled_element(text, m)):
+            held.add(name)
+    movable = {n for n in found if not _holds(n, views, held)}
     hoisted, keep = [], []
     for line in lines:
         m = _EMPTY.match(line)
@@ -317,6 +334,64 @@ def hoist_buffers(lines, indent="    "):
 
 _ASSIGNED = re.compile(r"^\s*([A-Za-z_]\w*) = ", re.M)
 _IDENTIFIER = re.compile(r"\b[A-Za-z_]\w*\b")
+_VIEW = re.compile(r"^\s*([A-Za-z_]\w*) = ([A-Za-z_]\w*)((?:\.T|\[[^\[\]()]*\])+)$", re.M)
+_INDEX = re.compile(r"\.T|\[([^\[\]]*)\]")
+_SLICE = re.compile(r"-?\w*:-?\w*(:-?\w*)?\Z")
+
+
+def _views(text, rank):
+    """(views, at): the views taken of each array in `rank` and of its views (name -> their
+    names), each view's rank added to `rank`; `at`: where each view's source is named (the
+    end of that mention) -> the view."""
+    defined = {}
+    for m in _VIEW.finditer(text):
+        defined.setdefault(m.group(2), []).append((m.group(1), m.group(3), m.end(2)))
+    views, at, todo = {}, {}, [n for n in rank if n in defined]
+    while todo:
+        source = todo.pop()
+        for name, suffix, end in defined[source]:
+            r = _view_rank(suffix, rank[source])
+            if r == 0:
+                continue  # one element read: not a view (an element use, checked as one)
+            if name in rank:  # a name viewing two arrays, or an allocation: not a plain view
+                rank[source] = None
+                continue
+            views.setdefault(source, []).append(name)
+            at[end] = name
+            rank[name] = r
+            if name in defined:
+                todo.append(name)
+    return views, at
+
+
+def _view_rank(suffix, rank):
+    """The rank of `x<suffix>` for x of `rank` dimensions, the suffix basic indexing (an
+    integer or a name per axis, slices, None) and `.T`s; None for anything else."""
+    for m in _INDEX.finditer(suffix):
+        if rank is None or m.group() == ".T":
+            continue
+        parts = [p.strip() for p in m.group(1).split(",")]
+        if parts[-1] == "" and len(parts) > 1:
+            parts.pop()  # x[0,]
+        drop = sum(bool(re.fullmatch(r"-?\w+", p)) and p != "None" for p in parts)
+        keep = sum(bool(_SLICE.match(p)) for p in parts)
+        new = parts.count("None")
+        if drop + keep + new != len(parts) or drop + keep > rank:
+            return None
+        rank = rank - drop + new
+    return rank
+
+
+def _holds(name, views, held):
+    """Whether an array, or a view of it (of a view...), is held past one element's use."""
+    return name in held or any(_holds(v, views, held) for v in views.get(name, ()))
+
+
+def _raveled_element(text, m):
+    """Whether the mention `m` is `np.ravel(name)[i]`, one element of a flattened array."""
+    if not text.startswith("np.ravel(", m.start() - 9) or not text.startswith(")", m.end()):
+        return False
+    return _element_use(text, m.end() + 1, 1)
 
 
 def _element_use(text, end, rank):

@@ -282,32 +282,32 @@ def _astype(eqn, args, outs):
     return [f"{outs[0]} = {t}({x.code})" if x.scalar else f"{outs[0]} = {x.code}.astype({t})"]
 
 
-def _filled(name, out, code):
+def _filled(name, out, code, fuse=False):
     """`name` = the scalar `code` as var `out` (0-d: the scalar itself; else np.full's)."""
-    return nests.filled(name, out, code) if out.shape else [f"{name} = {code}"]
+    return nests.filled(name, out, code, fuse) if out.shape else [f"{name} = {code}"]
 
 
-@rule(st.reshape_p)
-def _reshape(eqn, args, outs):
+@rule(st.reshape_p, fusible=True)
+def _reshape(eqn, args, outs, fuse=False):
     x, shape = args[0], tuple(eqn.params["shape"])
     if x.scalar:
-        return _filled(outs[0], eqn.outvars[0], x.code)
+        return _filled(outs[0], eqn.outvars[0], x.code, fuse)
     if not shape:
         return [f"{outs[0]} = np.ravel({x.code})[0]"]
     if math.prod(shape) <= nests.SMALL:
-        return nests.reshape(outs[0], eqn.outvars[0], x, x.code)
+        return nests.reshape(outs[0], eqn.outvars[0], x, x.code, fuse)
     return [f"{outs[0]} = np.ascontiguousarray({x.code}).reshape({shape})"]
 
 
-@rule(st.broadcast_to_p)
-def _broadcast_to(eqn, args, outs):
+@rule(st.broadcast_to_p, fusible=True)
+def _broadcast_to(eqn, args, outs, fuse=False):
     x, shape = args[0], tuple(eqn.params["shape"])
     if x.scalar:
-        return _filled(outs[0], eqn.outvars[0], x.code)
+        return _filled(outs[0], eqn.outvars[0], x.code, fuse)
     if x.shape == shape:
         return [f"{outs[0]} = {x.code}"]
     if math.prod(shape) <= nests.SMALL:
-        return nests.broadcast(outs[0], eqn.outvars[0], x, x.code)
+        return nests.broadcast(outs[0], eqn.outvars[0], x, x.code, fuse)
     return [f"{outs[0]} = np.broadcast_to({x.code}, {shape})"]
 
 
@@ -1194,9 +1194,7 @@ class Scope:
             shape = () if isinstance(code, Literal) else tuple(v.shape[1:])
             lines += [inner + s for s in nests.store(f"{name}[{t}]", value, shape, name)]
         if nc:
-            nexts = [owned(code, fresh, v) for (code, fresh), v
-                     in zip(results[:nc], eqn.outvars[:nc])]
-            lines.append(f"{inner}{', '.join(carries)}, = {', '.join(nexts)},")
+            lines.append(f"{inner}{next_carries(carries, now, results, eqn.outvars)}")
         return lines
 
     def loop_function(self, eqn, args, outs, indent):
@@ -1257,10 +1255,18 @@ class Scope:
         n_next = f"{n}_next"
         lines += [f"{inner}{n_next} = {n} + 1"] + alias_lines + body_lines
         if nc:
-            nexts = [owned(code, fresh, v) for (code, fresh), v
-                     in zip(results[:nc], eqn.outvars[:nc])]
-            lines.append(f"{inner}{', '.join(carries)}, = {', '.join(nexts)},")
+            lines.append(f"{inner}{next_carries(carries, now, results, eqn.outvars)}")
         return lines + [f"{inner}{n} = {n_next}"]
+
+
+def next_carries(carries, now, results, outvars):
+    """The statement that ends a step: each carry bound to its next value, owned. A carry the
+    body passes through unchanged (its next value is its own value this step: a constant's
+    tangent in a JVP scan, say) keeps its array, which nothing writes into, instead of a copy
+    at every step."""
+    nexts = [alias if code == alias else owned(code, fresh, v)
+             for alias, (code, fresh), v in zip(now, results, outvars)]
+    return f"{', '.join(carries)}, = {', '.join(nexts)},"
 
 
 def owned(code, fresh, v):
