@@ -196,6 +196,20 @@ def test_broadcasts_fills_and_unit_axis_reshapes_are_read_in_their_readers_nests
     assert src.count("np.empty(") == 4, src  # y, z, its sum, the next carry: no copies
 
 
+def test_chains_of_reshapes_and_broadcasts_are_read_as_one_index():
+    def f(c, x):  # c [2], x [3, 2]
+        r = sl.broadcast_to(sl.reshape(c, (1, 2)), (3, 2))  # reshape, then broadcast
+        q = sl.reshape(sl.broadcast_to(c, (3, 2)), (3, 1, 2))  # broadcast, then reshape
+        u = sl.reshape(sl.reshape(c, (2, 1)), (1, 2, 1))  # two reshapes, then a sum
+        y = x * r + sl.reshape(q, (3, 2)) + sl.sum(u)
+        return c * 0.5 + sl.sum(y, axis=0), y
+
+    check(f, _t((2,)), _t((5, 3, 2)))
+    src = kernel_source(f, _t((2,)), _t((5, 3, 2))).split("def kernel(")[1]
+    assert len(re.findall(r"^ +\w+_e = s0\[_i1\]$", src, re.M)) == 3, src
+    assert src.count("np.empty(") == 4, src  # u (the sum's), y, y's sum, the next carry
+
+
 @pytest.mark.parametrize("use, hoisted", [
     ("y = a[i, j] + 1.0", True), ("a[i, j] = 2.0", True), ("a[(k // 1) % 2, j] += 1.0", True),
     ("y = a[0]", True), ("y = a[i, :]", True), ("y = a[None, i]", True),  # views read nowhere

@@ -36,6 +36,7 @@ STORED_MIN = 4096
 # The zero NumPy's sum of -0.0s gives, which is the zero its sums start from.
 _ZERO = "-0.0" if np.signbit(np.add.reduce(np.array([-0.0, -0.0]))) else "0.0"
 _NAME = re.compile(r"[A-Za-z_]\w*\Z")
+_POSITION = re.compile(r"\b_i(\d+)\b")
 
 
 def nestable(out, args):
@@ -68,10 +69,13 @@ def element(code, shape, out_shape, index="_i"):
     (NumPy's broadcasting: trailing axes align, a length-1 axis is read at 0)."""
     if not shape:
         return code
+    return f"{code}[{', '.join(_broadcast_index(shape, out_shape, index))}]"
+
+
+def _broadcast_index(shape, out_shape, index="_i"):
     lead = len(out_shape) - len(shape)
-    ix = ["0" if n == 1 and out_shape[lead + j] != 1 else f"{index}{lead + j}"
-          for j, n in enumerate(shape)]
-    return f"{code}[{', '.join(ix)}]"
+    return ["0" if n == 1 and out_shape[lead + j] != 1 else f"{index}{lead + j}"
+            for j, n in enumerate(shape)]
 
 
 def loops(shape, body, index="_i", axes=None):
@@ -98,7 +102,8 @@ def elementwise(name, out, args, codes, expr, fuse=False):
         fused = getattr(a, "fused", None)
         if fused is not None:
             before += fused.before
-            body += fused.body
+            body += fused.body if fused.shape == shape else \
+                fused.at(_broadcast_index(fused.shape, shape))
             if fused.stored:  # read elsewhere too: its array is written here, in this nest
                 before.append(fused.allocation())
                 body.append(f"{fused.name}[{_position(len(shape))}] = {fused.element}")
@@ -127,12 +132,19 @@ class Fused:
     whose arrays are written where this work's nest is. `lines()` writes it as its own nest,
     for a reader that cannot take it."""
 
-    def __init__(self, name, out, before, body, held=()):
+    def __init__(self, name, out, before, body, held=(), reads_only=False):
         self.name, self.shape, self.dtype = name, tuple(out.shape), out.dtype
         self.before, self.body = before, body
         self.element = f"{name}{ELEMENT}"
         self.taken = False  # set by the reader's nest
         self.stored, self.held = False, list(held)
+        # Only reads elements (a broadcast, a fill, a reshape of unit axes): a broadcast or
+        # reshape of another shape may take it, its body re-indexed (`at`): no work repeated.
+        self.reads_only = reads_only
+
+    def at(self, index):
+        """The body with each of this work's positions `_i<k>` read at `index[k]`."""
+        return [_POSITION.sub(lambda m: index[int(m.group(1))], line) for line in self.body]
 
     def allocation(self):
         return f"{self.name} = np.empty({self.shape}, {_dtype(self.dtype)})"
@@ -195,7 +207,9 @@ SMALL = 4096  # elements: a reshape or broadcast copied by a nest (views above i
 def broadcast(name, out, x, code, fuse=False):
     """Lines computing var `out` as `np.broadcast_to(x, out.shape)`, a fresh array; with
     `fuse`, as a Fused: its reader's nest reads x's elements (no array between them)."""
-    return elementwise(name, out, [x], [code], lambda e: e[0], fuse)
+    work = elementwise(name, out, [x], [code], lambda e: e[0], True)
+    work.reads_only = True  # (x's own work, if it is fused here, only reads too: Fusion)
+    return work if fuse else work.lines()
 
 
 def filled(name, out, code, fuse=False):
@@ -207,7 +221,7 @@ def filled(name, out, code, fuse=False):
     if math.prod(shape) > SMALL:
         return [f"{name} = np.full({shape}, {code})"]
     if fuse:
-        return Fused(name, out, [], [f"{name}{ELEMENT} = {code}"])
+        return Fused(name, out, [], [f"{name}{ELEMENT} = {code}"], reads_only=True)
     return [f"{name}{ELEMENT} = {code}", f"{name} = np.empty({shape}, {_dtype(out.dtype)})"] \
         + loops(shape, [f"{name}[{_position(len(shape))}] = {name}{ELEMENT}"])
 
@@ -237,8 +251,15 @@ def reshape(name, out, x, code, fuse=False):
     axes = [a for a, n in enumerate(shape) if n != 1]
     if [n for n in src if n != 1] == [shape[a] for a in axes]:
         at = iter(axes)
-        ix = ", ".join("0" if n == 1 else f"_i{next(at)}" for n in src)
-        work = Fused(name, out, lines, [f"{name}{ELEMENT} = {code}[{ix}]"])
+        ix = ["0" if n == 1 else f"_i{next(at)}" for n in src]
+        fused = getattr(x, "fused", None)
+        if fused is None:
+            work = Fused(name, out, lines, [f"{name}{ELEMENT} = {code}[{', '.join(ix)}]"],
+                         reads_only=True)
+        else:  # the source's own reads, at the positions this reshape reads
+            fused.taken = True
+            work = Fused(name, out, fused.before, fused.at(ix) +
+                         [f"{name}{ELEMENT} = {fused.element}"], reads_only=True)
         return work if fuse else work.lines()
     flat = " + ".join(f"_i{a} * {math.prod(src[a + 1:])}" for a in range(len(src)))
     at = ", ".join(f"({name}_k // {math.prod(shape[a + 1:])}) % {n}"

@@ -932,6 +932,9 @@ def statements(eqn, args, outs, scope=None, fuse=False):
     return lines
 
 
+_INDEX_MAPS = (st.broadcast_to_p, st.reshape_p)  # they take a source's reads of its shape
+
+
 def _fusible(eqn):
     return not (_is_scan(eqn) or _is_while(eqn)) and len(eqn.outvars) == 1 and \
         (eqn.prim not in RULES or eqn.prim in FUSIBLE)
@@ -963,6 +966,10 @@ class Fusion:
     make, so the operands still hold their values there. Work whose reader cannot take it
     (not a nest after all) is written as its own nest just before that reader; `flush` writes
     what no equation here read.
+
+    A broadcast or a reshape takes work of another shape that only reads elements (another
+    broadcast, reshape or fill: `reads_only`), its positions re-indexed, so that a chain of
+    them is one read; anything else is fused only into a reader of its own shape.
 
     Elementwise work of more than nests.STORED_MIN elements that several equations read (or
     that is kept) is fused the same way, `stored` (nests.Fused): its first reader's nest
@@ -1032,7 +1039,8 @@ class Fusion:
             work = None if a.literal else self.pending.pop(v, None)
             if work is None:
                 continue
-            if takes and tuple(v.shape) == tuple(eqn.outvars[0].shape):
+            if takes and (tuple(v.shape) == tuple(eqn.outvars[0].shape) or
+                          eqn.prim in _INDEX_MAPS and work.reads_only and not work.stored):
                 a.fused = work
             else:
                 lines += self._written(work)
