@@ -172,7 +172,7 @@ def main(argv):
     times = median_cpu_times(cases)
     for k, v in times.items():
         base = times[bases[k]]
-        print(f"{k:16s} {v * 1e3:9.2f} ms   {v / base:5.2f}x {bases[k]}")
+        print(f"{k:16s} {v * 1e3:9.3f} ms   {v / base:5.2f}x {bases[k]}")
     return 0
 
 
