@@ -227,6 +227,8 @@ def test_which_allocations_move_to_the_top(use, hoisted):
     (["v = a.T", "w = v[None, ::]", "y = w[0, i, j]"], True),  # a view of a view
     (["v = a[::, 0]", "v[i] = 1.0"], False),  # written through a view: the step's own array
     (["v = a.T", "w = v[None, ::]", "w[0, i, j] += 1.0"], False),
+    (["v = a[0]", "v[i] //= 2"], False), (["v = a[0]", "v[i] **= 2"], False),
+    (["v = a[0]", "y = v[i] == 1.0"], True),  # a comparison, not a write
     (["v = a[1]", "y = v[i, j]"], False),  # the view's rank is 1: a slice of it
     (["v = a[::, 0]", "y = v"], False),  # the view held by another name
     (["v = a[::, 0]", "c0, c1, = v, y,"], False),  # the view a carry

@@ -259,7 +259,7 @@ def reshape(name, out, x, code, fuse=False):
         else:  # the source's own reads, at the positions this reshape reads
             fused.taken = True
             work = Fused(name, out, fused.before, fused.at(ix) +
-                         [f"{name}{ELEMENT} = {fused.element}"], reads_only=True)
+                         [f"{name}{ELEMENT} = {fused.element}"], fused.held, reads_only=True)
         return work if fuse else work.lines()
     flat = " + ".join(f"_i{a} * {math.prod(src[a + 1:])}" for a in range(len(src)))
     at = ", ".join(f"({name}_k // {math.prod(shape[a + 1:])}) % {n}"
@@ -418,7 +418,7 @@ def _raveled_element(text, m):
     return _element_use(text, m.end() + 1, 1)
 
 
-_ASSIGNS = re.compile(r" *[-+*/]?=[^=]")
+_ASSIGNS = re.compile(r" *(?:[-+*/%&|^@]|//|\*\*|<<|>>)?=[^=]")  # x[i] = / += / //= ...
 
 
 def _index_end(text, end):
