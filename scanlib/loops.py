@@ -84,7 +84,8 @@ class _Compiled:
         if why is not None:
             raise ImportError(f"while_loop: {why}")
         faster = native.numpy_loop_is_faster(cond.eqns + body.eqns,
-                                             [body.invars[i] for i in carries])
+                                             [body.invars[i] for i in carries],
+                                             measured=background)
         if faster is not None:  # as scan's executor decides for a scan's step
             _numba_log.info("while_loop body %r runs as the NumPy loop: %s, where the NumPy "
                             "loop is faster", body.name, faster)

@@ -272,3 +272,30 @@ def test_a_kernel_that_leaves_each_call_to_numpy_gives_numpys_values():
         c, ys = sl.scan(f, sl.tensor(np.ones(2)), xs, compiler="auto")
         np.testing.assert_array_equal(c.numpy(), want_c.numpy())
         np.testing.assert_array_equal(ys.numpy(), want_ys.numpy())
+
+
+def test_a_step_past_the_size_rule_is_timed_under_auto(caplog):
+    """A step of 16,900 float64 elements is past LARGE_STEP (the numba tier keeps the NumPy
+    loop: test_numba_loop), but under "auto", which times both, its kernel is compiled and
+    the faster of the two runs it; values the NumPy loop's to rounding."""
+    rng = np.random.default_rng(3)
+    c0, xs = sl.tensor(rng.normal(size=(130, 130))), sl.tensor(rng.normal(size=(4, 130, 130)))
+
+    def run(compiler):
+        def loss(c0, xs):
+            h, ys = sl.scan(lambda c, x: (c * 0.5 + x * x, (c * c).sum()), c0, xs,
+                            compiler=compiler)
+            return (h * h).sum() + ys.sum()
+        return sl.value_and_grad(loss)(c0, xs)
+
+    want_v, want_g = run("numpy")
+    with caplog.at_level(logging.INFO, logger="scanlib.numba"):
+        run("auto")
+        _wait_for_background()
+        for _ in range(2 * native.TierChoice.SAMPLES + 2):
+            v, g = run("auto")
+    messages = [r.getMessage() for r in caplog.records]
+    assert any("in a background process" in m for m in messages), messages
+    assert any("runs it" in m for m in messages), messages  # TierChoice decided
+    np.testing.assert_allclose(float(v), float(want_v), rtol=1e-12)
+    np.testing.assert_allclose(g.numpy(), want_g.numpy(), rtol=1e-12)

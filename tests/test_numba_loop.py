@@ -380,6 +380,13 @@ def test_why_the_numpy_loop_is_faster_names_the_reason():
     assert "float32" in native.numpy_loop_is_faster(eqns(lambda a: sl.exp(a),
                                                          mid.astype(np.float32)))
     assert "16384" in native.numpy_loop_is_faster(eqns(lambda a: a * 2.0, np.ones((130, 130))))
+    # under "auto" (measured): the estimate decides up to MEASURED_STEP, then NumPy
+    assert native.numpy_loop_is_faster(eqns(lambda a: a * 2.0, np.ones((130, 130))),
+                                       measured=True) is None
+    assert "65536" in native.numpy_loop_is_faster(eqns(lambda a: a * 2.0, np.ones((300, 300))),
+                                                  measured=True)
+    assert "exp on large values" in native.numpy_loop_is_faster(
+        eqns(lambda a: sl.exp(a) * 2.0, np.ones((130, 130))), measured=True)
     rnn = native.numpy_loop_is_faster(eqns(lambda h, w: sl.tanh(h @ w), np.ones((40, 40)),
                                            np.ones((40, 40))))
     assert "matmul, tanh on large values" in rnn and "as NumPy calls" in rnn

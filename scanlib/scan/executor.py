@@ -55,7 +55,7 @@ class CompiledBody:
         # is read, never computed or written per step: it counts as a closed-over value does
         changed = [v for v, out in zip(prog.carry_in, prog.carry_out) if out is not v]
         why = native.numpy_loop_is_faster([prog.eqns[n] for n in prog.in_section(STEP)],
-                                          changed)
+                                          changed, measured=self.quiet)
         if why is not None:
             self.native_note = f"{why}, where the NumPy loop is faster"
             _log.info("scan body %r runs as the NumPy loop: %s", prog.graph.name,

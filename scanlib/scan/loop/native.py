@@ -60,6 +60,12 @@ __all__ = ["VIEWS", "Unsupported", "NotProved", "NotReady", "KERNEL_ERRORS", "Na
 # weights, 0.86x (its three bodies as kernels).
 SMALL_STEP = 1024  # elements: up to this, the kernel
 LARGE_STEP = 16384  # elements: above this, the NumPy loop
+# Under "auto", which times the kernel against the NumPy loop on a body's calls (TierChoice)
+# and keeps the faster, the estimate decides up to this: the HMC port's gradient (a step of
+# 20,000 elements) ran 13 % faster with its backward body a kernel. Above it the kernel is
+# not compiled at all (the particle filter's steps of 1000 x 1000 values ran slower as one
+# than as NumPy's and BLAS's calls).
+MEASURED_STEP = 65536
 # Nanoseconds, measured on an x86-64 with AVX-512 (bench/NOTES.md): a NumPy call's fixed cost
 # in the generated loop; per element, an arithmetic operation and a transcendental function
 # (NumPy's SIMD loops; numba calls libm's scalar exp, log, tanh at 5-10 ns); per
@@ -75,18 +81,20 @@ TRANSCENDENTAL = frozenset({
 _PRODUCTS = {"matmul", "einsum", "vdot"}
 
 
-def numpy_loop_is_faster(eqns, carries=()):
+def numpy_loop_is_faster(eqns, carries=(), measured=False):
     """Why a step (its equations, the carries it reads) runs faster as the NumPy loop than
-    as a kernel, or None: a value above LARGE_STEP elements; or, above SMALL_STEP, float32
-    work (NumPy's SIMD loops); or, above SMALL_STEP or with a product of more than
-    nests.SMALL multiply-adds, NumPy's calls estimated faster than the kernel."""
+    as a kernel, or None: a value above LARGE_STEP elements (MEASURED_STEP where the two
+    will be `measured`, under "auto"); or, above SMALL_STEP, float32 work (NumPy's SIMD
+    loops); or, above SMALL_STEP or with a product of more than nests.SMALL multiply-adds,
+    NumPy's calls estimated faster than the kernel."""
     values = [v for e in eqns for v in e.outvars] + [v for v in carries if is_var(v)]
     large = max((size(v) for v in values), default=0)
     if large <= SMALL_STEP and not any(e.prim.name in _PRODUCTS and _product_work(e) >
                                        nests.SMALL for e in eqns):
         return None  # (a batched product's work can be far above its values' size)
-    if large > LARGE_STEP:
-        return f"its step works on values of {large} elements (more than {LARGE_STEP})"
+    limit = MEASURED_STEP if measured else LARGE_STEP
+    if large > limit:
+        return f"its step works on values of {large} elements (more than {limit})"
     for e in eqns:
         if any(np.dtype(v.dtype) in (np.float16, np.float32) and size(v) > SMALL_STEP
                for v in e.outvars):
