@@ -62,9 +62,9 @@ SMALL_STEP = 1024  # elements: up to this, the kernel
 LARGE_STEP = 16384  # elements: above this, the NumPy loop
 # Under "auto", which times the kernel against the NumPy loop on a body's calls (TierChoice)
 # and keeps the faster, the estimate decides up to this: the HMC port's gradient (a step of
-# 20,000 elements) ran 13 % faster with its backward body a kernel. Above it the kernel is
-# not compiled at all (the particle filter's steps of 1000 x 1000 values ran slower as one
-# than as NumPy's and BLAS's calls).
+# 20,000 elements) ran 18 % faster with its backward body a kernel. Above it, the size alone
+# decides, as LARGE_STEP does for the numba tier: the compile, and the slower tier's trial
+# calls, grow with the step.
 MEASURED_STEP = 65536
 # Nanoseconds, measured on an x86-64 with AVX-512 (bench/NOTES.md): a NumPy call's fixed cost
 # in the generated loop; per element, an arithmetic operation and a transcendental function
