@@ -17,7 +17,7 @@ import functools
 import numpy as np
 
 from . import autodiff, backends, pytree
-from .ops import moveaxis, reshape, stack, zeros
+from .ops import concatenate, moveaxis, reshape, stack, zeros
 from .interpreters.forward import forward_jvp, leaf_info
 from .tape import Tensor
 from .tape.state import current_builder
@@ -237,8 +237,9 @@ def jacfwd(f: Callable[..., Any], argnums: int | Sequence[int] = 0,
 
     One forward-mode JVP per input element (columns); where the Jacobian may be
     differentiated again, the transposed VJP of one linearization, and in a trace (jit, a
-    loop body) that transposed VJP vmapped over all the columns at once, as jax.jacfwd
-    batches them (one tangent scan over a batch of columns). Each leaf of the result
+    loop body), from three columns, that transposed VJP vmapped over batches of up to 64
+    columns, as jax.jacfwd batches them (one tangent scan over a batch of columns). Each
+    leaf of the result
     has shape out.shape + in.shape; the result has the output's structure with, at each leaf,
     the structure of the chosen argument (a tuple of them when argnums is a tuple). Real
     float inputs and outputs only (a TypeError otherwise). With has_aux=True, f returns
@@ -260,7 +261,8 @@ def jacfwd(f: Callable[..., Any], argnums: int | Sequence[int] = 0,
                                                                       "jacfwd")
         out_leaves, out_tree = _real_outputs("jacfwd", out)
         out_infos = [leaf_info(o) for o in out_leaves]
-        if found is None and current_builder() is not None and _columns(in_infos) > 1:
+        if found is None and current_builder() is not None and (
+                _columns(in_infos) >= BATCH_FROM):
             blocks = _pushed_together(push, in_tree, in_infos, out_infos)
         else:
             columns = _images_of_units(push, in_tree, in_infos)  # [in leaf][unit][out leaf]
@@ -309,31 +311,44 @@ def _columns(infos):
     return sum(int(np.prod(info[0], dtype=np.int64)) for info in infos)
 
 
+# In a trace, jacfwd batches its columns from BATCH_FROM of them, PUSHED_TOGETHER at most
+# per push (bench/NOTES.md): two columns batched were 8 % slower in the iterated EKF's
+# jitted gradient (the batch's moved axes and sums cost what the second push saved), four
+# 25 % faster in the Kalman filter's; a batch's tangents cost memory in proportion to it,
+# and beyond a few dozen columns a larger one saves nothing.
+BATCH_FROM = 3
+PUSHED_TOGETHER = 64
+
+
 def _pushed_together(push, in_tree, in_infos, out_infos):
-    """jacfwd's blocks [output leaf][input leaf] from one vmapped push of every column (the
-    unit vectors of every input leaf, stacked), as jax.jacfwd. In a trace this is one
-    tangent program over a batch of columns where one per column would repeat its loops:
-    the Kalman filter's jitted jacfwd 1.6x -> 1.1x its jacrev (bench/NOTES.md). Eagerly each
-    column is one forward-mode pass instead, which vmap's per-call work does not beat."""
+    """jacfwd's blocks [output leaf][input leaf] from vmapped pushes of the columns (the unit
+    vectors of every input leaf, stacked, PUSHED_TOGETHER at a time), as jax.jacfwd. In a
+    trace this is one tangent program over a batch of columns where one per column would
+    repeat its loops: the Kalman filter's jitted jacfwd 1.7x -> 1.3x its jacrev
+    (bench/NOTES.md). Eagerly each column is one forward-mode pass instead, which vmap's
+    per-call work does not beat."""
     n = _columns(in_infos)
-    units, offset = [], 0
-    for shape, dtype, device in in_infos:
-        size = int(np.prod(shape, dtype=np.int64))
-        xp = backends.namespace(device)
-        with backends.on_device(device):
-            e = xp.zeros((n, size), dtype=dtype)
-            e[offset + xp.arange(size), xp.arange(size)] = 1
-            units.append(Tensor(e.reshape((n,) + tuple(shape))))
-        offset += size
-    images = pytree.flatten(vmap(push)(pytree.unflatten(in_tree, units)))[0]  # [n] + out
+    sizes = [int(np.prod(info[0], dtype=np.int64)) for info in in_infos]
+    starts = np.cumsum([0] + sizes)
+    chunks = []
+    for first in range(0, n, PUSHED_TOGETHER):
+        k = min(PUSHED_TOGETHER, n - first)
+        units = []
+        for (shape, dtype, device), start, size in zip(in_infos, starts, sizes):
+            xp = backends.namespace(device)
+            with backends.on_device(device):
+                e = xp.zeros((k, size), dtype=dtype)
+                cols = xp.arange(max(first, start), min(first + k, start + size))
+                e[cols - first, cols - start] = 1  # column c is unit c - start of this leaf
+                units.append(Tensor(e.reshape((k,) + tuple(shape))))
+        chunks.append(pytree.flatten(vmap(push)(pytree.unflatten(in_tree, units)))[0])
+    images = [c[0] if len(chunks) == 1 else concatenate(c) for c in zip(*chunks)]  # [n] + out
     blocks = []
     for image, out_info in zip(images, out_infos):
-        row, offset = [], 0
-        for in_info in in_infos:
-            size = int(np.prod(in_info[0], dtype=np.int64))
-            block = moveaxis(image[offset:offset + size], 0, -1)  # out.shape + [size]
+        row = []
+        for in_info, start, size in zip(in_infos, starts, sizes):
+            block = moveaxis(image[start:start + size], 0, -1)  # out.shape + [size]
             row.append(reshape(block, out_info[0] + in_info[0]))
-            offset += size
         blocks.append(row)
     return blocks
 

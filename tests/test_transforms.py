@@ -550,11 +550,14 @@ def _scans_in(graph):
     return found
 
 
-def test_jacfwd_in_a_trace_pushes_all_columns_as_one_batch(rng):
+@pytest.mark.parametrize("together", [64, 2, 3])
+def test_jacfwd_in_a_trace_pushes_all_columns_as_one_batch(rng, monkeypatch, together):
     """Under jit the columns go through one vmapped push (one tangent scan over a batch of
     columns), as jax.jacfwd; per-column pushes would be one tangent scan each. Values, shapes
     and dtypes are the eager Jacobian's: leaves of several shapes, a float32 leaf, an empty
-    leaf, several outputs, has_aux."""
+    leaf, several outputs, has_aux; with batches of 2 or 3 columns too, which split leaves."""
+    transforms = sys.modules["scanlib.transforms"]
+    monkeypatch.setattr(transforms, "PUSHED_TOGETHER", together)
     W = sl.tensor(rng.standard_normal((3, 3)) * 0.4)
 
     def f(p, x):
@@ -577,20 +580,26 @@ def test_jacfwd_in_a_trace_pushes_all_columns_as_one_batch(rng):
         assert a.dtype == b.dtype and a.shape == b.shape
     rev = sl.jacrev(lambda p, x: f(p, x)[0], argnums=(0, 1))(p, x)  # float32 where f is
     _assert_trees_close(traced, rev, rtol=1e-6, atol=1e-8)
+    if together < 3:
+        return
     graph = sl.jit(sl.jacfwd(lambda x: f(p, x)[0])).trace(x)
     tangent_scans = [e for e in _scans_in(graph) if not e.params["reverse"]]
-    assert len(tangent_scans) <= 2, [e.params["num_carry"] for e in tangent_scans]
+    assert len(tangent_scans) == 2, [e.params["num_carry"] for e in tangent_scans]
+    # two columns are pushed one at a time (batching them measured slower)
+    graph = sl.jit(sl.jacfwd(lambda y: f(p, sl.concatenate([y, x[2:]]))[0])).trace(x[:2])
+    tangent_scans = [e for e in _scans_in(graph) if not e.params["reverse"]]
+    assert len(tangent_scans) == 3, [e.params["num_carry"] for e in tangent_scans]
 
 
 def test_jacfwd_batched_in_a_trace_composes(rng):
     """The batched push inside other transformations: differentiated under jit, in a scan's
     body, under vmap; each against the same thing computed eagerly or by jacrev."""
-    A = sl.tensor(rng.standard_normal((2, 2)) * 0.5)
+    A = sl.tensor(rng.standard_normal((3, 3)) * 0.5)
 
     def f(x):
         return sl.scan(lambda c, _: (sl.sin(c @ A) + x, c * x), x, length=3)[1]
 
-    x = sl.tensor(rng.standard_normal(2))
+    x = sl.tensor(rng.standard_normal(3))
     loss = lambda x: sl.sum(sl.jacfwd(f)(x) ** 2)  # noqa: E731
     np.testing.assert_allclose(sl.jit(sl.grad(loss))(x).numpy(), sl.grad(loss)(x).numpy(),
                                rtol=1e-12)
@@ -604,6 +613,6 @@ def test_jacfwd_batched_in_a_trace_composes(rng):
     got = sl.scan(body, x, length=3)
     want = sl.scan(body_rev, x, length=3)
     _assert_trees_close(got, want, rtol=1e-10, atol=1e-12)
-    xs = sl.tensor(rng.standard_normal((4, 2)))
+    xs = sl.tensor(rng.standard_normal((4, 3)))
     _assert_trees_close(sl.vmap(sl.jit(sl.jacfwd(f)))(xs), sl.vmap(sl.jacrev(f))(xs),
                         rtol=1e-10, atol=1e-12)
