@@ -373,6 +373,12 @@ def test_bad_calls_are_refused():
         sl.jacfwd(lambda x, y: x, argnums=2)(np.ones(2), np.ones(2))
     with pytest.raises(TypeError, match="complex"):
         sl.jacrev(lambda z: z * z)(np.ones(2, complex))
+    # an output that is not an array, eagerly (forward mode) as under jit
+    for jacfwd in (sl.jacfwd(lambda x: "a"), sl.jit(sl.jacfwd(lambda x: "a"))):
+        with pytest.raises(TypeError, match="jacfwd: out is a str; output leaves must be"):
+            jacfwd(np.ones(2))
+    with pytest.raises(TypeError, match=r"jvp: out\['b'\] is a str"):
+        sl.jvp(lambda x: {"a": x, "b": "z"}, (np.ones(2),), (np.ones(2),))
 
 
 def test_results_stay_on_the_callers_tape():

@@ -264,4 +264,5 @@ def _tangent_out(o, value, trace):
     t = trace.tangents.get(o._var) if isinstance(o, Tensor) and o._trace is trace else None
     if t is not None:
         return t
-    return zeros(*leaf_info(value))
+    info = leaf_info(value)  # None: not an array (a str); the caller's check says so
+    return zeros(*info) if info is not None else None
