@@ -279,6 +279,39 @@ def test_the_loop_functions_types_are_proved(monkeypatch):
         got.numpy(), _two_scans_of_one_body(w, xs, xs + 1.0, "numpy").numpy(), rtol=1e-12)
 
 
+def _nested_scans(w, xs, outer, compiler="numba"):
+    """An outer scan of `outer` steps, each running an inner scan over xs."""
+    def inner(h, x):
+        return sl.tanh(h * w + x), h * h
+
+    def step(c, _):
+        h, ys = sl.scan(inner, c, xs, compiler=compiler)
+        return h + 0.5 * sl.sum(ys, axis=0), sl.sum(h)
+
+    c, ys = sl.scan(step, np.zeros(3), None, length=outer, compiler=compiler)
+    return sl.sum(c * c) + sl.sum(ys)
+
+
+@pytest.mark.parametrize("outer", [2, 17])
+def test_a_nested_scan_run_a_few_times_is_a_loop_function(monkeypatch, outer):
+    """A scan nested in a loop function's body is a function too where it runs at most
+    FUNCTION_RUNS times a call (numba compiles a long kernel faster in pieces); in a longer
+    loop it stays in place (a call would cost at every step), and a kernel of one loop call
+    keeps it in place too. Values and gradients are the NumPy loops'."""
+    from scanlib.scan.loop import native_rules
+
+    monkeypatch.setattr(fused, "LOOP_FUNCTIONS_FROM", 0)
+    monkeypatch.setattr(native_rules, "FUNCTION_RUNS", 16)
+    w, xs = RNG.normal(size=3), RNG.normal(size=(5, 3))
+    jitted = check(lambda c: lambda w: _nested_scans(w, xs, outer, c), w)
+    source = _trace(jitted).fused.source
+    functions = source.count("\ndef _loop")
+    assert functions == (2 if outer <= 16 else 0), source  # one loop call: kept in place
+    if outer <= 16:  # the inner loop is called from inside the outer one's loop
+        assert re.search(r"^ {8}.*= _loop1\(", source, re.M), source
+    check(lambda c: sl.grad(lambda w: _nested_scans(w, xs, outer, c)), w)
+
+
 def _passed_through(w, xs, compiler="numba"):
     def step(carry, x):
         h, k = carry  # k passes through unchanged (as a constant's tangent in a JVP scan)

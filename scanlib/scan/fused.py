@@ -52,11 +52,14 @@ MAX_OUTSIDE = 256
 # levels: Python's recursion limit, after 45 s), and each scan keeps its own kernel.
 MAX_LINES = 3000
 # Lines of kernel source (its loops written in place) past which each distinct loop of a
-# kernel of several loops is a function of its own (Scope.loop_function): numba's compile
-# time grows faster than a function's length, and it compiles a loop called several times
-# (jacfwd's columns) once. A kernel of one loop (PPO's training loop: 105 -> 119 s) or a
-# short one gains nothing, and keeps its loops in place: unoptimised (NUMBA_OPT=0, as the
-# test suite compiles), numba does not cache a kernel that calls another numba function.
+# kernel of several loops is a function of its own (Scope.loop_function), nested ones too
+# where they run at most native_rules.FUNCTION_RUNS times a call: numba's compile time
+# grows faster than a function's length (the PPO update's kernel, its epochs' and
+# minibatches' loops as functions: 107 -> 77 s), and it compiles a loop called several
+# times (jacfwd's columns) once. A kernel of one loop call (the PPO update's outermost loop
+# alone as a function: 105 -> 119 s) or a short one gains nothing, and keeps its loops in
+# place: unoptimised (NUMBA_OPT=0, as the test suite compiles), numba does not cache a
+# kernel that calls another numba function.
 LOOP_FUNCTIONS_FROM = 1000
 ENABLED = True  # False: jit replays its straight-line code (the bench's per-scan column)
 

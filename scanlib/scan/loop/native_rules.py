@@ -15,6 +15,7 @@ native.py.
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 import numpy as np
@@ -1099,6 +1100,10 @@ class Fusion:
 
 # --- a scan inside the kernel: the loop that defines it -----------------------------------------
 # (The scan primitive lives above this layer; it is known by its name and its params.)
+# A scan loop run at most this often a kernel call may be a function of its own
+# (Scope.loop_function): a call passes every array it reads, which costs at every step of
+# an enclosing loop that runs it often.
+FUNCTION_RUNS = 16
 _SCAN_PARAMS = {"body", "length", "reverse", "num_carry", "num_xs", "interpret", "sum_carries",
                 "compiler", "_lin"}
 
@@ -1126,9 +1131,20 @@ class Scope:
     def __init__(self, prefix="", functions=None):
         self.prefix, self.expected, self._count = prefix, {}, 0
         # `functions`: None writes each scan's loop where the scan is; a list gets each
-        # distinct outermost scan loop as a function of its own (its source lines), called
-        # there (loop_function says why).
+        # distinct scan loop that runs at most FUNCTION_RUNS times a call as a function of
+        # its own (its source lines), called there (loop_function says why).
         self.functions, self._loops, self.loop_calls = functions, {}, 0
+        self._runs = 1  # how often the code being written runs a call (None: unknown)
+
+    @contextlib.contextmanager
+    def _repeated(self, times):
+        """Code written inside: it runs `times` (None: unknown) times as often."""
+        runs = self._runs
+        self._runs = None if runs is None or times is None else runs * times
+        try:
+            yield
+        finally:
+            self._runs = runs
 
     def new(self, v, kind="v"):
         """A fresh name for the value of var v (each is assigned in one place, but a carry,
@@ -1165,8 +1181,9 @@ class Scope:
         return lines, [(v, True) if isinstance(v, Literal) else (env[v], env[v] in fresh)
                        for v in graph.outvars]
 
-    def scan(self, eqn, args, outs, indent=""):
-        """The statements of a scan equation: its outputs `outs` (carries, then ys)."""
+    def scan(self, eqn, args, outs, indent="", in_place=False):
+        """The statements of a scan equation: its outputs `outs` (carries, then ys); its loop
+        in place, or (`functions`, not `in_place`) a call of a loop function."""
         p = eqn.params
         if set(p) - _SCAN_PARAMS:
             raise Unsupported(f"a scan with {sorted(set(p) - _SCAN_PARAMS)}")
@@ -1178,7 +1195,9 @@ class Scope:
         init, xs, consts = args[:nc], args[nc:nc + nx], args[nc + nx:]
         if any(a.literal for a in xs):
             raise Unsupported("a literal xs")
-        if self.functions is not None and not any(a.fused or a.elements for a in args):
+        if (self.functions is not None and not in_place and self._runs is not None
+                and self._runs <= FUNCTION_RUNS
+                and not any(a.fused or a.elements for a in args)):
             return self.loop_function(eqn, args, outs, indent)
         carries, ys = outs[:nc], outs[nc:]
         lines = [f"{indent}{name} = {owned(Literal(a.value) if a.literal else a.code, False, v)}"
@@ -1193,8 +1212,9 @@ class Scope:
         x_names = [self.new(v, "x") for v in body.invars[nc:nc + nx]]
         lines += [f"{inner}{n} = {a.code}[{t}]" for n, a in zip(x_names, xs)]
         now, alias_lines = self.step_aliases(carries, body.invars[:nc], inner)
-        body_lines, results = self.graph(body, now + x_names, [a.code for a in consts],
-                                         inner)
+        with self._repeated(T):
+            body_lines, results = self.graph(body, now + x_names, [a.code for a in consts],
+                                             inner)
         lines += alias_lines
         lines += body_lines
         for name, (code, _), v in zip(ys, results[nc:], eqn.outvars[nc:]):
@@ -1210,28 +1230,28 @@ class Scope:
         of the same body, length, direction, literals and argument types. numba's compile
         time grows faster than a function's length (a jacfwd's fused kernel of 2,625 lines,
         four JVP scans of one body, took 102 s; 619 lines 8 s), and it compiles a function
-        once however often it is called. Scans nested in its body stay in its loop."""
+        once however often it is called. A scan nested in its body is a function too where
+        it runs at most FUNCTION_RUNS times a call (the PPO update's epochs and minibatches:
+        its kernel compiled in 75 s, not 107); one in a longer loop stays in place, where
+        the call would cost at every step (the adaptive ODE solver's, in a while_loop:
+        10-20 % slower calls)."""
         p = eqn.params
         key = (p["body"], int(p["length"]), bool(p["reverse"]), p["num_carry"], p["num_xs"],
                tuple(("lit", type(a.value).__name__, repr(a.value)) if a.literal else
                      (a.dtype.str, a.shape) for a in args))
         name = self._loops.get(key)
         if name is None:
-            name = f"_{self.prefix}loop{len(self._loops)}"
+            # named before its body is written: a loop nested in it takes the next name
+            name = self._loops[key] = f"_{self.prefix}loop{len(self._loops)}"
             inner = [a if a.literal else Arg(self.new(v, "p"), v)
                      for a, v in zip(args, eqn.invars)]
             results = [self.new(v) for v in eqn.outvars]
-            functions, self.functions = self.functions, None  # nested scans: in the loop
-            try:
-                lines = self.scan(eqn, inner, results, "    ")
-            finally:
-                self.functions = functions
-            functions.append([
+            lines = self.scan(eqn, inner, results, "    ", in_place=True)
+            self.functions.append([
                 "@numba.njit(cache=CACHE, nogil=True, error_model='numpy')",
                 f"def {name}({', '.join(a.code for a in inner if not a.literal)}):",
                 *nests.hoist_buffers(lines), f"    return ({''.join(r + ', ' for r in results)})",
                 "", ""])
-            self._loops[key] = name
         self.loop_calls += 1
         call = f"{name}({', '.join(a.code for a in args if not a.literal)})"
         return [f"{indent}{''.join(o + ', ' for o in outs)}= {call}" if outs else indent + call]
@@ -1251,14 +1271,16 @@ class Scope:
                  for name, a, v in zip(carries, init, eqn.outvars)]
         lines += [f"{indent}{n} = np.int64(0)", f"{indent}while True:"]
         inner = indent + "    "
-        cond_lines, (test,) = self.graph(cond, carries, [a.code for a in q], inner)
+        with self._repeated(None):
+            cond_lines, (test,) = self.graph(cond, carries, [a.code for a in q], inner)
         test = literal_code(test[0].value, None) if isinstance(test[0], Literal) else test[0]
         lines += cond_lines + [f"{inner}if not {test}:", f"{inner}    break"]
         if p["max_steps"] is not None:
             lines += [f"{inner}if {n} == {int(p['max_steps'])}:",
                       f"{inner}    raise ValueError('while_loop: past max_steps')"]
         now, alias_lines = self.step_aliases(carries, body.invars[:nc], inner)
-        body_lines, results = self.graph(body, now, [a.code for a in k], inner)
+        with self._repeated(None):
+            body_lines, results = self.graph(body, now, [a.code for a in k], inner)
         # n, like the carries, read only up here and assigned only at the end of the step
         n_next = f"{n}_next"
         lines += [f"{inner}{n_next} = {n} + 1"] + alias_lines + body_lines
