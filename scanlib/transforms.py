@@ -3,7 +3,8 @@
 jvp runs f once with a tangent beside every value (forward mode, interpreters/forward.py),
 and jacfwd once per column. Where the result may itself be differentiated, in a trace, and
 for linearize (one linearization, many tangents), it is the transpose of f's whole VJP
-("double VJP"); in a trace jacfwd pushes all its columns through it at once, by vmap.
+("double VJP"); in a trace jacfwd pushes its columns through it together, by vmap, as
+jacrev pulls its rows back through f's VJP.
 Imports the interpreters, vmap and the layers below scanlib/__init__ (autodiff, pytree, ops,
 tape, backends).
 """
@@ -261,9 +262,12 @@ def jacfwd(f: Callable[..., Any], argnums: int | Sequence[int] = 0,
                                                                       "jacfwd")
         out_leaves, out_tree = _real_outputs("jacfwd", out)
         out_infos = [leaf_info(o) for o in out_leaves]
-        if found is None and current_builder() is not None and (
-                _columns(in_infos) >= BATCH_FROM):
-            blocks = _pushed_together(push, in_tree, in_infos, out_infos)
+        if found is None and _batched(in_tree, in_infos):
+            images, units = _images_together(push, in_tree, in_infos)  # [columns] + out
+            blocks = [[reshape(moveaxis(image[start:start + size], 0, -1),  # out + [size]
+                               out_info[0] + in_info[0])
+                       for in_info, (start, size) in zip(in_infos, units)]
+                      for image, out_info in zip(images, out_infos)]
         else:
             columns = _images_of_units(push, in_tree, in_infos)  # [in leaf][unit][out leaf]
             blocks = [[_assemble([c[o] for c in columns[i]], -1, out_infos[o], in_infos[i])
@@ -311,46 +315,45 @@ def _columns(infos):
     return sum(int(np.prod(info[0], dtype=np.int64)) for info in infos)
 
 
-# In a trace, jacfwd batches its columns from BATCH_FROM of them, PUSHED_TOGETHER at most
-# per push (bench/NOTES.md): two columns batched were 8 % slower in the iterated EKF's
-# jitted gradient (the batch's moved axes and sums cost what the second push saved), four
-# 25 % faster in the Kalman filter's; a batch's tangents cost memory in proportion to it,
-# and beyond a few dozen columns a larger one saves nothing.
+# In a trace, jacfwd and jacrev push their columns / rows together from BATCH_FROM of them,
+# PUSHED_TOGETHER at most per push (bench/NOTES.md): two columns batched were 8 % slower in
+# the iterated EKF's jitted gradient (the batch's moved axes and sums cost what the second
+# push saved), four 25 % faster in the Kalman filter's; a batch's tangents cost memory in
+# proportion to it, and beyond a few dozen columns a larger one saves nothing.
 BATCH_FROM = 3
 PUSHED_TOGETHER = 64
 
 
-def _pushed_together(push, in_tree, in_infos, out_infos):
-    """jacfwd's blocks [output leaf][input leaf] from vmapped pushes of the columns (the unit
-    vectors of every input leaf, stacked, PUSHED_TOGETHER at a time), as jax.jacfwd. In a
-    trace this is one tangent program over a batch of columns where one per column would
-    repeat its loops: the Kalman filter's jitted jacfwd 1.7x -> 1.3x its jacrev
-    (bench/NOTES.md). Eagerly each column is one forward-mode pass instead, which vmap's
-    per-call work does not beat."""
-    n = _columns(in_infos)
-    sizes = [int(np.prod(info[0], dtype=np.int64)) for info in in_infos]
-    starts = np.cumsum([0] + sizes)
+def _batched(tree, infos):
+    """Whether a Jacobian's pushes of the unit vectors of `tree`'s leaves go together."""
+    return current_builder() is not None and _columns(infos) >= BATCH_FROM
+
+
+def _images_together(linear, tree, infos):
+    """The images under `linear` of every unit vector of every leaf of `tree` (the other
+    leaves zero), as _images_of_units, stacked: one tensor per image leaf, [units] + its
+    shape, from vmap of `linear` over PUSHED_TOGETHER units at a time, as jax.jacfwd and
+    jax.jacrev batch them. In a trace this is one tangent (or cotangent) program over a batch
+    where one per unit would repeat its loops: the Kalman filter's jitted jacfwd 1.7x ->
+    1.3x its jacrev (bench/NOTES.md). Eagerly each is pushed on its own instead, which
+    vmap's per-call work does not beat. Also (the first unit of each leaf, how many)."""
+    sizes = [int(np.prod(info[0], dtype=np.int64)) for info in infos]
+    starts = [int(s) for s in np.cumsum([0] + sizes)]
+    n = starts[-1]
     chunks = []
     for first in range(0, n, PUSHED_TOGETHER):
         k = min(PUSHED_TOGETHER, n - first)
         units = []
-        for (shape, dtype, device), start, size in zip(in_infos, starts, sizes):
+        for (shape, dtype, device), start, size in zip(infos, starts, sizes):
             xp = backends.namespace(device)
             with backends.on_device(device):
                 e = xp.zeros((k, size), dtype=dtype)
                 cols = xp.arange(max(first, start), min(first + k, start + size))
-                e[cols - first, cols - start] = 1  # column c is unit c - start of this leaf
+                e[cols - first, cols - start] = 1  # unit c is unit c - start of this leaf
                 units.append(Tensor(e.reshape((k,) + tuple(shape))))
-        chunks.append(pytree.flatten(vmap(push)(pytree.unflatten(in_tree, units)))[0])
-    images = [c[0] if len(chunks) == 1 else concatenate(c) for c in zip(*chunks)]  # [n] + out
-    blocks = []
-    for image, out_info in zip(images, out_infos):
-        row = []
-        for in_info, start, size in zip(in_infos, starts, sizes):
-            block = moveaxis(image[start:start + size], 0, -1)  # out.shape + [size]
-            row.append(reshape(block, out_info[0] + in_info[0]))
-        blocks.append(row)
-    return blocks
+        chunks.append(pytree.flatten(vmap(linear)(pytree.unflatten(tree, units)))[0])
+    images = [c[0] if len(chunks) == 1 else concatenate(c) for c in zip(*chunks)]
+    return images, list(zip(starts, sizes))
 
 
 def _chosen_inputs(who, argnums, args):
@@ -390,7 +393,9 @@ def jacrev(f: Callable[..., Any], argnums: int | Sequence[int] = 0,
            has_aux: bool = False) -> Callable[..., PyTree]:
     """The Jacobian of f with respect to args[argnums] by reverse mode, as jax.jacrev.
 
-    One VJP per output element (rows), sharing one forward pass. Shapes and nesting as
+    One VJP per output element (rows), sharing one forward pass; in a trace (jit, a loop
+    body), from three rows, that VJP vmapped over batches of up to 64 rows, as jax.jacrev
+    batches them. Shapes and nesting as
     jacfwd (out.shape + in.shape; output's structure outside, the arguments' inside). Real
     float inputs and outputs only. With has_aux=True, f returns (output, aux) and the
     function returns (jacobian, aux).
@@ -409,9 +414,15 @@ def jacrev(f: Callable[..., Any], argnums: int | Sequence[int] = 0,
         out_leaves, out_tree = _real_outputs("jacrev", out)
         in_infos = [leaf_info(x) for x in in_leaves]
         out_infos = [leaf_info(o) for o in out_leaves]
-        rows = _images_of_units(vjp_fn, out_tree, out_infos)  # [output leaf][unit][input leaf]
-        blocks = [[_assemble([r[i] for r in rows[o]], 0, out_infos[o], in_infos[i])
-                   for i in range(len(in_leaves))] for o in range(len(out_leaves))]
+        if _batched(out_tree, out_infos):
+            images, units = _images_together(vjp_fn, out_tree, out_infos)  # [rows] + in
+            blocks = [[reshape(image[start:start + size], out_info[0] + in_info[0])
+                       for image, in_info in zip(images, in_infos)]
+                      for out_info, (start, size) in zip(out_infos, units)]
+        else:
+            rows = _images_of_units(vjp_fn, out_tree, out_infos)  # [out leaf][unit][in leaf]
+            blocks = [[_assemble([r[i] for r in rows[o]], 0, out_infos[o], in_infos[i])
+                       for i in range(len(in_leaves))] for o in range(len(out_leaves))]
         jac = _nest(out_tree, in_tree, blocks, multiple)
         return (jac, found[2]) if has_aux else jac
 

@@ -597,6 +597,38 @@ def test_jacfwd_in_a_trace_pushes_all_columns_as_one_batch(rng, monkeypatch, tog
     assert len(tangent_scans) == 3, [e.params["num_carry"] for e in tangent_scans]
 
 
+@pytest.mark.parametrize("together", [64, 2])
+def test_jacrev_in_a_trace_pulls_all_rows_back_as_one_batch(rng, monkeypatch, together):
+    """Under jit the rows go through one vmapped VJP (one backward scan over a batch of
+    cotangents), as jax.jacrev; values, shapes and dtypes are the eager Jacobian's (several
+    output leaves, one empty, a float32 input leaf)."""
+    transforms = sys.modules["scanlib.transforms"]
+    monkeypatch.setattr(transforms, "PUSHED_TOGETHER", together)
+    W = sl.tensor(rng.standard_normal((3, 3)) * 0.4)
+    xs = sl.tensor(rng.standard_normal((6, 3)))
+
+    def f(p, x):
+        def body(c, w):
+            c = sl.tanh(c @ W * p["a"] + w * x)
+            return c, sl.sum(c * c)
+        c, ys = sl.scan(body, x * p["b"].astype("float64"), xs)
+        return {"c": c, "ys": ys[:4], "none": sl.zeros((0,))}
+
+    p = {"a": sl.tensor(0.7), "b": sl.tensor(np.float32(1.5))}
+    x = sl.tensor(rng.standard_normal(3))
+    jr = sl.jacrev(f, argnums=(0, 1))
+    eager, traced = jr(p, x), sl.jit(jr)(p, x)
+    _assert_trees_close(traced, eager, rtol=1e-12, atol=1e-14)
+    for a, b in zip(optree.tree_leaves(_np(traced), namespace="scanlib"),
+                    optree.tree_leaves(_np(eager), namespace="scanlib")):
+        assert a.dtype == b.dtype and a.shape == b.shape
+    _assert_trees_close(traced, sl.jacfwd(f, argnums=(0, 1))(p, x), rtol=1e-5, atol=1e-7)
+    if together == 64:
+        graph = sl.jit(sl.jacrev(lambda x: f(p, x)["c"])).trace(x)
+        backward_scans = [e for e in _scans_in(graph) if e.params["reverse"]]
+        assert len(backward_scans) == 1, len(backward_scans)
+
+
 def test_jacfwd_batched_in_a_trace_composes(rng):
     """The batched push inside other transformations: differentiated under jit, in a scan's
     body, under vmap; each against the same thing computed eagerly or by jacrev."""
