@@ -240,11 +240,10 @@ def jacfwd(f: Callable[..., Any], argnums: int | Sequence[int] = 0,
     differentiated again, the transposed VJP of one linearization, and in a trace (jit, a
     loop body), from three columns, that transposed VJP vmapped over batches of up to 64
     columns, as jax.jacfwd batches them (one tangent scan over a batch of columns). Each
-    leaf of the result
-    has shape out.shape + in.shape; the result has the output's structure with, at each leaf,
-    the structure of the chosen argument (a tuple of them when argnums is a tuple). Real
-    float inputs and outputs only (a TypeError otherwise). With has_aux=True, f returns
-    (output, aux) and the function returns (jacobian, aux).
+    leaf of the result has shape out.shape + in.shape; the result has the output's structure
+    with, at each leaf, the structure of the chosen argument (a tuple of them when argnums
+    is a tuple). Real float inputs and outputs only (a TypeError otherwise). With
+    has_aux=True, f returns (output, aux) and the function returns (jacobian, aux).
 
     >>> import scanlib as sl
     >>> sl.jacfwd(lambda x: x * x)(sl.tensor([1.0, 2.0]))
@@ -336,7 +335,7 @@ def _images_together(linear, tree, infos):
     jax.jacrev batch them. In a trace this is one tangent (or cotangent) program over a batch
     where one per unit would repeat its loops: the Kalman filter's jitted jacfwd 1.7x ->
     1.3x its jacrev (bench/NOTES.md). Eagerly each is pushed on its own instead, which
-    vmap's per-call work does not beat. Also (the first unit of each leaf, how many)."""
+    vmap's per-call work does not beat. Returned with each leaf's (first unit, count)."""
     sizes = [int(np.prod(info[0], dtype=np.int64)) for info in infos]
     starts = [int(s) for s in np.cumsum([0] + sizes)]
     n = starts[-1]
@@ -395,10 +394,9 @@ def jacrev(f: Callable[..., Any], argnums: int | Sequence[int] = 0,
 
     One VJP per output element (rows), sharing one forward pass; in a trace (jit, a loop
     body), from three rows, that VJP vmapped over batches of up to 64 rows, as jax.jacrev
-    batches them. Shapes and nesting as
-    jacfwd (out.shape + in.shape; output's structure outside, the arguments' inside). Real
-    float inputs and outputs only. With has_aux=True, f returns (output, aux) and the
-    function returns (jacobian, aux).
+    batches them. Shapes and nesting as jacfwd (out.shape + in.shape; output's structure
+    outside, the arguments' inside). Real float inputs and outputs only. With has_aux=True,
+    f returns (output, aux) and the function returns (jacobian, aux).
 
     >>> import scanlib as sl
     >>> sl.jacrev(lambda x: sl.sum(x * x))(sl.tensor([1.0, 2.0]))

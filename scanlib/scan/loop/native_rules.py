@@ -1232,7 +1232,7 @@ class Scope:
         four JVP scans of one body, took 102 s; 619 lines 8 s), and it compiles a function
         once however often it is called. A scan nested in its body is a function too where
         it runs at most FUNCTION_RUNS times a call (the PPO update's epochs and minibatches:
-        its kernel compiled in 75 s, not 107); one in a longer loop stays in place, where
+        its kernel compiled in 77 s, not 107); one in a longer loop stays in place, where
         the call would cost at every step (the adaptive ODE solver's, in a while_loop:
         10-20 % slower calls)."""
         p = eqn.params
