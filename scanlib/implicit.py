@@ -1,8 +1,9 @@
 """lax.custom_root and lax.custom_linear_solve: a solver's result differentiated implicitly,
 with JAX's derivative rules, not through the solver's iterations. The closed-over values of
 `f` (`matvec`) are hoisted by closure_convert so that they get their derivatives; custom_root's
-rule is a custom_jvp (reverse mode transposes it, as JAX does), custom_linear_solve's a
-custom_vjp whose backward pass is the transposed solve.
+rule is a custom_jvp (reverse mode transposes it, as JAX does) whose arguments include the
+values tangent_solve closes over, custom_linear_solve's a custom_vjp whose backward pass is
+the transposed solve.
 
 Imports tape, pytree, autodiff, transforms, closure and custom.
 """
@@ -34,7 +35,10 @@ def custom_root(f: Callable, initial_guess: Any, solve: Callable, tangent_solve:
     solution is `-tangent_solve(g, df)`, g the linearization of f at the solution in its
     argument and df f's tangent there from its closed-over values. The initial guess gets no
     derivative. tangent_solve(g, y) returns x with g(x) = y, built of differentiable ops (for
-    a scalar, `lambda g, y: y / g(1.0)`).
+    a scalar, `lambda g, y: y / g(1.0)`); it may close over the values being differentiated
+    (a known derivative of f), which are then differentiated through it at higher orders.
+    As in JAX, tangent_solve is traced once per call, on the solution's shapes, when a
+    derivative may reach the solution.
 
     >>> a = sl.tensor(2.0)
     >>> newton = lambda f, x: sl.fori_loop(0, 20, lambda i, x: x - f(x) / (2 * x), x)
@@ -44,27 +48,39 @@ def custom_root(f: Callable, initial_guess: Any, solve: Callable, tangent_solve:
     converted, consts = closure_convert(f, initial_guess)
     out = _solved("custom_root", solve, lambda x: converted(x, *consts), initial_guess,
                   has_aux)
-    root = custom_jvp(lambda consts, out: out)  # the rule below is the derivative
+
+    def linearize_and_solve(x, y):
+        def g(u):
+            return jvp(lambda x: converted(x, *consts), (x,), (u,))[1]
+        return tangent_solve(g, y)
+
+    if consts:
+        # tangent_solve may close over differentiated values (a Newton step's exact
+        # derivative): they become arguments of the rule, as JAX's custom_root makes them
+        # operands. Without consts the solution is a constant and no rule runs.
+        solution = out[0] if has_aux else out
+        solve_tangent, solve_consts = closure_convert(linearize_and_solve, solution, solution)
+    else:
+        solve_tangent, solve_consts = linearize_and_solve, []
+    root = custom_jvp(lambda consts, solve_consts, out: out)  # the rule is the derivative
     root._exact = True  # at every order
 
     @root.defjvp
     def _root_jvp(primals, tangents):
-        consts, out = primals
-        dconsts, _ = tangents  # neither the guess nor solve's own values get a derivative
-        out = root(consts, out)  # differentiable in consts: the rule's own derivative needs it
+        consts, solve_consts, out = primals
+        # only f's values drive the solution's tangent; neither the guess nor solve's values
+        # get a derivative, and tangent_solve's enter it at the next order, as primals here
+        dconsts = tangents[0]
+        out = root(consts, solve_consts, out)  # differentiable: the rule's derivative needs it
         solution = out[0] if has_aux else out
         _, df = jvp(lambda *c: converted(solution, *c), tuple(consts), tuple(dconsts))
-
-        def g(u):
-            return jvp(lambda x: converted(x, *consts), (solution,), (u,))[1]
-
-        dsol = pytree.tree_map(lambda t: -t, tangent_solve(g, df))
+        dsol = pytree.tree_map(lambda t: -t, solve_tangent(solution, df, *solve_consts))
         _check_like("custom_root", "tangent_solve's result", dsol, initial_guess)
         if has_aux:
             return out, (dsol, pytree.tree_map(lambda a: a * 0, out[1]))
         return out, dsol
 
-    return root(list(consts), out)
+    return root(list(consts), list(solve_consts), out)
 
 
 def _solved(who, solve, fn, guess, has_aux):

@@ -514,6 +514,30 @@ def test_custom_root_is_the_implicit_derivative_to_second_order():
         sl.tensor(1.0))) == 0.0
 
 
+def _cube_root_exact_tangent(a):
+    """tangent_solve closes over a, the differentiated value: the exact Newton derivative."""
+    return lax.custom_root(lambda x: x * x * x - a, sl.ones_like(a), _newton,
+                           lambda g, y: y / (3 * a ** (2 / 3)))
+
+
+@pytest.mark.parametrize("jitted", [False, True])
+def test_custom_root_tangent_solve_may_close_over_the_differentiated_value(jitted):
+    a = sl.tensor(np.array([1.0, 8.0, 27.0]))
+    d1 = a.numpy() ** (-2 / 3) / 3
+    d2 = np.diag(-2 / 9 * a.numpy() ** (-5 / 3))
+
+    def total(a):
+        return sl.sum(_cube_root_exact_tangent(a))
+
+    for transform, want in [(sl.jacrev, d1), (sl.jacfwd, d1), (sl.hessian, d2),
+                            (lambda f: sl.jacfwd(sl.grad(f)), d2)]:
+        fn = transform(total)
+        got = (sl.jit(fn) if jitted else fn)(a)
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-12, atol=1e-15)
+    _, t = sl.jvp(_cube_root_exact_tangent, (a,), (sl.ones_like(a),))
+    np.testing.assert_allclose(t.numpy(), d1, rtol=1e-12)
+
+
 @pytest.mark.parametrize("symmetric", [True, False])
 def test_custom_linear_solve_matches_the_direct_solve(symmetric):
     A = M if symmetric else NONSYM
