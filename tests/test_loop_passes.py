@@ -451,7 +451,8 @@ def test_getitem_prints_as_the_tuple_its_impl_indexes_with(index):
 def test_a_scan_bound_with_residuals_nobody_reads_is_pruned_to_its_plain_body():
     """In jit's replayed graph the backward scan is bound with residuals (a trace records the
     walk, for a second derivative that never comes): none is read, so it runs as the scan
-    of its plain body. Residuals that are read keep the binding as it is."""
+    of its plain body. One whose residuals are read runs its residual-extended body, pruned
+    as any scan's (the next test)."""
     from scanlib.tape.graph import prune_outputs
 
     jitted = sl.jit(sl.value_and_grad(lambda a, xs: sl.sum(sl.scan(
@@ -467,6 +468,39 @@ def test_a_scan_bound_with_residuals_nobody_reads_is_pruned_to_its_plain_body():
     want_value, want_g = sl.value_and_grad(lambda a, xs: sl.sum(sl.scan(
         lambda c, x: (c * a + x, sl.sin(c)), sl.tensor(0.5), xs)[1]))(a, xs)
     assert float(value) == float(want_value) and float(g) == float(want_g)
+
+
+@pytest.mark.parametrize("compiler", ["numpy", "numba"])
+def test_a_forward_scan_bound_with_residuals_stores_only_what_is_read(compiler):
+    """Under jit, the gradient of a scan whose ys the loss never reads: the forward scan,
+    bound with the residuals its backward reads, no longer stores the ys too (nor a carry
+    history nobody reads), as XLA would not; values and gradients are eager's, bit for bit
+    on NumPy's loop."""
+    if compiler == "numba":
+        pytest.importorskip("numba")
+    rng = np.random.default_rng(3)
+    w, xs = sl.tensor(rng.normal(size=(3, 3)) * 0.4), sl.tensor(rng.normal(size=(9, 3)))
+
+    def loss(w, xs):
+        c, ys = sl.scan(lambda c, x: (sl.tanh(w @ c + x), {"twice": c * 2.0, "c": c}),
+                        sl.ones(3), xs, compiler=compiler)
+        return sl.sum(c * c)
+
+    for fn in (sl.value_and_grad(loss, argnums=(0, 1)), sl.jacrev(loss, argnums=(0, 1))):
+        jitted = sl.jit(fn)
+        graph = jitted.trace(w, xs)
+        read = {u for e in graph.eqns for u in e.invars} | set(graph.outvars)
+        scans = [e for e in graph.eqns if e.prim.name == "scan"]
+        assert len(scans) == 2
+        for e in scans:  # stacked outputs (a carry is computed whether read or not)
+            assert all(v in read for v in e.outvars[e.params["num_carry"]:]), \
+                e.params["body"]
+        got, want = jitted(w, xs), fn(w, xs)
+        for a, b in zip(sl.tree_util.tree_leaves(got), sl.tree_util.tree_leaves(want)):
+            if compiler == "numpy":
+                assert np.array_equal(a.numpy(), b.numpy())
+            else:
+                np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-12, atol=1e-14)
 
 
 def test_jit_prunes_the_cotangents_nobody_asked_for_inside_nested_backward_bodies():

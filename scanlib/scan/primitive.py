@@ -237,14 +237,17 @@ def _ct_or_zeros(ct, like, xp, lead):
 def _prune_scan(params, used):
     """The scan computing only the used carries and ys, and the carries those read (to a
     fixpoint), over a body cut down to them; xs and consts it no longer reads are dropped.
-    A scan bound with its residuals (`_lin`) is pruned only when none of them is read (a
-    replayed graph, whose VJPs never run): it is then the scan of its plain body."""
+    Graphs are pruned only to be run (a jitted call's replay, a loop's body), never
+    differentiated, so a scan bound with its residuals (`_lin`) loses them: when none is
+    read it is the scan of its plain body, else of its residual-extended body, whose
+    residuals are then outputs like its ys (a backward graph that reads some residuals and
+    not the forward's ys: those are never stored)."""
     lin = params.get("_lin")
     if lin is not None:
         n_user = params["num_carry"] + lin.num_ys
-        if any(used[n_user:]):
-            return None  # its VJP reads the residuals by position
         params = {k: v for k, v in params.items() if k != "_lin"}
+        if any(used[n_user:]):
+            return _prune_scan(params, used)
         params["body"] = lin.body
         found = _prune_scan(params, used[:n_user])
         if found is None:

@@ -15,8 +15,8 @@ import heapq
 from ...ops.elementwise import add as add_p
 from ...ops.linalg import matmul_p
 from ...ops.structural import sum_p, transpose_p
-from ...tape.graph import (Eqn, Graph, has_effect, param_fingerprint, prune_outputs,
-                           used_vars)
+from ...tape.graph import (Eqn, Graph, has_effect, merge_rebound, param_fingerprint,
+                           prune_outputs, used_vars)
 from . import alias
 from .batch import batched_impl
 from .memory import plan_memory
@@ -44,7 +44,7 @@ def prune_nested_results(prog):
     inputs that need none are dropped with the work that made them (graph.prune_outputs;
     each primitive's `prune` rule says what it can drop, in its own body too). Must not fire
     where every result is read and every nested body computes only what it returns."""
-    graph = prune_outputs(prog.graph)
+    graph = prune_outputs(merge_rebound(prog.graph))
     if graph is prog.graph:
         return prog
     new = from_body(graph, prog.num_carry, prog.num_xs, prog.reverse, prog.sum_carries)
