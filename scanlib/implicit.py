@@ -5,7 +5,7 @@ rule is a custom_jvp (reverse mode transposes it, as JAX does) whose arguments i
 values tangent_solve closes over, custom_linear_solve's a custom_vjp whose backward pass is
 the transposed solve.
 
-Imports tape, pytree, autodiff, transforms, closure and custom.
+Imports tape, pytree, tracing, autodiff, transforms, closure and custom.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from .autodiff import stop_gradient, vjp
 from .closure import closure_convert
 from .custom import custom_jvp, custom_vjp
 from .tape import no_grad
+from .tracing import abstract_leaf
 from .transforms import jvp
 
 __all__ = ["custom_root", "custom_linear_solve"]
@@ -48,6 +49,9 @@ def custom_root(f: Callable, initial_guess: Any, solve: Callable, tangent_solve:
     converted, consts = closure_convert(f, initial_guess)
     out = _solved("custom_root", solve, lambda x: converted(x, *consts), initial_guess,
                   has_aux)
+    solution = out[0] if has_aux else out
+    if _avals(solution) != _avals(initial_guess):  # solve promoted it (a float64 in f)
+        converted, consts = closure_convert(f, solution)  # the rule works at the solution
 
     def linearize_and_solve(x, y):
         def g(u):
@@ -58,7 +62,6 @@ def custom_root(f: Callable, initial_guess: Any, solve: Callable, tangent_solve:
         # tangent_solve may close over differentiated values (a Newton step's exact
         # derivative): they become arguments of the rule, as JAX's custom_root makes them
         # operands. Without consts the solution is a constant and no rule runs.
-        solution = out[0] if has_aux else out
         solve_tangent, solve_consts = closure_convert(linearize_and_solve, solution, solution)
     else:
         solve_tangent, solve_consts = linearize_and_solve, []
@@ -81,6 +84,11 @@ def custom_root(f: Callable, initial_guess: Any, solve: Callable, tangent_solve:
         return out, dsol
 
     return root(list(consts), list(solve_consts), out)
+
+
+def _avals(tree):
+    paths, leaves, _ = pytree.flatten_with_paths(tree, "x")
+    return [abstract_leaf(leaf, path)[:2] for path, leaf in zip(paths, leaves)]
 
 
 def _solved(who, solve, fn, guess, has_aux):

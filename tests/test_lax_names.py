@@ -538,6 +538,21 @@ def test_custom_root_tangent_solve_may_close_over_the_differentiated_value(jitte
     np.testing.assert_allclose(t.numpy(), d1, rtol=1e-12)
 
 
+def test_custom_root_whose_solve_promotes_the_guess_is_differentiated_at_the_solution():
+    """A float32 guess, a float64 value in f: solve's result is float64, and f's
+    linearization is taken there (it was traced at the guess's float32 and refused it)."""
+    def root(a):
+        return lax.custom_root(lambda x: x * x - a, np.ones((), np.float32),
+                               lambda f, x: x * 0 + sl.sqrt(a), lambda g, y: y / g(1.0))
+
+    a = sl.tensor(2.0)
+    for fn in (sl.grad(root), sl.jacfwd(root), sl.jit(sl.grad(root))):
+        g = fn(a)
+        assert g.dtype == np.float64
+        np.testing.assert_allclose(float(g), 0.5 / np.sqrt(2.0), rtol=1e-12)
+    np.testing.assert_allclose(float(sl.hessian(root)(a)), -0.25 * 2.0 ** -1.5, rtol=1e-10)
+
+
 @pytest.mark.parametrize("symmetric", [True, False])
 def test_custom_linear_solve_matches_the_direct_solve(symmetric):
     A = M if symmetric else NONSYM
