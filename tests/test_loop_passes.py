@@ -503,6 +503,43 @@ def test_a_forward_scan_bound_with_residuals_stores_only_what_is_read(compiler):
                 np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-12, atol=1e-14)
 
 
+def test_a_scan_body_taking_grad_of_an_inner_scan_runs_its_forward_once():
+    """grad of an inner scan's loss, in a scan body: the trace binds the inner scan for the
+    loss's value, then again with the residuals its VJP reads. The body's loop program
+    merges the two (graph.merge_rebound, as jit's graph), so the inner forward runs once a
+    step, then its backward; values and gradients are the Python loop's."""
+    rng = np.random.default_rng(0)
+    W = sl.tensor(rng.normal(size=(4, 4)) * 0.3)
+
+    def inner_loss(v):
+        def body(h, t):
+            h = sl.tanh(h @ W + t)
+            return h, h
+        return sl.sum(sl.lax.scan(body, v, sl.arange(0.0, 5.0) * 0.1)[0] ** 2)
+
+    def outer(c, t):
+        return c - 0.1 * sl.grad(inner_loss)(c * t), None
+
+    c0, ts = sl.tensor(rng.normal(size=4)), sl.tensor(np.linspace(0.5, 1.5, 6))
+    prog = sl.scan_plan(outer, c0, ts).forward_loop.program
+    scans = [prog.eqns[n].params["reverse"] for n in prog.section
+             if prog.eqns[n].prim.name == "scan"]
+    assert scans == [False, True], scans
+
+    def loop(c0):
+        c = c0
+        for t in ts:
+            c = outer(c, t)[0]
+        return sl.sum(c * c)
+
+    def scanned(c0):
+        return sl.sum(sl.lax.scan(outer, c0, ts)[0] ** 2)
+
+    np.testing.assert_allclose(float(scanned(c0)), float(loop(c0)), rtol=1e-13)
+    np.testing.assert_allclose(sl.grad(scanned)(c0).numpy(), sl.grad(loop)(c0).numpy(),
+                               rtol=1e-11)
+
+
 def test_jit_prunes_the_cotangents_nobody_asked_for_inside_nested_backward_bodies():
     """Under jit every argument is traced, so scan's VJP computes a cotangent for dt too;
     the gradient asked only for w. Pruning drops dt's cotangent from the top-level backward
