@@ -225,9 +225,14 @@ def test_which_allocations_move_to_the_top(use, hoisted):
 @pytest.mark.parametrize("uses, hoisted", [
     (["v = a[::, 0]", "y = v[i] + 1.0"], True),  # a view read by elements
     (["v = a.T", "w = v[None, ::]", "y = w[0, i, j]"], True),  # a view of a view
-    (["v = a[::, 0]", "v[i] = 1.0"], False),  # written through a view: the step's own array
-    (["v = a.T", "w = v[None, ::]", "w[0, i, j] += 1.0"], False),
-    (["v = a[0]", "v[i] //= 2"], False), (["v = a[0]", "v[i] **= 2"], False),
+    (["v = a[::, 0]", "v[i] = 1.0"], True),  # written through a view (a scatter's slice)
+    (["v = a.T", "w = v[None, ::]", "w[0, i, j] += 1.0"], True),
+    (["v = a[0]", "v[i] //= 2"], True), (["v = a[0]", "v[i] **= 2"], True),
+    (["v = np.ascontiguousarray(a).reshape((4,))", "y = v[i]"], True),  # the flat read
+    (["v = np.ascontiguousarray(a).reshape((4, 1))", "y = f(v[i])"], False),  # a row
+    (["v = np.ascontiguousarray(a).reshape((4,))", "y = g(v)"], False),  # passed on
+    (["v = np.ascontiguousarray(a).reshape((4,))", "c0, = v,"], False),  # a carry
+    (["v = np.ascontiguousarray(a)", "y = v[i, j]"], False),  # not a reshape: not proved
     (["v = a[0]", "y = v[i] == 1.0"], True),  # a comparison, not a write
     (["v = a[1]", "y = v[i, j]"], False),  # the view's rank is 1: a slice of it
     (["v = a[::, 0]", "y = v"], False),  # the view held by another name

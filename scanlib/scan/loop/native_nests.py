@@ -312,14 +312,15 @@ def hoist_buffers(lines, indent="    "):
     np.empty(shape, dtype)`) made once at the top instead of at every step, where nothing
     can tell: the name is assigned nowhere else and every other use reads or writes one
     element (an index per axis, no slice, no None) or takes a view (basic indexing, `.T`)
-    named once and only read, element by element, so no alias, carry or output ever holds
-    the array past the step that writes it, and each step writes it before reading it (as
-    the NumPy loop allocates it anew). A step of small arrays spent most of its time in these
-    allocations (15 ns each). An array written through a view (a pad's or a scatter's zeros,
-    then a slice) stays the step's own: moved, Holt-Winters' fused kernel ran 10 % slower.
-    Arrays allocated once anyway stay where they are: made at the top, large ones would all
-    be alive at once (an HMM's fused kernel, 14 of 1 MB, ran 35 % slower), where each is
-    freed after its last use and its memory reused."""
+    named once and used element by element (read, or written: a pad's or a scatter's zeros,
+    then a slice), so no alias, carry or output ever holds the array past the step that
+    writes it, and each step writes it before reading it (as the NumPy loop allocates it
+    anew). A contiguous reshape (`np.ascontiguousarray(a).reshape(...)`, the emitter's flat
+    read) counts as a view. A step of small arrays spent most of its time in these
+    allocations (15-20 ns each: a jitted Kalman jacrev's backward step made eight, 17 of its
+    72 us). Arrays allocated once anyway stay where they are: made at the top, large ones
+    would all be alive at once (an HMM's fused kernel, 14 of 1 MB, ran 35 % slower), where
+    each is freed after its last use and its memory reused."""
     text = "\n".join(lines)
     found = {}  # name -> its rank, for each allocation that may move
     for line in lines:
@@ -342,9 +343,8 @@ def hoist_buffers(lines, indent="    "):
         if name not in rank or name in held or text.startswith(" = ", m.end()) or \
                 at.get(m.end()) in views.get(name, ()):
             continue  # its allocation or definition (assigned once), or a view taken of it
-        if not (_element_use(text, m.end(), rank[name]) or _raveled_element(text, m)) or \
-                name not in found and _ASSIGNS.match(text, _index_end(text, m.end())):
-            held.add(name)  # (written through a view: a step's own array, LLVM's to keep)
+        if not (_element_use(text, m.end(), rank[name]) or _raveled_element(text, m)):
+            held.add(name)
     movable = {n for n in found if not _holds(n, views, held)}
     hoisted, keep = [], []
     for line in lines:
@@ -359,6 +359,8 @@ def hoist_buffers(lines, indent="    "):
 _ASSIGNED = re.compile(r"^\s*([A-Za-z_]\w*) = ", re.M)
 _IDENTIFIER = re.compile(r"\b[A-Za-z_]\w*\b")
 _VIEW = re.compile(r"^\s*([A-Za-z_]\w*) = ([A-Za-z_]\w*)((?:\.T|\[[^\[\]()]*\])+)$", re.M)
+_RESHAPED = re.compile(r"^\s*([A-Za-z_]\w*) = np\.ascontiguousarray\(([A-Za-z_]\w*)\)"
+                       r"\.reshape\((\([0-9, ]*\))\)$", re.M)
 _INDEX = re.compile(r"\.T|\[([^\[\]]*)\]")
 _SLICE = re.compile(r"-?\w*:-?\w*(:-?\w*)?\Z")
 
@@ -369,6 +371,8 @@ def _views(text, rank):
     end of that mention) -> the view."""
     defined = {}
     for m in _VIEW.finditer(text):
+        defined.setdefault(m.group(2), []).append((m.group(1), m.group(3), m.end(2)))
+    for m in _RESHAPED.finditer(text):  # a view where the array is contiguous (made here)
         defined.setdefault(m.group(2), []).append((m.group(1), m.group(3), m.end(2)))
     views, at, todo = {}, {}, [n for n in rank if n in defined]
     while todo:
@@ -390,7 +394,10 @@ def _views(text, rank):
 
 def _view_rank(suffix, rank):
     """The rank of `x<suffix>` for x of `rank` dimensions, the suffix basic indexing (an
-    integer or a name per axis, slices, None) and `.T`s; None for anything else."""
+    integer or a name per axis, slices, None) and `.T`s, or a reshape's shape (`(2, 3)`:
+    _RESHAPED's); None for anything else."""
+    if suffix.startswith("("):
+        return None if rank is None else len([d for d in suffix[1:-1].split(",") if d.strip()])
     for m in _INDEX.finditer(suffix):
         if rank is None or m.group() == ".T":
             continue
@@ -416,22 +423,6 @@ def _raveled_element(text, m):
     if not text.startswith("np.ravel(", m.start() - 9) or not text.startswith(")", m.end()):
         return False
     return _element_use(text, m.end() + 1, 1)
-
-
-_ASSIGNS = re.compile(r" *(?:[-+*/%&|^@]|//|\*\*|<<|>>)?=[^=]")  # x[i] = / += / //= ...
-
-
-def _index_end(text, end):
-    """Where the brackets that open at `end` close (past the `]`)."""
-    depth = 0
-    for i in range(end, len(text)):
-        if text[i] in "[(":
-            depth += 1
-        elif text[i] in "])":
-            depth -= 1
-            if depth == 0:
-                return i + 1
-    return len(text)
 
 
 def _element_use(text, end, rank):
