@@ -399,3 +399,24 @@ def test_numpy_error_handlers_are_called():
     finally:
         np.seterrcall(old)
     assert calls == ["invalid value"]
+
+
+@pytest.mark.parametrize("steps", [1, 2, 7])
+def test_a_fused_kernels_next_carries_alternate_between_two_arrays(steps):
+    """A [3, 2] carry computed anew at every step: the fused kernel writes even steps into
+    one array and odd steps into another (native_nests.double_buffer_carries), forward and
+    backward; values and gradients are the NumPy loops', over odd and even lengths."""
+    xs = np.random.default_rng(5).normal(size=(steps, 3, 2))
+
+    def make(compiler):
+        def loss(c0, xs):
+            def f(c, x):
+                return sl.tanh(c[::-1] * 0.9 + x), sl.sum(c * x)
+            c, ys = sl.scan(f, c0, xs, compiler=compiler)
+            return sl.sum(c * c) + sl.sum(ys)
+        return sl.value_and_grad(loss, argnums=(0, 1))
+
+    jitted = check(make, np.ones((3, 2)) * 0.3, xs)
+    source = _trace(jitted).fused.source
+    assert re.search(r"^ +(\w+) = \1_even if t\d+ % 2 == 0 else \1_odd$", source, re.M), \
+        source

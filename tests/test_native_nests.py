@@ -248,6 +248,43 @@ def test_an_allocation_read_through_views_moves_only_if_every_view_is_read_by_el
     assert nests.hoist_buffers(lines) == (moved if hoisted else lines)
 
 
+_STEP = ["    c = k.copy()", "    for t3 in range(5):", "        s = c",
+         "        v = np.empty((2, 2), np.float64)", "        for _i in range(2):",
+         "            for _j in range(2):", "                v[_i, _j] = s[_i, _j] * 2.0"]
+
+
+@pytest.mark.parametrize("extra, after, doubled", [
+    ([], [], True),
+    (["        y = v[0, 1] + s[1, 1]", "        r[t3] = v[1, 0]"], [], True),  # read by elements
+    (["        w = v[::, 0]"], [], False),  # a view of it: not proved
+    (["        y = g(v)"], [], False),  # passed on
+    (["        v = s"], [], False),  # assigned again
+    ([], ["    z = v[0, 0]"], False),  # read after the loop, where its array is reused
+    (["        d = v"], [], False),  # held by another name
+])
+def test_a_next_carry_made_at_every_step_is_written_into_two_arrays(extra, after, doubled):
+    lines = _STEP + extra + ["        c, = v,"] + after
+    got = nests.double_buffer_carries(lines)
+    if not doubled:
+        assert got == lines
+        return
+    assert got[:2] == ["    c = k.copy()", "    v_even = np.empty((2, 2), np.float64)"]
+    assert got[2] == "    v_odd = np.empty((2, 2), np.float64)"
+    assert got[5] == "        v = v_even if t3 % 2 == 0 else v_odd"
+    assert got[6:] == lines[4:]
+
+
+def test_next_carries_made_deeper_large_or_in_a_while_loop_keep_their_allocation():
+    deeper = ["    for t3 in range(5):", "        if t3:",
+              "            v = np.empty((2,), np.float64)", "            v[0] = 1.0",
+              "            v[1] = 2.0", "        c, = v,"]
+    large = [line.replace("(2, 2)", "(64, 64)") for line in _STEP] + ["        c, = v,"]
+    loop = [line.replace("for t3 in range(5):", "while True:") for line in _STEP] + [
+        "        c, = v,"]
+    for lines in (deeper, large, loop):
+        assert nests.double_buffer_carries(lines) == lines
+
+
 def test_allocations_made_once_anyway_or_large_stay_where_they_are():
     top = ["    a = np.empty((2, 2), np.float64)", "    for t in range(3):",
            "        y = a[0, 1]"]

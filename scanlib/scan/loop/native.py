@@ -363,7 +363,7 @@ def kernel_module(params, body_lines, what="kernel", functions=()):
         *[line for function in functions for line in function],
         "@numba.njit(cache=CACHE, nogil=True, error_model='numpy')",
         f"def kernel({', '.join(params)}):",
-        *nests.hoist_buffers(body_lines), ""])
+        *nests.double_buffer_carries(nests.hoist_buffers(body_lines)), ""])
 
 
 class NativeKernel:

@@ -1250,7 +1250,9 @@ class Scope:
             self.functions.append([
                 "@numba.njit(cache=CACHE, nogil=True, error_model='numpy')",
                 f"def {name}({', '.join(a.code for a in inner if not a.literal)}):",
-                *nests.hoist_buffers(lines), f"    return ({''.join(r + ', ' for r in results)})",
+                *nests.double_buffer_carries([
+                    *nests.hoist_buffers(lines),
+                    f"    return ({''.join(r + ', ' for r in results)})"]),
                 "", ""])
         self.loop_calls += 1
         call = f"{name}({', '.join(a.code for a in args if not a.literal)})"
