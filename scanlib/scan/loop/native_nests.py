@@ -22,6 +22,7 @@ Imports nothing of scanlib's; numba only inside the kernels it writes.
 
 from __future__ import annotations
 
+import collections
 import math
 import re
 
@@ -334,9 +335,7 @@ def hoist_buffers(lines, indent="    "):
     views, at = _views(text, rank)
     # One pass over the text for all of them (a pass per name was quadratic: seconds for
     # the ODE solver's kernel, whose source the numba tier writes at every eager call).
-    assigned = {}
-    for m in _ASSIGNED.finditer(text):
-        assigned[m.group(1)] = assigned.get(m.group(1), 0) + 1
+    assigned = _assignments(text)
     held = {n for n, r in rank.items() if r is None or assigned.get(n) != 1}
     for m in _IDENTIFIER.finditer(text):
         name = m.group()
@@ -367,9 +366,7 @@ def double_buffer_carries(lines):
     the other; the array written was the carry two steps back, which no name holds any more
     (every other use was one element, residuals and ys are copied out)."""
     text = "\n".join(lines)
-    assigned = {}
-    for m in _ASSIGNED.finditer(text):
-        assigned[m.group(1)] = assigned.get(m.group(1), 0) + 1
+    assigned = _assignments(text)
     out, before = list(lines), {}  # the loop's line -> the buffers made before it
     for i, line in enumerate(lines):
         loop = _STEP_LOOP.match(line)
@@ -408,6 +405,11 @@ def double_buffer_carries(lines):
 _STEP_LOOP = re.compile(r"(\s*)for (t\d+) in range\(.*\):\Z")
 _CARRY_UPDATE = re.compile(r"(\s*)((?:[A-Za-z_]\w*, )*[A-Za-z_]\w*,) = "
                            r"((?:[A-Za-z_]\w*, )*[A-Za-z_]\w*,)\Z")
+
+
+def _assignments(text):
+    """How often each name is assigned (`name = ...` at the start of a line)."""
+    return collections.Counter(m.group(1) for m in _ASSIGNED.finditer(text))
 
 
 _ASSIGNED = re.compile(r"^\s*([A-Za-z_]\w*) = ", re.M)
