@@ -274,6 +274,21 @@ def test_a_next_carry_made_at_every_step_is_written_into_two_arrays(extra, after
     assert got[6:] == lines[4:]
 
 
+def test_double_buffered_carries_come_in_the_updates_order():
+    """The kernel's source is its cache key: the same in every process (a set's order
+    changes with the hash seed, and a warm cache would then recompile)."""
+    names = ["v9", "v3", "v12", "v5", "v7", "v1"]
+    lines = ["    for t2 in range(4):"]
+    for n in names:
+        lines += [f"        {n} = np.empty((2,), np.float64)", f"        {n}[0] = 1.0",
+                  f"        {n}[1] = 2.0"]
+    lines += ["        " + "".join(f"c{i}, " for i in range(len(names))).rstrip() + " = "
+              + "".join(f"{n}, " for n in names).rstrip()]
+    got = nests.double_buffer_carries(lines)
+    made = [line.split(" = ")[0].strip() for line in got[:2 * len(names)]]
+    assert made == [f"{n}_{parity}" for n in names for parity in ("even", "odd")]
+
+
 def test_next_carries_made_deeper_large_or_in_a_while_loop_keep_their_allocation():
     deeper = ["    for t3 in range(5):", "        if t3:",
               "            v = np.empty((2,), np.float64)", "            v[0] = 1.0",

@@ -381,7 +381,9 @@ def double_buffer_carries(lines):
             continue
         body = "\n".join(lines[i + 1:end - 1])
         outside = "\n".join(lines[:i] + lines[end:])
-        for name in {n.strip() for n in update.group(3).split(",") if n.strip()}:
+        # in the update's order, not a set's: the source is the kernel's cache key, and a
+        # set of strings iterates in another order in every process (hash randomisation)
+        for name in dict.fromkeys(n.strip() for n in update.group(3).split(",") if n.strip()):
             made = [(j, m) for j in range(i + 1, end - 1) for m in [_EMPTY.match(lines[j])]
                     if m and m.group(1) == inner and m.group(2) == name]
             if not made or assigned.get(name) != 1 or re.search(rf"\b{name}\b", outside):
