@@ -20,7 +20,7 @@ import inspect
 
 import numpy as np
 
-from . import backends, pytree
+from . import backends, logs, pytree
 from .interpreters.batching import broadcast_batch
 from .ops import as_tensor, zeros
 from .ops.primitive import Primitive, bind
@@ -30,13 +30,15 @@ from .scan.loop.native import VIEWS
 from .tape import (Graph, Tensor, backward_pass, current_builder, enable_grad, grad_enabled,
                    is_differentiable_dtype, record)
 from .tape.backward import watching
-from .tape.graph import Var, stand_ins_for
+from .tape.graph import Var, stand_ins_for, used_vars
 from .tape.levels import FORWARD_MODE, ForwardModeEncloses, at_enclosing_levels
 from .tape.state import STATE
 from .tracing import closure_names, int_positions, trace_function
 from .vmap import vmap
 
 __all__ = ["custom_vjp", "custom_jvp"]
+
+_log = logs.get("custom")
 
 _NUMBERS = (bool, int, float, complex)  # exact types: a NumPy scalar is typed, so traced
 
@@ -52,18 +54,18 @@ class custom_vjp:
     subtree of it). The arguments at `nondiff_argnums` (functions, sizes, flags) get no
     cotangent: they are passed to fwd as given and to bwd first, `bwd(*nondiff, res, g)`.
 
-    Under grad, vjp and value_and_grad the output is fwd's (fun's in a scan, loop or
-    checkpoint body: keep the two equal) and the cotangents bwd's. Only the residuals are
-    kept between the two passes, not fwd's intermediates (an adjoint method stays O(1) in
-    memory). As in JAX, bwd differentiates the call at one level only (the innermost grad or
-    vjp whose inputs it depends on); a derivative of the gradient (grad of grad, jvp of grad,
-    a hessian) differentiates fwd's and bwd's own operations. Forward mode at the call's own
-    level (jvp, jacfwd or linearize of a function that calls it) raises TypeError, as in JAX:
-    define a custom_jvp instead. A `Tensor.backward` walk (PyTorch's API) has no level: it
-    applies bwd at every order, as a torch.autograd.Function. It works under vmap and jit and
-    inside scan, fori_loop, while_loop and checkpoint bodies. A tensor that fun reads from
-    outside its arguments gets no cotangent from the rule, so one a derivative may reach
-    raises TypeError: pass it as an argument instead.
+    Under grad, vjp and value_and_grad the output is fwd's (also in a scan, loop or checkpoint
+    body, where fwd is traced beside fun) and the cotangents bwd's. Only the residuals are kept
+    between the two passes, not fwd's intermediates (an adjoint method stays O(1) in memory). As
+    in JAX, bwd differentiates the call at one level only (the innermost grad or vjp whose
+    inputs it depends on); a derivative of the gradient (grad of grad, jvp of grad, a hessian)
+    differentiates fwd's and bwd's own operations. Forward mode at the call's own level (jvp,
+    jacfwd or linearize of a function that calls it) raises TypeError, as in JAX: define a
+    custom_jvp instead. A `Tensor.backward` walk (PyTorch's API) has no level: it applies bwd at
+    every order, as a torch.autograd.Function. It works under vmap and jit and inside scan,
+    fori_loop, while_loop and checkpoint bodies. A tensor that fun reads from outside its
+    arguments gets no cotangent from the rule, so one a derivative may reach raises TypeError:
+    pass it as an argument instead.
 
     >>> import scanlib as sl
     >>> clip_gradient = sl.custom_vjp(lambda x: x)
@@ -118,8 +120,10 @@ class custom_jvp:
     the function's gradient. As in JAX, the rule differentiates the call at one level (the
     innermost derivative whose inputs it depends on); a derivative around that one (grad of
     grad, a hessian) differentiates the rule's own operations. Where the call is
-    differentiated its output is the rule's primal_out, as in JAX (fun's in a scan, loop or
-    checkpoint body); elsewhere fun runs. The arguments at
+    differentiated its output is the rule's primal_out, as in JAX (in a scan, loop or
+    checkpoint body too, where the rule is traced beside fun); elsewhere fun runs. There a
+    `debug.print` in the rule prints once, and only what does not read the tangents, as JAX's
+    linearize; forward mode prints them all. The arguments at
     `nondiff_argnums` get no tangent and come first: `jvp(*nondiff, primals, tangents)`. It
     works under vmap and jit and inside scan, fori_loop, while_loop and checkpoint bodies. A
     tensor that fun reads from outside its arguments gets no tangent from the rule, so one a
@@ -225,6 +229,10 @@ class Rules:
     out_avals: tuple
     in_rule: bool = False  # called by another custom function's rule that a walk runs
     fun: Any = None  # the user's function (a custom_jvp in linear code transposes it)
+    # traced where nothing differentiates it (a loop body): fwd's output or the jvp rule's
+    # primal output, a graph of the equation's inputs, which the call computes where the
+    # body is differentiated (see _rule_primal_graph)
+    differentiated: Any = None
     exact: bool = False  # the rule is fun's derivative at every order: it takes no level
 
     def __repr__(self):  # printed graphs: `rules={fwd: f_fwd, bwd: f_bwd}`
@@ -353,6 +361,12 @@ class _Call:
                       graph.outvars, graph.name, graph.device)
         n = outs_tree[0].num_leaves
         rules = self.rules(given, outs_tree[0], [(v.shape, v.dtype) for v in graph.outvars[:n]])
+        if not differentiated and not given["exact"]:  # exact: fun's is the rule's
+            found = self._rule_primal_graph(prim, probe, inputs, device, graph.outvars)
+            if found is not None:
+                graph, rule_graph, rule_consts = _sharing_inputs(graph, *found)
+                consts = list(consts) + rule_consts
+                rules = dataclasses.replace(rules, differentiated=rule_graph)
         outs = bind(prim, *inputs, *consts, fun=graph, rules=rules, num_args=len(inputs))
         if keep_residuals:
             res_tree, res_leaves, held = residuals[0]
@@ -362,6 +376,62 @@ class _Call:
             if outs and outs[0]._node is not None:  # "live": residuals this node outputs
                 outs[0]._node.saved = (pytree.unflatten(res_tree, res_leaves), "live")
         return pytree.unflatten(outs_tree[0], outs[:n])
+
+
+    def _rule_primal_graph(self, prim, probe, inputs, device, fun_outs):
+        """A call traced where nothing differentiates it (a loop body, which may be
+        differentiated later): what it computes where it is differentiated (fwd's output,
+        the jvp rule's primal output) as a graph of the same inputs, with its constants.
+        None where the rule cannot be traced here or gives other shapes or dtypes than fun:
+        fun then serves there too, as it did."""
+        primal = _differentiated_primal(prim, probe)
+        rule = primal.rule
+
+        def traced(*tracers):
+            out = primal(*probe.args(list(tracers)))
+            return [_output(self.who, o) for o in pytree.flatten(out)[0]]
+
+        try:
+            graph, _, _ = trace_function(
+                traced, [(x.shape, x.dtype) for x in inputs], pytree.flatten(tuple(inputs))[1],
+                device=device, name=_name(rule), split_args=True,
+                const_names=closure_names(rule))
+            _refuse_traced_closure(self.who, self.fun, graph.consts, False)
+        except Exception as e:  # noqa: BLE001 (its own error shows where it is differentiated)
+            _log.debug("%s: the rule of %s is not traced in this body (%s: %s); fun "
+                         "computes it there", self.who, probe.name, type(e).__name__, e)
+            return None
+        if [(v.shape, v.dtype) for v in graph.outvars] != [(v.shape, v.dtype) for v in fun_outs]:
+            return None
+        eqns, live = used_vars(graph.eqns, graph.outvars)  # the tangents at zero: dead
+        kept = [(v, c) for v, c in zip(graph.constvars, graph.consts) if v in live]
+        return (Graph(graph.invars, [v for v, _ in kept], [c for _, c in kept], eqns,
+                      graph.outvars, graph.name, graph.device), [c for _, c in kept])
+
+
+def _sharing_inputs(fun, rule, rule_consts):
+    """fun's graph and the rule's, each taking the call's inputs, then fun's constants, then
+    the rule's (an unused Var in the place of the other's); and the rule's constants."""
+    def unused(vs):
+        return [Var(v.shape, v.dtype, v.hint) for v in vs]
+
+    n = len(fun.constvars) + len(rule.constvars)
+    both_fun = Graph(fun.invars, fun.constvars + unused(rule.constvars), [None] * n, fun.eqns,
+                     fun.outvars, fun.name, fun.device)
+    both_rule = Graph(rule.invars, unused(fun.constvars) + rule.constvars, [None] * n,
+                      rule.eqns, rule.outvars, rule.name, rule.device)
+    return both_fun, both_rule, rule_consts
+
+
+def _differentiated_call(params):
+    """A custom call's `differentiated` rule: where its inputs carry a derivative, it computes
+    fwd's output (custom_vjp) or its jvp rule's primal output (custom_jvp), as JAX's: the
+    graph traced beside fun."""
+    rules = params["rules"]
+    if rules.differentiated is None:
+        return None
+    return dict(params, fun=rules.differentiated,
+                rules=dataclasses.replace(rules, differentiated=None))
 
 
 def _differentiated_primal(prim, rules):
@@ -377,8 +447,16 @@ def _differentiated_primal(prim, rules):
     def primal(*args):
         nondiff = dict(rules.nondiff)
         primals = tuple(a for i, a in enumerate(args) if i not in nondiff)
-        found = rules.jvp(*rules.nondiff_values(), primals,
-                          pytree.tree_map(_zero_tangent, primals))
+        with _rule_prints("silent") as printed:
+            found = rules.jvp(*rules.nondiff_values(), primals,
+                              pytree.tree_map(_zero_tangent, primals))
+        if printed():
+            # It printed: again, with tangents that require grad, so that a print of what
+            # reads them is dropped (JAX's linearize prints only the rule's primal values).
+            builder = current_builder()
+            with _rule_prints("primal"), enable_grad():
+                found = rules.jvp(*rules.nondiff_values(), primals, pytree.tree_map(
+                    lambda x: _zero_tangent(x, builder, probe=True), primals))
         if not (isinstance(found, (tuple, list)) and len(found) == 2):
             raise TypeError(f"custom_jvp: the jvp rule {_name(rules.jvp)} must return a pair "
                             f"(primal_out, tangent_out), got {type(found).__name__}")
@@ -387,11 +465,31 @@ def _differentiated_primal(prim, rules):
     return primal
 
 
-def _zero_tangent(x):
+def _zero_tangent(x, builder=None, probe=False):
     if type(x) in _NUMBERS:
         return type(x)(0)
     x = x if isinstance(x, Tensor) else as_tensor(x)
+    if probe and is_differentiable_dtype(x.dtype):
+        return _start_tangent(x, builder)
     return _zeros_like(x)
+
+
+@contextlib.contextmanager
+def _rule_prints(mode):
+    """debug.print inside a custom_jvp's rule run where the call is differentiated (see
+    STATE.rule_prints): yields whether the rule asked to print. An enclosing "silent" holds:
+    a rule run for its linear map prints nothing, nor do the calls inside it."""
+    saved = STATE.rule_prints, STATE.rule_printed
+    if saved[0] != "silent":
+        STATE.rule_prints = mode
+    STATE.rule_printed = False
+    printed = []
+    try:
+        yield lambda: bool(printed)
+    finally:
+        if STATE.rule_printed and saved[0] != "silent":
+            printed.append(True)
+        STATE.rule_prints, STATE.rule_printed = saved
 
 
 def _resolve(who, fun, args, kwargs):
@@ -781,6 +879,12 @@ def _custom_jvp_vjp(cts, outs, *inputs, _saved=None, fun, rules, num_args):
     _refuse_const_grads(inputs, num_args, rules)
     if all(c is None for c in cts):
         return [None] * len(inputs)
+    # The rule runs again for its linear map: what it prints was printed on the way forward.
+    with _rule_prints("silent"):
+        return _custom_jvp_transposed(cts, inputs, rules, num_args)
+
+
+def _custom_jvp_transposed(cts, inputs, rules, num_args):
     args = list(inputs[:num_args])
     if STATE.custom_as_fwd:
         # an enclosing level: the rule's own operations for primal_out; a call in the linear
@@ -937,8 +1041,9 @@ def _batched_rules(fun, rules, n, k):
 custom_vjp_call_p = Primitive("custom_vjp_call", _call_impl, _custom_vjp_vjp,
                               multiple_results=True, reach=_reach, jvp=_custom_vjp_jvp,
                               vmap=_custom_vmap, bind_recorded=_custom_vjp_bind_recorded,
-                              own_level="vjp")
+                              own_level="vjp", differentiated=_differentiated_call)
 custom_jvp_call_p = Primitive("custom_jvp_call", _call_impl, _custom_jvp_vjp,
                               multiple_results=True, reach=_reach, jvp=_custom_jvp_jvp,
-                              vmap=_custom_vmap, own_level="jvp")
+                              vmap=_custom_vmap, own_level="jvp",
+                              differentiated=_differentiated_call)
 native_rules.rule(custom_vjp_call_p, custom_jvp_call_p, scoped=True)(_numba_statements)

@@ -79,8 +79,9 @@ def print(fmt: str, *args, ordered: bool = False, **kwargs) -> None:  # noqa: A0
     JAX). A scan that asked for compiler="numba" or "auto" runs a body that prints as the
     NumPy loop (a NumbaFallbackWarning, or under "auto" the log, says so). Where a
     derivative runs the body again (a checkpointed scan's backward pass) it prints again, as
-    JAX's may. `ordered` is accepted,
-    as JAX's: prints here come in program order.
+    JAX's may. In a custom_jvp rule differentiated in reverse mode it prints once, and only
+    what does not read the tangents, as JAX's linearize. `ordered` is accepted, as JAX's:
+    prints here come in program order.
 
     >>> sl.debug.print("x = {}, loss = {loss:.3f}", sl.tensor([1.0, 2.0]), loss=sl.tensor(0.25))
     >>> def step(c, x):
@@ -92,6 +93,12 @@ def print(fmt: str, *args, ordered: bool = False, **kwargs) -> None:  # noqa: A0
         raise TypeError(f"debug.print: the format must be a str, got {type(fmt).__name__}; "
                         "write debug.print('{}', x) to print x")
     leaves, treedef = pytree.flatten((args, kwargs))
+    if STATE.rule_prints == "silent":
+        STATE.rule_printed = True
+        return
+    if STATE.rule_prints == "primal" and any(
+            isinstance(x, Tensor) and x.requires_grad for x in leaves):
+        return  # it reads a custom_jvp rule's tangents, where the call is differentiated
     traced = any(b.process_primitive is None for b in STATE.builders) or any(
         isinstance(x, Tensor) and x._trace is not None and x._trace.process_primitive is None
         for x in leaves)

@@ -1,7 +1,9 @@
 """custom_vjp and custom_jvp: JAX's API and meaning, checked against closed forms and float64
 finite differences under every transformation, and against JAX where it is installed."""
 
+import contextlib
 import functools
+import io
 import warnings
 
 import numpy as np
@@ -822,3 +824,87 @@ def test_jit_differentiates_fwd_through_the_residuals_it_kept(order, capsys):
     if order == "grad of grad":  # JAX 0.4's values for this program
         np.testing.assert_allclose(np.asarray(got[0]), [12.54897201, 5.99910016], rtol=1e-8)
         np.testing.assert_allclose(float(got[1]), 31.60665682, rtol=1e-8)
+
+
+def _printing_softplus():
+    @sl.custom_jvp
+    def f(x):
+        sl.debug.print("fun {}", x)
+        return sl.log(1 + sl.exp(x))
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        (x,), (t,) = primals, tangents
+        sl.debug.print("primal {}", x)
+        sl.debug.print("tangent {}", t)
+        sl.debug.print("both {} {}", x, t)
+        return sl.logaddexp(x, 0.0), t * sl.nn.sigmoid(x)
+
+    return f
+
+
+def _lines(capsys):
+    return capsys.readouterr().out.splitlines()
+
+
+def test_a_custom_jvp_rule_prints_as_jaxs_linearize(capsys):
+    """Differentiated in reverse mode, JAX runs the rule once and prints only what does not
+    read its tangents: a tangent (zeros while the rule computed the primal output, then
+    again while it was transposed) was printed here, and everything twice."""
+    f = _printing_softplus()
+    x = sl.tensor([1.0, 2.0])
+    loss = lambda x: f(x).sum()  # noqa: E731
+    for how in (sl.grad(loss), sl.jit(sl.grad(loss)), sl.hessian(loss),
+                lambda x: sl.vjp(f, x)[1](sl.ones(2))):
+        how(x)
+        assert _lines(capsys) == ["primal [1. 2.]"]
+    sl.jvp(f, (x,), (sl.tensor([3.0, 4.0]),))
+    assert _lines(capsys) == ["primal [1. 2.]", "tangent [3. 4.]", "both [1. 2.] [3. 4.]"]
+    f(x)
+    assert _lines(capsys) == ["fun [1. 2.]"]
+    # In a differentiated scan the call is the rule's at every step, in order, as JAX's.
+    body = lambda c, _: (f(c) - 1.0, None)  # noqa: E731
+    sl.grad(lambda x: sl.scan(body, x, None, length=2)[0].sum())(x)
+    assert _lines(capsys) == ["primal [1. 2.]", "primal [0.31326169 1.12692801]"]
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered")
+def test_a_differentiated_body_computes_the_rules_primal_output_in_both_modes():
+    """Where fun overflows and the rule does not, the loop under grad, and each loop or
+    checkpoint around the call, give the rule's value and its gradient, in reverse and in
+    forward mode; a call on values nobody differentiates is fun's."""
+    f = _printing_softplus()
+    body = lambda c, _: (f(c) - 999.0, None)  # noqa: E731
+
+    def loop(x):
+        c = x
+        for _ in range(2):
+            c = body(c, None)[0]
+        return c.sum()
+
+    def nested(x):
+        return sl.scan(lambda c, _: (sl.scan(body, c, None, length=1)[0], None), x, None,
+                       length=2)[0].sum()
+
+    x = sl.tensor([1.0, 1000.0])
+    with contextlib.redirect_stdout(io.StringIO()):
+        want_v, want_g = sl.value_and_grad(loop)(x)
+        assert np.isfinite(want_v.numpy())
+        cases = {
+            "scan": lambda x: sl.scan(body, x, None, length=2)[0].sum(),
+            "fori_loop": lambda x: sl.fori_loop(0, 2, lambda i, c: body(c, None)[0], x).sum(),
+            "while_loop": lambda x: sl.while_loop(
+                lambda c: c[0] < 2, lambda c: (c[0] + 1, body(c[1], None)[0]), (0, x))[1].sum(),
+            "checkpoint": sl.checkpoint(loop),
+            "nested scans": nested,
+            "jit of scan": sl.jit(lambda x: sl.scan(body, x, None, length=2)[0].sum()),
+        }
+        for name, fn in cases.items():
+            v, g = sl.value_and_grad(fn)(x)
+            np.testing.assert_allclose(v.numpy(), want_v.numpy(), rtol=1e-12, err_msg=name)
+            np.testing.assert_allclose(g.numpy(), want_g.numpy(), rtol=1e-12, err_msg=name)
+            v, t = sl.jvp(fn, (x,), (sl.ones(2),))
+            np.testing.assert_allclose(v.numpy(), want_v.numpy(), rtol=1e-12, err_msg=name)
+            np.testing.assert_allclose(t.numpy(), want_g.numpy().sum(), rtol=1e-12,
+                                       err_msg=name)
+            assert np.isinf(fn(x).numpy()), name  # not differentiated: fun's

@@ -36,6 +36,12 @@ class _State(threading.local):
         self.custom_as_fwd = False
         self.rule_code = False
         self.level_memo = (None, None)
+        # debug.print inside a custom_jvp's rule where it is differentiated (custom.py):
+        # None prints; "silent" prints nothing and sets rule_printed (the rule run for its
+        # linear map, or a first run for its primal output); "primal" prints only what does
+        # not read the rule's tangents, which then require grad, as JAX's linearize does.
+        self.rule_prints = None
+        self.rule_printed = False
 
 
 STATE = _State()
