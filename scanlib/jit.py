@@ -194,6 +194,11 @@ class Jitted:
         self._hits = self._misses = self._eager = 0
         self._warned = set()  # the reasons already warned of (JitFallbackWarning)
         self._by_numbers = collections.Counter()  # signature less numbers' values -> traces
+        # A call whose arguments are all NumPy arrays, positional, none static (the common
+        # case): its trace by the arrays' shapes and dtypes, found without building a
+        # _Signature, whose key those decide alone then (see _arrays_key).
+        self._by_arrays = {}
+        self._arrays_only = not (self.static_argnums or self.static_argnames)
         functools.update_wrapper(self, f, updated=())  # not f.__dict__: a Jitted f has ours
 
     def _static_positions(self, nargs):
@@ -212,6 +217,12 @@ class Jitted:
             return self.fun(*args, **kwargs)
         if _DISABLED.get():
             return self._call_eagerly(args, kwargs)
+        key = _arrays_key(args) if self._arrays_only and not kwargs else None
+        if key is not None:
+            trace = self._by_arrays.get(key)
+            if trace is not None and not (trace._tensor_consts and trace.reads_grad_tensor()):
+                self._hits += 1
+                return trace(list(args), args)
         sig = _Signature(self, args, kwargs)
         if sig.eager is not None:
             self._fall_back(*sig.eager)
@@ -224,6 +235,10 @@ class Jitted:
             self._fall_back("closed-over grad", read)
             return self.fun(*args, **kwargs)
         self._hits += hit
+        if key is not None:
+            if len(self._by_arrays) >= _MAX_TRACES:
+                self._by_arrays.clear()
+            self._by_arrays[key] = trace
         return trace(sig.arrays, sig.callers)
 
     def _call_eagerly(self, args, kwargs):
@@ -279,6 +294,7 @@ class Jitted:
         """Drop every trace and zero the counts (the next call traces again)."""
         with self._lock:
             self._traces.clear()
+            self._by_arrays.clear()
             self._by_numbers.clear()
             self._hits = self._misses = self._eager = 0
 
@@ -335,6 +351,34 @@ class Jitted:
 
     def __repr__(self):
         return f"jit({getattr(self.fun, '__name__', self.fun)!r})"
+
+
+def _arrays_key(args):
+    """The key of a call whose positional arguments are all NumPy arrays (exactly, not a
+    subclass), or None: their shapes and dtypes, and what else _Signature's key holds that
+    can change between such calls (recording, the default loop compiler). _Signature's key
+    for such a call is a function of this one."""
+    key = []
+    for a in args:
+        if type(a) is not np.ndarray:
+            return None
+        key.append((a.shape, a.dtype))
+    key.append(grad_enabled())
+    key.append(default_compiler())
+    return tuple(key)
+
+
+@functools.lru_cache(maxsize=1024)
+def _arguments_have_key_orders(treedef) -> bool:
+    """Whether an argument (a leaf below the two dicts _Signature makes) holds a dict."""
+    return any(pytree.has_key_orders(arg) for d in treedef.children() for arg in d.children())
+
+
+def _key_orders(dynamic, treedef):
+    """pytree.key_orders of a call's (positional, keyword) arguments: nothing where no argument
+    holds a dict, since the two dicts around them are made in an order the key holds (the
+    positions ascending, as the treedef sorts them; the keywords as tuple(kwargs))."""
+    return pytree.key_orders(dynamic, treedef) if _arguments_have_key_orders(treedef) else ()
 
 
 class _Signature:
@@ -412,7 +456,7 @@ class _Signature:
             self.device = "cpu"
         self._static = static
         static_keys = tuple((where, _static_key(v, where)) for where, v in static)
-        self.key = (self.treedef, pytree.key_orders(dynamic, self.treedef), tuple(kwargs),
+        self.key = (self.treedef, _key_orders(dynamic, self.treedef), tuple(kwargs),
                     tuple(leaf_keys), static_keys, grad_enabled(), default_compiler())
 
     def number_paths(self):

@@ -115,6 +115,18 @@ _PLAIN_KINDS = frozenset({optree.PyTreeKind.LEAF, optree.PyTreeKind.NONE,
                           optree.PyTreeKind.STRUCTSEQUENCE})
 
 
+_MAPPING_KINDS = frozenset({optree.PyTreeKind.DICT, optree.PyTreeKind.ORDEREDDICT,
+                            optree.PyTreeKind.DEFAULTDICT})
+
+
+@functools.lru_cache(maxsize=1024)
+def has_key_orders(treedef) -> bool:
+    """Whether key_orders can say anything of a tree with this treedef: it has a dict, or a
+    node other than tuples, lists and None."""
+    return treedef.kind in _MAPPING_KINDS or _has_other_nodes(treedef) or any(
+        has_key_orders(c) for c in treedef.children())
+
+
 @functools.lru_cache(maxsize=1024)
 def _has_other_nodes(treedef) -> bool:
     """Whether treedef has a node other than tuples, lists, dicts and None (a deque, a node

@@ -518,6 +518,39 @@ def test_results_never_share_memory_with_the_callers_arrays():
         a[0] = 0.0
 
 
+def test_repeated_calls_on_arrays_run_the_trace_of_their_own_signature():
+    """A call whose arguments are all NumPy arrays finds its trace by their shapes and dtypes
+    (a fast path, from the second call of a signature on): every part of the signature still
+    decides which trace runs, and a result is never the caller's array."""
+    f, runs = counted(lambda x, y: (x * y, x))
+    jitted = sl.jit(f)
+    a, b = np.arange(3.0), np.ones(3)
+    calls = {
+        "float64": lambda: jitted(a, b),
+        "float32": lambda: jitted(a.astype(np.float32), b.astype(np.float32)),
+        "mixed": lambda: jitted(a.astype(np.float32), b),
+        "shorter": lambda: jitted(a[:2], b[:2]),
+        "big-endian": lambda: jitted(a.astype(">f8"), b),
+        "int": lambda: jitted(np.arange(3), np.arange(3)),
+        "tensor": lambda: jitted(sl.tensor(a), b),
+        "keyword": lambda: jitted(a, y=b),
+    }
+    want = {name: call() for name, call in calls.items()}
+    traced = len(runs)
+    for _ in range(2):
+        for name, call in calls.items():
+            got = call()
+            same(got, want[name])
+            assert not np.shares_memory(got[1].numpy(), a), name
+            with sl.no_grad():
+                same(call(), want[name])
+    assert len(runs) == 2 * traced  # each signature once more under no_grad, then no more
+    assert jitted.cache_info().misses == len(runs)
+    jitted.cache_clear()
+    jitted(a, b)
+    assert jitted.cache_info().misses == 1
+
+
 def test_arrays_f_makes_or_closes_over_belong_to_the_trace():
     # An array f creates and returns comes back as a new tensor each call; a closed-over
     # array is read when f is traced (copied), as JAX reads it: writing into either later
