@@ -22,7 +22,7 @@ from .ops.functions import as_tensor, clip, where
 from .ops.primitive import Primitive
 from .remat import traced_vjp, replay, vjp_by_replay
 from .tape import Graph, Literal, Tensor, current_builder, is_differentiable_dtype, type_str
-from .tape.graph import eval_graph, on_stand_ins, reached_inputs
+from .tape.graph import differentiated_graph, eval_graph, on_stand_ins, reached_inputs
 from .tracing import closure_names, trace_function
 
 if TYPE_CHECKING:
@@ -518,5 +518,20 @@ def _cond_reach(params, out_flags):
     return [False] + ops + consts
 
 
+def _differentiated_cond(params, in_flags):
+    """Each branch with its custom calls as differentiated where the flagged operands and
+    its constants carry a derivative (the index never does)."""
+    branches = params["branches"]
+    n = len(branches[0].invars)
+    ops, start, found = list(in_flags[1:n + 1]), n + 1, []
+    for graph, m in zip(branches, params["num_consts"]):
+        found.append(differentiated_graph(graph, ops + list(in_flags[start:start + m])))
+        start += m
+    if all(a is b for a, b in zip(found, branches)):
+        return None
+    return dict(params, branches=type(branches)(found))
+
+
 cond_p = Primitive("cond", _cond_impl, _cond_vjp, multiple_results=True, jvp=_cond_jvp,
-                   vmap=_cond_vmap, vmap_flags=_cond_vmap_flags, reach=_cond_reach)
+                   vmap=_cond_vmap, vmap_flags=_cond_vmap_flags, reach=_cond_reach,
+                   differentiated=_differentiated_cond)

@@ -361,7 +361,9 @@ class _Call:
                       graph.outvars, graph.name, graph.device)
         n = outs_tree[0].num_leaves
         rules = self.rules(given, outs_tree[0], [(v.shape, v.dtype) for v in graph.outvars[:n]])
-        if not differentiated and not given["exact"]:  # exact: fun's is the rule's
+        # A trace that applies rules at once (vmap's, jvp's) keeps no equation for later.
+        later = current_builder().process_primitive is None
+        if later and not (differentiated or given["exact"] or STATE.tracing_rule):
             found = self._rule_primal_graph(prim, probe, inputs, device, graph.outvars)
             if found is not None:
                 graph, rule_graph, rule_consts = _sharing_inputs(graph, *found)
@@ -391,6 +393,7 @@ class _Call:
             out = primal(*probe.args(list(tracers)))
             return [_output(self.who, o) for o in pytree.flatten(out)[0]]
 
+        STATE.tracing_rule = True
         try:
             graph, _, _ = trace_function(
                 traced, [(x.shape, x.dtype) for x in inputs], pytree.flatten(tuple(inputs))[1],
@@ -401,6 +404,8 @@ class _Call:
             _log.debug("%s: the rule of %s is not traced in this body (%s: %s); fun "
                          "computes it there", self.who, probe.name, type(e).__name__, e)
             return None
+        finally:
+            STATE.tracing_rule = False
         if [(v.shape, v.dtype) for v in graph.outvars] != [(v.shape, v.dtype) for v in fun_outs]:
             return None
         eqns, live = used_vars(graph.eqns, graph.outvars)  # the tangents at zero: dead
@@ -423,7 +428,7 @@ def _sharing_inputs(fun, rule, rule_consts):
     return both_fun, both_rule, rule_consts
 
 
-def _differentiated_call(params):
+def _differentiated_call(params, in_flags):
     """A custom call's `differentiated` rule: where its inputs carry a derivative, it computes
     fwd's output (custom_vjp) or its jvp rule's primal output (custom_jvp), as JAX's: the
     graph traced beside fun."""

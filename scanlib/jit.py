@@ -194,9 +194,9 @@ class Jitted:
         self._hits = self._misses = self._eager = 0
         self._warned = set()  # the reasons already warned of (JitFallbackWarning)
         self._by_numbers = collections.Counter()  # signature less numbers' values -> traces
-        # A call whose arguments are all NumPy arrays, positional, none static (the common
-        # case): its trace by the arrays' shapes and dtypes, found without building a
-        # _Signature, whose key those decide alone then (see _arrays_key).
+        # A call whose arguments are arrays or pytrees of them, positional, none static (the
+        # common case): its trace by their structure, shapes and dtypes, found without
+        # building a _Signature, whose key those decide then (see _arrays_key).
         self._by_arrays = {}
         self._arrays_only = not (self.static_argnums or self.static_argnames)
         functools.update_wrapper(self, f, updated=())  # not f.__dict__: a Jitted f has ours
@@ -217,12 +217,12 @@ class Jitted:
             return self.fun(*args, **kwargs)
         if _DISABLED.get():
             return self._call_eagerly(args, kwargs)
-        key = _arrays_key(args) if self._arrays_only and not kwargs else None
-        if key is not None:
-            trace = self._by_arrays.get(key)
+        found = _arrays_key(args) if self._arrays_only and not kwargs else None
+        if found is not None:
+            trace = self._by_arrays.get(found[0])
             if trace is not None and not (trace._tensor_consts and trace.reads_grad_tensor()):
                 self._hits += 1
-                return trace(list(args), args)
+                return trace(found[1], found[2])
         sig = _Signature(self, args, kwargs)
         if sig.eager is not None:
             self._fall_back(*sig.eager)
@@ -235,10 +235,10 @@ class Jitted:
             self._fall_back("closed-over grad", read)
             return self.fun(*args, **kwargs)
         self._hits += hit
-        if key is not None:
+        if found is not None:
             if len(self._by_arrays) >= _MAX_TRACES:
                 self._by_arrays.clear()
-            self._by_arrays[key] = trace
+            self._by_arrays[found[0]] = trace
         return trace(sig.arrays, sig.callers)
 
     def _call_eagerly(self, args, kwargs):
@@ -354,18 +354,33 @@ class Jitted:
 
 
 def _arrays_key(args):
-    """The key of a call whose positional arguments are all NumPy arrays (exactly, not a
-    subclass), or None: their shapes and dtypes, and what else _Signature's key holds that
-    can change between such calls (recording, the default loop compiler). _Signature's key
-    for such a call is a function of this one."""
-    key = []
-    for a in args:
-        if type(a) is not np.ndarray:
-            return None
-        key.append((a.shape, a.dtype))
+    """(key, arrays, callers) of a call whose positional arguments are arrays, or pytrees of
+    arrays, none static: NumPy arrays (exactly, not a subclass) or Tensors of them that need
+    no tape; else None. The key is their structure, shapes and dtypes, and what else
+    _Signature's key holds that can change between such calls (dict key orders, recording,
+    the default loop compiler): _Signature's key for such a call is a function of it.
+    callers: the caller's own arrays among them, as _Signature's."""
+    if all(type(a) is np.ndarray for a in args):  # the commonest case: no pytree to open
+        key = [(a.shape, a.dtype) for a in args]
+        arrays = callers = args
+    else:
+        arrays, treedef = pytree.flatten(args)
+        key = [treedef]
+        callers = []
+        for i, a in enumerate(arrays):
+            if type(a) is np.ndarray:
+                callers.append(a)
+            elif (type(a) is Tensor and a._trace is None and not a.requires_grad
+                  and not a._weak and type(a._value) is np.ndarray):
+                arrays[i] = a = a._value
+            else:
+                return None
+            key.append((a.shape, a.dtype))
+        if pytree.has_key_orders(treedef):
+            key.append(pytree.key_orders(args, treedef))
     key.append(grad_enabled())
     key.append(default_compiler())
-    return tuple(key)
+    return tuple(key), list(arrays), callers
 
 
 @functools.lru_cache(maxsize=1024)

@@ -27,7 +27,8 @@ from .scan.primitive import apply_scan, carried_through, loop_reach
 from .remat import replay, vjp_by_replay
 from .tape import (Literal, Tensor, Var, backward_pass, current_builder, enable_grad,
                    is_differentiable_dtype, no_grad)
-from .tape.graph import Graph, eval_graph, on_stand_ins, stand_ins_for, used_vars
+from .tape.graph import (Graph, differentiated_graph, eval_graph, on_stand_ins, stand_ins_for,
+                         used_vars)
 from .tape.backward import watching
 from .tape.levels import own_levels
 
@@ -666,12 +667,23 @@ def _grad_vmap(values, batched, B, *, body, num_carry, num_cts, given, lanes=Fal
     return outs, [True] * len(outs)
 
 
+def _differentiated_while(params, in_flags):
+    """The body with its custom calls as differentiated where the flagged inputs (init,
+    cond's constants, the body's) carry a derivative. Not cond: as JAX's, it reads the
+    primal values, computed as where nothing differentiates them."""
+    nc, nq = params["num_carry"], params["num_cond_consts"]
+    body = differentiated_graph(params["body"], in_flags[:nc] + in_flags[nc + nq:], nc)
+    return None if body is params["body"] else dict(params, body=body)
+
+
 while_p = Primitive("while_loop", _while_impl, _while_vjp, multiple_results=True,
-                    reach=_reach_while, vmap=_while_vmap, vmap_flags=_while_vmap_flags)
+                    reach=_reach_while, differentiated=_differentiated_while,
+                    vmap=_while_vmap, vmap_flags=_while_vmap_flags)
 # vmap's while_loop whose examples stop at different steps (_while_vmap): carries, cond's
 # constants, body's constants, those flagged in `batched` with the batch axis first.
 while_lanes_p = Primitive("while_loop_lanes", _lanes_impl, _lanes_vjp, multiple_results=True,
-                          reach=_reach_while, vmap=_lanes_vmap)
+                          reach=_reach_while, differentiated=_differentiated_while,
+                          vmap=_lanes_vmap)
 while_grad_p = Primitive("while_loop_vjp", _grad_impl, _grad_vjp, multiple_results=True,
                          reach=_reach_grad, vmap=_grad_vmap)
 

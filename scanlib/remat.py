@@ -23,8 +23,10 @@ from .ops import elementwise as ew
 from .ops.primitive import Primitive, bind
 from .tape import (Graph, Literal, Tensor, Var, backward_pass, current_builder, enable_grad,
                    grad_enabled)
+from .tape.state import replaying_differentiated
 from .tape.backward import fit_cotangent
-from .tape.graph import eval_graph, reached_inputs, stand_ins_for, used_vars
+from .tape.graph import (differentiated_graph, eval_graph, reached_inputs, stand_ins_for,
+                         used_vars)
 from .tape.tensor import is_differentiable_dtype
 from .tracing import abstract_leaf, closure_names, int_positions, trace_function
 
@@ -234,8 +236,10 @@ def _tape_vjp(cts, inputs, graph, num_args, reuse):
     """The walk is recorded when the enclosing one is (grad is on here, a higher-order
     derivative) and then linked to the inputs that require grad. Recording the replay makes
     the scans in it keep their residuals, so their VJPs do not run them a third time."""
-    return vjp_by_replay(lambda starts: replay(graph, starts[:num_args], starts[num_args:],
-                                               reuse), inputs, cts)
+    def run(starts):
+        with replaying_differentiated():
+            return replay(graph, starts[:num_args], starts[num_args:], reuse)
+    return vjp_by_replay(run, inputs, cts)
 
 
 def vjp_by_replay(run, inputs, cts, skip=()):
@@ -278,12 +282,13 @@ def traced_vjp(cts, inputs, graph, num_args, reuse):
     def read(v):
         return v.value if isinstance(v, Literal) else env[v]
 
-    for eqn in graph.eqns:
-        if eqn.outvars and eqn.outvars[0] in reuse:  # kept by the policy: a value of the trace
-            env[eqn.outvars[0]] = reuse[eqn.outvars[0]]
-            continue
-        out = bind(eqn.prim, *[read(v) for v in eqn.invars], **eqn.params)
-        env.update(zip(eqn.outvars, out if eqn.prim.multiple_results else (out,)))
+    with replaying_differentiated():
+        for eqn in graph.eqns:
+            if eqn.outvars and eqn.outvars[0] in reuse:  # kept by the policy: a trace's value
+                env[eqn.outvars[0]] = reuse[eqn.outvars[0]]
+                continue
+            out = bind(eqn.prim, *[read(v) for v in eqn.invars], **eqn.params)
+            env.update(zip(eqn.outvars, out if eqn.prim.multiple_results else (out,)))
     ct = {}
 
     def add(v, g):
@@ -334,6 +339,13 @@ def replay(graph, args, consts, reuse=None):
         out = eqn.prim.rebind(*ins, **eqn.params)
         env.update(zip(eqn.outvars, out if eqn.prim.multiple_results else (out,)))
     return [read(v) for v in graph.outvars]
+
+
+def _differentiated_checkpoint(params, in_flags):
+    """The graph with its custom calls as differentiated where the flagged inputs carry a
+    derivative."""
+    graph = differentiated_graph(params["graph"], in_flags)
+    return None if graph is params["graph"] else dict(params, graph=graph)
 
 
 def _reach_checkpoint(params, out_flags):
@@ -388,4 +400,4 @@ def _checkpoint_vmap(values, batched, B, *, graph, num_args, num_saved=0):
 
 checkpoint_p = Primitive("checkpoint", _checkpoint_impl, _checkpoint_vjp, reach=_reach_checkpoint,
                          multiple_results=True, bind_recorded=_bind_recorded,
-                         vmap=_checkpoint_vmap)
+                         vmap=_checkpoint_vmap, differentiated=_differentiated_checkpoint)

@@ -549,6 +549,17 @@ def test_repeated_calls_on_arrays_run_the_trace_of_their_own_signature():
     jitted.cache_clear()
     jitted(a, b)
     assert jitted.cache_info().misses == 1
+    # Pytrees of arrays: a dict's key order is part of the signature (f may iterate it).
+    values, runs = counted(lambda p, q: [v * q[0] for v in p.values()])
+    jitted = sl.jit(values)
+    for _ in range(3):
+        for p in ({"a": a, "b": b}, {"b": b, "a": a}):
+            for q in ((b,), (sl.tensor(b),)):
+                got = jitted(p, q)
+                assert [t.numpy().tolist() for t in got] == [(v * b).tolist() for v in p.values()]
+    assert len(runs) == 2
+    with pytest.warns(sl.JitFallbackWarning, match="requires grad"):
+        jitted({"a": a, "b": b}, (sl.tensor(b, requires_grad=True),))
 
 
 def test_arrays_f_makes_or_closes_over_belong_to_the_trace():

@@ -209,7 +209,8 @@ class _ForwardTrace(GraphBuilder):
             raise ForwardModeEncloses  # a custom rule inside a grad of its own (tape.levels)
         ins, t_in = self._plain(args)
         if prim.differentiated is not None and any(t is not None for t in t_in):
-            params = prim.differentiated(params) or params  # a custom_jvp call: its rule's
+            # a custom call computes its rule's primal output (a loop's, in its body)
+            params = prim.differentiated(params, [t is not None for t in t_in]) or params
         with self._paused():
             outs, t_out = jvp_of(prim, ins, t_in, params)
         values = [o._value for o in (outs if prim.multiple_results else [outs])]

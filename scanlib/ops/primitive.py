@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import backends
 from ..tape import Tensor, record, type_str
-from ..tape.graph import differentiated_params, escaped_tracer_error
+from ..tape.graph import escaped_tracer_error
 from . import batching, shapes
 from ..tape.state import STATE as _STATE
 from ..tape.tensor import is_differentiable_dtype
@@ -95,10 +95,11 @@ class Primitive:
     result zeros as its stand-in instead of running the impl on stand-ins (ops/shapes.py).
     Elementwise primitives default to NumPy broadcasting.
 
-    `differentiated(params) -> params | None`: the equation's params where its inputs carry
-    a derivative, when it computes otherwise there (a custom_jvp call computes its rule's
-    primal output, as JAX's; graph.differentiated_graph applies it to a loop body that is
-    differentiated).
+    `differentiated(params, in_flags) -> params | None`: the equation's params where the
+    inputs flagged carry a derivative, when it computes otherwise there: a custom call
+    computes its rule's primal output (fwd's), as JAX's; a loop, cond or checkpoint, its
+    graphs with those calls so (graph.differentiated_graph). bind applies it to an
+    equation recorded on the tape, forward mode to one with tangents.
     `effect`: the primitive is run for what it does, not for its result (debug printing):
     dead-code elimination keeps its equations (graph.used_vars), and a loop runs them at every
     step, never once for all steps; so too an equation with one in a graph among its params
@@ -145,11 +146,8 @@ class Primitive:
         # that may hold such a call (every primitive that declares `reach`).
         self.own_level = own_level if own_level is not None else (
             "graphs" if reach is not None else None)
-        # differentiated(params) -> params or None: the equation where its inputs carry a
-        # derivative, if it computes otherwise there (a custom_jvp call: its rule's primal
-        # output, as JAX's). See graph.differentiated_graph.
-        self.differentiated = differentiated if differentiated is not None else (
-            differentiated_params if self.own_level == "graphs" else None)
+        # differentiated(params, in_flags) -> params or None: see the class docstring.
+        self.differentiated = differentiated
 
     def __call__(self, *args, **params):
         return bind(self, *args, **params)
@@ -286,10 +284,11 @@ def bind(prim, *args, **params):
                 kind = "b"
             if kind != "f" and kind != "c":
                 weak = weak_rank(args)
-    if prim.differentiated is not None and _STATE.grad_enabled and any(
-            type(a) is Tensor and a.requires_grad for a in args):
-        # recorded for a derivative: a custom_jvp call computes its rule's primal output
-        params = prim.differentiated(params) or params
+    if (prim.differentiated is not None and _STATE.grad_enabled
+            and not _STATE.replaying_differentiated):
+        flags = [type(a) is Tensor and a.requires_grad for a in args]
+        if any(flags):  # recorded for a derivative: a custom call computes its rule's
+            params = prim.differentiated(params, flags) or params
     builders = _STATE.builders
     builder = builders[-1] if builders else None
     if builder is None:

@@ -21,7 +21,7 @@ from ..tape import GraphBuilder, Graph, Literal, Var, tracing
 from ..tape.backward import fit_cotangent
 from ..tape.levels import calls_own_level
 from ..tape.state import STATE
-from ..tape.graph import differentiated_graph, has_effect, reached_inputs, used_vars
+from ..tape.graph import has_effect, reached_inputs, used_vars
 from ..tape.tensor import is_differentiable_dtype
 from .residuals import (CLONE, KEEP, REMOVE_ADDITIONAL_INPUTS, REMOVE_XS, Kind, Linearization,
                         Residual)
@@ -91,8 +91,6 @@ def _linearize(body, nc, x_needs, k_needs, given, one_step=False, carries=None):
     carry_in, x_in = body.invars[:nc], body.invars[nc:]
     given = [True] * len(body.outvars) if given is None else list(given)
     ct_in, ct_out = _carry_cotangents(body, nc, given, one_step, carries)
-    # Differentiated, a custom_jvp call computes its rule's primal output, as in the loop.
-    original, body = body, differentiated_graph(body, ct_out + x_needs + k_needs, nc)
     ct_ys = given[nc:]
     active = active_values(body, ct_out, x_needs, k_needs)
     b = GraphBuilder(body.device)
@@ -128,7 +126,7 @@ def _linearize(body, nc, x_needs, k_needs, given, one_step=False, carries=None):
     aug = Graph(body.invars, body.constvars, body.consts, body.eqns, body.outvars + extra,
                 body.name, body.device)
     return Linearization(
-        body=original, aug_body=aug, bwd_body=bwd, residuals=residuals, ct_carry=ct_in,
+        body=body, aug_body=aug, bwd_body=bwd, residuals=residuals, ct_carry=ct_in,
         ct_ys=ct_ys, x_needs=x_needs, k_needs=k_needs, num_ys=len(body.outvars) - nc,
         bwd_extra_consts=graph.consts[len(body.constvars):], ct_carry_out=ct_out,
         zero_carries=zero_carries, zero_xs=zero_xs, zero_ks=zero_ks,

@@ -14,7 +14,9 @@ from ..ops import concatenate, stack
 from ..ops.primitive import Primitive, bind
 from ..remat import replay
 from ..tape import Tensor, current_builder, grad_enabled, record
-from ..tape.graph import Graph, prune_outputs, reached_inputs, stand_ins_for, used_vars
+from ..tape.state import STATE
+from ..tape.graph import (Graph, differentiated_graph, prune_outputs, reached_inputs,
+                          stand_ins_for, used_vars)
 from ..tape.tensor import is_differentiable_dtype
 from . import batching, jvp
 from .cache import canonical
@@ -313,6 +315,16 @@ def _reach_scan(params, out_flags):
     return loop_reach(body, nc, out_flags)
 
 
+def _differentiated_scan(params, in_flags):
+    """The body with its custom calls as differentiated where the flagged inputs (carries,
+    xs, constants) carry a derivative. A scan bound with its residuals (`_lin`) runs its
+    linearization's body, made from such a body already."""
+    if params.get("_lin") is not None:
+        return None
+    body = differentiated_graph(params["body"], in_flags, params["num_carry"])
+    return None if body is params["body"] else dict(params, body=body)
+
+
 def _bind_recorded(*inputs, body, length, reverse, num_carry, num_xs, interpret=False,
                    sum_carries=(), compiler="numpy", _lin=None):
     """How a replayed scan equation (scanlib.remat) binds: through apply_scan, so that when
@@ -344,7 +356,8 @@ def _rebinding(params):
 
 
 scan_p = Primitive("scan", _scan_impl, _scan_vjp, multiple_results=True, prune=_prune_scan,
-                   reach=_reach_scan, jvp=jvp.scan_jvp, vmap=batching.scan_vmap,
+                   reach=_reach_scan, differentiated=_differentiated_scan,
+                   jvp=jvp.scan_jvp, vmap=batching.scan_vmap,
                    vmap_flags=batching.scan_vmap_flags, bind_recorded=_bind_recorded,
                    rebinding=_rebinding)
 
@@ -368,11 +381,12 @@ def apply_scan(body, init, xs, consts, length, reverse, interpret=False, sum_car
     nc, nx = len(init), len(xs)
     builder = current_builder()
     inputs = list(init) + list(xs) + list(consts)
-    recording = grad_enabled() and any(
-        isinstance(a, Tensor) and a.requires_grad and a._trace is builder for a in inputs)
-    if not recording:
+    flags = [isinstance(a, Tensor) and a.requires_grad and a._trace is builder for a in inputs]
+    if not (grad_enabled() and any(flags)):
         return bind(scan_p, *inputs, body=body, length=length, reverse=reverse,
                     num_carry=nc, num_xs=nx, **_mode(interpret, sum_carries, compiler))
+    if not STATE.replaying_differentiated:  # custom calls as the loop computes them
+        body = differentiated_graph(body, flags, nc)
     lin = linearize(body, nc, [_needs_grad(x) for x in xs], [_needs_grad(k) for k in consts])
     outs = _bind_linearized(inputs, lin, length, reverse, interpret, sum_carries, compiler)
     return outs[:nc + lin.num_ys]

@@ -14,7 +14,7 @@ import struct
 import numpy as np
 
 from .. import backends
-from .tensor import Tensor, type_str
+from .tensor import Tensor, is_differentiable_dtype, type_str
 
 
 class Var:
@@ -439,29 +439,30 @@ def reached_inputs(graph: Graph, out_flags, num_carry=0, carries=None):
     raise AssertionError("reached_inputs: fixpoint not reached")
 
 
-def differentiated_graph(graph: Graph, in_flags=None, num_carry=0) -> Graph:
-    """graph as it computes where the inputs flagged in `in_flags` (invars, then constvars;
-    None: all) carry a derivative: an equation reading one (through the equations before it)
-    takes its primitive's `differentiated` params, as the Python loop's custom_jvp call takes
-    its rule's primal output where an input requires grad. With num_carry, graph is a loop
-    body and a carry its step makes from a flagged value is flagged (to a fixpoint). A graph
-    among a reached equation's params (a nested loop's body) counts all its inputs flagged.
-    Returns graph itself where nothing changes."""
-    key = (None if in_flags is None else tuple(in_flags), num_carry)
+def differentiated_graph(graph: Graph, in_flags, num_carry=0) -> Graph:
+    """graph as it computes where the inputs flagged in `in_flags` (invars, then constvars)
+    carry a derivative: an equation reading one (through the equations before it) takes its
+    primitive's `differentiated` params, as the Python loop's custom_jvp call takes its
+    rule's primal output where an input requires grad. With num_carry, graph is a loop body
+    and a carry its step makes from a flagged value is flagged (to a fixpoint). Returns graph
+    itself where nothing changes."""
+    key = (tuple(in_flags), num_carry)
     memo = graph.__dict__.setdefault("_differentiated", {})
     if key not in memo:
-        memo[key] = _differentiated_graph(graph, in_flags, num_carry)
+        memo[key] = _differentiated_graph(graph, list(in_flags), num_carry)
     return memo[key]
 
 
-def _differentiated_graph(graph, in_flags, num_carry):
+def _differentiated_graph(graph, flags, num_carry):
     ins = graph.invars + graph.constvars
-    flags = [True] * len(ins) if in_flags is None else list(in_flags)
     for _ in range(num_carry + 1):
         reached = {v for v, f in zip(ins, flags) if f}
         for eqn in graph.eqns:
-            if any(v in reached for v in eqn.invars if isinstance(v, Var)):
-                reached.update(eqn.outvars)
+            # as the tape marks what requires grad: not what stop_gradient (no vjp) makes,
+            # nor an integer
+            if eqn.prim.vjp is not None and any(
+                    isinstance(v, Var) and v in reached for v in eqn.invars):
+                reached.update(v for v in eqn.outvars if is_differentiable_dtype(v.dtype))
         grown = [f or (i < num_carry and graph.outvars[i] in reached)
                  for i, f in enumerate(flags)]
         if grown == flags:
@@ -470,30 +471,16 @@ def _differentiated_graph(graph, in_flags, num_carry):
     eqns, changed = [], False
     for eqn in graph.eqns:
         params = None
-        if (eqn.prim.differentiated is not None
-                and any(v in reached for v in eqn.invars if isinstance(v, Var))):
-            params = eqn.prim.differentiated(eqn.params)
+        if eqn.prim.differentiated is not None:
+            eqn_flags = [isinstance(v, Var) and v in reached for v in eqn.invars]
+            if any(eqn_flags):
+                params = eqn.prim.differentiated(eqn.params, eqn_flags)
         changed |= params is not None
         eqns.append(eqn if params is None else Eqn(eqn.prim, eqn.invars, params, eqn.outvars))
     if not changed:
         return graph
     return Graph(graph.invars, graph.constvars, graph.consts, eqns, graph.outvars, graph.name,
                  graph.device)
-
-
-def differentiated_params(params):
-    """The `differentiated` rule of a primitive that runs graphs (a loop, cond, checkpoint):
-    its params with each graph among them differentiated (all its inputs flagged), or None
-    where none changes."""
-    def each(v):
-        if isinstance(v, Graph):
-            return differentiated_graph(v)
-        if isinstance(v, (tuple, list)) and any(isinstance(g, Graph) for g in v):
-            new = [each(g) for g in v]
-            return v if all(a is b for a, b in zip(new, v)) else type(v)(new)
-        return v
-    new = {k: each(v) for k, v in params.items()}
-    return new if any(new[k] is not params[k] for k in params) else None
 
 
 def fingerprint(graph: Graph):

@@ -42,6 +42,13 @@ class _State(threading.local):
         # not read the rule's tangents, which then require grad, as JAX's linearize does.
         self.rule_prints = None
         self.rule_printed = False
+        # a custom call's rule is being traced beside its fun (custom.py): the calls inside
+        # it compute fun, as where nothing differentiates them, and trace no rule of theirs
+        self.tracing_rule = False
+        # a graph whose custom calls were differentiated when its equation was (graph.
+        # differentiated_graph) is replayed for its VJP (remat.py): bind takes its
+        # equations as they are, whatever the replay's walk marks as requiring grad
+        self.replaying_differentiated = False
 
 
 STATE = _State()
@@ -76,6 +83,17 @@ def enable_grad(enabled: bool = True) -> Iterator[None]:
         yield
     finally:
         STATE.grad_enabled = old
+
+
+@contextlib.contextmanager
+def replaying_differentiated() -> Iterator[None]:
+    """See _State.replaying_differentiated."""
+    old = STATE.replaying_differentiated
+    STATE.replaying_differentiated = True
+    try:
+        yield
+    finally:
+        STATE.replaying_differentiated = old
 
 
 @contextlib.contextmanager
