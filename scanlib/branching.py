@@ -22,7 +22,8 @@ from .ops.functions import as_tensor, clip, where
 from .ops.primitive import Primitive
 from .remat import traced_vjp, replay, vjp_by_replay
 from .tape import Graph, Literal, Tensor, current_builder, is_differentiable_dtype, type_str
-from .tape.graph import differentiated_graph, eval_graph, on_stand_ins, reached_inputs
+from .tape.graph import (dependent_outputs, differentiated_graph, eval_graph, on_stand_ins,
+                         reached_inputs)
 from .tracing import closure_names, trace_function
 
 if TYPE_CHECKING:
@@ -532,6 +533,19 @@ def _differentiated_cond(params, in_flags):
     return dict(params, branches=type(branches)(found))
 
 
+def _depends_cond(params, in_flags):
+    """The outputs that depend, in some branch, on the flagged operands and its constants
+    (the index does not carry a derivative)."""
+    branches = params["branches"]
+    n = len(branches[0].invars)
+    ops, start, outs = list(in_flags[1:n + 1]), n + 1, [False] * len(branches[0].outvars)
+    for graph, m in zip(branches, params["num_consts"]):
+        found = dependent_outputs(graph, ops + list(in_flags[start:start + m]))
+        outs = [a or b for a, b in zip(outs, found)]
+        start += m
+    return outs
+
+
 cond_p = Primitive("cond", _cond_impl, _cond_vjp, multiple_results=True, jvp=_cond_jvp,
                    vmap=_cond_vmap, vmap_flags=_cond_vmap_flags, reach=_cond_reach,
-                   differentiated=_differentiated_cond)
+                   differentiated=_differentiated_cond, depends=_depends_cond)

@@ -379,7 +379,6 @@ class _Call:
                 outs[0]._node.saved = (pytree.unflatten(res_tree, res_leaves), "live")
         return pytree.unflatten(outs_tree[0], outs[:n])
 
-
     def _rule_primal_graph(self, prim, probe, inputs, device, fun_outs):
         """A call traced where nothing differentiates it (a loop body, which may be
         differentiated later): what it computes where it is differentiated (fwd's output,
@@ -393,7 +392,7 @@ class _Call:
             out = primal(*probe.args(list(tracers)))
             return [_output(self.who, o) for o in pytree.flatten(out)[0]]
 
-        STATE.tracing_rule = True
+        saved, STATE.tracing_rule = STATE.tracing_rule, True
         try:
             graph, _, _ = trace_function(
                 traced, [(x.shape, x.dtype) for x in inputs], pytree.flatten(tuple(inputs))[1],
@@ -402,10 +401,10 @@ class _Call:
             _refuse_traced_closure(self.who, self.fun, graph.consts, False)
         except Exception as e:  # noqa: BLE001 (its own error shows where it is differentiated)
             _log.debug("%s: the rule of %s is not traced in this body (%s: %s); fun "
-                         "computes it there", self.who, probe.name, type(e).__name__, e)
+                       "computes it there", self.who, probe.name, type(e).__name__, e)
             return None
         finally:
-            STATE.tracing_rule = False
+            STATE.tracing_rule = saved
         if [(v.shape, v.dtype) for v in graph.outvars] != [(v.shape, v.dtype) for v in fun_outs]:
             return None
         eqns, live = used_vars(graph.eqns, graph.outvars)  # the tangents at zero: dead

@@ -27,8 +27,8 @@ from .scan.primitive import apply_scan, carried_through, loop_reach
 from .remat import replay, vjp_by_replay
 from .tape import (Literal, Tensor, Var, backward_pass, current_builder, enable_grad,
                    is_differentiable_dtype, no_grad)
-from .tape.graph import (Graph, differentiated_graph, eval_graph, on_stand_ins, stand_ins_for,
-                         used_vars)
+from .tape.graph import (Graph, dependent_values, differentiated_graph, eval_graph, on_stand_ins,
+                         stand_ins_for, used_vars)
 from .tape.backward import watching
 from .tape.levels import own_levels
 
@@ -676,8 +676,18 @@ def _differentiated_while(params, in_flags):
     return None if body is params["body"] else dict(params, body=body)
 
 
+def _depends_while(params, in_flags):
+    """The carries that depend on the flagged inputs (init, cond's constants, the body's):
+    those the body's fixpoint flags (after any number of steps, none included); the trip
+    count never."""
+    nc, nq = params["num_carry"], params["num_cond_consts"]
+    flags = dependent_values(params["body"], in_flags[:nc] + in_flags[nc + nq:], nc)[0]
+    return flags[:nc] + [False]
+
+
 while_p = Primitive("while_loop", _while_impl, _while_vjp, multiple_results=True,
                     reach=_reach_while, differentiated=_differentiated_while,
+                    depends=_depends_while,
                     vmap=_while_vmap, vmap_flags=_while_vmap_flags)
 # vmap's while_loop whose examples stop at different steps (_while_vmap): carries, cond's
 # constants, body's constants, those flagged in `batched` with the batch axis first.

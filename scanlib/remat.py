@@ -25,8 +25,8 @@ from .tape import (Graph, Literal, Tensor, Var, backward_pass, current_builder, 
                    grad_enabled)
 from .tape.state import replaying_differentiated
 from .tape.backward import fit_cotangent
-from .tape.graph import (differentiated_graph, eval_graph, reached_inputs, stand_ins_for,
-                         used_vars)
+from .tape.graph import (dependent_outputs, differentiated_graph, eval_graph, reached_inputs,
+                         stand_ins_for, used_vars)
 from .tape.tensor import is_differentiable_dtype
 from .tracing import abstract_leaf, closure_names, int_positions, trace_function
 
@@ -400,4 +400,5 @@ def _checkpoint_vmap(values, batched, B, *, graph, num_args, num_saved=0):
 
 checkpoint_p = Primitive("checkpoint", _checkpoint_impl, _checkpoint_vjp, reach=_reach_checkpoint,
                          multiple_results=True, bind_recorded=_bind_recorded,
-                         vmap=_checkpoint_vmap, differentiated=_differentiated_checkpoint)
+                         vmap=_checkpoint_vmap, differentiated=_differentiated_checkpoint,
+                         depends=lambda params, flags: dependent_outputs(params["graph"], flags))

@@ -974,3 +974,37 @@ def test_a_fwd_that_calls_its_own_function_is_traced_a_bounded_number_of_times()
     h = chain(chain(chain(None, "f", 1.0), "g", 2.0), "h", 2.0)
     sl.scan(lambda c, _: (h(c), None), sl.tensor([0.1, 0.2]), None, length=2)
     assert max(runs.values()) <= 2, runs
+
+
+@pytest.mark.parametrize("inner", ["cond", "while_loop", "scan", "checkpoint", "floor",
+                                   "checkpoint=sqrt"])
+def test_the_values_a_nested_loop_or_branch_leaves_alone_stay_undifferentiated(inner):
+    """What a cond, loop or checkpoint inside a body returns depends on the differentiated
+    value only along its own paths, and floor carries no derivative (as in JAX): a custom
+    call on the rest computes fun, not the rule's primal output (here fun's plus 100)."""
+    f = sl.custom_jvp(lambda x: sl.sin(x))
+    f.defjvp(lambda p, t: (sl.sin(p[0]) + 100.0, sl.cos(p[0]) * t[0]))
+    passes = {
+        "cond": lambda a, b, i: sl.lax.cond(i > 0.5, lambda a, b: (a, b),
+                                            lambda a, b: (a * 2.0, b * 2.0), a, b),
+        "while_loop": lambda a, b, i: sl.while_loop(lambda c: c[0] < -1.0, lambda c: c, (a, b)),
+        "scan": lambda a, b, i: sl.scan(lambda c, _: ((c[0] * 2.0, c[1] * 0.5), None),
+                                        (a, b), None, length=2)[0],
+        "checkpoint": sl.checkpoint(lambda a, b, i: (a * 2.0, b * 0.5)),
+        "floor": lambda a, b, i: (a, b + sl.floor(a)),
+    }
+
+    def body(c, i):
+        a, b = passes.get(inner, passes["cond"])(*c, i)
+        return (a, b), f(b)
+
+    def loss(x):
+        ck = {"checkpoint": "sqrt"} if inner == "checkpoint=sqrt" else {}
+        return sl.scan(body, (x, sl.tensor(0.2)), sl.tensor(np.arange(5.0)), **ck)[1].sum()
+
+    x = sl.tensor(0.7)
+    value = loss(x).numpy()  # nothing differentiates it: fun everywhere
+    assert value < 100.0
+    close(sl.value_and_grad(loss)(x)[0], value)
+    close(sl.jvp(loss, (x,), (sl.tensor(1.0),))[0], value)
+    close(sl.jit(sl.value_and_grad(loss))(x)[0], value)

@@ -149,13 +149,29 @@ def _read(env, v):
     return v.value if isinstance(v, Literal) else env[v]
 
 
+def equation_jvp(prim, ins, t_in, params):
+    """jvp_of for an equation whose inputs with tangents carry a derivative: a custom call
+    computes its rule's primal output (a loop's, in its body: the `differentiated` rule), and
+    a loop's results its tangents do not reach get none (zero, as JAX's symbolic zeros: its
+    `depends` rule). Returns (outs, a list of tangents, one per output)."""
+    flags = [t is not None for t in t_in]
+    if prim.differentiated is not None and any(flags):
+        params = prim.differentiated(params, flags) or params
+    outs, t_out = jvp_of(prim, ins, t_in, params)
+    t_out = list(t_out) or [None] * (len(outs) if prim.multiple_results else 1)
+    if prim.depends is not None:
+        t_out = [t if f else None
+                 for t, f in zip(t_out, prim.depends(params, flags), strict=True)]
+    return outs, t_out
+
+
 def eval_with_tangents(eqns, env, tan):
     """Run eqns on the values in env (Var -> Tensor), and their tangents beside them in tan
     (Var -> Tensor; a Var without one has tangent zero)."""
     for eqn in eqns:
         ins = [_read(env, v) for v in eqn.invars]
         t_in = [tan.get(v) if isinstance(v, Var) else None for v in eqn.invars]
-        outs, t_out = jvp_of(eqn.prim, ins, t_in, eqn.params)
+        outs, t_out = equation_jvp(eqn.prim, ins, t_in, eqn.params)
         env.update(zip(eqn.outvars, outs if eqn.prim.multiple_results else [outs]))
         tan.update((v, t) for v, t in zip(eqn.outvars, t_out) if t is not None)
 
@@ -208,13 +224,10 @@ class _ForwardTrace(GraphBuilder):
         if prim.own_level is not None and holds(prim, params) and level_of(args) is not None:
             raise ForwardModeEncloses  # a custom rule inside a grad of its own (tape.levels)
         ins, t_in = self._plain(args)
-        if prim.differentiated is not None and any(t is not None for t in t_in):
-            # a custom call computes its rule's primal output (a loop's, in its body)
-            params = prim.differentiated(params, [t is not None for t in t_in]) or params
         with self._paused():
-            outs, t_out = jvp_of(prim, ins, t_in, params)
+            outs, t_out = equation_jvp(prim, ins, t_in, params)
         values = [o._value for o in (outs if prim.multiple_results else [outs])]
-        tracers = self._wrap(values, list(t_out) or [None] * len(values))
+        tracers = self._wrap(values, t_out)
         return (values, tracers) if prim.multiple_results else (values[0], tracers[0])
 
 

@@ -99,7 +99,9 @@ class Primitive:
     inputs flagged carry a derivative, when it computes otherwise there: a custom call
     computes its rule's primal output (fwd's), as JAX's; a loop, cond or checkpoint, its
     graphs with those calls so (graph.differentiated_graph). bind applies it to an
-    equation recorded on the tape, forward mode to one with tangents.
+    equation recorded on the tape, forward mode to one with tangents. `depends(params,
+    in_flags) -> out_flags`: which outputs depend on the flagged inputs along the graphs' own
+    paths (a loop's; without it, all), for graph.dependent_values.
     `effect`: the primitive is run for what it does, not for its result (debug printing):
     dead-code elimination keeps its equations (graph.used_vars), and a loop runs them at every
     step, never once for all steps; so too an equation with one in a graph among its params
@@ -116,7 +118,7 @@ class Primitive:
                  linear=False, tangent=None, jvp=None, vmap=None, vmap_flags=None,
                  bind_recorded=None, rebinding=None, effect=False, promote=None,
                  inexact=False, keeps_weak=True, shape_of=None, own_level=None,
-                 differentiated=None):
+                 differentiated=None, depends=None):
         self.name = self.__name__ = self.__qualname__ = name
         if doc:
             self.__doc__ = doc
@@ -146,8 +148,9 @@ class Primitive:
         # that may hold such a call (every primitive that declares `reach`).
         self.own_level = own_level if own_level is not None else (
             "graphs" if reach is not None else None)
-        # differentiated(params, in_flags) -> params or None: see the class docstring.
-        self.differentiated = differentiated
+        # differentiated(params, in_flags) -> params or None; depends(params, in_flags) ->
+        # out_flags: see the class docstring.
+        self.differentiated, self.depends = differentiated, depends
 
     def __call__(self, *args, **params):
         return bind(self, *args, **params)

@@ -239,15 +239,16 @@ def _rounding(name):
             return out
         return getattr(_xp(x), name)(x, out=out)
 
-    return Primitive(name, impl, lambda g, out, x: (_zeros_like(g),), elementwise=True,
-                     out_impl=out_impl)
+    # No vjp: its derivative is zero, and what it makes carries none (as sign's, and as
+    # JAX's, whose floor has a zero tangent): a custom call on it computes fun.
+    return Primitive(name, impl, None, elementwise=True, out_impl=out_impl)
 
 
 floor_p, ceil_p, trunc_p = _rounding("floor"), _rounding("ceil"), _rounding("trunc")
 # rint of integers is float64 as in NumPy (and in JAX, whose rint takes its default float)
-rint_p = _unary("rint", lambda g, out, x: (_zeros_like(g),), inexact=False)
-round_p = Primitive("round", lambda x, decimals: _xp(x).around(x, decimals),
-                    lambda g, out, x, decimals: (_zeros_like(g),), elementwise=True)
+rint_p = Primitive("rint", lambda x: _xp(x).rint(x), None, elementwise=True, ufunc="rint")
+round_p = Primitive("round", lambda x, decimals: _xp(x).around(x, decimals), None,
+                    elementwise=True)
 
 floor = _public(floor_p, """Elementwise largest integer <= x; its gradient is zero.
 

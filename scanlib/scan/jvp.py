@@ -14,7 +14,7 @@ import numpy as np
 from ..interpreters.forward import eval_with_tangents
 from ..ops import zeros
 from ..tape import Graph, GraphBuilder, Literal, Tensor, Var, is_differentiable_dtype, tracing
-from ..tape.graph import used_vars
+from ..tape.graph import dependent_values, used_vars
 from . import primitive
 
 
@@ -67,32 +67,14 @@ def _jvp_body(body, nc, c_given, x_given, k_given, device):
     return cache[key]
 
 
-def _active(body, seeds):
-    """The values of body that depend, through differentiable equations, on seeds."""
-    active = set(seeds)
-    for eqn in body.eqns:
-        if eqn.prim.vjp is not None and any(isinstance(v, Var) and v in active
-                                            for v in eqn.invars):
-            active.update(v for v in eqn.outvars if is_differentiable_dtype(v.dtype))
-    return active
-
-
 def _tangent_carries(body, nc, c_given, x_given, k_given):
     """(which carries have a tangent in some step, the active values): those given one, and,
-    to a fixpoint, those whose next value depends on an active value."""
-    carry_in, carry_out = body.invars[:nc], body.outvars[:nc]
-    floats = [is_differentiable_dtype(v.dtype) for v in carry_in]
-    has = [g and f for g, f in zip(c_given, floats)]
-    fixed = [v for v, g in zip(body.invars[nc:], x_given) if g]
-    fixed += [v for v, g in zip(body.constvars, k_given) if g]
-    for _ in range(nc + 1):
-        active = _active(body, fixed + [v for v, h in zip(carry_in, has) if h])
-        new = [h or (f and isinstance(v, Var) and v in active)
-               for h, f, v in zip(has, floats, carry_out)]
-        if new == has:
-            return has, active
-        has = new
-    raise AssertionError("carry tangents: fixpoint not reached")
+    to a fixpoint, those whose next value depends on an active value (graph.dependent_values:
+    along a nested loop's own paths)."""
+    floats = [is_differentiable_dtype(v.dtype) for v in body.invars[:nc]]
+    given = [g and f for g, f in zip(c_given, floats)] + list(x_given) + list(k_given)
+    flags, active = dependent_values(body, given, nc)
+    return [h and f for h, f in zip(flags[:nc], floats)], active
 
 
 def _trace_jvp_body(body, nc, c_given, x_given, k_given, device):

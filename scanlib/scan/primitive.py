@@ -15,8 +15,8 @@ from ..ops.primitive import Primitive, bind
 from ..remat import replay
 from ..tape import Tensor, current_builder, grad_enabled, record
 from ..tape.state import STATE
-from ..tape.graph import (Graph, differentiated_graph, prune_outputs, reached_inputs,
-                          stand_ins_for, used_vars)
+from ..tape.graph import (Graph, dependent_outputs, differentiated_graph, prune_outputs,
+                          reached_inputs, stand_ins_for, used_vars)
 from ..tape.tensor import is_differentiable_dtype
 from . import batching, jvp
 from .cache import canonical
@@ -325,6 +325,14 @@ def _differentiated_scan(params, in_flags):
     return None if body is params["body"] else dict(params, body=body)
 
 
+def _depends_scan(params, in_flags):
+    """The carries and ys that depend on the flagged inputs (carries, xs, constants)."""
+    nc = params["num_carry"]
+    if params["length"] == 0:  # no step runs: the carries are init
+        return list(in_flags[:nc]) + [False] * (len(params["body"].outvars) - nc)
+    return dependent_outputs(params["body"], in_flags, nc)
+
+
 def _bind_recorded(*inputs, body, length, reverse, num_carry, num_xs, interpret=False,
                    sum_carries=(), compiler="numpy", _lin=None):
     """How a replayed scan equation (scanlib.remat) binds: through apply_scan, so that when
@@ -357,6 +365,7 @@ def _rebinding(params):
 
 scan_p = Primitive("scan", _scan_impl, _scan_vjp, multiple_results=True, prune=_prune_scan,
                    reach=_reach_scan, differentiated=_differentiated_scan,
+                   depends=_depends_scan,
                    jvp=jvp.scan_jvp, vmap=batching.scan_vmap,
                    vmap_flags=batching.scan_vmap_flags, bind_recorded=_bind_recorded,
                    rebinding=_rebinding)

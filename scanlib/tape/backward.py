@@ -59,9 +59,13 @@ def record(prim, inputs, params, out_values, trace, out_vars, saved=None):
                      _var=None if out_vars is None else out_vars[0])
         node.out_refs = [weakref.ref(out)]
         return [out]
-    outs = [Tensor(v, is_differentiable_dtype(v.dtype), _node=node, _index=i, _trace=trace,
-                   _var=None if out_vars is None else out_vars[i])
-            for i, v in enumerate(out_values)]
+    # A loop (a primitive with `depends`): only the results its inputs that require grad
+    # reach along its graphs' paths require grad, as in its Python loop and in JAX.
+    flags = (prim.depends(params, [type(x) is Tensor and x.requires_grad for x in inputs])
+             if prim.depends is not None else [True] * len(out_values))
+    outs = [Tensor(v, f and is_differentiable_dtype(v.dtype), _node=node, _index=i,
+                   _trace=trace, _var=None if out_vars is None else out_vars[i])
+            for i, (v, f) in enumerate(zip(out_values, flags, strict=True))]
     node.out_refs = [weakref.ref(o) for o in outs]
     return outs
 

@@ -441,33 +441,19 @@ def reached_inputs(graph: Graph, out_flags, num_carry=0, carries=None):
 
 def differentiated_graph(graph: Graph, in_flags, num_carry=0) -> Graph:
     """graph as it computes where the inputs flagged in `in_flags` (invars, then constvars)
-    carry a derivative: an equation reading one (through the equations before it) takes its
+    carry a derivative: an equation reading one (see dependent_values) takes its
     primitive's `differentiated` params, as the Python loop's custom_jvp call takes its
     rule's primal output where an input requires grad. With num_carry, graph is a loop body
-    and a carry its step makes from a flagged value is flagged (to a fixpoint). Returns graph
-    itself where nothing changes."""
+    (see dependent_values). Returns graph itself where nothing changes."""
     key = (tuple(in_flags), num_carry)
     memo = graph.__dict__.setdefault("_differentiated", {})
     if key not in memo:
-        memo[key] = _differentiated_graph(graph, list(in_flags), num_carry)
+        memo[key] = _differentiated_graph(graph, in_flags, num_carry)
     return memo[key]
 
 
-def _differentiated_graph(graph, flags, num_carry):
-    ins = graph.invars + graph.constvars
-    for _ in range(num_carry + 1):
-        reached = {v for v, f in zip(ins, flags) if f}
-        for eqn in graph.eqns:
-            # as the tape marks what requires grad: not what stop_gradient (no vjp) makes,
-            # nor an integer
-            if eqn.prim.vjp is not None and any(
-                    isinstance(v, Var) and v in reached for v in eqn.invars):
-                reached.update(v for v in eqn.outvars if is_differentiable_dtype(v.dtype))
-        grown = [f or (i < num_carry and graph.outvars[i] in reached)
-                 for i, f in enumerate(flags)]
-        if grown == flags:
-            break
-        flags = grown
+def _differentiated_graph(graph, in_flags, num_carry):
+    reached = dependent_values(graph, in_flags, num_carry)[1]
     eqns, changed = [], False
     for eqn in graph.eqns:
         params = None
@@ -481,6 +467,46 @@ def _differentiated_graph(graph, flags, num_carry):
         return graph
     return Graph(graph.invars, graph.constvars, graph.consts, eqns, graph.outvars, graph.name,
                  graph.device)
+
+
+def dependent_values(graph: Graph, in_flags, num_carry=0):
+    """(the input flags, the set of Vars) that depend on the inputs flagged in `in_flags`
+    (invars, then constvars) through what carries a derivative: a float result of a
+    differentiable equation, each output as its primitive's `depends` rule says (a loop's,
+    along its body's paths; without one, all). Not what stop_gradient or a comparison makes,
+    nor an integer, as in JAX. With num_carry, graph is a loop body: a carry its step makes
+    from a flagged value is flagged at the next step (to a fixpoint), and so in the flags
+    returned."""
+    key = (tuple(in_flags), num_carry)
+    memo = graph.__dict__.setdefault("_dependent_values", {})
+    if key in memo:
+        return memo[key]
+    flags, ins = list(in_flags), graph.invars + graph.constvars
+    for _ in range(num_carry + 1):
+        reached = {v for v, f in zip(ins, flags) if f}
+        for eqn in graph.eqns:
+            if eqn.prim.vjp is None:
+                continue
+            eqn_flags = [isinstance(v, Var) and v in reached for v in eqn.invars]
+            if not any(eqn_flags):
+                continue
+            outs = (eqn.prim.depends(eqn.params, eqn_flags) if eqn.prim.depends is not None
+                    else [True] * len(eqn.outvars))
+            reached.update(v for v, o in zip(eqn.outvars, outs)
+                           if o and is_differentiable_dtype(v.dtype))
+        grown = [f or (i < num_carry and graph.outvars[i] in reached)
+                 for i, f in enumerate(flags)]
+        if grown == flags:
+            break
+        flags = grown
+    memo[key] = flags, reached
+    return flags, reached
+
+
+def dependent_outputs(graph: Graph, in_flags, num_carry=0):
+    """Which of graph's outputs depend on its flagged inputs (see dependent_values)."""
+    reached = dependent_values(graph, in_flags, num_carry)[1]
+    return [isinstance(v, Var) and v in reached for v in graph.outvars]
 
 
 def fingerprint(graph: Graph):
