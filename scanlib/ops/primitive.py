@@ -290,8 +290,8 @@ def bind(prim, *args, **params):
     if (prim.differentiated is not None and _STATE.grad_enabled
             and not _STATE.replaying_differentiated):
         flags = [type(a) is Tensor and a.requires_grad for a in args]
-        if any(flags):  # recorded for a derivative: a custom call computes its rule's
-            params = prim.differentiated(params, flags) or params
+        if any(flags):  # to be differentiated: a custom call computes its rule's primal
+            params = prim.differentiated(params, flags) or params  # output (a loop, so)
     builders = _STATE.builders
     builder = builders[-1] if builders else None
     if builder is None:
