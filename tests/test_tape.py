@@ -240,3 +240,29 @@ def test_the_tensor_class_refuses_a_tensor_as_its_value():
     x = sl.tensor([3.0], requires_grad=True)
     with pytest.raises(TypeError, match=r"scanlib\.tensor\(data\)"):
         sl.Tensor(x)
+
+
+def test_a_loops_results_its_differentiated_inputs_do_not_reach_need_no_gradient():
+    """As in its Python loop and in JAX: a carry, y, branch result or checkpoint output that
+    does not depend on what requires grad does not require grad, and in forward mode has a
+    zero tangent; the trip count never does. floor's result carries no derivative."""
+    x = sl.tensor(1.5, requires_grad=True)
+    zero = sl.tensor(0.0)
+    (a, b), ys = sl.scan(lambda c, _: ((c[0] * 2.0, c[1] + 1.0), c[1]), (x, zero), None,
+                         length=3)
+    assert a.requires_grad and not b.requires_grad and not ys.requires_grad
+    a, b = sl.while_loop(lambda c: c[1] < 2.0, lambda c: (c[0] * 2.0, c[1] + 1.0), (x, zero))
+    assert a.requires_grad and not b.requires_grad
+    a, b = sl.lax.cond(True, lambda a, b: (a, b * 2.0), lambda a, b: (a * 2.0, b), x, zero)
+    assert a.requires_grad and not b.requires_grad
+    a, b = sl.checkpoint(lambda a, b: (a * 2.0, b + 1.0))(x, zero)
+    assert a.requires_grad and not b.requires_grad
+    assert not sl.floor(x).requires_grad
+    # forward mode: b's tangent is zero, a's is not
+    ta, tb = sl.jvp(lambda x: sl.scan(lambda c, _: ((c[0] * 2.0, c[1] + 1.0), None), (x, zero),
+                                      None, length=3)[0], (x.detach(),), (sl.tensor(1.0),))[1]
+    assert (float(ta.numpy()), float(tb.numpy())) == (8.0, 0.0)
+    # the gradient through them is unchanged
+    g = sl.grad(lambda x: sum(sl.scan(lambda c, _: ((c[0] * 2.0, c[1] + 1.0), c[1] * c[0]),
+                                      (x, zero), None, length=3)[1]))(x.detach())
+    assert float(g.numpy()) == 0.0 * 1 + 1.0 * 2 + 2.0 * 4
