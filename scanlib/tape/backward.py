@@ -53,16 +53,18 @@ def record(prim, inputs, params, out_values, trace, out_vars, saved=None):
     if prim.own_level is not None and (state.STATE.watched
                                        or state.STATE.walking is not None):
         levels.assign(node, inputs)
-    if len(out_values) == 1:  # the common case, without the comprehensions
-        v = out_values[0]
-        out = Tensor(v, is_differentiable_dtype(v.dtype), _node=node, _index=0, _trace=trace,
-                     _var=None if out_vars is None else out_vars[0])
-        node.out_refs = [weakref.ref(out)]
-        return [out]
     # A loop (a primitive with `depends`): only the results its inputs that require grad
     # reach along its graphs' paths require grad, as in its Python loop and in JAX.
     flags = (prim.depends(params, [type(x) is Tensor and x.requires_grad for x in inputs])
-             if prim.depends is not None else [True] * len(out_values))
+             if prim.depends is not None else None)
+    if len(out_values) == 1:  # the common case, without the comprehensions
+        v = out_values[0]
+        out = Tensor(v, (flags is None or flags[0]) and is_differentiable_dtype(v.dtype),
+                     _node=node, _index=0, _trace=trace,
+                     _var=None if out_vars is None else out_vars[0])
+        node.out_refs = [weakref.ref(out)]
+        return [out]
+    flags = [True] * len(out_values) if flags is None else flags
     outs = [Tensor(v, f and is_differentiable_dtype(v.dtype), _node=node, _index=i,
                    _trace=trace, _var=None if out_vars is None else out_vars[i])
             for i, (v, f) in enumerate(zip(out_values, flags, strict=True))]
