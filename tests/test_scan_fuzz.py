@@ -58,9 +58,9 @@ third of SCANLIB_FUZZ_NUMBA) under compiler="auto" (each run twice, the kernels 
 the background process in between); derandomized,
 so CI runs the same bodies every time. A longer hunt:
 
-    SCANLIB_FUZZ_EXAMPLES=2000 python -m pytest -p no:xdist -s tests/test_scan_fuzz.py
+    SCANLIB_FUZZ_EXAMPLES=2000 python -m pytest -n 0 -s tests/test_scan_fuzz.py
 
-(in one process, `-p no:xdist`, so that the count of bodies it prints at the end shows).
+(in one process, `-n 0`, so that the count of bodies it prints at the end shows).
 
 A failing random body is reported as found (its code and `Body(...)` are in the message);
 SCANLIB_FUZZ_SHRINK=1 lets hypothesis shrink it first, which can take minutes. Each body
