@@ -361,7 +361,7 @@ class _Call:
                       graph.outvars, graph.name, graph.device)
         n = outs_tree[0].num_leaves
         rules = self.rules(given, outs_tree[0], [(v.shape, v.dtype) for v in graph.outvars[:n]])
-        # A trace that applies rules at once (vmap's, jvp's) keeps no equation for later.
+        # A trace that applies rules at once (forward mode's) keeps no equation for later.
         later = current_builder().process_primitive is None
         if later and not (differentiated or given["exact"] or STATE.tracing_rule):
             found = self._rule_primal_graph(prim, probe, inputs, device, graph.outvars)
