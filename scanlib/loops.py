@@ -693,7 +693,7 @@ while_p = Primitive("while_loop", _while_impl, _while_vjp, multiple_results=True
 # constants, body's constants, those flagged in `batched` with the batch axis first.
 while_lanes_p = Primitive("while_loop_lanes", _lanes_impl, _lanes_vjp, multiple_results=True,
                           reach=_reach_while, differentiated=_differentiated_while,
-                          vmap=_lanes_vmap)
+                          depends=_depends_while, vmap=_lanes_vmap)
 while_grad_p = Primitive("while_loop_vjp", _grad_impl, _grad_vjp, multiple_results=True,
                          reach=_reach_grad, vmap=_grad_vmap)
 

@@ -898,6 +898,8 @@ def test_a_differentiated_body_computes_the_rules_primal_output_in_both_modes():
             "while_loop": lambda x: sl.while_loop(
                 lambda c: c[0] < 2, lambda c: (c[0] + 1, body(c[1], None)[0]), (0, x))[1].sum(),
             "checkpoint": sl.checkpoint(loop),
+            "revolve": lambda x: sl.scan(body, x, None, length=2,
+                                         checkpoint=("revolve", 1))[0].sum(),
             "nested scans": nested,
             "jit of scan": sl.jit(lambda x: sl.scan(body, x, None, length=2)[0].sum()),
         }

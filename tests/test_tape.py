@@ -253,6 +253,15 @@ def test_a_loops_results_its_differentiated_inputs_do_not_reach_need_no_gradient
     assert a.requires_grad and not b.requires_grad and not ys.requires_grad
     a, b = sl.while_loop(lambda c: c[1] < 2.0, lambda c: (c[0] * 2.0, c[1] + 1.0), (x, zero))
     assert a.requires_grad and not b.requires_grad
+    (a, b), ys = sl.scan(lambda c, _: ((c[0] * 2.0, c[1] + 1.0), c[1]), (x, zero), None,
+                         length=3, checkpoint=("revolve", 2))
+    assert a.requires_grad and not b.requires_grad and not ys.requires_grad
+    # vmap's while_loop whose examples stop at different steps
+    xs, stops = x * sl.ones(2), sl.tensor([1.0, 2.0])
+    a, b = sl.vmap(lambda x, n: sl.while_loop(lambda c: c[1] < n,
+                                              lambda c: (c[0] * 2.0, c[1] + 1.0),
+                                              (x, sl.tensor(0.0))))(xs, stops)
+    assert a.requires_grad and not b.requires_grad
     a, b = sl.lax.cond(True, lambda a, b: (a, b * 2.0), lambda a, b: (a * 2.0, b), x, zero)
     assert a.requires_grad and not b.requires_grad
     a, b = sl.checkpoint(lambda a, b: (a * 2.0, b + 1.0))(x, zero)

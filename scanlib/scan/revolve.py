@@ -22,7 +22,8 @@ from ..remat import differentiable, walk_start
 from ..tape import Graph, Tensor, backward_pass, current_builder, enable_grad, grad_enabled
 from ..tape.graph import used_vars
 from .cache import canonical
-from .primitive import _mode, _scan_impl, _scan_vjp, apply_scan, loop_reach
+from .primitive import (_depends_scan, _differentiated_scan, _mode, _scan_impl, _scan_vjp,
+                        apply_scan, loop_reach)
 from .schedule import Revolve, binomial_split
 
 
@@ -131,6 +132,8 @@ def _carries_only(body, nc):
     return found
 
 
+# Its body, its outputs' dependence and its custom calls' rules are a scan's.
 revolve_p = Primitive("revolve_scan", _impl, _vjp, multiple_results=True,
                      reach=lambda params, flags: loop_reach(params["body"],
-                                                            params["num_carry"], flags))
+                                                            params["num_carry"], flags),
+                     differentiated=_differentiated_scan, depends=_depends_scan)
