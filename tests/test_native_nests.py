@@ -159,9 +159,14 @@ def test_a_steps_temporary_arrays_are_allocated_once_unless_something_outlives_i
     src = kernel_source(f, _t((2, 3)), _t((5, 2, 3))).split("def kernel(")[1]
     once = re.findall(r"^    (\w+) = np\.empty", src, re.M)
     per_step = re.findall(r"^        (\w+) = np\.empty", src, re.M)
-    assert len(once) == 2 and len(per_step) == 1
+    doubled = [n for n in once if n.endswith(("_even", "_odd"))]  # the carry's two arrays
+    once = [n for n in once if n not in doubled]
+    assert len(once) == 2 and len(doubled) == 2 and not per_step
     assert re.search(rf"^        \w+ = ({'|'.join(once)})\[0\]$", src, re.M)  # the view
-    assert re.search(rf"^        c0 = {per_step[0]}$", src, re.M)  # the carry
+    carry = doubled[0].removesuffix("_even")
+    assert re.search(rf"^        {carry} = {carry}_even if t % 2 == 0 else {carry}_odd$",
+                     src, re.M)
+    assert re.search(rf"^        c0 = {carry}$", src, re.M)  # the carry
     src = kernel_source(g, _t((3,)), _t((5, 2, 3))).split("def kernel(")[1]
     per_step = re.findall(r"^        (\w+) = np\.empty", src, re.M)
     view = re.search(rf"^        (\w+) = ({'|'.join(per_step)})\[1\]$", src, re.M)
@@ -193,7 +198,7 @@ def test_broadcasts_fills_and_unit_axis_reshapes_are_read_in_their_readers_nests
     assert re.search(r"^ +\w+_e = s0\[_i1\]$", src, re.M), src
     assert re.search(r"^ +\w+_e = (\w+)$", src, re.M), src
     assert re.search(r"^ +\w+_e = \w+\[_i0, _i2\]$", src, re.M), src
-    assert src.count("np.empty(") == 4, src  # y, z, its sum, the next carry: no copies
+    assert src.count("np.empty(") == 5, src  # y, z, its sum, the next carry's two: no copies
 
 
 def test_chains_of_reshapes_and_broadcasts_are_read_as_one_index():
@@ -207,7 +212,7 @@ def test_chains_of_reshapes_and_broadcasts_are_read_as_one_index():
     check(f, _t((2,)), _t((5, 3, 2)))
     src = kernel_source(f, _t((2,)), _t((5, 3, 2))).split("def kernel(")[1]
     assert len(re.findall(r"^ +\w+_e = s0\[_i1\]$", src, re.M)) == 3, src
-    assert src.count("np.empty(") == 4, src  # u (the sum's), y, y's sum, the next carry
+    assert src.count("np.empty(") == 5, src  # u (the sum's), y, y's sum, the next carry's 2
 
 
 @pytest.mark.parametrize("use, hoisted", [
@@ -272,6 +277,45 @@ def test_a_next_carry_made_at_every_step_is_written_into_two_arrays(extra, after
     assert got[2] == "    v_odd = np.empty((2, 2), np.float64)"
     assert got[5] == "        v = v_even if t3 % 2 == 0 else v_odd"
     assert got[6:] == lines[4:]
+
+
+@pytest.mark.parametrize("update, doubled", [
+    ("        c0 = v", True), ("        c1, c0 = s, v", True),  # a per-scan kernel's carries
+    ("        d = v", False),  # a last line that sets no carry
+    ("        c0 = v.copy()", False)])
+def test_a_per_scan_kernels_next_carry_is_written_into_two_arrays(update, doubled):
+    lines = ["    for t in range(t1 - 1, t0 - 1, -1):", *_STEP[2:], update]
+    got = nests.double_buffer_carries(lines)
+    if not doubled:
+        assert got == lines
+        return
+    assert got[:2] == ["    v_even = np.empty((2, 2), np.float64)",
+                       "    v_odd = np.empty((2, 2), np.float64)"]
+    assert got[2:4] == lines[:2]
+    assert got[4] == "        v = v_even if t % 2 == 0 else v_odd"
+    assert got[5:] == lines[3:]
+
+
+@pytest.mark.parametrize("steps", [1, 2, 7, 40])
+@pytest.mark.parametrize("reverse", [False, True], ids=["forward", "reverse"])
+def test_a_per_scan_kernels_carries_alternate_between_two_arrays(steps, reverse, monkeypatch):
+    """Each call of an eager numba kernel (one per chunk: chunks of 16 steps here) writes even
+    steps' next carry into one array and odd steps' into the other; the carry read through a
+    view, passed through, and kept in ys. Values and gradients are the loop's, forward and
+    reverse, over odd and even lengths."""
+    from scanlib.scan import executor
+
+    monkeypatch.setattr(executor, "CHUNK_BYTES", 1)
+    W = _t((3, 3), scale=0.5)
+
+    def f(c, x):
+        h, k = c
+        h = sl.tanh(h[::-1] @ W + x * k)
+        return (h, k), (h * 2.0, h[:2].sum())
+
+    check(f, (_t(3), _t(3)), _t((steps, 3)), reverse)
+    src = kernel_source(f, (_t(3), _t(3)), _t((steps, 3)))
+    assert re.search(r"^ +(\w+) = \1_even if t % 2 == 0 else \1_odd$", src, re.M), src
 
 
 def test_double_buffered_carries_come_in_the_updates_order():

@@ -360,9 +360,10 @@ def double_buffer_carries(lines):
     before the loop, one for even steps and one for odd, instead of a new array at every
     step (an allocation and a free: a jitted Kalman jacfwd's steps made four, 10-20 % of its
     kernel). Only where nothing can tell: a `for t in range(...)` loop whose last line sets
-    its carries (`c0, c1, = v4, v7,`), and a value `v` among them allocated at the top of
-    the step (`v = np.empty(...)`, small, assigned nowhere else) and otherwise used only by
-    elements, inside the loop. The step reads its carry (last step's array) while writing
+    its carries (a fused kernel's `v0, v1, = v4, v7,`, a per-scan kernel's `c0, c1 = v4_0,
+    v7_0`; each call makes its own two arrays), and a value `v` among them allocated at the
+    top of the step (`v = np.empty(...)`, small, assigned nowhere else) and otherwise used
+    only by elements, inside the loop. The step reads its carry (last step's array) while writing
     the other; the array written was the carry two steps back, which no name holds any more
     (every other use was one element, residuals and ys are copied out)."""
     text = "\n".join(lines)
@@ -377,13 +378,17 @@ def double_buffer_carries(lines):
         while end < len(lines) and (not lines[end].strip() or lines[end].startswith(inner)):
             end += 1
         update = _CARRY_UPDATE.match(lines[end - 1]) if end > i + 1 else None
-        if not update or update.group(1) != inner:
+        if not update:
+            continue
+        indent, names = (update.group(1), update.group(3)) if update.group(1) is not None \
+            else (update.group(4), update.group(6))
+        if indent != inner:
             continue
         body = "\n".join(lines[i + 1:end - 1])
         outside = "\n".join(lines[:i] + lines[end:])
         # in the update's order, not a set's: the source is the kernel's cache key, and a
         # set of strings iterates in another order in every process (hash randomisation)
-        for name in dict.fromkeys(n.strip() for n in update.group(3).split(",") if n.strip()):
+        for name in dict.fromkeys(n.strip() for n in names.split(",") if n.strip()):
             made = [(j, m) for j in range(i + 1, end - 1) for m in [_EMPTY.match(lines[j])]
                     if m and m.group(1) == inner and m.group(2) == name]
             if not made or assigned.get(name) != 1 or re.search(rf"\b{name}\b", outside):
@@ -404,9 +409,13 @@ def double_buffer_carries(lines):
     return [made for i, line in enumerate(out) for made in (*before.get(i, ()), line)]
 
 
-_STEP_LOOP = re.compile(r"(\s*)for (t\d+) in range\(.*\):\Z")
+# A fused kernel's step loop (`for t3 in ...`, carries `v0, v1, = v7, v9,`) or a per-scan
+# kernel's (`for t in ...`, carries `c0, c1 = v7_0, v9_0`: named c<i>, so that a last line
+# `v = w` is never taken for them)
+_STEP_LOOP = re.compile(r"(\s*)for (t\d*) in range\(.*\):\Z")
 _CARRY_UPDATE = re.compile(r"(\s*)((?:[A-Za-z_]\w*, )*[A-Za-z_]\w*,) = "
-                           r"((?:[A-Za-z_]\w*, )*[A-Za-z_]\w*,)\Z")
+                           r"((?:[A-Za-z_]\w*, )*[A-Za-z_]\w*,)\Z"
+                           r"|(\s*)((?:c\d+, )*c\d+) = ((?:[A-Za-z_]\w*, )*[A-Za-z_]\w*)\Z")
 
 
 def _assignments(text):
