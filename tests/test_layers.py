@@ -262,8 +262,9 @@ PRIVATE_USES_ALLOWED = {
     ("scanlib.scan.plan", "scanlib.scan.primitive"):
         ({"_needs_grad"}, "scan_p's own test of what needs a gradient, to become its rule"),
     ("scanlib.scan.revolve", "scanlib.scan.primitive"):
-        ({"_mode", "_scan_impl", "_scan_vjp"},
-         "revolve_scan is scan_p with another VJP schedule: it runs scan_p's impl and VJP"),
+        ({"_mode", "_scan_impl", "_scan_vjp", "_differentiated_scan", "_depends_scan"},
+         "revolve_scan is scan_p with another VJP schedule: it runs scan_p's impl and VJP, "
+         "and its body is differentiated, and its outputs depend, as scan_p's"),
 }
 
 

@@ -386,7 +386,9 @@ def test_a_nested_backward_scan_computes_only_the_cotangents_read():
     assert "prune_nested_results" in prog.fired
     scan_p = importlib.import_module("scanlib.scan.primitive").scan_p
     inner = [e for e in prog.eqns if e.prim is scan_p]
-    assert len(inner) == 2  # the replayed forward and the backward
+    # the backward only: the outer forward saved the inner forward's residuals (before, the
+    # backward body ran the inner forward again)
+    assert len(inner) == 1
     bwd = inner[-1]
     assert bwd.params["num_carry"] == len(bwd.outvars)  # no ys: no xs cotangent
     # the oracle: each stage against the unpruned backward body, run step by step
@@ -563,8 +565,12 @@ def test_jit_prunes_the_cotangents_nobody_asked_for_inside_nested_backward_bodie
                 yield e
                 yield from backward_scans(e.params["body"])
 
-    # every scan computes at most the carry cotangent and w's (and a forward's carry and ys)
-    assert all(len(e.outvars) <= 3 for e in backward_scans(graph))
+    # every backward scan computes at most the carry cotangent and w's, and none runs a
+    # forward scan again (the outer forward saved the inner one's residuals)
+    backward = [e for e in backward_scans(graph) if e.params["body"].name == "backward_body"]
+    assert len(backward) == 3 and all(len(e.outvars) <= 2 for e in backward)
+    assert all(b.params["body"].name == "backward_body"
+               for e in backward for b in backward_scans(e.params["body"]))
     assert not any(e.prim.name == "add" and e.outvars[0].shape == () for e in graph.eqns)
     value, g = jitted(*args)
     want_value, want_g = sl.value_and_grad(loss)(*args)
@@ -688,3 +694,51 @@ def test_a_loop_bound_again_with_residuals_prints_once_per_step(call, prints, ca
     as often as under JAX (2 steps, 2 examples; checkpoint runs the forward twice)."""
     call(np.array([[0.3, -0.7], [0.1, 0.4]]))
     assert capsys.readouterr().out.count("step") == prints
+
+
+
+def _nested_printing_loss(c, levels=2, reverse=False, scan=sl.scan):
+    """A scan of scans (of scans), `scan` at every level: the innermost body prints its x."""
+    def innermost(h, x):
+        sl.debug.print("in {}", x)
+        return sl.tanh(h * x), sl.sin(h)
+
+    body = innermost
+    for _ in range(levels - 1):
+        body = functools.partial(lambda h, xs, body: scan(body, h, xs, reverse=reverse),
+                                 body=body)
+    xs = sl.tensor(np.arange(1.0, 1.0 + 2 ** levels).reshape((2,) * levels) / 4)
+    h, ys = scan(body, c, xs)
+    return h + sl.sum(ys * ys)
+
+
+@pytest.mark.parametrize("levels", [2, 3])
+@pytest.mark.parametrize("how", ["grad", "jit(grad)", "hessian", "vmap(grad)", "reverse",
+                                 "numba"])
+def test_nested_scans_differentiated_print_once_per_step_as_jax(how, levels, capsys):
+    """The outer forward saves the inner scan's residuals, stacked over its steps, and the
+    inner scan's VJP reads them: the inner forward runs once per step, as in JAX (whose
+    partial evaluation keeps them), where it ran again in the backward body and printed
+    twice (three times at three levels). Values and derivatives are the Python loop's."""
+    c = sl.tensor(0.5)
+    reverse = how == "reverse"
+    loss = functools.partial(_nested_printing_loss, levels=levels, reverse=reverse)
+    if how == "numba":
+        loss = functools.partial(loss, scan=functools.partial(sl.scan, compiler="numba"))
+    derivative = {"jit(grad)": lambda f: sl.jit(sl.grad(f)), "hessian": sl.hessian}.get(
+        how, sl.grad)
+    if how == "vmap(grad)":
+        got = sl.vmap(sl.grad(loss))(sl.stack([c, c * 2.0]))
+    else:
+        got = derivative(loss)(c)
+    printed = capsys.readouterr().out.count("in ")
+    assert printed == 2 ** levels  # vmap too: x is not batched, so it prints once (JAX)
+    want = derivative(functools.partial(_nested_printing_loss, levels=levels,
+                                        reverse=reverse, scan=_loop))
+    if how == "vmap(grad)":
+        want = sl.stack([sl.grad(functools.partial(
+            _nested_printing_loss, levels=levels, scan=_loop))(v) for v in (c, c * 2.0)])
+    else:
+        want = want(c)
+    capsys.readouterr()
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12, atol=1e-15)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Callable
 from ..tape import format_graph, type_str
 from .api import prepare
 from .executor import compiled
-from .linearize import linearize
+from .linearize import linearize, name_inner_residuals
 from .residuals import CLONE, KEEP, Kind
 from . import schedule as _schedule
 from .loop import format_loop
@@ -109,6 +109,7 @@ def scan_plan(f: Callable[..., tuple[PyTree, PyTree]], init: PyTree, xs: PyTree 
 
     names = {}
     format_graph(body, 0, names)  # assigns the printed names the table uses
+    name_inner_residuals(lin, names)
     rows, counted_hist = [], set()
     for r in lin.residuals:
         v = r.var

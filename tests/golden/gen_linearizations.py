@@ -29,7 +29,7 @@ import scanlib as sl  # noqa: E402
 from golden_files import write_or_check  # noqa: E402
 from test_loop_passes import CORPUS, H, U, W, X, body_of  # noqa: E402
 
-from scanlib.scan.linearize import carry_patterns, linearize  # noqa: E402
+from scanlib.scan.linearize import carry_patterns, linearize, name_inner_residuals  # noqa: E402,E501
 from scanlib.scan.primitive import _needs_grad  # noqa: E402
 from scanlib.tape import format_graph, type_str  # noqa: E402
 from scanlib.tape.tensor import is_differentiable_dtype  # noqa: E402
@@ -182,7 +182,7 @@ def render(name):
     seen = {}
 
     def show(label, lin):
-        text = render_lin(lin, names)
+        text = render_lin(lin, name_inner_residuals(lin, names))
         parts.extend(["", f"## {label}", f"  same as {seen[text]}" if text in seen else text])
         seen.setdefault(text, label)
 
