@@ -742,3 +742,31 @@ def test_nested_scans_differentiated_print_once_per_step_as_jax(how, levels, cap
         want = want(c)
     capsys.readouterr()
     np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12, atol=1e-15)
+
+
+def test_forward_over_reverse_of_a_while_loop_whose_body_scans_its_carry():
+    """The while_loop's recorded scan is bound with residuals that include the inner scan's;
+    differentiated again as bound, its VJP reads ys of it that nobody holds any more (the
+    tape holds outputs weakly), and runs its forward again for them: a TypeError here
+    before. The values are the Python loop's."""
+    def make(inner_scan):
+        def f(p):
+            def body(s):
+                i, h = s
+                h2, _ = inner_scan(lambda c, x: (sl.sin(c * x), None), h, sl.tensor([0.5, 0.7]))
+                return i + 1, h2
+            return sl.while_loop(lambda s: s[0] < 2, body, (0, p))[1]
+        return f
+
+    def looped(p):
+        h = p
+        for _ in range(2):
+            h = _loop(lambda c, x: (sl.sin(c * x), None), h, sl.tensor([0.5, 0.7]))[0]
+        return h
+
+    p = sl.tensor(0.4)
+    f = make(sl.scan)
+    want = sl.hessian(looped)(p).numpy()
+    for got in (sl.hessian(f)(p), sl.jvp(sl.grad(f), (p,), (sl.tensor(1.0),))[1],
+                sl.jit(sl.hessian(f))(p), sl.jacfwd(sl.grad(f))(p), sl.grad(sl.grad(f))(p)):
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-12)

@@ -81,14 +81,15 @@ def _scan_vjp(cts, outs, *inputs, _saved, body, length, reverse, num_carry, num_
         # without a cotangent get none, not zeros (see linearize).
         given = [ct is not None for ct in cts[:len(body.outvars)]]
         lin = linearize(body, nc, x_needs, k_needs, None if all(given) else given)
-        if len(lin.aug_body.outvars) > len(body.outvars):
+        if len(lin.aug_body.outvars) > len(body.outvars) or not _kept(
+                _residuals(lin, outs, xs), lin):
             outs = _bind_linearized(inputs, lin, length, reverse, interpret, sum_carries,
                                     compiler)
     saved = _residuals(lin, outs, xs)
     given = [ct is not None for ct in cts[:nc + lin.num_ys]]
     if not all(given):  # outputs without a cotangent get none, not zeros (see linearize)
         lin = linearize(lin.body, nc, lin.x_needs, lin.k_needs, given)
-        if not all(r.var in saved for r in lin.per_step_residuals):
+        if not _kept(saved, lin):
             # Its residuals are not all among those the forward kept: run the forward again
             # for them, rather than give the unread outputs zero cotangents (0 * inf: NaN).
             outs = _bind_linearized(inputs, lin, length, reverse, interpret, sum_carries,
@@ -152,7 +153,7 @@ def _peeled_vjp(cts, inputs, lin, saved, given, patterns, length, reverse, inter
     main = linearize(lin.body, nc, lin.x_needs, lin.k_needs, patterns[-1] + ys_given,
                      carries=patterns[-1]) if rest else None
     for needed in step_lins + ([main] if main else []):
-        if not all(r.var in saved for r in needed.per_step_residuals):
+        if not _kept(saved, needed):
             # Bound without _lin: a one-step linearization is no scan's; a higher order
             # relinearizes this forward as bound.
             outs = bind(scan_p, *inputs, body=needed.aug_body, length=length, reverse=reverse,
@@ -222,6 +223,14 @@ def _residuals(lin, outs, xs):
     nc, ny = len(lin.ct_carry), lin.num_ys
     sources = {Kind.AUG: outs[nc + ny:], Kind.XS: xs, Kind.YS: outs[nc:nc + ny]}
     return {r.var: sources[r.kind][r.index] for r in lin.per_step_residuals}
+
+
+def _kept(saved, lin):
+    """Whether `saved` holds every residual lin's backward reads. One it lacks: a residual of
+    another linearization; or a y read as one (a scan bound with residuals, differentiated
+    again as bound, reads its ys so) that nobody holds any more, the tape holding outputs
+    weakly. Then the forward runs again for them."""
+    return all(saved.get(r.var) is not None for r in lin.per_step_residuals)
 
 
 def _covers(had, needed):
