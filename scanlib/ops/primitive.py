@@ -102,6 +102,12 @@ class Primitive:
     equation recorded on the tape, forward mode to one with tangents. `depends(params,
     in_flags) -> out_flags`: which outputs depend on the flagged inputs along the graphs' own
     paths (a loop's; without it, all), for graph.dependent_values.
+    `keep_residuals(params, traced) -> (key, params, extra outputs) | None`: the equation
+    bound so that it also outputs what its VJP reads, where the graph holding it is
+    linearized (`traced` flags the inputs that are values, not literals): scan's, bound with
+    its residuals, so that the forward saves them and its VJP does not run its forward
+    again. The extra outputs are (shape, dtype, hint); `key` is the object they follow from
+    (scan's linearization), held by the new params: the same key, the same outputs.
     `effect`: the primitive is run for what it does, not for its result (debug printing):
     dead-code elimination keeps its equations (graph.used_vars), and a loop runs them at every
     step, never once for all steps; so too an equation with one in a graph among its params
@@ -118,7 +124,7 @@ class Primitive:
                  linear=False, tangent=None, jvp=None, vmap=None, vmap_flags=None,
                  bind_recorded=None, rebinding=None, effect=False, promote=None,
                  inexact=False, keeps_weak=True, shape_of=None, own_level=None,
-                 differentiated=None, depends=None):
+                 differentiated=None, depends=None, keep_residuals=None):
         self.name = self.__name__ = self.__qualname__ = name
         if doc:
             self.__doc__ = doc
@@ -151,6 +157,7 @@ class Primitive:
         # differentiated(params, in_flags) -> params or None; depends(params, in_flags) ->
         # out_flags: see the class docstring.
         self.differentiated, self.depends = differentiated, depends
+        self.keep_residuals = keep_residuals
 
     def __call__(self, *args, **params):
         return bind(self, *args, **params)

@@ -93,7 +93,7 @@ def _linearize(body, nc, x_needs, k_needs, given, one_step=False, carries=None):
     ct_in, ct_out = _carry_cotangents(body, nc, given, one_step, carries)
     ct_ys = given[nc:]
     active = active_values(body, ct_out, x_needs, k_needs)
-    plain, body = body, _inner_scans_saving_residuals(body, active)
+    plain, body = body, _keeping_residuals(body, active)
     b = GraphBuilder(body.device)
     with tracing(b):
         seeds = [v for v, f in zip(body.outvars, ct_in + ct_ys) if f]
@@ -134,32 +134,28 @@ def _linearize(body, nc, x_needs, k_needs, given, one_step=False, carries=None):
         bwd_sources={t._var: v for v, t in fwd.traced.items()})
 
 
-def _inner_scans_saving_residuals(body, active):
-    """body with each scan inside it that reads an active value bound with its residuals
-    (`_lin`, as apply_scan binds one on the tape): the forward then computes them at every
-    step and, where the backward body reads them, saves them, and the inner scan's VJP
-    reads them there instead of running the inner forward again (as JAX's partial
-    evaluation keeps a nested scan's residuals; a print in the inner body runs once per
-    step). The linearization is the one that VJP asks for: in the backward body every float
-    input is traced and so needs a gradient. Each rewritten equation is cached on body, so
-    that every linearization of body (another `given`, one step) names the same residuals."""
+def _keeping_residuals(body, active):
+    """body with each equation inside it that reads an active value and has a
+    `keep_residuals` rule (a nested scan) bound as that rule says: with what its VJP reads
+    as more outputs, which the forward then computes at every step and, where the backward
+    body reads them, saves; the VJP reads them there instead of running the inner forward
+    again (as JAX's partial evaluation keeps a nested scan's residuals; a print in the inner
+    body runs once per step). Each rewritten equation is cached on body, so that every
+    linearization of body (another `given`, one step) names the same residuals."""
     eqns, cache = list(body.eqns), body.__dict__.setdefault("_saving_inner", {})
     for i, eqn in enumerate(body.eqns):
-        p = eqn.params
-        if eqn.prim.name != "scan" or p.get("_lin") is not None or not p["length"] or not any(
-                isinstance(v, Var) and v in active for v in eqn.invars):
+        rule = eqn.prim.keep_residuals
+        if rule is None or not any(isinstance(v, Var) and v in active for v in eqn.invars):
             continue
-        nc, nx, inner = p["num_carry"], p["num_xs"], p["body"]
-        needs = [isinstance(v, Var) and is_differentiable_dtype(v.dtype)
-                 for v in eqn.invars[nc:]]
-        lin = linearize(inner, nc, needs[:nx], needs[nx:])
-        if (i, id(lin)) not in cache:  # (the lin kept with it: its id stays its own)
-            extra = lin.aug_body.outvars[len(inner.outvars):]
-            cache[i, id(lin)] = lin, Eqn(
-                eqn.prim, eqn.invars, dict(p, body=lin.aug_body, _lin=lin),
-                eqn.outvars + [Var((p["length"],) + tuple(v.shape), v.dtype, v.hint)
-                               for v in extra])
-        eqns[i] = cache[i, id(lin)][1]
+        found = rule(eqn.params, [isinstance(v, Var) for v in eqn.invars])
+        if found is None:
+            continue
+        what, params, extra = found
+        key = (i, id(what))  # (the cache holds params, which hold `what`: its id stays its own)
+        if key not in cache:
+            cache[key] = params, Eqn(eqn.prim, eqn.invars, params, eqn.outvars + [
+                Var(shape, dtype, hint) for shape, dtype, hint in extra])
+        eqns[i] = cache[key][1]
     if eqns == body.eqns:
         return body
     return Graph(body.invars, body.constvars, body.consts, eqns, body.outvars, body.name,
@@ -168,7 +164,7 @@ def _inner_scans_saving_residuals(body, active):
 
 def name_inner_residuals(lin, names):
     """Printed names, added to `names` (format_graph's, of lin.body), for the residuals that
-    the nested scans of lin's forward save (_inner_scans_saving_residuals): `e.r0` is the
+    the nested scans of lin's forward save (_keeping_residuals): `e.r0` is the
     first residual of the scan whose first result is `e`, stacked over its steps."""
     for plain, eqn in zip(lin.body.eqns, lin.aug_body.eqns):
         if eqn is not plain:

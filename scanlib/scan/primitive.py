@@ -342,6 +342,22 @@ def _depends_scan(params, in_flags):
     return dependent_outputs(params["body"], in_flags, nc)
 
 
+def _bound_with_residuals(params, traced):
+    """scan's `keep_residuals` rule: the scan bound with its residuals (`_lin`), linearized as
+    its VJP asks in a traced backward body, where every float input is a traced value and so
+    needs a gradient; its residual outputs stacked over its steps. None for a scan bound so
+    already, or of no step."""
+    if params.get("_lin") is not None or not params["length"]:
+        return None
+    body, nc, nx = params["body"], params["num_carry"], params["num_xs"]
+    avals = body.invars[nc:] + body.constvars
+    needs = [t and is_differentiable_dtype(v.dtype) for t, v in zip(traced[nc:], avals)]
+    lin = linearize(body, nc, needs[:nx], needs[nx:])
+    extra = lin.aug_body.outvars[len(body.outvars):]
+    return lin, dict(params, body=lin.aug_body, _lin=lin), [
+        ((params["length"],) + tuple(v.shape), v.dtype, v.hint) for v in extra]
+
+
 def _bind_recorded(*inputs, body, length, reverse, num_carry, num_xs, interpret=False,
                    sum_carries=(), compiler="numpy", _lin=None):
     """How a replayed scan equation (scanlib.remat) binds: through apply_scan, so that when
@@ -374,7 +390,7 @@ def _rebinding(params):
 
 scan_p = Primitive("scan", _scan_impl, _scan_vjp, multiple_results=True, prune=_prune_scan,
                    reach=_reach_scan, differentiated=_differentiated_scan,
-                   depends=_depends_scan,
+                   depends=_depends_scan, keep_residuals=_bound_with_residuals,
                    jvp=jvp.scan_jvp, vmap=batching.scan_vmap,
                    vmap_flags=batching.scan_vmap_flags, bind_recorded=_bind_recorded,
                    rebinding=_rebinding)
