@@ -17,10 +17,60 @@ import pytest
 # typing (which the tier's proofs read) or float semantics (no fast-math); machine code
 # compiled this way must not land in the package's or the user's caches.
 os.environ.setdefault("NUMBA_OPT", "0")
-if "NUMBA_CACHE_DIR" not in os.environ:
-    import tempfile
 
-    os.environ["NUMBA_CACHE_DIR"] = tempfile.mkdtemp(prefix="scanlib-test-numba-")
+
+def _test_cache():
+    """Where the code the tests compile (numba's kernels, JAX's programs) is kept: by default
+    .cache/tests/<versions> in this checkout (ignored by git), so that a second run loads what
+    the first compiled (compiling was about a third of a cold run's time here); one directory
+    per Python, NumPy, numba and JAX, so no environment loads another's machine code. A fresh
+    checkout (CI) starts empty. SCANLIB_TEST_CACHE=fresh compiles everything again, in a
+    directory of this run; SCANLIB_TEST_CACHE=DIR names another."""
+    import sys
+    import tempfile
+    from importlib import metadata
+
+    chosen = os.environ.get("SCANLIB_TEST_CACHE", "")
+    if chosen == "fresh":
+        return tempfile.mkdtemp(prefix="scanlib-test-cache-")
+    if chosen:
+        return chosen
+    versions = [f"py{sys.version_info[0]}.{sys.version_info[1]}"]
+    for package in ("numpy", "numba", "jax", "jaxlib"):
+        try:
+            versions.append(f"{package}{metadata.version(package)}")
+        except metadata.PackageNotFoundError:
+            pass
+    root = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                        ".cache", "tests")
+    if "PYTEST_XDIST_WORKER" not in os.environ:  # the controller, before any worker starts
+        _bounded(root, 2 << 30)
+    return os.path.join(root, "-".join(versions))
+
+
+def _bounded(root, limit):
+    """root emptied when its files pass `limit` bytes (each change of the code generators
+    leaves the kernels it no longer writes behind)."""
+    import shutil
+
+    total = 0
+    for folder, _, files in os.walk(root):
+        for name in files:
+            try:
+                total += os.path.getsize(os.path.join(folder, name))
+            except OSError:
+                pass
+    if total > limit:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+_CACHE = os.environ.setdefault("SCANLIB_TEST_CACHE_DIR", _test_cache())  # the workers' too
+os.environ.setdefault("NUMBA_CACHE_DIR", os.path.join(_CACHE, "numba"))
+# JAX's persistent cache (the comparisons with JAX compile each operation), every program
+# kept however quick its compile: with it a second run's JAX calls take a fifth of the time.
+os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", os.path.join(_CACHE, "jax"))
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
 
 # The suite runs on the NumPy loop unless a test names its compiler: "auto" (the default
 # where numba is installed) would compile kernels in background processes all through it.
@@ -33,16 +83,25 @@ _ALL = ("numpy", "cupy")
 
 
 @pytest.fixture(autouse=True, scope="session")
-def _numba_kernel_cache(tmp_path_factory):
-    """scan(..., compiler="numba") kernels compile into a directory of this run, not the
-    user's cache (~/.cache/scanlib)."""
+def _numba_kernel_cache():
+    """scan(..., compiler="numba") kernels compile into the tests' cache (_test_cache), not
+    the user's (~/.cache/scanlib)."""
     old = os.environ.get("SCANLIB_CACHE_DIR")
-    os.environ["SCANLIB_CACHE_DIR"] = str(tmp_path_factory.mktemp("scanlib-kernels"))
+    os.environ["SCANLIB_CACHE_DIR"] = os.path.join(_CACHE, "kernels")
     yield
     if old is None:
         os.environ.pop("SCANLIB_CACHE_DIR", None)
     else:
         os.environ["SCANLIB_CACHE_DIR"] = old
+
+
+@pytest.fixture
+def fresh_kernel_cache(tmp_path, monkeypatch):
+    """An empty kernel cache for a test that watches a kernel being compiled (its first call
+    on NumPy's loop, a background compile, a proof refused), which a kernel an earlier run
+    compiled would skip."""
+    monkeypatch.setenv("SCANLIB_CACHE_DIR", str(tmp_path / "kernels"))
+    return tmp_path / "kernels"
 
 
 @pytest.fixture(autouse=True)

@@ -41,6 +41,7 @@ def _data(seed, T=50, n=3):
     return W, sl.tensor(rng.normal(size=(T, n))), sl.tensor(rng.normal(size=n))
 
 
+@pytest.mark.usefixtures("fresh_kernel_cache")
 def test_a_first_call_runs_the_numpy_loop_and_later_calls_the_kernel(caplog):
     W, xs, h0 = _data(0)
     want_v, want_g = sl.value_and_grad(_rnn_loss(W, "numpy"), argnums=(0, 1))(h0, xs)
@@ -192,6 +193,7 @@ def test_auto_settles_on_a_tier_by_measuring_both(caplog):
     assert len(decided) == 2, decided  # the forward body and the backward body
 
 
+@pytest.mark.usefixtures("fresh_kernel_cache")
 def test_a_jitted_call_asks_for_its_scans_kernels_before_its_fused_kernel(caplog):
     # The scans' own kernels compile sooner and run the calls until the one kernel is ready;
     # then the faster of the two runs (on a Kalman filter, the scans' own kernels).
@@ -274,6 +276,7 @@ def test_a_kernel_that_leaves_each_call_to_numpy_gives_numpys_values():
         np.testing.assert_array_equal(ys.numpy(), want_ys.numpy())
 
 
+@pytest.mark.usefixtures("fresh_kernel_cache")
 def test_a_step_past_the_size_rule_is_timed_under_auto(caplog):
     """A step of 16,900 float64 elements is past LARGE_STEP (the numba tier keeps the NumPy
     loop: test_numba_loop), but under "auto", which times both, its kernel is compiled and

@@ -119,6 +119,7 @@ def test_a_kernel_file_changed_on_disk_is_written_again(monkeypatch):
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork")
+@pytest.mark.usefixtures("fresh_kernel_cache")
 def test_a_forked_child_runs_the_kernel_its_parent_was_compiling():
     """A child forked while its parent's kernel compiled took that compile for failed (it
     hears no answer), and ran the NumPy loop for good (a fork Pool never ran a kernel)."""
@@ -229,6 +230,7 @@ def test_the_background_queue_is_bounded(monkeypatch):
             worker.process.wait()
 
 
+@pytest.mark.usefixtures("fresh_kernel_cache")
 def test_the_background_process_is_replaced_after_its_share_of_kernels(monkeypatch):
     worker = native_background._Worker()
     monkeypatch.setattr(native_background, "_WORKER", worker)
@@ -338,6 +340,7 @@ def test_threads_calling_with_new_layouts_while_one_compiles():
         np.testing.assert_allclose(c, want, rtol=1e-12)
 
 
+@pytest.mark.usefixtures("fresh_kernel_cache")
 def test_kernels_compile_side_by_side_in_two_processes(monkeypatch):
     """With PROCESSES=2, two kernels asked for at once go to two processes (the second job
     found the first process busy); each kernel then gives the NumPy loop's values, and a

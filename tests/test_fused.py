@@ -212,6 +212,7 @@ def test_numpy_set_to_raise_is_honoured():
         f(x)
 
 
+@pytest.mark.usefixtures("fresh_kernel_cache")
 def test_a_type_numba_would_change_is_not_proved(monkeypatch):
     """numba's typing is checked before the kernel first runs (the check itself is tested in
     test_numba_loop.py); when it fails, the straight-line code runs, then and after."""
@@ -257,6 +258,7 @@ def test_scans_of_one_body_share_one_loop_function(monkeypatch):
     assert source.count("\ndef _loop") == 4, source
 
 
+@pytest.mark.usefixtures("fresh_kernel_cache")
 def test_the_loop_functions_types_are_proved(monkeypatch):
     """numba's types of the values inside a loop function are checked as the kernel's own
     are: a loop whose parameter numba would type otherwise keeps the straight-line code."""
