@@ -182,6 +182,23 @@ def test_a_numba_that_no_longer_imports_leaves_recorded_kernels_to_the_numpy_loo
         np.testing.assert_array_equal(c, want)
 
 
+def test_a_kernels_cache_key_covers_the_code_that_checks_its_types(tmp_path):
+    """A kernel's recorded proof (.proofs, beside it in the cache) is trusted without
+    checking its types again: the kernel's file name, a digest of its source, covers the
+    source of the check, so a scanlib whose check differs compiles and checks it again."""
+    import shutil
+
+    here = os.path.dirname(native.__file__)
+    for name in native.KEYED_SOURCES:
+        shutil.copy(os.path.join(here, name), tmp_path / name)
+    digest = native._helpers_digest.__wrapped__  # not its cache
+    assert digest(str(tmp_path)) == native._helpers_digest()
+    with open(tmp_path / "native.py", "a") as fh:
+        fh.write("\n# another check of the types\n")
+    assert digest(str(tmp_path)) != native._helpers_digest()
+    assert {"native.py", "native_kernels.py"} <= set(native.KEYED_SOURCES)
+
+
 def test_numba_without_its_metadata_leaves_the_scan_running(monkeypatch):
     """numba installed without its package metadata (an application frozen without it):
     every scan under auto raised PackageNotFoundError, from the kernels' cache key."""

@@ -740,16 +740,25 @@ def describe(prog):
 _loaded = {}
 
 
+# Read into every kernel's cache key (_helpers_digest): the helpers numba inlines, and the
+# code that checks a kernel's types and records the check beside it (.proofs), so that a
+# record made by another version of the check is never trusted.
+KEYED_SOURCES = ("native_kernels.py", "native_prng.py", "native.py", "native_background.py",
+                 "native_worker.py")
+_HERE = os.path.dirname(__file__)
+
+
 @functools.lru_cache(maxsize=None)
-def _helpers_digest():
+def _helpers_digest(directory=_HERE):
     """numba's cache keeps a kernel's machine code, helpers inlined, until the kernel's own
-    file changes: so the helpers' source and numba's version are part of every kernel's."""
+    file changes: so the helpers' source and numba's version are part of every kernel's, and
+    the checker's source (KEYED_SOURCES) too."""
     from ...ops import prng_kernel
 
     text = _numba_version().encode() + prng_kernel.SOURCE.encode()
-    # Read, not imported: importing them starts numba's compiler (half a second).
-    for helpers in ("native_kernels.py", "native_prng.py"):
-        with open(os.path.join(os.path.dirname(__file__), helpers), "rb") as fh:
+    # Read, not imported: importing the helpers starts numba's compiler (half a second).
+    for name in KEYED_SOURCES:
+        with open(os.path.join(directory, name), "rb") as fh:
             text += fh.read()
     return hashlib.sha256(text).hexdigest()[:16]
 
