@@ -461,12 +461,37 @@ def test_scan_plan_prints_the_schedule():
     # A carry is 32 bytes and a step keeps 64 (the incoming carry and tanh's result), so
     # "sqrt" takes k = round(sqrt(100 * 32 / 64)) = 7: 14 segments of 7 and one of 2.
     assert plan.schedule[0] == "checkpoint: sqrt: 14 segments of 7 steps and one of 2"
-    assert "15 carries (480 bytes)" in str(plan)
+    assert "14 carries (448 bytes) and the last segment's residuals" in str(plan)
+    assert "but the last one's (93 steps in all)" in str(plan)
     plan = sl.scan_plan(f, sl.zeros(4), xs, checkpoint=("revolve", 3))
     r = Revolve(3).repetitions(100)
     assert f"at most {r} times" in plan.schedule[0]
     assert f"{100 + recomputed_steps(100, 3, r)} (plain scan: 100)" in str(plan)
     assert sl.scan_plan(f, sl.zeros(4), xs).schedule is None
+
+
+@pytest.mark.parametrize("k, T, recomputed", [(4, 10, 6), (5, 10, 5), (3, 3, 0),
+                                               (20, 10, 0), (1, 5, 4), (2, 9, 7)])
+def test_the_last_segment_keeps_its_residuals_and_is_not_recomputed(capsys, k, T, recomputed):
+    """The backward pass starts with the last k steps, so the forward keeps their residuals
+    (one segment's, as a recomputation would hold) and only the steps before them run again:
+    a print in the body shows each step once in the forward, once more where recomputed."""
+    W = sl.tensor(RNG.standard_normal((3, 3)) * 0.5)
+    xs = sl.tensor(RNG.standard_normal((T, 3)))
+
+    def loss(h, ck):
+        def f(c, x):
+            sl.debug.print("step {}", x[0])
+            return sl.tanh(c @ W + x), sl.sum(c * c)
+        return sl.scan(f, h, xs, checkpoint=ck)[1].sum()
+
+    h = sl.tensor(RNG.standard_normal(3))
+    want = sl.grad(loss)(h, None).numpy()
+    capsys.readouterr()
+    got = sl.grad(loss)(h, k).numpy()
+    printed = capsys.readouterr().out.count("step ")
+    assert printed == T + recomputed, printed
+    np.testing.assert_array_equal(got, want)
 
 
 def test_schedule_parse():

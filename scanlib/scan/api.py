@@ -65,8 +65,9 @@ def scan(f: Callable[..., tuple[PyTree, PyTree]], init: PyTree, xs: PyTree = Non
     `checkpoint` trades time for memory when the scan is differentiated (values and
     gradients of any order stay those of the loop, to rounding): None keeps every step's
     residuals; an int k keeps only the carry at the start of every k steps and the backward
-    pass recomputes one k-step segment at a time; "sqrt" picks k near sqrt(T) (memory
-    O(sqrt T), one extra forward pass); ("revolve", s) is Griewank's binomial schedule
+    pass recomputes one k-step segment at a time (all but the last, whose residuals the
+    forward keeps); "sqrt" picks k near sqrt(T) (memory O(sqrt T), one extra forward pass
+    of T - k steps); ("revolve", s) is Griewank's binomial schedule
     keeping at most s carries plus one step's residuals, at the cost of recomputing each
     step a few times (scan_plan shows how many). The segment schedules are scans of
     checkpointed scans (scanlib.checkpoint); revolve runs its schedule over arrays in the
@@ -174,20 +175,27 @@ def _step_sizes(traced, init_t, xs_t):
 
 
 def _run_segments(run, carry, xs, T, k, loop):
-    """An outer scan over T // k checkpointed segments of k steps, then one of the rest."""
-    n, rest = divmod(T, k)
+    """Checkpointed segments of k steps (the first one shorter where k does not divide T),
+    then the last k steps as a plain scan. The backward pass reaches those first, so keeping
+    their residuals from the forward pass holds no more than recomputing them would (one
+    segment's), and saves their recomputation, as PyTorch's checkpoint_sequential leaves its
+    last segment unchecked."""
+    k = min(k, T)
+    n, rest = divmod(T - k, k)
     pieces = []
+    if rest:
+        carry, ys = _checkpoint(lambda c, leaves: run(c, leaves, rest))(
+            carry, [x[:rest] for x in xs])
+        pieces.append(ys)
     if n:
-        main = [x[:n * k].reshape((n, k) + tuple(x.shape[1:])) for x in xs]
+        main = [x[rest:rest + n * k].reshape((n, k) + tuple(x.shape[1:])) for x in xs]
         segment = _checkpoint(lambda c, leaves: run(c, leaves, k))
         carry, ys = scan(lambda c, leaves: segment(c, leaves), carry, main or None,
                          length=n, **loop)
         pieces.append(pytree.tree_map(lambda y: y.reshape((n * k,) + tuple(y.shape[2:])),
                                       ys))
-    if rest:
-        carry, ys = _checkpoint(lambda c, leaves: run(c, leaves, rest))(
-            carry, [x[n * k:] for x in xs])
-        pieces.append(ys)
+    carry, ys = run(carry, [x[T - k:] for x in xs], k)
+    pieces.append(ys)
     return carry, _joined(pieces)
 
 

@@ -18,10 +18,11 @@ ALLOWED = ('None (keep every step\'s residuals), an int k >= 1 (keep the carry e
 
 class Segments:
     """Keep the carry at the start of every k-step segment; the backward pass recomputes one
-    segment at a time (storing that segment's residuals only). k=None ("sqrt"): the k that
-    makes the kept carries plus one segment's residuals smallest, (T / k) * carry_bytes +
-    k * step_bytes, that is sqrt(T * carry_bytes / step_bytes): sqrt(T) when a carry and
-    one step's residuals weigh the same (and when their sizes are not given)."""
+    segment at a time (storing that segment's residuals only), all but the last, whose
+    residuals the forward pass keeps (the backward pass starts with them). k=None ("sqrt"):
+    the k that makes the kept carries plus one segment's residuals smallest, (T / k) *
+    carry_bytes + k * step_bytes, that is sqrt(T * carry_bytes / step_bytes): sqrt(T) when
+    a carry and one step's residuals weigh the same (and when their sizes are not given)."""
 
     def __init__(self, k):
         self.k = k
@@ -33,14 +34,16 @@ class Segments:
         return max(1, min(max(T, 1), round(math.sqrt(max(T, 1) * ratio))))
 
     def describe(self, T, carry_bytes, step_bytes):
-        k = self.length(T, carry_bytes, step_bytes)
+        k = min(self.length(T, carry_bytes, step_bytes), T)
         n, rest = divmod(T, k)
-        kept = n + (1 if rest else 0)
+        kept = n - 1 + (1 if rest else 0)  # the last segment keeps its residuals instead
         parts = f"{n} segments of {k} steps" + (f" and one of {rest}" if rest else "")
         return [f"checkpoint: {'sqrt: ' if self.k is None else ''}{parts}",
-                f"  kept between the passes: {kept} carries ({kept * carry_bytes:,} bytes)",
-                f"  recomputed in backward: each segment's forward once ({T} steps in all)",
-                f"  peak residuals of one segment: {min(k, T) * step_bytes:,} bytes"]
+                f"  kept between the passes: {kept} carries ({kept * carry_bytes:,} bytes) "
+                f"and the last segment's residuals",
+                f"  recomputed in backward: each segment's forward once, but the last one's "
+                f"({T - k} steps in all)",
+                f"  peak residuals of one segment: {k * step_bytes:,} bytes"]
 
 
 class Revolve:
