@@ -22,7 +22,7 @@ os.environ.setdefault("NUMBA_OPT", "0")
 def _test_cache():
     """Where the code the tests compile (numba's kernels, JAX's programs) is kept: by default
     .cache/tests/<versions> in this checkout (ignored by git), so that a second run loads what
-    the first compiled (compiling was about a third of a cold run's time here); one directory
+    the first compiled (compiling was more than half of a cold run's time here); one directory
     per Python, NumPy, numba and JAX, so no environment loads another's machine code. A fresh
     checkout (CI) starts empty. SCANLIB_TEST_CACHE=fresh compiles everything again, in a
     directory of this run; SCANLIB_TEST_CACHE=DIR names another."""

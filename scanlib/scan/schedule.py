@@ -34,15 +34,16 @@ class Segments:
         return max(1, min(max(T, 1), round(math.sqrt(max(T, 1) * ratio))))
 
     def describe(self, T, carry_bytes, step_bytes):
-        k = min(self.length(T, carry_bytes, step_bytes), T)
+        k = self.length(T, carry_bytes, step_bytes)
+        k = min(k, T) if T else k
         n, rest = divmod(T, k)
-        kept = n - 1 + (1 if rest else 0)  # the last segment keeps its residuals instead
+        kept = max(n - 1, 0) + (1 if rest else 0)  # the last segment keeps its residuals
         parts = f"{n} segments of {k} steps" + (f" and one of {rest}" if rest else "")
         return [f"checkpoint: {'sqrt: ' if self.k is None else ''}{parts}",
                 f"  kept between the passes: {kept} carries ({kept * carry_bytes:,} bytes) "
                 f"and the last segment's residuals",
                 f"  recomputed in backward: each segment's forward once, but the last one's "
-                f"({T - k} steps in all)",
+                f"({max(T - k, 0)} steps in all)",
                 f"  peak residuals of one segment: {k * step_bytes:,} bytes"]
 
 
