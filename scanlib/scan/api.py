@@ -177,7 +177,7 @@ def _step_sizes(traced, init_t, xs_t):
 def _run_segments(run, carry, xs, T, k, loop):
     """Checkpointed segments of k steps (the first one shorter where k does not divide T),
     then the last k steps as a plain scan. The backward pass reaches those first, so keeping
-    their residuals from the forward pass holds no more than recomputing them would (one
+    their residuals from the forward pass holds about what recomputing them would (one
     segment's), and saves their recomputation, as PyTorch's checkpoint_sequential leaves its
     last segment unchecked."""
     k = min(k, T)
