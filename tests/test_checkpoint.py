@@ -470,6 +470,7 @@ def test_scan_plan_prints_the_schedule():
     assert sl.scan_plan(f, sl.zeros(4), xs).schedule is None
     empty = sl.scan_plan(f, sl.zeros(4), xs[:0], checkpoint="sqrt").schedule
     assert "0 carries" in empty[1] and "(0 steps in all)" in empty[2], empty
+    assert empty[3].endswith(": 0 bytes"), empty
 
 
 @pytest.mark.parametrize("k, T, recomputed", [(4, 10, 6), (5, 10, 5), (3, 3, 0),

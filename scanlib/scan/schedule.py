@@ -44,7 +44,7 @@ class Segments:
                 f"and the last segment's residuals",
                 f"  recomputed in backward: each segment's forward once, but the last one's "
                 f"({max(T - k, 0)} steps in all)",
-                f"  peak residuals of one segment: {k * step_bytes:,} bytes"]
+                f"  peak residuals of one segment: {min(k, T) * step_bytes:,} bytes"]
 
 
 class Revolve:
