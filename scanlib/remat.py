@@ -17,6 +17,7 @@ import numpy as np
 
 from . import backends, pytree
 from .interpreters.batching import batched_graph
+from .interpreters.forward import eval_with_tangents
 from .interpreters.reverse import walk_back
 from .ops import as_tensor
 from .ops import elementwise as ew
@@ -45,8 +46,9 @@ def checkpoint(f: Callable[..., Any], *, prevent_cse: bool = True,
     backward pass: differentiating the result runs f again, like `jax.checkpoint`.
 
     Memory traded for time: between the forward and the backward pass only f's inputs are
-    kept (the tensors f closes over are inputs too, and get gradients). Values and gradients
-    of any order are those of f itself. It works on the tape, under grad/vjp, inside scan
+    kept (the tensors f closes over are inputs too, and get gradients). Forward mode (`jvp`,
+    eager `jacfwd`) runs f once, with its tangents. Values and gradients of any order are
+    those of f itself. It works on the tape, under grad/vjp, inside scan
     bodies (the recomputation then runs in the backward scan's step) and nested (a
     checkpointed function calling another recomputes that one again when it is itself
     recomputed). f is traced once per call, so use scanlib ops in it and no Python control
@@ -398,7 +400,55 @@ def _checkpoint_vmap(values, batched, B, *, graph, num_args, num_saved=0):
     return results, out_flags
 
 
+def _checkpoint_jvp(primals, tangents, *, graph, num_args, num_saved=0):
+    """(outs, tangents): one checkpoint whose graph is the JVP of this one's, as JAX's remat
+    of the JVP. f runs once, its values and tangents together, and reverse mode over the
+    result still recomputes instead of keeping intermediates. (The transposed VJP, the rule
+    otherwise, runs f once forward and again in the VJP's replay.) The values a policy kept
+    stay kept, last; their tangents are recomputed. A constant f returned (a Literal) is
+    not part of the JVP's graph: it is returned as the impl returns it, without a tangent."""
+    present = [j for j, t in enumerate(tangents) if t is not None]
+    computed = [i for i, v in enumerate(graph.outvars) if isinstance(v, Var)]
+    n_values = len(computed) - num_saved  # then the kept ones (always computed: Vars)
+    with_tangent = []  # which of the computed outputs have one (known once traced)
+
+    def jvp_graph(*xs):
+        ins = graph.invars + graph.constvars
+        env = dict(zip(ins, xs[:len(primals)]))
+        tan = {ins[j]: t for j, t in zip(present, xs[len(primals):])}
+        eval_with_tangents(graph.eqns, env, tan)
+        outs = [env[graph.outvars[i]] for i in computed]
+        with_tangent.extend(k for k, i in enumerate(computed)
+                            if tan.get(graph.outvars[i]) is not None)
+        return (outs[:n_values] + [tan[graph.outvars[computed[k]]] for k in with_tangent]
+                + outs[n_values:])
+
+    avals = [(tuple(x.shape), np.dtype(x.dtype)) for x in primals]
+    avals += [(tuple(tangents[j].shape), np.dtype(tangents[j].dtype)) for j in present]
+    traced, _, _ = trace_function(jvp_graph, avals, pytree.flatten(tuple(range(len(avals))))[1],
+                                  device=graph.device, name=f"jvp_{graph.name}",
+                                  split_args=True, const_names={})
+    consts = traced.consts
+    found = _bind_recorded(*primals, *[tangents[j] for j in present], *consts,
+                           graph=Graph(traced.invars, traced.constvars, [None] * len(consts),
+                                       traced.eqns, traced.outvars, traced.name, traced.device),
+                           num_args=len(primals) + len(present), num_saved=num_saved)
+    n_t = len(with_tangent)
+    values = found[:n_values] + found[n_values + n_t:]
+    t_values = [None] * len(computed)
+    for k, t in zip(with_tangent, found[n_values:n_values + n_t]):
+        t_values[k] = t
+    outs, t_out = [None] * len(graph.outvars), [None] * len(graph.outvars)
+    for k, i in enumerate(computed):
+        outs[i], t_out[i] = values[k], t_values[k]
+    xp = backends.xp_of(*primals) if primals else np
+    for i, v in enumerate(graph.outvars):
+        if outs[i] is None:
+            outs[i] = Tensor(xp.asarray(v.value))
+    return outs, t_out
+
+
 checkpoint_p = Primitive("checkpoint", _checkpoint_impl, _checkpoint_vjp, reach=_reach_checkpoint,
-                         multiple_results=True, bind_recorded=_bind_recorded,
+                         multiple_results=True, bind_recorded=_bind_recorded, jvp=_checkpoint_jvp,
                          vmap=_checkpoint_vmap, differentiated=_differentiated_checkpoint,
                          depends=lambda params, flags: dependent_outputs(params["graph"], flags))

@@ -610,3 +610,95 @@ def test_a_revolve_scans_gradient_traced_after_it_was_recorded():
     _tree_close(sl.jit(back)(ct), want)
     rows = sl.vmap(back)(sl.eye(3))
     _tree_close([r[1] for r in rows], [g for g in back(sl.eye(3)[1])])
+
+
+# --- forward mode: one checkpoint over f's JVP (JAX's remat of the JVP) ---------------------------
+def _printing(f):
+    def g(*args):
+        sl.debug.print("f {}", args[0].sum())
+        return f(*args)
+    return g
+
+
+def test_jvp_of_a_checkpoint_runs_f_once(capsys):
+    """jvp runs f once with its tangents beside it, checkpointed or not (the transposed VJP,
+    the rule before, ran it once forward and again in the VJP's replay)."""
+    h = sl.tensor(RNG.standard_normal(3))
+    x = sl.tensor(RNG.standard_normal(3))
+    for jac in (False, True):
+        counts, found = [], []
+        for g in (_printing(_f), sl.checkpoint(_printing(_f))):
+            capsys.readouterr()
+            found.append(sl.jacfwd(g)(h, x) if jac else sl.jvp(g, (h, x), (x, h))[1])
+            counts.append(capsys.readouterr().out.count("f "))
+        assert counts[1] == counts[0] == (3 if jac else 1), counts  # jacfwd: one per column
+        np.testing.assert_allclose(found[1].numpy(), found[0].numpy(), rtol=1e-14, atol=1e-15)
+
+
+@pytest.mark.parametrize("schedule", [None, 2, "sqrt"])
+def test_jvp_of_a_checkpointed_scan_runs_each_step_once(capsys, schedule):
+    T = 7
+    xs = sl.tensor(RNG.standard_normal((T, 3)))
+
+    def run(h):
+        def body(c, x):
+            sl.debug.print("step {}", x[0])
+            return sl.tanh(c @ W + x), sl.sum(c * c)
+        return sl.scan(body, h, xs, checkpoint=schedule)
+
+    h, t = sl.tensor(RNG.standard_normal(3)), sl.tensor(RNG.standard_normal(3))
+    capsys.readouterr()
+    out, tan = sl.jvp(run, (h,), (t,))
+    assert capsys.readouterr().out.count("step ") == T
+    want = sl.jvp(lambda h: _loop(h, xs), (h,), (t,))
+    _tree_close((out, tan), want, rtol=1e-13, atol=1e-15)
+
+
+def _loop(h, xs):
+    ys = []
+    for x in xs:
+        h, y = sl.tanh(h @ W + x), sl.sum(h * h)
+        ys.append(y)
+    return h, sl.stack(ys)
+
+
+_C = sl.tensor(RNG.standard_normal(3) * 0.3)
+
+
+def _awkward(h, x):
+    """Closed-over tensors, an integer, a Python-number and a constant output, a nested
+    checkpoint, a value named for a policy, an output that is an input."""
+    inner = sl.checkpoint(lambda a: sl.exp(sl.checkpoint_name(a * _C, "t")) @ W)
+    u = inner(sl.sin(h) + x) * h
+    return {"u": u, "n": sl.argmax(u), "h": h, "s": sl.sum(u * x) ** 2, "one": 1.0,
+            "c": np.array([1.0, 2.0])}
+
+
+@pytest.mark.parametrize("policy", [None, "only t", "dots_saveable", "everything_saveable"])
+def test_the_jvp_rule_gives_fs_derivatives_of_any_order(policy):
+    ck = sl.checkpoint(_awkward, policy=_POLICIES[policy] if policy else None)
+    h, x = sl.tensor(RNG.standard_normal(3)), sl.tensor(RNG.standard_normal(3))
+    th, tx = sl.tensor(RNG.standard_normal(3)), sl.tensor(RNG.standard_normal(3))
+
+    def floats(f):
+        return lambda h, x: {k: v for k, v in f(h, x).items() if k in ("u", "s", "c")}
+
+    def scalar(f):
+        return lambda h, x: f(h, x)["s"] + f(h, x)["u"].sum()
+
+    cases = [
+        lambda f: sl.jvp(floats(f), (h, x), (th, tx)),
+        lambda f: sl.jacfwd(floats(f), argnums=(0, 1))(h, x),
+        lambda f: sl.hessian(scalar(f))(h, x),
+        lambda f: sl.jacfwd(sl.grad(scalar(f)))(h, x),
+        lambda f: sl.jacrev(sl.jacfwd(scalar(f)))(h, x),
+        lambda f: sl.grad(lambda h: sl.jvp(floats(f), (h, x), (th, tx))[1]["s"])(h),
+        lambda f: sl.vmap(lambda t: sl.jvp(floats(f), (h, x), (t, tx))[1]["u"])(sl.eye(3)),
+        lambda f: sl.jit(lambda h: sl.jvp(floats(f), (h, x), (th, tx)))(h),
+        lambda f: sl.scan(lambda c, a: (c + sl.jvp(floats(f), (c, a), (th, a))[1]["u"], None),
+                          h, sl.stack([x, th]))[0],
+        lambda f: sl.jvp(lambda h: sl.scan(lambda c, a: (f(c, a)["u"] * 0.5, f(c, a)["n"]),
+                                           h, sl.stack([x, th]))[0], (h,), (tx,)),
+    ]
+    for case in cases:
+        _tree_close(case(ck), case(_awkward), rtol=1e-12, atol=1e-14)
