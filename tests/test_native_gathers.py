@@ -139,3 +139,27 @@ def test_three_index_arrays_run_as_numpy_with_a_warning():
         got = sl.scan(body, sl.tensor(1.0), sl.tensor(TS), compiler="numba")
     _same_bits(sl.pytree.flatten(got)[0],
                sl.pytree.flatten(sl.scan(body, sl.tensor(1.0), sl.tensor(TS)))[0])
+
+
+def test_a_closed_over_values_gradient_accumulator_is_not_step_work(caplog):
+    """X[t] on a closed-over X of 40,000 elements: X's gradient is summed per chunk into an
+    accumulator, outside the kernel, from one row of each step's work. So the backward body
+    is a kernel; the size rule once counted the accumulator as a value of its step and left
+    the body to the NumPy loop."""
+    import logging
+
+    N = 200
+    X0 = sl.tensor(RNG.standard_normal((N, N)))
+
+    def loss(X, compiler):
+        c, _ = sl.scan(lambda c, t: (c * 0.5 + X[t], None), sl.zeros(N), sl.arange(N),
+                       compiler=compiler)
+        return (c * c).sum()
+
+    want = sl.grad(loss)(X0, "numpy").numpy()
+    before = native.STATS["kernel calls"]
+    with caplog.at_level(logging.INFO, logger="scanlib.numba"):
+        got = _numba(lambda c: sl.grad(loss)(X0, c), "numba").numpy()
+    assert not [r for r in caplog.records if "NumPy loop" in r.getMessage()], caplog.records
+    assert native.STATS["kernel calls"] > before + 1  # the forward's and the backward's
+    np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-15)

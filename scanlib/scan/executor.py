@@ -52,8 +52,11 @@ class CompiledBody:
             raise ImportError(f"scan: {why}")
         prog = self.program
         # a carry the body returns as it came in (a model's parameters through a rollout)
-        # is read, never computed or written per step: it counts as a closed-over value does
-        changed = [v for v, out in zip(prog.carry_in, prog.carry_out) if out is not v]
+        # is read, never computed or written per step: it counts as a closed-over value does;
+        # so does a gradient accumulator, summed per chunk outside the kernel (a closed-over
+        # X's gradient, [N, N], takes one row of each step's work)
+        changed = [v for i, (v, out) in enumerate(zip(prog.carry_in, prog.carry_out))
+                   if out is not v and i not in prog.accumulators]
         why = native.numpy_loop_is_faster([prog.eqns[n] for n in prog.in_section(STEP)],
                                           changed, measured=self.quiet)
         if why is not None:
