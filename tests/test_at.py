@@ -187,3 +187,13 @@ def test_a_numpy_bool_scalar_index_is_a_new_axis_as_in_numpy():
     x = sl.tensor(np.arange(3.0))
     assert x[np.bool_(True)].shape == (1, 3) and x[np.bool_(False)].shape == (0, 3)
     np.testing.assert_array_equal(x.at[np.bool_(True)].set(2.0).numpy(), [2.0, 2.0, 2.0])
+
+
+def test_the_gradient_of_setting_a_0d_array():
+    """x.at[()].set(v) of a 0-d x: its VJP sets into the cotangent, which NumPy's ops hand
+    over as a scalar, not a 0-d array (that once raised "does not support item
+    assignment")."""
+    f = lambda a: sl.zeros(()).at[()].set(a * 2.0) * 3.0  # noqa: E731
+    assert sl.grad(f)(sl.tensor(1.0)).item() == 6.0
+    check_grads(lambda a: (sl.ones(()).at[()].set(sl.sin(a)) * a) ** 2, (sl.tensor(0.7),),
+                order=2)
