@@ -464,3 +464,19 @@ def test_all_and_any_of_a_stack_of_scalars_read_the_scalars():
     assert "np.all(" in kernel_source(mixed, init, xs)
     np.testing.assert_array_equal(sl.scan(mixed, init, xs, compiler="numba")[1].numpy(),
                                   sl.scan(mixed, init, xs)[1].numpy())
+
+
+def test_a_one_element_array_is_read_by_index_not_through_ravel():
+    """reshape to 0-d (and the scatters' one-element values) read `x[0, 0]`: np.ravel built
+    a view at every call, and its reference counts cost half of the adaptive ODE solver's
+    kernel."""
+    def f(c, x):  # c [2], x [1, 3]
+        a = (c[0:1] * 2.0).reshape(())
+        b = (x[:, 1:2] + c[1]).reshape(())
+        z = sl.zeros(()).at[()].set((x[:, :1] * a).reshape((1,)))
+        return c * 0.5 + a * b, z + sl.sum(x)
+
+    check(f, _t(2), _t((5, 1, 3)))
+    src = kernel_source(f, _t(2), _t((5, 1, 3)))
+    assert "np.ravel(" not in src, src
+    assert re.search(r"= \w+\[0, 0\]", src), src

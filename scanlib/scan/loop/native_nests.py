@@ -54,6 +54,11 @@ def nestable(out, args):
     return len(kinds) <= 1 and all(k.kind in "fb" for k in kinds)
 
 
+def is_name(code):
+    """Whether code is a plain name (not an expression)."""
+    return bool(_NAME.match(code))
+
+
 def _bound(name, args, codes):
     """(lines binding operand codes that are not plain names, the names to index)."""
     lines, names = [], []

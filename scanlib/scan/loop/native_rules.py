@@ -283,6 +283,15 @@ def _astype(eqn, args, outs):
     return [f"{outs[0]} = {t}({x.code})" if x.scalar else f"{outs[0]} = {x.code}.astype({t})"]
 
 
+def _one_element(code, ndim):
+    """The one element of an array of size 1 and `ndim` axes: read by index where the array
+    is named (`x[0, 0]`); np.ravel's view, built and released at each call (an atomic count
+    each way), cost half the adaptive ODE solver's kernel time."""
+    if ndim and nests.is_name(code):
+        return f"{code}[{', '.join(['0'] * ndim)}]"
+    return f"np.ravel({code})[0]"
+
+
 def _filled(name, out, code, fuse=False):
     """`name` = the scalar `code` as var `out` (0-d: the scalar itself; else np.full's)."""
     return nests.filled(name, out, code, fuse) if out.shape else [f"{name} = {code}"]
@@ -294,7 +303,7 @@ def _reshape(eqn, args, outs, fuse=False):
     if x.scalar:
         return _filled(outs[0], eqn.outvars[0], x.code, fuse)
     if not shape:
-        return [f"{outs[0]} = np.ravel({x.code})[0]"]
+        return [f"{outs[0]} = {_one_element(x.code, len(x.shape))}"]
     if math.prod(shape) <= nests.SMALL:
         return nests.reshape(outs[0], eqn.outvars[0], x, x.code, fuse)
     return [f"{outs[0]} = np.ascontiguousarray({x.code}).reshape({shape})"]
@@ -523,7 +532,7 @@ def _scatter_add(eqn, args, outs):
         if not at.picked:  # each position written once: stored
             value = g.code
             if tuple(g.shape) != rest:
-                value = (f"np.ravel({g.code})[0]" if not rest
+                value = (_one_element(g.code, len(g.shape)) if not rest
                          else f"np.ascontiguousarray({g.code}).reshape({rest})")
             return [*zeros, *nests.store(view, value, rest, outs[0])]
         back = tuple(int(k) for k in np.argsort(at.moved()))
@@ -532,13 +541,13 @@ def _scatter_add(eqn, args, outs):
         return [*zeros, f"_scatter{len(at.picked)}({_moved(view, at.order(nones=False))}, "
                        f"{values}, {at.flat()})"]
     if not shape:  # the one element of g (x[None] and x[()] of a 0-d x)
-        return [f"{o} = " + (g.code if g.scalar else f"np.ravel({g.code})[0]")]
+        return [f"{o} = " + (g.code if g.scalar else _one_element(g.code, len(g.shape)))]
     # out[index] = g, with the axes that None adds to g taken out of both sides.
     kept = tuple(i for i in index if i is not None)
     target = np.empty(shape, bool)[kept].shape
     value = g.code
     if tuple(g.shape) != target:
-        value = (f"np.ravel({g.code})[0]" if not target
+        value = (_one_element(g.code, len(g.shape)) if not target
                  else f"np.ascontiguousarray({g.code}).reshape({target})")
     code = index_code(kept)  # numba indexes no array with a lone ...: the whole of it
     return [*zeros, *nests.store(o if code == "..." else f"{o}[{code}]", value, target, o)]
@@ -557,13 +566,13 @@ def _scatter_set(eqn, args, outs):
     value = literal_code(v.value, out.dtype) if v.literal else v.code
     index = tuple(eqn.params["index"])
     if x.scalar:  # x.at[()].set(v): v itself
-        return [f"{outs[0]} = " + (value if v.scalar else f"np.ravel({value})[0]")]
+        return [f"{outs[0]} = " + (value if v.scalar else _one_element(value, len(v.shape)))]
     kept = tuple(i for i in index if i is not None)
     target = np.empty(x.shape, bool)[kept].shape
     if not v.scalar and tuple(v.shape) != target:
         if math.prod(v.shape) != math.prod(target):
             raise Unsupported("scatter_set of a value broadcast to the written part")
-        value = (f"np.ravel({value})[0]" if not target
+        value = (_one_element(value, len(v.shape)) if not target
                  else f"np.ascontiguousarray({value}).reshape({target})")
     return [f"{outs[0]} = {x.code}.copy()",
             *nests.store(f"{outs[0]}[{index_code(kept)}]", value, target, outs[0],
