@@ -16,7 +16,7 @@ import functools
 import numpy as np
 
 from . import backends, pytree
-from .interpreters.batching import batched_graph
+from .interpreters.batching import batched_graph, batched_outputs
 from .interpreters.forward import eval_with_tangents
 from .interpreters.reverse import walk_back
 from .ops import as_tensor
@@ -46,9 +46,9 @@ def checkpoint(f: Callable[..., Any], *, prevent_cse: bool = True,
     backward pass: differentiating the result runs f again, like `jax.checkpoint`.
 
     Memory traded for time: between the forward and the backward pass only f's inputs are
-    kept (the tensors f closes over are inputs too, and get gradients). Forward mode (`jvp`,
-    eager `jacfwd`) runs f once, with its tangents. Values and gradients of any order are
-    those of f itself. It works on the tape, under grad/vjp, inside scan
+    kept (the tensors f closes over are inputs too, and get gradients). Where `jvp` runs by
+    forward mode (see jvp), f runs once, with its tangents. Values and gradients of any
+    order are those of f itself. It works on the tape, under grad/vjp, inside scan
     bodies (the recomputation then runs in the backward scan's step) and nested (a
     checkpointed function calling another recomputes that one again when it is itself
     recomputed). f is traced once per call, so use scanlib ops in it and no Python control
@@ -390,8 +390,11 @@ def _checkpoint_vmap(values, batched, B, *, graph, num_args, num_saved=0):
     recomputation in its VJP is then batched too)."""
     consts = values[num_args:]
     device = next(x.device for x in values if isinstance(x, Tensor))
+    # The results batched as vmap_flags says (an unbatched one it flags is broadcast): a loop
+    # holding this equation shapes its carries and ys by those flags.
     traced, out_flags = batched_graph(graph, batched[:num_args], consts, batched[num_args:], B,
-                                      device)
+                                      device, _checkpoint_vmap_flags(
+                                          dict(graph=graph, num_args=num_args), batched))
     results = _bind_recorded(*values[:num_args], *traced.consts,
                              graph=Graph(traced.invars, traced.constvars,
                                          [None] * len(traced.consts), traced.eqns,
@@ -448,7 +451,14 @@ def _checkpoint_jvp(primals, tangents, *, graph, num_args, num_saved=0):
     return outs, t_out
 
 
+def _checkpoint_vmap_flags(params, flags):
+    """Which results are batched: those of the graph that depend on a batched input."""
+    n = params["num_args"]
+    return batched_outputs(params["graph"], flags[:n], flags[n:])
+
+
 checkpoint_p = Primitive("checkpoint", _checkpoint_impl, _checkpoint_vjp, reach=_reach_checkpoint,
                          multiple_results=True, bind_recorded=_bind_recorded, jvp=_checkpoint_jvp,
-                         vmap=_checkpoint_vmap, differentiated=_differentiated_checkpoint,
+                         vmap=_checkpoint_vmap, vmap_flags=_checkpoint_vmap_flags,
+                         differentiated=_differentiated_checkpoint,
                          depends=lambda params, flags: dependent_outputs(params["graph"], flags))

@@ -702,3 +702,47 @@ def test_the_jvp_rule_gives_fs_derivatives_of_any_order(policy):
     ]
     for case in cases:
         _tree_close(case(ck), case(_awkward), rtol=1e-12, atol=1e-14)
+
+
+# --- vmap of a checkpoint whose results do not all depend on the batch ---------------------------
+_XS3 = sl.tensor([1.0, 2.0, 3.0])
+_H2 = sl.tensor([0.3, 0.5])
+
+
+@pytest.mark.parametrize("case", ["python-number ys", "constant output", "kept unbatched"])
+@pytest.mark.parametrize("how", ["vmap", "vmap grad", "vmap jacfwd", "vmap jvp"])
+def test_vmap_of_a_checkpoint_with_results_the_batch_does_not_reach(case, how):
+    """A result of a checkpoint that no batched input reaches (a Python number's ys stacked by
+    a checkpointed segment, a constant f returns, a value a policy keeps that depends on an
+    unbatched closed-over tensor) is batched as vmap's flags say: a scan holding it once
+    failed its batching's own assertion."""
+    y = sl.tensor([0.5, -0.3])
+    keep_all = sl.checkpoint_policies.everything_saveable
+
+    def make(on):
+        if case == "python-number ys":
+            return lambda h: sl.scan(lambda c, x: (sl.sin(c) * x, 1.5), h, _XS3,
+                                     checkpoint=1 if on else None)[0]
+        if case == "constant output":
+            inner = lambda c: (np.float64(2.0), sl.sin(c))  # noqa: E731
+        else:
+            inner = lambda c: (c * sl.exp(y[0]), sl.sin(c))  # noqa: E731
+        inner = sl.checkpoint(inner, policy=keep_all) if on else inner
+
+        def run(h):
+            def body(c, x):
+                k, s = inner(c)
+                return s * x + k * 0.1, k
+            return sl.scan(body, h, _XS3)[0]
+        return run
+
+    def go(f):
+        if how == "vmap":
+            return sl.vmap(f)(_H2)
+        if how == "vmap grad":
+            return sl.vmap(sl.grad(f))(_H2)
+        if how == "vmap jacfwd":
+            return sl.vmap(sl.jacfwd(f))(_H2)
+        return sl.vmap(lambda h: sl.jvp(f, (h,), (sl.ones_like(h),))[1])(_H2)
+
+    np.testing.assert_allclose(go(make(True)).numpy(), go(make(False)).numpy(), rtol=1e-13)
