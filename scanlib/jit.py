@@ -638,13 +638,21 @@ def _root(a):
     return a
 
 
+def _signs(a):
+    """The sign bits of a's numbers (of both parts of a complex number), which equality
+    does not see (-0.0 == 0.0); none for an array of strings or objects."""
+    if a.dtype.kind == "c":
+        return np.signbit(np.stack([a.real, a.imag]))
+    return np.signbit(a) if a.dtype.kind in "biuf" else np.zeros(0, bool)
+
+
 def _snapshot(value, snapshots):
     """A writable closed-over array as read now (a copy), shared by the traces of one jitted
     function while its value stays the same."""
     hit = snapshots.get(id(value))
     if (hit is not None and hit[0]() is value and hit[1].shape == value.shape
             and hit[1].dtype == value.dtype and np.array_equal(hit[1], value, equal_nan=True)
-            and np.array_equal(np.signbit(hit[1]), np.signbit(value))):
+            and np.array_equal(_signs(hit[1]), _signs(value))):
         return hit[1]
     for key in [k for k, (ref, _) in snapshots.items() if ref() is None]:
         del snapshots[key]  # arrays gone: the traces that read them keep their copies

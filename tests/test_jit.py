@@ -655,6 +655,20 @@ def test_methods_copies_and_shared_snapshots():
     assert k0 is k1 and k0 is not big  # one copy for both signatures
 
 
+@pytest.mark.parametrize("dtype", ["complex128", "bool", "int32", "float64"])
+def test_a_closed_over_array_of_any_dtype_is_shared_between_signatures(dtype):
+    """A second signature's trace compares the closed-over array with the first's copy, sign
+    bits included: that comparison raised TypeError on complex numbers."""
+    values = {"complex128": [1 + 2j, -0.0 - 1j], "bool": [True, False], "int32": [3, -4],
+              "float64": [-0.0, 2.5]}[dtype]
+    K = np.array(values, dtype)
+    f = sl.jit(lambda x: x * K)
+    for x in (np.ones(2), np.ones((1, 2))):
+        np.testing.assert_array_equal(np.asarray(f(x)).reshape(2), np.ones(2) * K)
+    K[0] = K[1]  # changed in place: the next new signature reads it anew
+    np.testing.assert_array_equal(np.asarray(f(np.ones((1, 1, 2)))).reshape(2), np.ones(2) * K)
+
+
 def test_a_view_of_a_closed_over_array_as_a_result_is_read_when_traced():
     # Found by an adversarial pass: K[1:] (NumPy's, not traced) came back as a view of the
     # live K, so writing into K changed later results; as a constant, it is read when traced.
