@@ -201,7 +201,7 @@ def set_rows(buf, v, *arrays, index, unique):
 
 def _scatter_set_impl(x, v, *arrays, index, unique):
     # an array even where x is NumPy's scalar (a 0-d cotangent, as NumPy's ops return them)
-    out = backends.xp_of(x).array(x, copy=True)
+    out = backends.xp_of(x).asarray(x).copy()
     set_rows(out, v, *arrays, index=index, unique=unique)
     return out
 
