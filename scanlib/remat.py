@@ -444,10 +444,10 @@ def _checkpoint_jvp(primals, tangents, *, graph, num_args, num_saved=0):
     outs, t_out = [None] * len(graph.outvars), [None] * len(graph.outvars)
     for k, i in enumerate(computed):
         outs[i], t_out[i] = values[k], t_values[k]
-    xp = backends.xp_of(*primals) if primals else np
+    device = next((x.device for x in primals), graph.device)
     for i, v in enumerate(graph.outvars):
-        if outs[i] is None:
-            outs[i] = Tensor(xp.asarray(v.value))
+        if outs[i] is None:  # as the impl gives it, on the data's device
+            outs[i] = Tensor(backends.asarray_on(np.asarray(v.value), device))
     return outs, t_out
 
 
