@@ -21,6 +21,7 @@ from .ops.elementwise import where
 from .ops.structural import concatenate_p, reshape_p, scatter_add_p, scatter_set_p
 from .ops.primitive import Primitive
 from .scan.api import default_compiler
+from .scan import jvp as scan_jvp
 from .scan.cache import canonical
 from .scan.executor import NumbaFallbackWarning
 from .scan.primitive import apply_scan, carried_through, loop_reach
@@ -685,9 +686,36 @@ def _depends_while(params, in_flags):
     return flags[:nc] + [False]
 
 
+def _while_jvp(primals, tangents, *, cond, body, num_carry, num_cond_consts, max_steps):
+    """(outs, tangents): one while_loop whose carries are the primal carries and the tangents
+    of those that have one (JAX's JVP of while_loop), its body scan's JVP body
+    (scan/jvp.py), its cond the same cond reading the primal carries only. The body runs
+    once a step; the transposed VJP, the rule otherwise, ran the loop and then a scan of
+    its trip count again. The trip count and cond's constants have no tangent."""
+    nc, nq = num_carry, num_cond_consts
+    init, q, k = list(primals[:nc]), list(primals[nc:nc + nq]), list(primals[nc + nq:])
+    c_given = [t is not None for t in tangents[:nc]]
+    k_given = [t is not None for t in tangents[nc + nq:]]
+    device = next((a.device for a in primals if isinstance(a, Tensor)), body.device)
+    jb = scan_jvp.jvp_body(body, nc, c_given, [], k_given, device)
+    d_init = [tangents[i] if tangents[i] is not None else zeros(tuple(x.shape), x.dtype,
+                                                                  x.device)
+              for i, (x, m) in enumerate(zip(init, jb.carry_mask)) if m]
+    d_k = [t for t in tangents[nc + nq:] if t is not None]
+    n_dc = len(d_init)
+    ignored = [Var(v.shape, v.dtype) for v, m in zip(cond.invars, jb.carry_mask) if m]
+    jvp_cond = Graph(cond.invars + ignored, cond.constvars, cond.consts, cond.eqns,
+                     cond.outvars, cond.name, cond.device)
+    res = while_p(*init, *d_init, *q, *k, *d_k, *jb.extra_consts, cond=jvp_cond,
+                  body=jb.graph, num_carry=nc + n_dc, num_cond_consts=nq,
+                  max_steps=max_steps)
+    d_carry = iter(res[nc:nc + n_dc])
+    return res[:nc] + [res[-1]], [next(d_carry) if m else None for m in jb.carry_mask] + [None]
+
+
 while_p = Primitive("while_loop", _while_impl, _while_vjp, multiple_results=True,
                     reach=_reach_while, differentiated=_differentiated_while,
-                    depends=_depends_while,
+                    depends=_depends_while, jvp=_while_jvp,
                     vmap=_while_vmap, vmap_flags=_while_vmap_flags)
 # vmap's while_loop whose examples stop at different steps (_while_vmap): carries, cond's
 # constants, body's constants, those flagged in `batched` with the batch axis first.

@@ -532,6 +532,56 @@ def test_jvp_of_a_while_loop_runs_it():
     assert out.item() == 243.0 and t.item() == 243.0
 
 
+_WJ = sl.tensor([[0.9, 0.2], [-0.1, 0.8]])
+_KJ = sl.tensor([0.1, -0.3])
+
+
+def _while_f(x, k=_KJ):
+    def body(c):
+        v, i, u = c
+        sl.debug.print("step {}", i)
+        return sl.tanh(v @ _WJ) * 1.5 + x * k, i + 1, u * 2.0
+    # cond reads a float carry too: its value has a tangent, the decision has none
+    return sl.while_loop(lambda c: (c[1] < 3) & (sl.sum(c[0]) < 50.0), body,
+                         (x * 0.5, 0, sl.ones(2)))[0]
+
+
+def _while_loop_f(x, k=_KJ):
+    v = x * 0.5
+    for _ in range(3):
+        v = sl.tanh(v @ _WJ) * 1.5 + x * k
+    return v
+
+
+def test_jvp_of_a_while_loop_is_one_loop_over_values_and_tangents(capsys):
+    """while_loop's JVP rule (JAX's): one loop whose carries are the primal carries and their
+    tangents, so the body runs once a step (the transposed VJP ran the loop and then a scan
+    of its trip count again: twice the prints); every forward-mode transformation of it is
+    the Python loop's."""
+    x, t = sl.tensor([0.3, -0.2]), sl.tensor([1.0, 0.5])
+    capsys.readouterr()
+    got = sl.jvp(_while_f, (x,), (t,))
+    assert capsys.readouterr().out.count("step ") == 3
+    want = sl.jvp(_while_loop_f, (x,), (t,))
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-14)
+    cases = [
+        lambda f: sl.jacfwd(f)(x),
+        lambda f: sl.jacfwd(lambda k: f(x, k))(_KJ),  # a closed-over value's tangent
+        lambda f: sl.hessian(lambda x: f(x).sum())(x),
+        lambda f: sl.jacrev(sl.jacfwd(f))(x),
+        lambda f: sl.jit(lambda x: sl.jvp(f, (x,), (t,))[1])(x),
+        lambda f: sl.vmap(lambda u: sl.jvp(f, (x,), (u,))[1])(sl.eye(2)),
+        lambda f: sl.grad(lambda x: sl.jvp(f, (x,), (t,))[1].sum())(x),
+        lambda f: sl.scan(lambda c, a: (c + sl.jvp(f, (c,), (a,))[1], None), x,
+                          sl.stack([t, x]))[0],
+    ]
+    for case in cases:
+        np.testing.assert_allclose(case(_while_f).numpy(), case(_while_loop_f).numpy(),
+                                   rtol=1e-12, atol=1e-14)
+    capsys.readouterr()
+
+
 def test_a_python_number_init_in_a_traced_while_loop_takes_the_bodys_dtype():
     xs = sl.tensor([0.5, 1.0, 2.0], dtype="float32")
     ys = sl.scan(lambda c, a: (c, sl.while_loop(lambda v: v < 3.0, lambda v: v + a, 0.0)),

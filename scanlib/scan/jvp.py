@@ -26,7 +26,7 @@ def scan_jvp(ins, tangents, *, body, length, reverse, num_carry, num_xs, interpr
     nc, nx = num_carry, num_xs
     given = [t is not None for t in tangents]
     device = next((a.device for a in ins if isinstance(a, Tensor)), body.device)
-    jb = _jvp_body(body, nc, given[:nc], given[nc:nc + nx], given[nc + nx:], device)
+    jb = jvp_body(body, nc, given[:nc], given[nc:nc + nx], given[nc + nx:], device)
     init, xs, consts = list(ins[:nc]), list(ins[nc:nc + nx]), list(ins[nc + nx:])
     d_init = [tangents[i] if tangents[i] is not None else _zeros_like(init[i])
               for i, m in enumerate(jb.carry_mask) if m]
@@ -57,9 +57,10 @@ class _JvpBody:
         self.extra_consts = extra_consts
 
 
-def _jvp_body(body, nc, c_given, x_given, k_given, device):
+def jvp_body(body, nc, c_given, x_given, k_given, device):
     """The JVP of `body` for tangents of the given carries, xs and constants; cached on the
-    body graph (a loop traces and compiles it once) per device (its constants live there)."""
+    body graph (a loop traces and compiles it once) per device (its constants live there).
+    while_loop's JVP (loops.py) uses it too, with no xs."""
     key = (nc, tuple(c_given), tuple(x_given), tuple(k_given), device)
     cache = body.__dict__.setdefault("_jvp_bodies", {})
     if key not in cache:
