@@ -703,14 +703,24 @@ def _while_jvp(primals, tangents, *, cond, body, num_carry, num_cond_consts, max
               for i, (x, m) in enumerate(zip(init, jb.carry_mask)) if m]
     d_k = [t for t in tangents[nc + nq:] if t is not None]
     n_dc = len(d_init)
-    ignored = [Var(v.shape, v.dtype) for v, m in zip(cond.invars, jb.carry_mask) if m]
-    jvp_cond = Graph(cond.invars + ignored, cond.constvars, cond.consts, cond.eqns,
-                     cond.outvars, cond.name, cond.device)
-    res = while_p(*init, *d_init, *q, *k, *d_k, *jb.extra_consts, cond=jvp_cond,
+    res = while_p(*init, *d_init, *q, *k, *d_k, *jb.extra_consts,
+                  cond=_cond_of_jvp(cond, jb.carry_mask),
                   body=jb.graph, num_carry=nc + n_dc, num_cond_consts=nq,
                   max_steps=max_steps)
     d_carry = iter(res[nc:nc + n_dc])
     return res[:nc] + [res[-1]], [next(d_carry) if m else None for m in jb.carry_mask] + [None]
+
+
+def _cond_of_jvp(cond, carry_mask):
+    """cond with the tangent carries as more inputs it does not read; one graph per cond and
+    set of tangents (cached on cond: the loop's compiled runner is cached by it)."""
+    cache = cond.__dict__.setdefault("_jvp_conds", {})
+    key = tuple(carry_mask)
+    if key not in cache:
+        ignored = [Var(v.shape, v.dtype) for v, m in zip(cond.invars, carry_mask) if m]
+        cache[key] = Graph(cond.invars + ignored, cond.constvars, cond.consts, cond.eqns,
+                           cond.outvars, cond.name, cond.device)
+    return cache[key]
 
 
 while_p = Primitive("while_loop", _while_impl, _while_vjp, multiple_results=True,

@@ -582,6 +582,24 @@ def test_jvp_of_a_while_loop_is_one_loop_over_values_and_tangents(capsys):
     capsys.readouterr()
 
 
+def test_forward_mode_through_a_while_loop_reuses_its_compiled_loop(monkeypatch):
+    """The JVP's loop is written once per body and set of tangents: its cond, like its body,
+    is one graph (a new one per call once made every call write, and keep, another loop)."""
+    from scanlib import loops
+
+    written = []
+    real = loops._generate
+    monkeypatch.setattr(loops, "_generate", lambda *a: written.append(1) or real(*a))
+    f = lambda x: sl.while_loop(lambda c: c[1] < 5,  # noqa: E731
+                                lambda c: (sl.sin(c[0]) + x, c[1] + 1), (x, 0))[0]
+    x = sl.tensor([0.3, -0.2])
+    sl.jvp(f, (x,), (x,))
+    before = len(written)
+    for _ in range(3):
+        sl.jvp(f, (x,), (x,))
+    assert len(written) == before
+
+
 def test_a_python_number_init_in_a_traced_while_loop_takes_the_bodys_dtype():
     xs = sl.tensor([0.5, 1.0, 2.0], dtype="float32")
     ys = sl.scan(lambda c, a: (c, sl.while_loop(lambda v: v < 3.0, lambda v: v + a, 0.0)),
