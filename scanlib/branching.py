@@ -18,7 +18,7 @@ from .interpreters.batching import batched_outputs, broadcast_batch, evaluate
 from .interpreters.forward import eval_with_tangents
 from .ops import zeros
 from .ops import elementwise as ew
-from .ops.functions import as_tensor, clip, where
+from .ops.functions import as_tensor, clip, stop_gradient, where
 from .ops.primitive import Primitive
 from .remat import traced_vjp, replay, vjp_by_replay
 from .tape import Graph, Literal, Tensor, current_builder, is_differentiable_dtype, type_str
@@ -467,7 +467,7 @@ def _cond_vmap(values, batched, B, *, branches, num_consts, _out_types):
     if batched[0]:
         out_flags = [True] * len(out_types)
 
-    def batched_branch(k, xs):
+    def batched_branch(k, xs, flags=flags):
         outs, out_b = evaluate(branches[k], list(xs[:n]), flags[:n], own(k, xs),
                                own(k, flags), B)
         # (a Python number an unbatched output returns stays one: it takes the dtype of the
@@ -481,16 +481,38 @@ def _cond_vmap(values, batched, B, *, branches, num_consts, _out_types):
     k_index = clip(index, 0, len(branches) - 1) if len(branches) > 1 else index
     result = None
     for k in range(len(branches)):
+        take = ew.equal(k_index, k)
+        inputs, in_flags = _taken_only(args, flags, take, B, list(range(n)) + list(range(
+            spans[k][0] - 1, spans[k][1] - 1)))
         outs = [o if isinstance(o, Tensor) and o.dtype == dtype else
                 as_tensor(o).astype(dtype) for o, (_, dtype) in
-                zip(batched_branch(k, args), out_types)]
+                zip(batched_branch(k, inputs, in_flags), out_types)]
         if result is None:
             result = outs
             continue
-        take = ew.equal(k_index, k)
         result = [where(take.reshape((B,) + (1,) * len(shape)), o, r)
                   for o, r, (shape, _) in zip(outs, result, out_types)]
     return result, out_flags
+
+
+def _taken_only(args, flags, take, B, positions):
+    """args and their batch flags as a branch sees them under a batched index, as JAX's
+    batching of cond gives them: each input at `positions` that may carry a gradient is,
+    for the examples that take another branch, itself with its gradient stopped (batched
+    first where it was not). Those examples' results are dropped by the select; without
+    this, their zero cotangent would still meet the branch's partials there, and an
+    infinite one (log or sqrt at 0 in the branch not taken) would make the gradient NaN."""
+    args, flags = list(args), list(flags)
+    for j in positions:
+        x = args[j]
+        if not (isinstance(x, Tensor) and is_differentiable_dtype(x.dtype)
+                and (x.requires_grad or x._trace is not None)):
+            continue
+        if not flags[j]:
+            x = broadcast_batch(x, B, x.dtype)
+        mask = take.reshape((B,) + (1,) * (x.ndim - 1))
+        args[j], flags[j] = where(mask, x, stop_gradient(x)), True
+    return args, flags
 
 
 def _cond_vmap_flags(params, in_flags):

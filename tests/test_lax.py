@@ -139,6 +139,43 @@ def test_cond_under_vmap_batched_and_unbatched_predicate():
     close(gg, per_example(lambda a, b: sl.grad(sl.grad(f))(a, b), c, t))
 
 
+@pytest.mark.parametrize("jit", [False, True])
+def test_a_branch_an_example_does_not_take_gives_its_gradient_nothing(jit):
+    """grad of vmap of cond with a batched predicate is the per-example gradient, as JAX's:
+    the branch an example does not take sees its inputs with their gradient stopped, so its
+    infinite partials (log, sqrt at 0 and below) do not turn that example's zero cotangent
+    into NaN. Operands, a closed-over tensor, switch, and a cond in a vmapped scan body."""
+    wrap = sl.jit if jit else (lambda f: f)
+    xs = sl.tensor([-4.0, 0.0, 4.0])
+
+    def f(x):
+        return lax.cond(x > 0, sl.sqrt, lambda v: v * 0.0, x)
+
+    g = wrap(sl.grad(lambda xs: sl.vmap(f)(xs).sum()))(xs)
+    close(g, sl.tensor([0.0, 0.0, 0.25]))
+    close(g, sl.vmap(sl.grad(f))(xs))
+
+    w = sl.tensor(0.0)  # closed over, unbatched: log's partial in it is infinite
+
+    def h(x, w):
+        return lax.switch(sl.astype(x > 0, "int32"), [lambda v: v * 2.0,
+                                                     lambda v: sl.log(w) + v], x)
+
+    gw = wrap(sl.grad(lambda w: sl.vmap(lambda x: h(x, w))(sl.tensor([-1.0, -2.0])).sum()))(w)
+    close(gw, sl.tensor(0.0))
+
+    def scanned(c0):
+        def body(c, t):
+            c = lax.cond(c > 0, lambda v: sl.sqrt(v) + t, lambda v: v - t, c)
+            return c, c
+        return sl.scan(body, c0, sl.tensor([1.0, 2.0, 3.0]))[1].sum()
+
+    c0 = sl.tensor([-3.0, -1.0, 2.0])
+    got = wrap(sl.grad(lambda c: sl.vmap(scanned)(c).sum()))(c0)
+    assert np.all(np.isfinite(got.numpy()))
+    close(got, sl.vmap(sl.grad(scanned))(c0))
+
+
 def test_switch_traced_index_is_clamped_everywhere():
     branches = [lambda a: a - 1.0, lambda a: 2.0 * a, lambda a: a ** 2]
     idx, x = sl.tensor([-4, 0, 1, 2, 9]), sl.tensor([3.0, 3.0, 3.0, 3.0, 3.0])
