@@ -12,6 +12,8 @@ import builtins
 import math
 from typing import Any, Callable, Sequence, Union
 
+import numpy as np
+
 from ..ops import elementwise as ew
 from ..ops.functions import cos as _cos
 from ..ops.special import floor as _floor
@@ -280,12 +282,16 @@ def piecewise_interpolate_schedule(interpolate_type: str, init_value: Scalar,
         raise ValueError("piecewise_interpolate_schedule: the scales must be non-negative, got "
                          f"{boundaries_and_scales!r}")
     bounds = [0] + [b for b, _ in pairs]
+    # For a Tensor count, int64 bounds, as optax's array of them: the step count (int32 in an
+    # optimiser's state) minus a bound is then int64, and the fraction of an interval
+    # float64, not float32. A Python count keeps Python numbers.
+    bounds_py, bounds64 = bounds, [np.int64(b) for b in bounds]
     values = [init_value]
     for _, scale in pairs:
         values.append(values[-1] * scale)
 
     def schedule(count):
-        total = 0.0
+        total, bounds = 0.0, bounds64 if _is_tensor(count) else bounds_py
         for i in range(len(bounds) - 1):
             inside = (bounds[i] <= count) & (count < bounds[i + 1]) if _is_tensor(count) \
                 else float(bounds[i] <= count < bounds[i + 1])
