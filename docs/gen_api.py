@@ -370,8 +370,8 @@ itself), and `jitted.cache_clear()` drops its traces.
 
 
 # Public submodules: a section each, with a ### entry for every name in their __all__.
-SUBMODULES = ("linalg", "random", "optim", "lax", "custom_derivatives", "tree_util", "tree",
-              "flatten_util", "scipy", "debug", "nn", "distributed")
+SUBMODULES = ("linalg", "random", "optim", "lax", "custom_derivatives", "ad_checkpoint",
+              "tree_util", "tree", "flatten_util", "scipy", "debug", "nn", "distributed")
 
 
 def submodule_markdown(name, module, level="##"):
@@ -381,17 +381,19 @@ def submodule_markdown(name, module, level="##"):
     named in full (### scipy.special.gammaln)."""
     doc = own_doc(module) or ""
     lines = [f"{level} {name}", "", doc.split("\n\n")[0].replace("\n", " "), ""]
-    same = [sub for sub in module.__all__ if not inspect.ismodule(getattr(module, sub))
-            and any(getattr(sl, n, None) is getattr(module, sub) for n in sl.__all__)]
+    same = [sub for sub in module.__all__
+            if any(getattr(sl, n, None) is getattr(module, sub) for n in sl.__all__)]
     if same:
         lines += ["The same objects as scanlib's: "
                   + ", ".join(f"`{name}.{sub}` (`sl.{_top_name(module, sub)}`)" for sub in same)
                   + ".", ""]
     for sub in module.__all__:
         obj = getattr(module, sub)
+        if sub in same:
+            continue
         if inspect.ismodule(obj):
             lines += submodule_markdown(f"{name}.{sub}", obj, "###")
-        elif sub not in same:
+        else:
             lines += entry_markdown(f"{name}.{sub}", obj, "###")
     return lines
 

@@ -773,6 +773,9 @@ def test_custom_derivatives_module_is_a_view():
     assert custom_derivatives.custom_vjp is sl.custom_vjp
     assert custom_derivatives.custom_jvp is sl.custom_jvp
     assert custom_derivatives.closure_convert is sl.closure_convert
+    from scanlib.ad_checkpoint import checkpoint, checkpoint_name, checkpoint_policies, remat
+    assert (checkpoint, checkpoint_name, remat) == (sl.checkpoint, sl.checkpoint_name, sl.remat)
+    assert checkpoint_policies is sl.checkpoint_policies
 
 
 # --- under jit, fwd runs once: its residuals are the call's outputs ---------------------------

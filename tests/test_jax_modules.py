@@ -620,3 +620,38 @@ def test_typing_has_jax_typings_names_for_annotations():
         import jax.typing
 
         assert sorted(sl.typing.__all__) == sorted(n for n in dir(jax.typing) if n[0] != "_")
+
+
+# --- JAX keywords that research code passes --------------------------------------------------
+def test_jax_keywords_of_logsumexp_einsum_and_repeat():
+    """jax.nn.logsumexp is jax.scipy.special.logsumexp (b=, return_sign=); einsum takes
+    optimize= and precision= (changing nothing); repeat's total_repeat_length cuts short or
+    pads with the last element, as JAX's, with repeats traced under jit and its gradient."""
+    assert sl.nn.logsumexp is sl.scipy.special.logsumexp
+    value, sign = sl.nn.logsumexp(sl.tensor([1.0, 2.0, 3.0]), b=sl.tensor([1.0, -2.0, 0.5]),
+                                  return_sign=True)
+    want = np.log(abs(np.exp(1.0) - 2 * np.exp(2.0) + 0.5 * np.exp(3.0)))
+    np.testing.assert_allclose(value.numpy(), want, rtol=1e-14)
+    assert sign.item() == -1.0
+    x, w = sl.tensor(np.arange(6.0).reshape(2, 3)), sl.tensor(np.ones((3, 4)))
+    for optimize in (True, False, "optimal", "greedy", "auto"):
+        np.testing.assert_array_equal(
+            sl.numpy.einsum("ij,jk->ik", x, w, optimize=optimize, precision=None).numpy(),
+            sl.einsum("ij,jk->ik", x, w).numpy())
+    a = sl.tensor([1.0, 2.0, 3.0])
+    for repeats, total, want in [([2, 0, 1], 5, [1, 1, 3, 3, 3]), ([2, 0, 1], 2, [1, 1]),
+                                 (2, 4, [1, 1, 2, 2]), ([1, 2, 0], 5, [1, 2, 2, 3, 3]),
+                                 ([0, 0, 2], 4, [3, 3, 3, 3]), ([1, 1, 1], 0, [])]:
+        r = sl.tensor(repeats) if isinstance(repeats, list) else repeats
+        got = sl.numpy.repeat(a, r, total_repeat_length=total)
+        np.testing.assert_array_equal(got.numpy(), np.array(want, float))
+        if isinstance(repeats, list):
+            jitted = sl.jit(lambda a, r, total=total: sl.repeat(a, r, total_repeat_length=total))
+            np.testing.assert_array_equal(jitted(a, r).numpy(), np.array(want, float))
+    m = sl.repeat(sl.tensor([[1.0, 2.0], [3.0, 4.0]]), [3, 1], axis=1, total_repeat_length=3)
+    np.testing.assert_array_equal(m.numpy(), [[1, 1, 1], [3, 3, 3]])
+    g = sl.grad(lambda a: (sl.repeat(a, sl.tensor([2, 0, 1]), total_repeat_length=5)
+                           * sl.arange(5.0)).sum())(a)
+    np.testing.assert_array_equal(g.numpy(), [1.0, 0.0, 9.0])  # JAX's
+    with pytest.raises(ValueError, match="total_repeat_length must not be negative"):
+        sl.repeat(a, 2, total_repeat_length=-1)

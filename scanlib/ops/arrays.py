@@ -271,16 +271,22 @@ def tile(A: ArrayLike, reps: int | Sequence[int]) -> Tensor:
     return reshape_p(out, shape=tuple(r * s for r, s in zip(reps, shape)))
 
 
-def repeat(a: ArrayLike, repeats: ArrayLike, axis: Axis = None) -> Tensor:
+def repeat(a: ArrayLike, repeats: ArrayLike, axis: Axis = None, *,
+           total_repeat_length: int | None = None) -> Tensor:
     """Each element of a repeated along axis (of the flattened a when None); repeats is an
-    int or one int per element, known now (the result's shape depends on it).
+    int or one int per element, known now (the result's shape depends on it). With
+    `total_repeat_length`, as JAX's: the result has that many entries along axis, whatever
+    repeats holds (it may then be traced): cut short, or padded with a's last element.
 
     >>> sl.repeat(sl.tensor([1.0, 2.0]), [1, 3])
+    >>> sl.repeat(sl.tensor([1.0, 2.0, 3.0]), sl.tensor([2, 0, 1]), total_repeat_length=5)
     """
     a = as_tensor(a)
     if axis is None:
         a, axis = _flat(a), 0
     axis = one_axis(axis, a.ndim, "repeat")
+    if total_repeat_length is not None:
+        return _repeat_to_length(a, repeats, axis, operator.index(total_repeat_length))
     counts, shape = _static_ints(repeats, "repeat: repeats")
     if builtins.any(c < 0 for c in counts):
         raise ValueError(f"repeat: repeats must not be negative, got {repeats!r}")
@@ -295,6 +301,32 @@ def repeat(a: ArrayLike, repeats: ArrayLike, axis: Axis = None) -> Tensor:
         out = broadcast_to_p(reshape_p(a, shape=spread), shape=wide)
         return reshape_p(out, shape=a.shape[:axis] + (n * r,) + a.shape[axis + 1:])
     return getitem(a, _along(axis, np.repeat(np.arange(n), counts)))
+
+
+def _repeat_to_length(a, repeats, axis, total):
+    """repeat with total_repeat_length, by JAX's algorithm, so that repeats may be traced:
+    a count of the runs that start at each entry (a start past the end dropped), whose sum
+    less one is the element each entry takes (past the last run: the last element)."""
+    from .gathers import take  # noqa: PLC0415 (gathers and reductions import this module)
+    from .reductions import cumsum  # noqa: PLC0415
+    n = a.shape[axis]
+    if total < 0:
+        raise ValueError(f"repeat: total_repeat_length must not be negative, got {total}")
+    if n == 0 and total:
+        raise ValueError("repeat: an empty array cannot fill a total_repeat_length of "
+                         f"{total}")
+    counts = ew.astype(as_tensor(repeats), np.dtype(np.int64))
+    if counts.ndim > 1 or counts.shape not in ((), (1,), (n,)):
+        raise ValueError(f"repeat: repeats must be an int or have one entry per element "
+                         f"({n} along axis {axis}), got shape {tuple(counts.shape)}")
+    counts = broadcast_to_p(reshape_p(counts, shape=(-1,)) if counts.ndim else counts,
+                            shape=(n,))
+    ends = cumsum(counts)
+    starts = concatenate([as_tensor(np.zeros(1, np.int64)), ends[:-1]]) if n else ends
+    # one slot more, where the starts past the end land and are dropped
+    past = ew.minimum(starts, total)
+    marks = as_tensor(np.zeros(total + 1, np.int64)).at[past].add(1)[:total]
+    return take(a, cumsum(marks) - 1, axis=axis)
 
 
 # --- creation -------------------------------------------------------------------------------

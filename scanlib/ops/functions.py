@@ -553,11 +553,15 @@ def vdot(x: ArrayLike, y: ArrayLike) -> Tensor:
     return vdot_p(x, y)
 
 
-def einsum(subscripts: str, *operands: ArrayLike) -> Tensor:
+def einsum(subscripts: str, *operands: ArrayLike, optimize: Any = "auto",
+           precision: Any = None) -> Tensor:
     """Einstein summation (`einsum('bi,ij->bj', x, W)`), contracted two operands at a time.
 
     As in NumPy and JAX, `...` stands for the leading axes (broadcast between operands), and a
     letter repeated within one operand takes its diagonal ('ii->i', 'ii->' the trace).
+    `optimize` and `precision` are JAX's and accepted for its code, but change nothing: three
+    or more operands are contracted from the left in their order (a different order than
+    JAX's rounds differently), and every product is at the operands' own precision.
 
     >>> sl.einsum('...ij,...j->...i', sl.ones((4, 2, 3)), sl.ones(3)).shape
     >>> sl.einsum('ii->i', sl.tensor([[1.0, 2.0], [3.0, 4.0]]))
