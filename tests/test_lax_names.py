@@ -315,6 +315,38 @@ def test_under_vmap_jit_and_grad_of_grad():
     assert g.shape == w.shape and np.all(np.isfinite(g.numpy()))
 
 
+def test_max_and_min_pooling_give_a_tie_to_its_first_element():
+    """As JAX's select_and_scatter: a window's tied extremes do not split its cotangent (as
+    jnp.max's gradient does); the first of them takes it all, in every window, SAME padding
+    included; the values are the windows' extremes."""
+    x = sl.tensor([[1.0, 1.0, 0.0, 3.0, 3.0, 2.0]])
+    w = sl.tensor([[1.0, 2.0, 3.0]])
+    pool = lambda x: lax.reduce_window(x, -np.inf, lax.max, (1, 2), (1, 2), "VALID")
+    np.testing.assert_array_equal(pool(x).numpy(), [[1.0, 3.0, 3.0]])
+    np.testing.assert_array_equal(sl.grad(lambda x: sl.sum(pool(x) * w))(x).numpy(),
+                                  [[1.0, 0.0, 0.0, 2.0, 3.0, 0.0]])
+    low = lambda x: lax.reduce_window(x, np.inf, lax.min, (3,), (1,), "SAME")
+    y = sl.tensor([2.0, 2.0, 2.0, 1.0])
+    np.testing.assert_array_equal(low(y).numpy(), [2.0, 2.0, 1.0, 1.0])
+    np.testing.assert_array_equal(sl.grad(lambda y: sl.sum(low(y) * sl.arange(1.0, 5.0)))(
+        y).numpy(), [3.0, 0.0, 0.0, 7.0])
+    jax = pytest.importorskip("jax")
+    with jax.enable_x64(True):
+        rng = np.random.default_rng(0)
+        for _ in range(10):
+            a = rng.integers(0, 3, size=(2, 7, 6)).astype(float)
+            for pad in ("SAME", "VALID"):
+                for ours, theirs, init in [(lax.max, jax.lax.max, -np.inf),
+                                           (lax.min, jax.lax.min, np.inf)]:
+                    def f(x, L, op, c, init=init, pad=pad):
+                        y = L.reduce_window(x, init, op, (1, 3, 2), (1, 2, 2), pad)
+                        return y if c is None else (y * c).sum()
+                    c = rng.standard_normal(f(a, jax.lax, theirs, None).shape)
+                    want = jax.grad(f)(jax.numpy.asarray(a), jax.lax, theirs, c)
+                    got = sl.grad(f)(sl.tensor(a), lax, ours, c)
+                    np.testing.assert_array_equal(got.numpy(), np.asarray(want))
+
+
 def test_errors_say_what_and_how():
     with pytest.raises(ValueError, match=r"pad: padding_config needs one \(low, high, interior"):
         lax.pad(sl.ones((2, 2)), 0.0, [(1, 1, 0)])

@@ -21,7 +21,8 @@ from . import functions
 from .arrays import flip
 from .functions import as_tensor, einsum, getitem, reshape, stack, swapaxes, transpose
 from .laxfuncs import cast_to, constant, ints, pad, value_like
-from .reductions import prod
+from .gathers import take_along_axis
+from .reductions import argmax, argmin, prod
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -300,4 +301,11 @@ def reduce_window(operand: ArrayLike, init_value: ArrayLike, computation: Callab
     eff = [(k - 1) * d + 1 for k, d in zip(window, wdil)]
     pads = _pads(padding, dilated, eff, strides, "reduce_window")
     views = _windows(x, window, strides, pads, bdil, wdil, init)
+    if computation is ew.maximum or computation is ew.minimum:
+        # The first extreme of each window, as JAX's select_and_scatter picks it: a tie's
+        # whole cotangent goes to its first element (max pooling), where max's VJP would
+        # split it between the tied ones (as jnp.max's does).
+        first = (argmax if computation is ew.maximum else argmin)(views, axis=0)
+        chosen = take_along_axis(views, reshape(first, (1,) + tuple(first.shape)), axis=0)[0]
+        return cast_to(computation(init, chosen), x.dtype)
     return cast_to(computation(init, reducer(views, axis=0)), x.dtype)
