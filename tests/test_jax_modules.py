@@ -655,3 +655,46 @@ def test_jax_keywords_of_logsumexp_einsum_and_repeat():
     np.testing.assert_array_equal(g.numpy(), [1.0, 0.0, 9.0])  # JAX's
     with pytest.raises(ValueError, match="total_repeat_length must not be negative"):
         sl.repeat(a, 2, total_repeat_length=-1)
+
+
+def test_scipy_linalg_solve_qr_svd_block_diag_toeplitz_match_jax():
+    """jax.scipy.linalg's solve, qr, svd, block_diag and toeplitz with SciPy's
+    arguments: values, dtypes and shapes as JAX's, gradients of solve and toeplitz too."""
+    S = sl.scipy.linalg
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((4, 4))
+    P, b, M = A @ A.T + 4 * np.eye(4), rng.standard_normal((4, 2)), rng.standard_normal((5, 3))
+    for assume in ("gen", "sym", "her", "pos"):
+        np.testing.assert_allclose((P @ S.solve(sl.tensor(P), sl.tensor(b),
+                                                assume_a=assume).numpy()), b, atol=1e-12)
+    q, r = S.qr(sl.tensor(M))
+    assert (q.shape, r.shape) == ((5, 5), (5, 3))
+    q, r = S.qr(sl.tensor(M), mode="economic")
+    np.testing.assert_allclose((q @ r).numpy(), M, atol=1e-12)
+    (r_only,) = S.qr(sl.tensor(M), mode="r")
+    assert r_only.shape == (5, 3)
+    np.testing.assert_allclose(S.svd(sl.tensor(M), compute_uv=False).numpy(),
+                               np.linalg.svd(M, compute_uv=False), rtol=1e-12)
+    bd = S.block_diag(sl.tensor([[1.0, 2.0]]), sl.tensor(3.0),
+                      sl.tensor(np.ones((2, 2), np.float32)))
+    np.testing.assert_array_equal(bd.numpy(), scipy.linalg.block_diag([[1.0, 2.0]], 3.0,
+                                                                       np.ones((2, 2))))
+    assert bd.dtype == np.float64
+    np.testing.assert_array_equal(S.toeplitz(sl.tensor([1.0, 2.0, 3.0]),
+                                             sl.tensor([9.0, 4.0])).numpy(),
+                                  scipy.linalg.toeplitz([1.0, 2.0, 3.0], [9.0, 4.0]))
+    with pytest.raises(ValueError, match="assume_a must be one of"):
+        S.solve(sl.tensor(P), sl.tensor(b), assume_a="banded")
+    jax = pytest.importorskip("jax")
+    with jax.enable_x64(True):
+        jsl, jnp = jax.scipy.linalg, jax.numpy
+        want = jax.grad(lambda P: jsl.solve(P, b, assume_a="pos").sum())(jnp.asarray(P))
+        got = sl.grad(lambda P: S.solve(P, sl.tensor(b), assume_a="pos").sum())(sl.tensor(P))
+        np.testing.assert_allclose(got.numpy(), np.asarray(want), rtol=1e-10, atol=1e-14)
+        c = jnp.asarray([1.0 + 1j, 2.0, 3.0])
+        np.testing.assert_array_equal(S.toeplitz(sl.tensor(np.asarray(c))).numpy(),
+                                      np.asarray(jsl.toeplitz(c)))
+        W = np.arange(9.0).reshape(3, 3)
+        want = jax.grad(lambda c: (jsl.toeplitz(c) * W).sum())(jnp.asarray([1.0, 2.0, 3.0]))
+        got = sl.grad(lambda c: sl.sum(S.toeplitz(c) * W))(sl.tensor([1.0, 2.0, 3.0]))
+        np.testing.assert_array_equal(got.numpy(), np.asarray(want))

@@ -1,18 +1,23 @@
 """scanlib.scipy.linalg: jax.scipy.linalg's names and meanings. Its cholesky and cho_factor
 give the UPPER factor by default (lower=False), as SciPy and JAX do, where scanlib.linalg's
 cholesky (jax.numpy.linalg's) gives the lower one: a port keeps each meaning by keeping its
-module. solve_triangular, cho_solve, inv and det are scanlib.linalg's own; expm is the
-primitive of ops/expm.py. Imports linalg."""
+module. solve_triangular, cho_solve, inv and det are scanlib.linalg's own; solve, qr and svd
+are scanlib.linalg's with SciPy's arguments; expm is the primitive of ops/expm.py.
+Imports linalg and ops."""
 
 from __future__ import annotations
 
-from ..linalg import cho_solve, det, inv, solve_triangular
 import numpy as np
+
+from .. import linalg as _linalg
+from ..linalg import cho_solve, det, inv, solve_triangular
 
 from ..ops import elementwise as ew
 from ..ops.decompositions import cholesky_unsymmetrized_p
 from ..ops.expm import expm_p
-from ..ops.functions import as_tensor, swapaxes
+from ..ops.functions import as_tensor, concatenate, swapaxes, where
+from ..ops.gathers import take
+from ..ops.promotion import result_type
 from ..tape import Tensor
 
 
@@ -36,7 +41,8 @@ def _square_real(a, who):
 def _mT(a):
     return swapaxes(a, -1, -2)
 
-__all__ = ["cholesky", "cho_factor", "cho_solve", "solve_triangular", "expm", "inv", "det"]
+__all__ = ["cholesky", "cho_factor", "cho_solve", "solve_triangular", "expm", "inv", "det",
+           "solve", "qr", "svd", "block_diag", "toeplitz"]
 
 
 def cholesky(a, lower: bool = False, overwrite_a: bool = False,
@@ -78,3 +84,99 @@ def expm(A, *, upper_triangular: bool = False, max_squarings: int = 16) -> Tenso
     >>> sl.scipy.linalg.expm(sl.tensor([[0.0, 1.0], [-1.0, 0.0]]))  # a rotation by 1 radian
     """
     return expm_p(_square_real(A, "expm"))
+
+
+_ASSUME = ("gen", "sym", "her", "pos")
+
+
+def solve(a, b, lower: bool = False, overwrite_a: bool = False, overwrite_b: bool = False,
+          debug: bool = False, check_finite: bool = True, assume_a: str = "gen") -> Tensor:
+    """x with a @ x = b, as jax.scipy.linalg.solve, by scanlib.linalg.solve (LU of the whole
+    of a) for every assume_a, its gradient JAX's: with "pos", JAX factors one triangle of a
+    (lower's) for the value, and differentiates through the whole of a as here, so for a
+    symmetric a (the only one "pos" promises) the two agree. The overwrite and check flags
+    are accepted and ignored, as in JAX.
+
+    >>> sl.scipy.linalg.solve(sl.tensor([[4.0, 2.0], [2.0, 3.0]]), sl.tensor([1.0, 2.0]),
+    ...                       assume_a="pos")
+    """
+    if assume_a not in _ASSUME:
+        raise ValueError(f"scipy.linalg.solve: assume_a must be one of {_ASSUME}, got "
+                         f"{assume_a!r}")
+    return _linalg.solve(a, b)
+
+
+def qr(a, overwrite_a: bool = False, lwork=None, mode: str = "full", pivoting: bool = False,
+       check_finite: bool = True):
+    """(q, r) as jax.scipy.linalg.qr: mode "full" (q square), "economic" (q [m, k]), or "r"
+    (a tuple (r,), SciPy's form). Pivoting and mode "raw" are not supported.
+
+    >>> q, r = sl.scipy.linalg.qr(sl.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]),
+    ...                           mode="economic")
+    >>> r
+    """
+    if pivoting:
+        raise NotImplementedError("scipy.linalg.qr: pivoting is not supported")
+    modes = {"full": "complete", "economic": "reduced", "r": "r"}
+    if mode not in modes:
+        raise ValueError(f"scipy.linalg.qr: mode must be 'full', 'economic' or 'r', got "
+                         f"{mode!r}")
+    if mode == "r":
+        return (_linalg.qr(a, mode="complete")[1],)
+    return _linalg.qr(a, mode=modes[mode])
+
+
+def svd(a, full_matrices: bool = True, compute_uv: bool = True, overwrite_a: bool = False,
+        check_finite: bool = True, lapack_driver: str = "gesdd"):
+    """(u, s, vh), or s alone with compute_uv=False, as jax.scipy.linalg.svd (that is,
+    scanlib.linalg.svd with SciPy's arguments).
+
+    >>> sl.scipy.linalg.svd(sl.tensor([[3.0, 0.0], [0.0, 4.0]]), compute_uv=False)
+    """
+    return _linalg.svd(a, full_matrices=full_matrices, compute_uv=compute_uv)
+
+
+def block_diag(*arrs) -> Tensor:
+    """The block-diagonal matrix of the given matrices (a 0-d or 1-d one counts as one row),
+    zeros elsewhere, of their promoted dtype, as jax.scipy.linalg.block_diag.
+
+    >>> sl.scipy.linalg.block_diag(sl.tensor([[1.0, 2.0]]), sl.tensor(3.0))
+    """
+    if not arrs:
+        arrs = (as_tensor(np.zeros((1, 0))),)
+    blocks = []
+    for x in arrs:
+        x = as_tensor(x)
+        if x.ndim > 2:
+            raise ValueError(f"scipy.linalg.block_diag: arguments must have at most 2 "
+                             f"dimensions, got shape {x.shape}")
+        blocks.append(x.reshape((1, -1)) if x.ndim < 2 else x)
+    dtype = result_type(*blocks)
+    cols = sum(int(x.shape[1]) for x in blocks)
+    rows, start = [], 0
+    for x in blocks:
+        m, n = int(x.shape[0]), int(x.shape[1])
+        left = as_tensor(np.zeros((m, start), dtype))
+        right = as_tensor(np.zeros((m, cols - start - n), dtype))
+        rows.append(concatenate([left, ew.astype(x, dtype=np.dtype(dtype)), right], axis=1))
+        start += n
+    return concatenate(rows, axis=0)
+
+
+def toeplitz(c, r=None) -> Tensor:
+    """The Toeplitz matrix with first column c and first row r (c[0] wins on the diagonal;
+    r defaults to conj(c), a Hermitian matrix), as jax.scipy.linalg.toeplitz, of 1-d c and r.
+
+    >>> sl.scipy.linalg.toeplitz(sl.tensor([1.0, 2.0, 3.0]), sl.tensor([1.0, 4.0]))
+    """
+    c = as_tensor(c)
+    r = ew.conj(c) if r is None else as_tensor(r)
+    if c.ndim != 1 or r.ndim != 1:
+        raise ValueError(f"scipy.linalg.toeplitz: c and r must be 1-d, got shapes {c.shape} "
+                         f"and {r.shape}")
+    m, n = int(c.shape[0]), int(r.shape[0])
+    dtype = np.dtype(result_type(c, r))
+    i, j = np.arange(m)[:, None], np.arange(n)[None, :]
+    below = take(ew.astype(c, dtype=dtype), np.broadcast_to(np.maximum(i - j, 0), (m, n)))
+    above = take(ew.astype(r, dtype=dtype), np.broadcast_to(np.maximum(j - i, 0), (m, n)))
+    return where(np.asarray(i >= j), below, above)
