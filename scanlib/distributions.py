@@ -6,16 +6,19 @@ scanlib.random. Imports tape, ops, linalg and random (its checks and basic draws
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from . import linalg
 from .ops import (as_tensor, broadcast_to, clip, exp, expand_dims, floor, log, log1p, matmul,
-                  maximum, power, sign, softmax, sqrt, stop_gradient, swapaxes, tan, tensor,
-                  where)
+                  maximum, moveaxis, power, sign, softmax, sqrt, stack, stop_gradient, swapaxes,
+                  tan, tensor, where)
 from .ops import abs as absolute
 from .ops import sum as total
 from .ops.prng import erfinv_p, nextafter_p
 from .ops.prng_loops import binomial_p, gamma_p, poisson_p
+from .ops.promotion import result_type
 from .ops.special import erf
 from .random import (_check_key, _check_shape, _float_dtype, _param, _shape, _shape_of,
                      bernoulli, exponential, normal, split, uniform)
@@ -24,8 +27,8 @@ from .tape import Tensor, type_str
 __all__ = [
     "truncated_normal", "multivariate_normal", "gamma", "loggamma", "beta", "dirichlet",
     "laplace", "logistic", "cauchy", "lognormal", "t", "chisquare", "pareto", "weibull_min",
-    "rademacher", "poisson", "binomial", "geometric", "rayleigh", "maxwell", "orthogonal",
-    "generalized_normal", "ball", "key_data", "wrap_key_data", "clone",
+    "rademacher", "poisson", "binomial", "multinomial", "geometric", "rayleigh", "maxwell",
+    "orthogonal", "generalized_normal", "ball", "key_data", "wrap_key_data", "clone",
 ]
 
 
@@ -404,6 +407,40 @@ def binomial(key, n, p, shape=None, dtype=None) -> Tensor:
     count = stop_gradient(_tensor(key, n, pdtype, shape))
     out = binomial_p(key, count, _tensor(key, p, pdtype, shape))
     return out if out.dtype == dtype else out.astype(dtype)
+
+
+def multinomial(key, n, p, *, shape=None, dtype=None, unroll=1) -> Tensor:
+    """Multinomial(n, p) counts as floats, outcomes along p's last axis, as
+    jax.random.multinomial and with its numbers: one binomial per outcome, of what the
+    earlier outcomes left, at p's share of what remains (each with its own key, from
+    split(key, k)). `shape` is the result's whole shape (p's when None), as JAX's code
+    reads it; `unroll` is accepted and changes nothing. Not differentiable.
+
+    >>> sl.random.multinomial(sl.random.key(0), 10.0, sl.tensor([0.2, 0.3, 0.5]))
+    """
+    key, dtype = _check_key(key, "multinomial"), _dtype(dtype, "multinomial")
+    inexact = result_type(n, p)  # Python numbers weak, as promote_dtypes_inexact reads them
+    inexact = inexact if inexact.kind == "f" else np.dtype(np.float64)
+    n = stop_gradient(_on(key, n)).astype(inexact)
+    p = stop_gradient(_on(key, p)).astype(inexact)
+    shape = tuple(p.shape) if shape is None else tuple(operator.index(d) for d in shape)
+    if not shape:
+        raise ValueError("multinomial: p needs an axis of outcomes (its last)")
+    remainder = broadcast_to(n, shape[:-1])
+    p = moveaxis(broadcast_to(p, shape), -1, 0)
+    k = shape[-1]
+    remaining = [None] * k  # p's reverse cumulative sum, from the last outcome
+    for i in reversed(range(k)):
+        remaining[i] = p[i] if i == k - 1 else remaining[i + 1] + p[i]
+    keys = split(key, k)
+    counts = []
+    for i in range(k):
+        ratio = p[i] / where(remaining[i] == 0, 1.0, remaining[i])
+        count = binomial(keys[i], remainder, clip(ratio, 0, 1), dtype=remainder.dtype)
+        remainder = remainder - count
+        counts.append(count)
+    out = moveaxis(stack(counts), 0, -1)
+    return out.astype(dtype)
 
 
 # --- keys ----------------------------------------------------------------------------------

@@ -31,8 +31,8 @@ __all__ = [
     "categorical", "gumbel", "exponential", "randint", "choice", "permutation",
     "truncated_normal", "multivariate_normal", "gamma", "loggamma", "beta", "dirichlet",
     "laplace", "logistic", "cauchy", "lognormal", "t", "chisquare", "pareto", "weibull_min",
-    "rademacher", "poisson", "binomial", "geometric", "rayleigh", "maxwell", "orthogonal",
-    "generalized_normal", "ball", "key_data", "wrap_key_data", "clone",
+    "rademacher", "poisson", "binomial", "multinomial", "geometric", "rayleigh", "maxwell",
+    "orthogonal", "generalized_normal", "ball", "key_data", "wrap_key_data", "clone",
 ]
 
 
@@ -577,7 +577,8 @@ checked_weights_p = Primitive("checked_weights", _checked_weights_impl,
 # The other distributions, written on the functions above (and so imported after them).
 from .distributions import (  # noqa: E402
     ball, beta, binomial, cauchy, chisquare, clone, dirichlet, gamma, generalized_normal,
-    geometric, key_data, laplace, loggamma, logistic, lognormal, maxwell, multivariate_normal,
+    geometric, key_data, laplace, loggamma, logistic, lognormal, maxwell, multinomial,
+    multivariate_normal,
     orthogonal, pareto, poisson, rademacher, rayleigh, t, truncated_normal, weibull_min,
     wrap_key_data,
 )

@@ -701,3 +701,32 @@ def test_float64_erfinv_by_its_central_polynomial_is_the_selects_bit_for_bit(sha
     assert got.dtype == want.dtype and got.shape == want.shape
     np.testing.assert_array_equal(np.asarray(got).view(np.uint64),
                                   np.asarray(want).view(np.uint64))
+
+
+def test_multinomial_counts_are_jaxs():
+    """jax.random.multinomial's numbers for the same key (one binomial per outcome), its
+    shapes and dtypes: batched n and p, a zero probability, float32 p, under jit and vmap;
+    each row's counts sum to its n."""
+    cases = [(10.0, [0.2, 0.3, 0.5], None), (7, [[0.1, 0.9], [0.5, 0.5]], None),
+             (np.array([3.0, 50.0]), [0.25, 0.25, 0.5], (2, 3)),
+             (100.0, np.float32([0.2, 0.3, 0.5]), None), (20.0, [0.0, 0.0, 1.0, 0.0], None),
+             (1000.0, [0.6, 0.4], (5, 2))]
+    for n, p, shape in cases:
+        got = sl.random.multinomial(sl.random.PRNGKey(3), sl.tensor(n) if isinstance(
+            n, np.ndarray) else n, sl.tensor(np.asarray(p)), shape=shape)
+        assert got.shape == (shape or np.shape(p))
+        np.testing.assert_array_equal(got.numpy().sum(-1), np.broadcast_to(n, got.shape[:-1]))
+    f = sl.jit(lambda k, p: sl.random.multinomial(k, 10.0, p))
+    k, p = sl.random.PRNGKey(1), sl.tensor([0.2, 0.3, 0.5])
+    np.testing.assert_array_equal(f(k, p).numpy(), sl.random.multinomial(k, 10.0, p).numpy())
+    jax = pytest.importorskip("jax")
+    with jax.enable_x64(True):
+        for seed in range(3):
+            for n, p, shape in cases:
+                want = jax.random.multinomial(jax.random.PRNGKey(seed),  # n typed, as ours
+                                              jax.numpy.asarray(np.asarray(n)),
+                                              jax.numpy.asarray(p), shape=shape)
+                got = sl.random.multinomial(sl.random.PRNGKey(seed), sl.tensor(np.asarray(n)),
+                                            sl.tensor(np.asarray(p)), shape=shape)
+                assert got.dtype == want.dtype
+                np.testing.assert_array_equal(got.numpy(), np.asarray(want))
