@@ -656,3 +656,35 @@ def test_ctc_loss_keeps_float32_runs_under_jit_and_has_fd_gradients(rng):
     check_grads(lambda z: optim.ctc_loss(z, *rest), (logits,))
     with pytest.raises(ValueError, match=r"label_paddings must be shaped like labels"):
         optim.ctc_loss(sl.tensor(logits), rest[0], rest[1], rest[2][:, :2])
+
+
+def test_keep_params_nonnegative_and_safe_norm_are_optaxs():
+    """keep_params_nonnegative lands a parameter its update would take below 0 on 0;
+    safe_norm is min_norm (gradient 0, not NaN) where the norm is at most min_norm; both
+    against optax where installed, values, shapes and gradients."""
+    o, w = optim.keep_params_nonnegative(), sl.tensor([1.0, 2.0, 0.5])
+    got = o.update(sl.tensor([-3.0, -1.0, 0.2]), o.init(w), w)[0]
+    np.testing.assert_array_equal(got.numpy(), [-1.0, -1.0, 0.2])
+    with pytest.raises(TypeError, match="needs params"):
+        o.update(sl.tensor([1.0, 1.0, 1.0]), o.init(w))
+    zero = optim.safe_norm(sl.tensor([0.0, 0.0]), 1e-6)
+    assert zero.item() == 1e-6
+    g = sl.grad(lambda x: optim.safe_norm(x, 1e-6))(sl.tensor([0.0, 0.0]))
+    np.testing.assert_array_equal(g.numpy(), [0.0, 0.0])
+    optax = pytest.importorskip("optax")
+    jax = pytest.importorskip("jax")
+    cases = [(np.zeros(3), {}), (np.array([3.0, 4.0]), {}),
+             (np.array([[0.0, 0.0], [3.0, 4.0]]), {"axis": 1}),
+             (np.array([[0.0, 0.0], [3.0, 4.0]]), {"axis": 1, "keepdims": True}),
+             (np.array([1e-8, 0.0]), {"ord": 1})]
+    with jax.enable_x64(True):
+        for x, kw in cases:
+            want = optax.safe_norm(jax.numpy.asarray(x), 1e-6, **kw)
+            got = optim.safe_norm(sl.tensor(x), 1e-6, **kw)
+            assert got.shape == want.shape
+            np.testing.assert_array_equal(got.numpy(), np.asarray(want))
+            want = jax.grad(lambda x, kw=kw: optax.safe_norm(x, 1e-6, **kw).sum())(
+                jax.numpy.asarray(x))
+            got = sl.grad(lambda x, kw=kw: sl.sum(optim.safe_norm(x, 1e-6, **kw)))(
+                sl.tensor(x))
+            np.testing.assert_array_equal(got.numpy(), np.asarray(want))

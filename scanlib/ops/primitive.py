@@ -243,10 +243,13 @@ def _explained(e, prim, args, params):
     hint = ("" if isinstance(e, np.linalg.LinAlgError) else
             " Check the shapes above; broadcasting follows NumPy's rules (trailing axes must "
             "match or be 1).")
-    return type(e)(
-        f"{prim.name} failed on inputs ({_describe(args)})"
-        + (f" with {shown}" if shown else "")
-        + f": {str(e).rstrip('.')}." + hint)
+    message = (f"{prim.name} failed on inputs ({_describe(args)})"
+               + (f" with {shown}" if shown else "")
+               + f": {str(e).rstrip('.')}." + hint)
+    try:
+        return type(e)(message)
+    except TypeError:  # a class that takes more than a message (NumPy's _UFuncNoLoopError)
+        return next(c for c in (ValueError, TypeError, IndexError) if isinstance(e, c))(message)
 
 
 def _run_impl(prim, args, values, params):

@@ -1,8 +1,8 @@
 """optax's smaller stages and helpers, with its state classes: identity, set_to_zero, clip,
-clip_by_block_rms, zero_nans, ema, apply_every, add_noise; and the functions global_norm,
-incremental_update and periodic_update.
+clip_by_block_rms, zero_nans, ema, apply_every, add_noise, keep_params_nonnegative; and the
+functions global_norm, safe_norm, incremental_update and periodic_update.
 
-Imports tape, ops, random, pytree, optim.core, optim.transforms and optim.scaling.
+Imports tape, ops, linalg, random, pytree, optim.core, optim.transforms and optim.scaling.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .. import ops, pytree
+from .. import linalg, ops, pytree
 from .. import random as _random
 from ..tape import Tensor
 from ..tape.types import PyTree
@@ -204,6 +204,40 @@ def add_noise(eta: float, gamma: float, key: Any = None, *, seed: int | None = N
 
 
 # --- functions on trees ------------------------------------------------------------------------
+def keep_params_nonnegative() -> GradientTransformation:
+    """Updates that would take a parameter below 0 replaced by -param (to land on 0), as
+    optax.keep_params_nonnegative; it needs params.
+
+    >>> opt = sl.optim.keep_params_nonnegative()
+    >>> w = sl.tensor([1.0, 2.0])
+    >>> opt.update(sl.tensor([-3.0, -1.0]), opt.init(w), w)[0]
+    """
+    def apply(leaves, state, params, ctx, where):
+        if params is None:
+            raise TypeError(f"{ctx.who}: keep_params_nonnegative needs params; pass them: "
+                            "opt.update(grads, state, params).")
+        return [ops.where(p + u < 0.0, -p, u) for p, u in zip(params.tensors, leaves)], state
+
+    return GradientTransformation("keep_params_nonnegative", _empty_init, apply)
+
+
+def safe_norm(x: Any, min_norm: Any, ord: Any = None, axis: Any = None,  # noqa: A002
+              keepdims: bool = False) -> Tensor:
+    """The norm of x (linalg.norm's ord and axis), but min_norm where it is at most min_norm,
+    with a gradient there of 0 instead of NaN, as optax.safe_norm.
+
+    >>> sl.optim.safe_norm(sl.tensor([0.0, 0.0]), 1e-6), sl.optim.safe_norm(
+    ...     sl.tensor([3.0, 4.0]), 1e-6)
+    """
+    x = ops.as_tensor(x)
+    norm = linalg.norm(x, ord=ord, axis=axis, keepdims=True)
+    x = ops.where(norm <= min_norm, ops.ones_like(x), x)
+    if not keepdims:
+        norm = ops.squeeze(norm, axis=axis)
+    masked = linalg.norm(x, ord=ord, axis=axis, keepdims=keepdims)
+    return ops.where(norm <= min_norm, min_norm, masked)
+
+
 def global_norm(updates: PyTree) -> Tensor:
     """The L2 norm of all the leaves together, as optax.global_norm (optax.tree.norm).
 
@@ -237,5 +271,5 @@ def periodic_update(new_tensors: PyTree, old_tensors: PyTree, steps: Any, update
 
 
 __all__ = ["identity", "set_to_zero", "clip", "clip_by_block_rms", "zero_nans", "ema",
-           "apply_every",
-           "add_noise", "global_norm", "incremental_update", "periodic_update"]
+           "apply_every", "add_noise", "keep_params_nonnegative", "global_norm", "safe_norm",
+           "incremental_update", "periodic_update"]
