@@ -233,3 +233,10 @@ def test_an_error_only_some_elements_raise_is_still_the_impls():
                  lambda: sl.scan(lambda c, _: (c ** e, None), x, length=2)):
         with pytest.raises(ValueError, match="pow failed on inputs"):
             call()
+
+
+def test_a_ufunc_without_a_loop_for_the_dtypes_gets_scanlibs_message():
+    # NumPy's _UFuncNoLoopError takes more than a message: the restated error must not
+    # be rebuilt from its class
+    with pytest.raises(TypeError, match=r"add failed on inputs \(U\d+\[1\], f64\[1\]\)"):
+        sl.tensor(np.array(["abc"])) + sl.tensor([1.0])
