@@ -205,7 +205,7 @@ def while_loop(cond_fun: Callable[[PyTree], Any], body_fun: Callable[[PyTree], P
     its gradient, whose count may come from a kernel while the body runs as NumPy's loop,
     and its vmap, which runs NumPy's loop); compiler "numpy" always gives the Python loop's.
 
-    Where `jvp` runs by forward mode (see jvp; eager `jacfwd` too), it is one loop over the
+    Where `jvp` runs by forward mode (see jvp; `jacfwd` too), it is one loop over the
     carries and their tangents, as JAX's JVP of while_loop: the body runs once a step.
     It works inside a scan body and inside another while_loop too: there the trip count is
     found anew at every step of the enclosing loop, and the gradient recomputes the inner

@@ -1,9 +1,10 @@
 """Forward mode and Jacobians, with JAX's signatures: jvp, linearize, jacfwd, jacrev, hessian.
 
 jvp runs f once with a tangent beside every value (forward mode, interpreters/forward.py),
-and jacfwd once per column. Where the result may itself be differentiated, in a trace, and
-for linearize (one linearization, many tangents), it is the transpose of f's whole VJP
-("double VJP"); in a trace jacfwd pushes its columns through it together, by vmap, as
+eagerly or in a trace (jit, vmap, a loop body), and jacfwd once per column eagerly, and in a
+trace once for a batch of columns, by vmap, as JAX's. Where the result may itself be
+differentiated, and for linearize (one linearization, many tangents), it is the transpose
+of f's whole VJP ("double VJP"), whose columns a trace pushes together by vmap too, as
 jacrev pulls its rows back through f's VJP.
 Imports the interpreters, vmap and the layers below scanlib/__init__ (autodiff, pytree, ops,
 tape, backends).
@@ -132,9 +133,10 @@ def jvp(f: Callable[..., Any], primals: Sequence[PyTree], tangents: Sequence[PyT
     Computed by forward mode (scanlib/interpreters/forward.py): f runs once with a tangent
     beside every value, each primitive's tangent by its JVP rule (the transpose of its VJP
     where it has none), and a scan's JVP one scan over primal and tangent carries (about 3x
-    a forward through the rnn bench). Inside a trace (jit, a scan body), or where the result
-    may be differentiated again (inside grad, a closed-over tensor that requires grad), it is
-    the transpose of f's VJP instead (a forward, a recorded backward and a walk back).
+    a forward through the rnn bench), eagerly and inside a trace (jit, vmap, a scan body)
+    alike. Where the result may be differentiated again (inside grad, a closed-over tensor
+    that requires grad), it is the transpose of f's VJP instead (a forward, a recorded
+    backward and a walk back).
 
     >>> import scanlib as sl
     >>> x = sl.tensor([1.0, 2.0])
@@ -151,8 +153,7 @@ def jvp(f: Callable[..., Any], primals: Sequence[PyTree], tangents: Sequence[PyT
     found = None
     # Forward mode runs on values: in a trace (stand-ins), or where the result may be
     # differentiated again, the double VJP instead.
-    if current_builder() is None and not autodiff.should_record(
-            leaves, pytree.flatten(tangents)[0]):
+    if not autodiff.should_record(leaves, pytree.flatten(tangents)[0]):
         found = forward_jvp(f, primals, tangents, has_aux)
         if found is not None:
             out_paths, out_leaves, _ = pytree.flatten_with_paths(found[0], "out")
@@ -236,10 +237,12 @@ def jacfwd(f: Callable[..., Any], argnums: int | Sequence[int] = 0,
            has_aux: bool = False) -> Callable[..., PyTree]:
     """The Jacobian of f with respect to args[argnums] by forward mode, as jax.jacfwd.
 
-    One forward-mode JVP per input element (columns); where the Jacobian may be
-    differentiated again, the transposed VJP of one linearization, and in a trace (jit, a
-    loop body), from three columns, that transposed VJP vmapped over batches of up to 64
-    columns, as jax.jacfwd batches them (one tangent scan over a batch of columns). Each
+    Eagerly, one forward-mode JVP per input element (columns); in a trace (jit, vmap, a
+    loop body), the forward-mode JVP vmapped over batches of up to 64 columns, as jax.jacfwd
+    computes it (a scan's is one scan over the primal carries and a batch of tangent
+    carries). Where the Jacobian may be differentiated again (or has_aux is set, in a
+    trace), the transposed VJP of one linearization (in a trace, from three columns, vmapped
+    over the batches the same way). Each
     leaf of the result has shape out.shape + in.shape; the result has the output's structure
     with, at each leaf, the structure of the chosen argument (a tuple of them when argnums
     is a tuple). Real float inputs and outputs only (a TypeError otherwise). With
@@ -257,12 +260,19 @@ def jacfwd(f: Callable[..., Any], argnums: int | Sequence[int] = 0,
         g = _of_chosen(fk, args, nums)
         in_infos = [leaf_info(x) for x in in_leaves]
         found = _forward_pushes(g, chosen, has_aux, in_leaves, in_tree, in_infos)
-        out, aux, push = found if found is not None else _linearized(g, chosen, has_aux,
-                                                                      "jacfwd")
+        together = None
+        if found is None and current_builder() is not None and not has_aux:
+            together = _forward_together(g, chosen, in_leaves, in_tree, in_infos)
+        if together is not None:  # [columns] + out, by forward mode
+            (out, images, units), aux = together, None
+        else:
+            out, aux, push = found if found is not None else _linearized(g, chosen, has_aux,
+                                                                          "jacfwd")
+            if found is None and _batched(in_tree, in_infos):
+                images, units = _images_together(push, in_tree, in_infos)
         out_leaves, out_tree = _real_outputs("jacfwd", out)
         out_infos = [leaf_info(o) for o in out_leaves]
-        if found is None and _batched(in_tree, in_infos):
-            images, units = _images_together(push, in_tree, in_infos)  # [columns] + out
+        if together is not None or (found is None and _batched(in_tree, in_infos)):
             blocks = [[reshape(moveaxis(image[start:start + size], 0, -1),  # out + [size]
                                out_info[0] + in_info[0])
                        for in_info, (start, size) in zip(in_infos, units)]
@@ -310,6 +320,41 @@ def _forward_pushes(g, chosen, has_aux, in_leaves, in_tree, in_infos):
     return out, aux, push
 
 
+class _NotForward(Exception):
+    """forward_jvp did not apply to f inside jacfwd's vmapped push (see _forward_together)."""
+
+
+def _forward_together(g, chosen, in_leaves, in_tree, in_infos):
+    """In a trace: (out, images, units) as _images_together gives them, from forward mode,
+    as jax.jacfwd computes them: g's JVP (forward_jvp) vmapped over batches of unit
+    tangents, so that g runs once per batch with its tangents beside it (a scan's JVP is one
+    scan over the primal carries and a batch of tangent carries) and a print in g prints once
+    per batch, not in a forward and again in a transposed walk. out is the first batch's,
+    unbatched. None where forward mode does not apply (the result may be differentiated
+    again, or g reads a value forward mode cannot give it): then the transposed VJP."""
+    if autodiff.should_record(in_leaves) or not _columns(in_infos):
+        return None
+
+    def push(tangents):
+        found = forward_jvp(g, chosen, tangents, False)
+        if found is None:
+            raise _NotForward
+        _real_outputs("jacfwd", found[0])  # checked before vmap reads them: the better message
+        return found[0], found[1]
+
+    batches, units = _unit_batches(in_tree, in_infos)
+    out, chunks = None, []
+    try:
+        for batch in batches:
+            found, images = vmap(push)(batch)
+            out = found if out is None else out  # the same in every batch
+            chunks.append(pytree.flatten(images)[0])
+    except _NotForward:
+        return None
+    out_leaves, out_tree = pytree.flatten(out)
+    return pytree.unflatten(out_tree, [o[0] for o in out_leaves]), _joined(chunks), units
+
+
 def _columns(infos):
     return sum(int(np.prod(info[0], dtype=np.int64)) for info in infos)
 
@@ -336,10 +381,19 @@ def _images_together(linear, tree, infos):
     where one per unit would repeat its loops: the Kalman filter's jitted jacfwd 1.7x ->
     1.3x its jacrev (bench/NOTES.md). Eagerly each is pushed on its own instead, which
     vmap's per-call work does not beat. Returned with each leaf's (first unit, count)."""
+    batches, units = _unit_batches(tree, infos)
+    chunks = [pytree.flatten(vmap(linear)(batch))[0] for batch in batches]
+    return _joined(chunks), units
+
+
+def _unit_batches(tree, infos):
+    """The unit vectors of every leaf of `tree` (the other leaves zero) in batches of up to
+    PUSHED_TOGETHER, each batch a tree like `tree` with [batch] in front of each leaf, and
+    each leaf's (first unit, count)."""
     sizes = [int(np.prod(info[0], dtype=np.int64)) for info in infos]
     starts = [int(s) for s in np.cumsum([0] + sizes)]
     n = starts[-1]
-    chunks = []
+    batches = []
     for first in range(0, n, PUSHED_TOGETHER):
         k = min(PUSHED_TOGETHER, n - first)
         units = []
@@ -350,9 +404,13 @@ def _images_together(linear, tree, infos):
                 cols = xp.arange(max(first, start), min(first + k, start + size))
                 e[cols - first, cols - start] = 1  # unit c is unit c - start of this leaf
                 units.append(Tensor(e.reshape((k,) + tuple(shape))))
-        chunks.append(pytree.flatten(vmap(linear)(pytree.unflatten(tree, units)))[0])
-    images = [c[0] if len(chunks) == 1 else concatenate(c) for c in zip(*chunks)]
-    return images, list(zip(starts, sizes))
+        batches.append(pytree.unflatten(tree, units))
+    return batches, list(zip(starts, sizes))
+
+
+def _joined(chunks):
+    """Per leaf, the batches' images of it joined along the batch axis."""
+    return [c[0] if len(chunks) == 1 else concatenate(c) for c in zip(*chunks)]
 
 
 def _chosen_inputs(who, argnums, args):

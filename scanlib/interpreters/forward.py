@@ -178,31 +178,59 @@ def eval_with_tangents(eqns, env, tan):
 
 # --- forward mode: f on values that carry tangents ----------------------------------------------
 class _ForwardTrace(GraphBuilder):
-    """Runs f eagerly, on real values, with each value's tangent kept beside it: every
-    equation f executes is differentiated as it runs (JAX's JVP trace). Its tracers hold real
-    values; their tangents are plain Tensors, computed with the trace paused. Builds no graph.
-    Used only where jvp's result is not differentiated again (it records no graph)."""
+    """Runs f with each value's tangent kept beside it: every equation f executes is
+    differentiated as it runs (JAX's JVP trace), by its rule, with this trace paused. Eagerly
+    its tracers hold real values and their tangents are plain Tensors; inside another trace
+    (jit's, vmap's, a loop body's) each stands for a value of that trace, which the rules'
+    equations are recorded in, and its tangent is one too. Builds no graph of its own. Used
+    only where jvp's result is not differentiated again (it records no backward)."""
 
-    abstract = False  # its tracers hold real values
+    abstract = False  # its tracers hold real values (eagerly; an enclosing trace's inside one)
 
-    def __init__(self, device):
+    def __init__(self, device, outer=None):
         super().__init__(device)
-        self.tangents = {}  # Var -> tangent (a plain Tensor)
+        self.tangents = {}  # Var -> tangent (a plain Tensor, or a value of `outer`)
+        # The trace this one runs inside (jit's, a loop body's), or None: eagerly. Inside
+        # one, each value is that trace's value (`primals`), and so is each tangent: the
+        # rules' equations are recorded there.
+        self.outer = outer
+        self.primals = {}  # Var -> the enclosing trace's value (inside one only)
+        if outer is not None:
+            self.abstract = outer.abstract
 
     def new_value(self, value, tangent):
         var = Var(np.shape(value), value.dtype)
         self.invars.append(var)
         self.tangents[var] = tangent
+        if isinstance(value, Tensor):  # a value of the enclosing trace
+            self.primals[var] = value
+            return self._tracer(var, value._value)
         return self._tracer(var, value)
 
-    def _wrap(self, values, tangents):
+    def _wrap(self, outs, tangents):
         tracers = []
-        for v, t in zip(values, tangents):
+        for o, t in zip(outs, tangents):
+            v = o._value
             tracer = self._tracer(Var(np.shape(v), v.dtype), v)
+            if self.outer is not None:
+                self.primals[tracer._var] = o
             if t is not None:
                 self.tangents[tracer._var] = t
             tracers.append(tracer)
         return tracers
+
+    def outer_value(self, a):
+        """a (this trace's value, or anything else bind passes) as the rules see it: a plain
+        Tensor eagerly; inside another trace, that trace's value."""
+        if not (isinstance(a, Tensor) and a._trace is self):
+            return a
+        if self.outer is None:
+            return Tensor(a._value)
+        found = self.primals.get(a._var)
+        if found is None:  # a constant lifted into this trace: the value it stands for
+            found = self.consts[self.constvars.index(a._var)]
+            self.primals[a._var] = found
+        return found
 
     @contextlib.contextmanager
     def _paused(self):
@@ -214,7 +242,7 @@ class _ForwardTrace(GraphBuilder):
             stack.append(self)
 
     def _plain(self, args):
-        values = [Tensor(a._value) if isinstance(a, Tensor) else a for a in args]
+        values = [self.outer_value(a) for a in args]
         tangents = [self.tangents.get(a._var) if isinstance(a, Tensor) else None for a in args]
         return values, tangents
 
@@ -226,8 +254,9 @@ class _ForwardTrace(GraphBuilder):
         ins, t_in = self._plain(args)
         with self._paused():
             outs, t_out = equation_jvp(prim, ins, t_in, params)
-        values = [o._value for o in (outs if prim.multiple_results else [outs])]
-        tracers = self._wrap(values, t_out)
+        listed = outs if prim.multiple_results else [outs]
+        values = [o._value for o in listed]
+        tracers = self._wrap(listed, t_out)
         return (values, tracers) if prim.multiple_results else (values[0], tracers[0])
 
 
@@ -239,12 +268,13 @@ def forward_jvp(f, primals, tangents, has_aux):
     p_leaves, p_tree = pytree.flatten(primals)
     t_leaves = pytree.flatten(tangents)[0]
     device = next((leaf_info(x)[2] for x in p_leaves), "cpu")
-    trace = _ForwardTrace(device)
+    trace = _ForwardTrace(device, current_builder())
     try:
         # differentiating: code that asks whether it runs under a derivative (optim's updates,
         # which otherwise run off the tape as a training loop's) must see this one too
         with tracing(trace), _state.differentiating():
-            inputs = [trace.new_value(_value_of(x, t), t) for x, t in zip(p_leaves, t_leaves)]
+            inputs = [trace.new_value(_value_of(x, t, trace.outer), t)
+                      for x, t in zip(p_leaves, t_leaves)]
             found = f(*pytree.unflatten(p_tree, inputs))
     except TypeError as e:
         if "needs a concrete value" in str(e):
@@ -263,17 +293,19 @@ def forward_jvp(f, primals, tangents, has_aux):
     return pytree.unflatten(out_tree, values), pytree.unflatten(out_tree, tans), aux
 
 
-def _value_of(x, t):
+def _value_of(x, t, outer):
+    """A primal leaf as the trace's input: its array eagerly; inside another trace, a value
+    of that trace."""
     if isinstance(x, Tensor):
-        return x._value
-    return backends.asarray_on(x, t.device, dtype=t.dtype) if not backends.is_array(x) else x
+        return x if outer is not None else x._value
+    x = backends.asarray_on(x, t.device, dtype=t.dtype) if not backends.is_array(x) else x
+    return outer.lift(x) if outer is not None else x
 
 
 def _concrete(o, trace):
-    """An output leaf as the caller sees it: a traced value becomes a plain Tensor."""
-    if isinstance(o, Tensor) and o._trace is trace:
-        return Tensor(o._value)
-    return o
+    """An output leaf as the caller sees it: a traced value becomes a plain Tensor (inside
+    another trace, that trace's value)."""
+    return trace.outer_value(o)
 
 
 def _tangent_out(o, value, trace):
