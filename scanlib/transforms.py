@@ -22,7 +22,7 @@ from . import autodiff, backends, pytree
 from .ops import concatenate, moveaxis, reshape, stack, zeros
 from .interpreters.forward import forward_jvp, leaf_info
 from .tape import Tensor
-from .tape.state import current_builder
+from .tape.state import STATE, current_builder, grad_enabled
 from .vmap import vmap
 
 if TYPE_CHECKING:
@@ -122,6 +122,18 @@ def _linearized(f, primals, has_aux, who):
     return out, aux, push
 
 
+def _forward_applies(leaves, tangents=()):
+    """Whether forward mode gives jvp's result: not where a walk that must be recorded will
+    differentiate it (inside grad, or an input or tangent that requires grad), since forward
+    mode records no backward. Inside a trace (jit, vmap, a loop body) its rules' equations
+    are recorded like any others, so the trace's graph, differentiated later (a scan body's
+    linearization), differentiates them: reverse mode over forward mode, as JAX's."""
+    if not grad_enabled():
+        return True
+    return STATE.diff_depth == 0 and not any(
+        isinstance(x, Tensor) and x.requires_grad for x in list(leaves) + list(tangents))
+
+
 def jvp(f: Callable[..., Any], primals: Sequence[PyTree], tangents: Sequence[PyTree],
         has_aux: bool = False) -> tuple[Any, ...]:
     """(f(*primals), the JVP of f at primals applied to tangents), as jax.jvp.
@@ -153,7 +165,7 @@ def jvp(f: Callable[..., Any], primals: Sequence[PyTree], tangents: Sequence[PyT
     found = None
     # Forward mode runs on values: in a trace (stand-ins), or where the result may be
     # differentiated again, the double VJP instead.
-    if not autodiff.should_record(leaves, pytree.flatten(tangents)[0]):
+    if _forward_applies(leaves, pytree.flatten(tangents)[0]):
         found = forward_jvp(f, primals, tangents, has_aux)
         if found is not None:
             out_paths, out_leaves, _ = pytree.flatten_with_paths(found[0], "out")
@@ -332,7 +344,7 @@ def _forward_together(g, chosen, in_leaves, in_tree, in_infos):
     per batch, not in a forward and again in a transposed walk. out is the first batch's,
     unbatched. None where forward mode does not apply (the result may be differentiated
     again, or g reads a value forward mode cannot give it): then the transposed VJP."""
-    if autodiff.should_record(in_leaves) or not _columns(in_infos):
+    if not (_forward_applies(in_leaves) and _columns(in_infos)):
         return None
 
     def push(tangents):

@@ -635,6 +635,45 @@ def test_jvp_of_a_checkpoint_runs_f_once(capsys):
         np.testing.assert_allclose(found[1].numpy(), found[0].numpy(), rtol=1e-14, atol=1e-15)
 
 
+def test_forward_mode_inside_a_trace_runs_f_once(capsys):
+    """Under jit and vmap, in a scan body, and for jit's jacfwd, forward mode runs inside the
+    trace as JAX's: a checkpointed f prints once per call (per example under vmap), where
+    the transposed VJP ran it forward and again in its replay; the values are eager's."""
+    h, x = sl.tensor(RNG.standard_normal(3)), sl.tensor(RNG.standard_normal(3))
+    g = sl.checkpoint(_printing(_f))
+    eager = sl.jvp(g, (h, x), (x, h))
+    hs = sl.tensor(RNG.standard_normal((2, 3)))
+
+    def in_a_scan(h):
+        def body(c, _):
+            return sl.jvp(g, (c, x), (x, c))[1] * 0.1, None
+        return sl.scan(body, h, None, length=2)[0]
+
+    cases = [
+        ("jit", lambda: sl.jit(lambda h, x: sl.jvp(g, (h, x), (x, h)))(h, x), 1),
+        ("vmap", lambda: sl.vmap(lambda h: sl.jvp(g, (h, x), (x, h))[1])(hs), 2),
+        ("scan body", lambda: in_a_scan(h), 2),
+        ("jit jacfwd", lambda: sl.jit(sl.jacfwd(g))(h, x), 1),
+    ]
+    for name, call, prints in cases:
+        for _ in range(2):  # the call that traces, and one that replays
+            capsys.readouterr()
+            found = call()
+            assert capsys.readouterr().out.count("f ") == prints, name
+    _tree_close(cases[0][1](), eager, rtol=1e-14, atol=1e-15)
+    _tree_close(cases[1][1](), sl.stack([sl.jvp(g, (r, x), (x, r))[1] for r in hs]),
+                rtol=1e-14, atol=1e-15)
+    np.testing.assert_allclose(cases[3][1]().numpy(), sl.jacfwd(g)(h, x).numpy(), rtol=1e-14,
+                               atol=1e-15)
+    del found
+    # reverse mode over it: the gradient of a scan whose body takes a jvp (reverse over
+    # forward), against the same without a checkpoint
+    want = sl.grad(lambda h: in_a_scan(h).sum())(h)
+    g = _printing(_f)
+    np.testing.assert_allclose(sl.grad(lambda h: in_a_scan(h).sum())(h).numpy(),
+                               want.numpy(), rtol=1e-13, atol=1e-15)
+
+
 @pytest.mark.parametrize("schedule", [None, 2, "sqrt"])
 def test_jvp_of_a_checkpointed_scan_runs_each_step_once(capsys, schedule):
     T = 7
