@@ -250,12 +250,12 @@ def jacfwd(f: Callable[..., Any], argnums: int | Sequence[int] = 0,
     """The Jacobian of f with respect to args[argnums] by forward mode, as jax.jacfwd.
 
     Eagerly, one forward-mode JVP per input element (columns); in a trace (jit, vmap, a
-    loop body), the forward-mode JVP vmapped over batches of up to 64 columns, as jax.jacfwd
-    computes it (a scan's is one scan over the primal carries and a batch of tangent
+    loop body), the forward-mode JVP vmapped over all the columns at once, as jax.jacfwd
+    computes it (a scan's is one scan over the primal carries and the batch of tangent
     carries). Where the Jacobian may be differentiated again (or has_aux is set, in a
     trace), the transposed VJP of one linearization (in a trace, from three columns, vmapped
-    over the batches the same way). Each
-    leaf of the result has shape out.shape + in.shape; the result has the output's structure
+    over batches of up to 64 of them). Each leaf of the result has shape
+    out.shape + in.shape; the result has the output's structure
     with, at each leaf, the structure of the chosen argument (a tuple of them when argnums
     is a tuple). Real float inputs and outputs only (a TypeError otherwise). With
     has_aux=True, f returns (output, aux) and the function returns (jacobian, aux).
@@ -338,12 +338,12 @@ class _NotForward(Exception):
 
 def _forward_together(g, chosen, in_leaves, in_tree, in_infos):
     """In a trace: (out, images, units) as _images_together gives them, from forward mode,
-    as jax.jacfwd computes them: g's JVP (forward_jvp) vmapped over batches of unit
-    tangents, so that g runs once per batch with its tangents beside it (a scan's JVP is one
-    scan over the primal carries and a batch of tangent carries) and a print in g prints once
-    per batch, not in a forward and again in a transposed walk. out is the first batch's,
-    unbatched. None where forward mode does not apply (the result may be differentiated
-    again, or g reads a value forward mode cannot give it): then the transposed VJP."""
+    as jax.jacfwd computes them: g's JVP (forward_jvp) vmapped over all the unit tangents at
+    once, so that g runs once with its tangents beside it (a scan's JVP is one scan over the
+    primal carries and the batch of tangent carries) and a print in g prints once, not in a
+    forward and again in a transposed walk. out unbatched. None where forward mode does not
+    apply (the result may be differentiated again, or g reads a value forward mode cannot
+    give it): then the transposed VJP."""
     if not (_forward_applies(in_leaves) and _columns(in_infos)):
         return None
 
@@ -354,24 +354,23 @@ def _forward_together(g, chosen, in_leaves, in_tree, in_infos):
         _real_outputs("jacfwd", found[0])  # checked before vmap reads them: the better message
         return found[0], found[1]
 
-    batches, units = _unit_batches(in_tree, in_infos)
-    out, chunks = None, []
+    # One batch of every column, as jax.jacfwd: f runs (and prints) once
+    batches, units = _unit_batches(in_tree, in_infos, None)
     try:
-        for batch in batches:
-            found, images = vmap(push)(batch)
-            out = found if out is None else out  # the same in every batch
-            chunks.append(pytree.flatten(images)[0])
+        out, images = vmap(push)(batches[0])
     except _NotForward:
         return None
     out_leaves, out_tree = pytree.flatten(out)
-    return pytree.unflatten(out_tree, [o[0] for o in out_leaves]), _joined(chunks), units
+    return (pytree.unflatten(out_tree, [o[0] for o in out_leaves]), pytree.flatten(images)[0],
+            units)
 
 
 def _columns(infos):
     return sum(int(np.prod(info[0], dtype=np.int64)) for info in infos)
 
 
-# In a trace, jacfwd and jacrev push their columns / rows together from BATCH_FROM of them,
+# In a trace, jacrev and the transposed jacfwd (forward mode's pushes all its columns at
+# once, as JAX's) push their rows / columns together from BATCH_FROM of them,
 # PUSHED_TOGETHER at most per push (bench/NOTES.md): two columns batched were 8 % slower in
 # the iterated EKF's jitted gradient (the batch's moved axes and sums cost what the second
 # push saved), four 25 % faster in the Kalman filter's; a batch's tangents cost memory in
@@ -395,19 +394,20 @@ def _images_together(linear, tree, infos):
     vmap's per-call work does not beat. Returned with each leaf's (first unit, count)."""
     batches, units = _unit_batches(tree, infos)
     chunks = [pytree.flatten(vmap(linear)(batch))[0] for batch in batches]
-    return _joined(chunks), units
+    return [c[0] if len(chunks) == 1 else concatenate(c) for c in zip(*chunks)], units
 
 
-def _unit_batches(tree, infos):
+def _unit_batches(tree, infos, most=PUSHED_TOGETHER):
     """The unit vectors of every leaf of `tree` (the other leaves zero) in batches of up to
-    PUSHED_TOGETHER, each batch a tree like `tree` with [batch] in front of each leaf, and
-    each leaf's (first unit, count)."""
+    `most` (None: one batch of all), each batch a tree like `tree` with [batch] in front of
+    each leaf, and each leaf's (first unit, count)."""
     sizes = [int(np.prod(info[0], dtype=np.int64)) for info in infos]
     starts = [int(s) for s in np.cumsum([0] + sizes)]
     n = starts[-1]
+    most = most or max(n, 1)
     batches = []
-    for first in range(0, n, PUSHED_TOGETHER):
-        k = min(PUSHED_TOGETHER, n - first)
+    for first in range(0, n, most):
+        k = min(most, n - first)
         units = []
         for (shape, dtype, device), start, size in zip(infos, starts, sizes):
             xp = backends.namespace(device)
@@ -418,11 +418,6 @@ def _unit_batches(tree, infos):
                 units.append(Tensor(e.reshape((k,) + tuple(shape))))
         batches.append(pytree.unflatten(tree, units))
     return batches, list(zip(starts, sizes))
-
-
-def _joined(chunks):
-    """Per leaf, the batches' images of it joined along the batch axis."""
-    return [c[0] if len(chunks) == 1 else concatenate(c) for c in zip(*chunks)]
 
 
 def _chosen_inputs(who, argnums, args):

@@ -653,3 +653,51 @@ def test_jacfwd_batched_in_a_trace_composes(rng):
     xs = sl.tensor(rng.standard_normal((4, 3)))
     _assert_trees_close(sl.vmap(sl.jit(sl.jacfwd(f)))(xs), sl.vmap(sl.jacrev(f))(xs),
                         rtol=1e-10, atol=1e-12)
+
+
+def test_forward_mode_in_a_trace_prints_as_jax(capsys, rng):
+    """Forward mode inside a trace that gives up after running f (f reads a closed-over
+    tensor that requires grad, or takes a grad through a custom_vjp) takes back what it
+    recorded, so f prints once per call, not once more for the double VJP that computes the
+    result; jit's jacfwd pushes every column at once (f prints once for 130 columns); and a
+    weakly typed primal stays weak under jvp, eagerly and traced, as in JAX."""
+    x, t = sl.tensor(rng.standard_normal(3)), sl.tensor(rng.standard_normal(3))
+    W = sl.tensor(np.eye(3) * 2.0, requires_grad=True)
+
+    def fW(a):
+        sl.debug.print("PRINT {}", a[0])
+        return sl.tanh(W @ a)
+
+    @sl.custom_vjp
+    def cv(y):
+        return sl.sin(y)
+
+    cv.defvjp(lambda y: (sl.sin(y), y), lambda r, g: (sl.cos(r) * g,))
+
+    def fcv(a):
+        sl.debug.print("PRINT {}", a[0])
+        return sl.grad(lambda y: sl.sum(cv(y) * a))(a)
+
+    X = sl.stack([x, x])
+    cases = [(lambda: sl.vmap(lambda a: sl.jvp(fW, (a,), (t,)))(X), 2),
+             (lambda: sl.scan(lambda c, a: (c, sl.jvp(fW, (a,), (t,))[1]), 0.0, X), 2),
+             (lambda: sl.jit(lambda a: sl.jvp(fcv, (a,), (t,)))(x), 1),
+             (lambda: sl.vmap(lambda a: sl.jvp(fcv, (a,), (t,)))(X), 2)]
+    for i, (call, prints) in enumerate(cases):
+        capsys.readouterr()
+        call()
+        assert capsys.readouterr().out.count("PRINT") == prints, i
+    v = sl.ones(130)
+    capsys.readouterr()
+    jac = sl.jit(sl.jacfwd(lambda v: _printed(v) * v))(v)
+    assert capsys.readouterr().out.count("PRINT") == 1
+    np.testing.assert_array_equal(jac.numpy(), np.diag(np.full(130, 2.0)))
+    w, x32 = sl.asarray(2.0), sl.tensor(np.float32([1.5, 2.5]))
+    for jvp in (sl.jvp, sl.jit(sl.jvp, static_argnums=0)):
+        out, tan = jvp(lambda a: a * x32, (w,), (sl.asarray(1.0),))
+        assert out.dtype == tan.dtype == np.float32
+
+
+def _printed(v):
+    sl.debug.print("PRINT {}", v[0])
+    return v

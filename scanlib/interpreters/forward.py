@@ -198,20 +198,25 @@ class _ForwardTrace(GraphBuilder):
         if outer is not None:
             self.abstract = outer.abstract
 
-    def new_value(self, value, tangent):
+    def new_value(self, value, tangent, weak=False):
+        """The tracer of a primal (an array, or inside another trace its value), weakly typed
+        where the primal was (a Python number, a weak tensor), as JAX's."""
         var = Var(np.shape(value), value.dtype)
         self.invars.append(var)
         self.tangents[var] = tangent
         if isinstance(value, Tensor):  # a value of the enclosing trace
             self.primals[var] = value
-            return self._tracer(var, value._value)
-        return self._tracer(var, value)
+            value = value._value
+        tracer = self._tracer(var, value)
+        tracer._weak = weak
+        return tracer
 
     def _wrap(self, outs, tangents):
         tracers = []
         for o, t in zip(outs, tangents):
             v = o._value
             tracer = self._tracer(Var(np.shape(v), v.dtype), v)
+            tracer._weak = o._weak  # a weakly typed result stays weak, as f computes it
             if self.outer is not None:
                 self.primals[tracer._var] = o
             if t is not None:
@@ -269,21 +274,22 @@ def forward_jvp(f, primals, tangents, has_aux):
     t_leaves = pytree.flatten(tangents)[0]
     device = next((leaf_info(x)[2] for x in p_leaves), "cpu")
     trace = _ForwardTrace(device, current_builder())
+    recorded = len(trace.outer.eqns) if trace.outer is not None else 0
     try:
         # differentiating: code that asks whether it runs under a derivative (optim's updates,
         # which otherwise run off the tape as a training loop's) must see this one too
         with tracing(trace), _state.differentiating():
-            inputs = [trace.new_value(_value_of(x, t, trace.outer), t)
+            inputs = [trace.new_value(_value_of(x, t, trace.outer), t, _is_weak(x))
                       for x, t in zip(p_leaves, t_leaves)]
             found = f(*pytree.unflatten(p_tree, inputs))
     except TypeError as e:
         if "needs a concrete value" in str(e):
-            return None
+            return _abandoned(trace, recorded)
         raise
     except ForwardModeEncloses:
-        return None
+        return _abandoned(trace, recorded)
     if any(isinstance(c, Tensor) and c.requires_grad for c in trace.consts):
-        return None
+        return _abandoned(trace, recorded)
     out, aux = autodiff.split_aux(found, "jvp") if has_aux else (found, None)
     out_leaves, out_tree = pytree.flatten(out)
     values = [_concrete(o, trace) for o in out_leaves]
@@ -291,6 +297,19 @@ def forward_jvp(f, primals, tangents, has_aux):
     aux_leaves, aux_tree = pytree.flatten(aux)
     aux = pytree.unflatten(aux_tree, [_concrete(a, trace) for a in aux_leaves])
     return pytree.unflatten(out_tree, values), pytree.unflatten(out_tree, tans), aux
+
+
+def _is_weak(x):
+    return x._weak if isinstance(x, Tensor) else isinstance(x, (bool, int, float, complex))
+
+
+def _abandoned(trace, recorded):
+    """None, for forward mode that does not apply after all: inside another trace, the
+    equations its rules recorded there are taken back, so that f's effects (a print) are
+    not run once for them and again by the double VJP that computes the result instead."""
+    if trace.outer is not None:
+        del trace.outer.eqns[recorded:]
+    return None
 
 
 def _value_of(x, t, outer):
