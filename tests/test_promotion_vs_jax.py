@@ -361,13 +361,18 @@ def test_typed_in_jax_but_weak_here(jax, f):
                                             (0.0, 0), T(X32))[0], id="scan tuple carry"),
     pytest.param(lambda J, N, T: J.lax.scan(lambda c, x: (c * 2.0, None), N.array(1.0),
                                             T(X32))[0], id="scan drops weak carry"),
-    pytest.param(lambda J, N, T: J.jvp(lambda a: a * T(X32), (N.array(0.5),),
-                                       (N.array(1.0),)), id="jvp primal typed"),
 ])
-@xfail("transformations lose a weak type JAX keeps (jvp's primal is typed: float32 * it is "
-       "float64; a jitted identity of 0.5 returns the Python float)")
+@xfail("transformations lose a weak type JAX keeps (a jitted identity of 0.5 returns the "
+       "Python float; loops type a weak carry)")
 def test_transformations_keep_weak_types(jax, f):
     check(jax, f)
+
+
+def test_jvp_keeps_a_weak_primal_weak(jax):
+    # float32 * the weak primal is float32, its tangent too, eagerly and under jit
+    check(jax, lambda J, N, T: J.jvp(lambda a: a * T(X32), (N.array(0.5),), (N.array(1.0),)))
+    check(jax, lambda J, N, T: J.jit(lambda w: J.jvp(lambda a: a * T(X32), (w,),
+                                                     (N.array(1.0),)))(N.array(0.5)))
 
 
 @pytest.mark.parametrize("f", [
