@@ -2,7 +2,7 @@
 
 jvp runs f once with a tangent beside every value (forward mode, interpreters/forward.py),
 eagerly or in a trace (jit, vmap, a loop body), and jacfwd once per column eagerly, and in a
-trace once for a batch of columns, by vmap, as JAX's. Where the result may itself be
+trace once for all its columns, by vmap, as JAX's. Where the result may itself be
 differentiated, and for linearize (one linearization, many tangents), it is the transpose
 of f's whole VJP ("double VJP"), whose columns a trace pushes together by vmap too, as
 jacrev pulls its rows back through f's VJP.
@@ -163,8 +163,8 @@ def jvp(f: Callable[..., Any], primals: Sequence[PyTree], tangents: Sequence[PyT
     _check_float("jvp", paths, leaves, "input")  # before the tangents: the better message
     tangents = _check_tangents("jvp", primals, tangents)
     found = None
-    # Forward mode runs on values: in a trace (stand-ins), or where the result may be
-    # differentiated again, the double VJP instead.
+    # Forward mode, eagerly or in a trace; where a recorded walk may differentiate the
+    # result again, the double VJP instead.
     if _forward_applies(leaves, pytree.flatten(tangents)[0]):
         found = forward_jvp(f, primals, tangents, has_aux)
         if found is not None:
