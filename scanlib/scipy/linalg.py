@@ -94,8 +94,8 @@ def solve(a, b, lower: bool = False, overwrite_a: bool = False, overwrite_b: boo
     """x with a @ x = b, as jax.scipy.linalg.solve, by scanlib.linalg.solve (LU of the whole
     of a) for every assume_a, its gradient JAX's: with "pos", JAX factors one triangle of a
     (the upper, or the lower with lower=True) for the value and differentiates through the
-    whole of a, as here, so for a symmetric a (the only one "pos" promises) the two agree. The overwrite and check flags
-    are accepted and ignored, as in JAX.
+    whole of a, as here, so for a symmetric a (the only one "pos" promises) the two agree.
+    The overwrite and check flags are accepted and ignored, as in JAX.
 
     >>> sl.scipy.linalg.solve(sl.tensor([[4.0, 2.0], [2.0, 3.0]]), sl.tensor([1.0, 2.0]),
     ...                       assume_a="pos")
