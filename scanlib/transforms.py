@@ -355,7 +355,7 @@ def _forward_together(g, chosen, in_leaves, in_tree, in_infos):
         return found[0], found[1]
 
     # One batch of every column, as jax.jacfwd: f runs (and prints) once
-    batches, units = _unit_batches(in_tree, in_infos, None)
+    batches, units = _unit_batches(in_tree, in_infos, _columns(in_infos))
     try:
         out, images = vmap(push)(batches[0])
     except _NotForward:
@@ -397,14 +397,14 @@ def _images_together(linear, tree, infos):
     return [c[0] if len(chunks) == 1 else concatenate(c) for c in zip(*chunks)], units
 
 
-def _unit_batches(tree, infos, most=PUSHED_TOGETHER):
+def _unit_batches(tree, infos, most=None):
     """The unit vectors of every leaf of `tree` (the other leaves zero) in batches of up to
-    `most` (None: one batch of all), each batch a tree like `tree` with [batch] in front of
-    each leaf, and each leaf's (first unit, count)."""
+    `most` (None: PUSHED_TOGETHER, read at the call), each batch a tree like `tree` with
+    [batch] in front of each leaf, and each leaf's (first unit, count)."""
     sizes = [int(np.prod(info[0], dtype=np.int64)) for info in infos]
     starts = [int(s) for s in np.cumsum([0] + sizes)]
     n = starts[-1]
-    most = most or max(n, 1)
+    most = max(most or PUSHED_TOGETHER, 1)
     batches = []
     for first in range(0, n, most):
         k = min(most, n - first)
