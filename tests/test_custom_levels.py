@@ -320,3 +320,72 @@ def test_a_custom_jvp_in_the_linear_code_of_another_rule_is_transposed_through_i
     close(sl.grad(scanned)(x), want)
     close(sl.jvp(lambda x: sl.jvp(lambda x: ff(x).sum(), (x,), (sl.ones(3),))[1], (x,),
                  (sl.ones(3),))[1], (-2.0 * np.sin(X0)).sum())
+
+
+# --- a level that begins and ends inside a trace ----------------------------------------------
+def _inner_levels(lib, jnp, lax, checkpoint):
+    """Functions h -> value whose value comes from a grad, vjp or jvp taken on h inside
+    them: the custom call belongs to that inner level, so a derivative of h's function from
+    outside differentiates its rule's primal operations (fwd's), never its rule."""
+    cj = lib.custom_jvp(lambda z: jnp.sin(z))
+    cj.defjvp(lambda p, t: (jnp.sin(p[0]), 2.0 * p[0] * t[0]))  # not sin's derivative
+    cv = lib.custom_vjp(lambda z: jnp.sin(z))
+    cv.defvjp(lambda z: (jnp.sin(z), z), lambda z, g: (3.0 * z * g,))  # nor this
+    v = jnp.asarray([0.5, 1.5])
+    tangent_of = lambda f: lambda h: lib.jvp(f, (h,), (v,))  # noqa: E731
+
+    def scanned(step):
+        return lambda z: lax.scan(lambda c, _: (step(c), None), z, None, length=2)[0]
+
+    def value(f):
+        return lambda h: lib.value_and_grad(lambda z: jnp.sum(f(z) ** 2))(h)[0] * h
+
+    return {
+        "jvp": lambda h: tangent_of(cj)(h)[0],
+        "jvp, its tangent": lambda h: tangent_of(cj)(h)[1],
+        "jvp of a scan": lambda h: tangent_of(scanned(cj))(h)[0],
+        "jvp of a fori_loop": lambda h: tangent_of(
+            lambda z: lax.fori_loop(0, 2, lambda i, c: cj(c), z))(h)[0],
+        "jvp of a checkpoint": lambda h: tangent_of(checkpoint(lambda z: cj(z) * 2.0))(h)[0],
+        "jvp of a cond": lambda h: tangent_of(
+            lambda z: lax.cond(True, cj, lambda q: q, z))(h)[0],
+        "jvp of a grad": lambda h: tangent_of(lib.grad(lambda z: jnp.sum(cj(z) ** 2)))(h)[0],
+        "value_and_grad": value(cv),
+        "value_and_grad of a scan": value(scanned(cv)),
+    }
+
+
+_INNER = list(_inner_levels(sl, sl.numpy, sl.lax, sl.checkpoint))
+
+
+@pytest.mark.parametrize("where", ["scan body", "vmap", "checkpoint", "jit in a scan body"])
+@pytest.mark.parametrize("name", _INNER)
+def test_a_level_inside_a_trace_leaves_its_calls_to_the_levels_around(name, where):
+    """The gradient through a value that a jvp or value_and_grad inside a scan body (vmap,
+    checkpoint) computed from a custom call: its eager Python loop's (which is JAX's, below),
+    not the custom rule's, which that inner level alone may use."""
+    o = _inner_levels(sl, sl.numpy, sl.lax, sl.checkpoint)[name]
+    loss = lambda h: sl.numpy.sum(h ** 2)  # noqa: E731
+    wrapped = {
+        "scan body": lambda h: sl.scan(lambda c, _: (o(c), None), h, None, length=1)[0],
+        "vmap": lambda h: sl.vmap(o)(h[None])[0],
+        "checkpoint": sl.checkpoint(o),
+        "jit in a scan body": lambda h: sl.scan(lambda c, _: (sl.jit(o)(c), None), h, None,
+                                                length=1)[0],
+    }[where]
+    x = sl.tensor([0.7, -0.3])
+    close(sl.grad(lambda h: loss(wrapped(h)))(x), sl.grad(lambda h: loss(o(h)))(x), 1e-12)
+
+
+def test_a_level_inside_a_trace_against_jax():
+    jax = pytest.importorskip("jax")
+    x = np.array([0.7, -0.3])
+    ours = _inner_levels(sl, sl.numpy, sl.lax, sl.checkpoint)
+    with jax.enable_x64(True):
+        theirs = _inner_levels(jax, jax.numpy, jax.lax, jax.checkpoint)
+        for name in _INNER:
+            o, their_o = ours[name], theirs[name]
+            want = jax.grad(lambda h, f=their_o: jax.numpy.sum(f(h) ** 2))(x)
+            got = sl.grad(lambda h, f=o: sl.numpy.sum(
+                sl.scan(lambda c, _: (f(c), None), h, None, length=1)[0] ** 2))(sl.tensor(x))
+            close(got, want, 1e-12)

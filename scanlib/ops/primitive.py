@@ -13,7 +13,7 @@ import inspect
 import numpy as np
 
 from .. import backends
-from ..tape import Tensor, record, type_str
+from ..tape import Tensor, levels, record, type_str
 from ..tape.graph import escaped_tracer_error
 from . import batching, shapes
 from ..tape.state import STATE as _STATE
@@ -108,6 +108,9 @@ class Primitive:
     its residuals, so that the forward saves them and its VJP does not run its forward
     again. The extra outputs are (shape, dtype, hint); `key` is the object they follow from
     (scan's linearization), held by the new params: the same key, the same outputs.
+    `settled(params) -> params`: an equation whose graphs have just been rewritten because
+    the level that differentiated it ended inside the trace holding it (tape/levels.py
+    `settle`), without what only that level's walk reads (scan's `_lin`).
     `effect`: the primitive is run for what it does, not for its result (debug printing):
     dead-code elimination keeps its equations (graph.used_vars), and a loop runs them at every
     step, never once for all steps; so too an equation with one in a graph among its params
@@ -124,7 +127,7 @@ class Primitive:
                  linear=False, tangent=None, jvp=None, vmap=None, vmap_flags=None,
                  bind_recorded=None, rebinding=None, effect=False, promote=None,
                  inexact=False, keeps_weak=True, shape_of=None, own_level=None,
-                 differentiated=None, depends=None, keep_residuals=None):
+                 differentiated=None, depends=None, keep_residuals=None, settled=None):
         self.name = self.__name__ = self.__qualname__ = name
         if doc:
             self.__doc__ = doc
@@ -158,6 +161,7 @@ class Primitive:
         # out_flags: see the class docstring.
         self.differentiated, self.depends = differentiated, depends
         self.keep_residuals = keep_residuals
+        self.settled = settled
 
     def __call__(self, *args, **params):
         return bind(self, *args, **params)
@@ -361,6 +365,8 @@ def bind(prim, *args, **params):
                 outs = out if prim.multiple_results else [out]
                 if prim.multiple_results or is_differentiable_dtype(outs[0].dtype):
                     recorded = record(prim, list(inputs), params, outs, builder, out_vars)
+                    if prim.own_level is not None and builder is not None:
+                        levels.settle(builder, recorded)
                     result = recorded if prim.multiple_results else recorded[0]
                 break
     if result is None:

@@ -388,12 +388,19 @@ def _rebinding(params):
     return (id(params["body"]), loop), extends
 
 
+def _settled_scan(params):
+    """A scan bound with its residuals for a level that has ended (tape/levels.py settle):
+    a plain scan of the same body, its residuals more ys, which the levels around
+    linearize afresh, their custom calls now their functions' operations."""
+    return {k: v for k, v in params.items() if k != "_lin"}
+
+
 scan_p = Primitive("scan", _scan_impl, _scan_vjp, multiple_results=True, prune=_prune_scan,
                    reach=_reach_scan, differentiated=_differentiated_scan,
                    depends=_depends_scan, keep_residuals=_bound_with_residuals,
                    jvp=jvp.scan_jvp, vmap=batching.scan_vmap,
                    vmap_flags=batching.scan_vmap_flags, bind_recorded=_bind_recorded,
-                   rebinding=_rebinding)
+                   rebinding=_rebinding, settled=_settled_scan)
 
 
 def _mode(interpret, sum_carries=(), compiler="numpy"):
