@@ -688,3 +688,123 @@ def test_keep_params_nonnegative_and_safe_norm_are_optaxs():
             got = sl.grad(lambda x, kw=kw: sl.sum(optim.safe_norm(x, 1e-6, **kw)))(
                 sl.tensor(x))
             np.testing.assert_array_equal(got.numpy(), np.asarray(want))
+
+
+def test_adaptive_grad_clip_is_optaxs():
+    """Each unit (a vector, a matrix's column, a kernel's output channel, or axis=) clipped
+    to clipping * max(|p|, eps); a unit under it untouched; params required."""
+    p, g = sl.tensor([[3.0, 0.0], [4.0, 0.0]]), sl.tensor([[6.0, 1.0], [8.0, 0.0]])
+    o = optim.adaptive_grad_clip(0.1)
+    got = o.update(g, o.init(p), p)[0].numpy()
+    np.testing.assert_allclose(got, [[0.3, 1e-4], [0.4, 0.0]], rtol=1e-12)
+    with pytest.raises(TypeError, match="needs params"):
+        o.update(g, o.init(p))
+    with pytest.raises(ValueError, match="pass axis="):
+        o.update(sl.ones((1, 2, 1, 2, 1, 2, 2)), (), sl.ones((1, 2, 1, 2, 1, 2, 2)))
+    optax = pytest.importorskip("optax")
+    jax = pytest.importorskip("jax")
+    rng = np.random.default_rng(0)
+    shapes = {"v": (5,), "m": (4, 3), "r3": (2, 3, 4), "k": (2, 2, 3, 4),
+              "k5": (2, 1, 2, 3, 2), "row": (1, 6), "s": ()}
+    params = {k: np.asarray(rng.standard_normal(s)) for k, s in shapes.items()}
+    grads = {k: np.asarray(3.0 * rng.standard_normal(s)) for k, s in shapes.items()}
+    params["m"][:, 1] = 0.0  # a zero column: eps bounds it
+    with jax.enable_x64(True):
+        for clipping, eps, axis in [(0.1, 1e-3, None), (0.5, 0.1, None), (0.01, 1e-3, None),
+                                    (0.1, 1e-3, -1)]:
+            keys = [k for k in shapes if axis is None or shapes[k]]
+            ps, gs = {k: params[k] for k in keys}, {k: grads[k] for k in keys}
+            want = optax.adaptive_grad_clip(clipping, eps, axis).update(gs, None, ps)[0]
+            got = optim.adaptive_grad_clip(clipping, eps, axis).update(gs, (), ps)[0]
+            for k in keys:
+                np.testing.assert_allclose(got[k].numpy(), np.asarray(want[k]), rtol=1e-14,
+                                           atol=1e-15)
+
+
+def test_per_example_global_norm_clip_is_optaxs():
+    g = {"w": sl.tensor([[3.0, 4.0], [0.3, 0.4], [0.0, 0.0]])}
+    summed, clipped = optim.per_example_global_norm_clip(g, 1.0)
+    np.testing.assert_allclose(summed["w"].numpy(), [0.9, 1.2], rtol=1e-12)  # 0.6+0.3, ...
+    assert clipped.item() == 1
+    with pytest.raises(ValueError, match="examples on axis 0"):
+        optim.per_example_global_norm_clip({"w": sl.ones((3, 2)), "b": sl.ones(2)}, 1.0)
+    optax = pytest.importorskip("optax")
+    jax = pytest.importorskip("jax")
+    rng = np.random.default_rng(1)
+    grads = {"w": rng.standard_normal((6, 3, 2)), "b": rng.standard_normal((6, 2))}
+    grads["w"][2], grads["b"][2] = 0.0, 0.0  # a zero example: its multiplier is 1, not NaN
+    with jax.enable_x64(True):
+        want = optax.per_example_global_norm_clip(grads, 1.5)
+    got = optim.per_example_global_norm_clip(grads, 1.5)
+    for k in grads:
+        np.testing.assert_allclose(got[0][k].numpy(), np.asarray(want[0][k]), rtol=1e-14)
+    assert got[1].item() == int(want[1])
+
+
+@pytest.mark.parametrize("scale", [0.0, 0.5, 1.0, -3.0])
+def test_scale_gradient_scales_the_gradient_only(scale):
+    """The value unchanged, the gradient times scale, at every order and through a scan
+    body on each loop compiler; optax's, where installed."""
+    x = np.array([1.0, -2.0])
+    f = lambda x: sl.numpy.sum(optim.scale_gradient(x, scale) ** 3)  # noqa: E731
+    np.testing.assert_array_equal(optim.scale_gradient(sl.tensor(x), scale).numpy(), x)
+    np.testing.assert_allclose(sl.grad(f)(sl.tensor(x)).numpy(), 3 * x ** 2 * scale)
+    # the rule holds at every order: optax's fwd calls scale_gradient again (jax.grad of
+    # jax.grad gives scale ** 2 too; JAX's jacrev of jacrev gives scale, vmapped)
+    np.testing.assert_allclose(sl.jacrev(sl.jacrev(f))(sl.tensor(x)).numpy(),
+                               np.diag(6 * x * scale ** 2))
+    for compiler in ("numpy", "numba"):
+        if compiler == "numba":
+            pytest.importorskip("numba")
+        scanned = sl.grad(lambda x, c=compiler: sl.numpy.sum(sl.scan(
+            lambda h, _: (optim.scale_gradient(h, scale) * 1.5, None), x, None, length=3,
+            compiler=c)[0]))(sl.tensor(x))
+        np.testing.assert_allclose(scanned.numpy(), np.full(2, (1.5 * scale) ** 3))
+    optax = pytest.importorskip("optax")
+    jax = pytest.importorskip("jax")
+    with jax.enable_x64(True):
+        g = jax.grad(lambda x: jax.numpy.sum(optax.scale_gradient(x, scale) ** 3))
+        want = jax.grad(lambda x: jax.numpy.sum(g(x)))(x)
+    np.testing.assert_allclose(sl.grad(lambda x: sl.numpy.sum(sl.grad(f)(x)))(
+        sl.tensor(x)).numpy(), want)
+
+
+def test_freeze_selective_transform_and_named_chain_are_optaxs():
+    params = {"w": np.ones(3), "b": np.ones(2), "c": {"d": np.ones(1)}}
+    grads = {"w": np.arange(3.0), "b": np.arange(2.0) + 1, "c": {"d": np.array([5.0])}}
+    frozen = optim.chain(optim.freeze({"w": True, "b": False, "c": True}), optim.sgd(0.1))
+    got = frozen.update(grads, frozen.init(params), params)[0]
+    np.testing.assert_array_equal(got["w"].numpy(), np.zeros(3))
+    np.testing.assert_allclose(got["b"].numpy(), [-0.1, -0.2])
+    named = optim.named_chain(("clip", optim.clip(1.0)), ("sgd", optim.sgd(0.1)))
+    state = named.init(params)
+    assert list(state) == ["clip", "sgd"]
+    with pytest.raises(TypeError, match=r"must be the dict \{clip, sgd\}"):
+        named.update(grads, tuple(state.values()), params)
+    with pytest.raises(ValueError, match="names must differ"):
+        optim.named_chain(("a", optim.sgd(0.1)), ("a", optim.sgd(0.1)))
+    optax = pytest.importorskip("optax")
+    jax = pytest.importorskip("jax")
+
+    def run(lib, make, steps=3):
+        opt = make(lib)
+        state = opt.init(params)
+        for _ in range(steps):
+            updates, state = opt.update(grads, state, params)
+        return jax.tree_util.tree_leaves(jax.tree.map(np.asarray, updates)), state
+
+    masks = [{"w": True, "b": False, "c": {"d": True}}, True, False,
+             {"w": False, "b": True, "c": False}]
+    makers = [lambda lib, m=m: lib.chain(lib.freeze(m), lib.adam(0.1)) for m in masks]
+    makers += [lambda lib, m=m: lib.selective_transform(lib.adam(0.1), freeze_mask=m)
+               for m in masks]
+    makers.append(lambda lib: lib.named_chain(("clip", lib.clip_by_global_norm(1.0)),
+                                              ("adam", lib.adam(0.1))))
+    with jax.enable_x64(True):
+        for make in makers:
+            (want, their_state), (got, state) = run(optax, make), run(optim, make)
+            for a, b in zip(got, want, strict=True):
+                np.testing.assert_allclose(a, b, rtol=1e-14)
+    assert type(state) is type(their_state) and list(state) == list(their_state)
+    np.testing.assert_allclose(state["adam"][0].mu["w"].numpy(),
+                               np.asarray(their_state["adam"][0].mu["w"]), rtol=1e-14)

@@ -462,6 +462,10 @@ checkpoint_name_p = Primitive(  # scanlib.checkpoint_name (remat.py) binds it
     "checkpoint_name", lambda x, name: x, lambda g, out, x, name: (g,),
     elementwise=True, view=True, tangent=lambda ts, out, x, name: ts[0],  # unnamed, as JAX
     doc="checkpoint_name(x, name): x, marked for a saving policy.")
+scale_gradient_p = Primitive(  # scanlib.optim.scale_gradient binds it
+    "scale_gradient", lambda x, scale: x, lambda g, out, x, scale: (g * scale,),
+    elementwise=True, view=True, tangent=lambda ts, out, x, scale: ts[0] * scale,
+    doc="scale_gradient(x, scale): x, whose derivative is scale (optax.scale_gradient).")
 astype = Primitive("astype", lambda x, dtype: x.astype(dtype, copy=False),
                    lambda g, out, x, dtype: (g,),  # the walk casts g back to x's dtype
                    elementwise=True, linear=True, keeps_weak=False)

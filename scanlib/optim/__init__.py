@@ -77,7 +77,7 @@ from .stages import AddNoiseState, ApplyEvery, EmaState, ZeroNansState  # noqa: 
 from .transforms import (  # noqa: F401
     ScaleByAdamState, ScaleByScheduleState, TraceState,
                          WeightDecaySchedule, add_decayed_weights, chain, clip_by_global_norm,
-                         scale, scale_by_adam, scale_by_learning_rate, trace)
+                         named_chain, scale, scale_by_adam, scale_by_learning_rate, trace)
 from .wrappers import *  # noqa: F403
 from .wrappers import (  # noqa: F401
     ApplyIfFiniteState, InjectHyperparamsState, InjectStatefulHyperparamsState, MaskedNode,
@@ -86,7 +86,7 @@ from .wrappers import (  # noqa: F401
 _OPTIMISERS = ["sgd", "momentum", "adam", "adamw", "nadam", "nadamw", "adamax", "adamaxw",
                "amsgrad", "radam", "rmsprop", "adagrad", "adadelta", "adabelief", "yogi",
                "lion", "lamb", "lars", "novograd", "fromage", "sign_sgd", "noisy_sgd", "sm3"]
-_STAGES = ["chain", "scale", "scale_by_learning_rate", "scale_by_schedule", "trace",
+_STAGES = ["chain", "named_chain", "scale", "scale_by_learning_rate", "scale_by_schedule", "trace",
            "add_decayed_weights", "clip_by_global_norm", "scale_by_adam", "scale_by_adamax",
            "scale_by_amsgrad", "scale_by_rms", "scale_by_stddev", "scale_by_rss",
            "scale_by_lion", "scale_by_radam", "scale_by_belief", "scale_by_yogi",

@@ -1,6 +1,7 @@
 """optax's smaller stages and helpers, with its state classes: identity, set_to_zero, clip,
-clip_by_block_rms, zero_nans, ema, apply_every, add_noise, keep_params_nonnegative; and the
-functions global_norm, safe_norm, incremental_update and periodic_update.
+clip_by_block_rms, adaptive_grad_clip, zero_nans, ema, apply_every, add_noise,
+keep_params_nonnegative; and the functions global_norm, safe_norm, incremental_update,
+periodic_update, per_example_global_norm_clip and scale_gradient.
 
 Imports tape, ops, linalg, random, pytree, optim.core, optim.transforms and optim.scaling.
 """
@@ -12,12 +13,14 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .. import linalg, ops, pytree
+from ..ops import elementwise as _ew
 from .. import random as _random
 from ..tape import Tensor
 from ..tape.types import PyTree
 from .core import GradientTransformation, _count_zero, _moments, _number, _rebuild, _select_tree
 from .scaling import _debias
 from .transforms import _check_state, _empty_init
+from .wrappers import masked, multi_transform
 
 
 class EmaState(NamedTuple):
@@ -61,6 +64,34 @@ def set_to_zero() -> GradientTransformation:
     return _stateless("set_to_zero", lambda leaves: [ops.zeros_like(g) for g in leaves])
 
 
+def freeze(mask: Any) -> GradientTransformation:
+    """Zero updates for the parameters where mask is True (a tree of bools shaped like the
+    parameters, a prefix of it, or one bool), the others passed through, as optax.freeze:
+    masked(set_to_zero(), mask).
+
+    >>> p = {"w": sl.tensor([1.0]), "b": sl.tensor([1.0])}
+    >>> opt = sl.optim.chain(sl.optim.freeze({"w": False, "b": True}), sl.optim.sgd(0.1))
+    >>> opt.update({"w": sl.tensor([1.0]), "b": sl.tensor([1.0])}, opt.init(p))[0]
+    """
+    return masked(set_to_zero(), mask)
+
+
+def selective_transform(optimizer: GradientTransformation, *,
+                        freeze_mask: Any) -> GradientTransformation:
+    """optimizer on the parameters where freeze_mask is False, zero updates where it is True,
+    as optax.selective_transform: multi_transform({"train": optimizer, "freeze":
+    set_to_zero()}, the labels freeze_mask gives).
+
+    >>> p = {"w": sl.tensor([1.0]), "b": sl.tensor([1.0])}
+    >>> opt = sl.optim.selective_transform(sl.optim.sgd(0.1),
+    ...                                    freeze_mask={"w": False, "b": True})
+    >>> opt.update({"w": sl.tensor([1.0]), "b": sl.tensor([1.0])}, opt.init(p))[0]
+    """
+    return multi_transform({"train": optimizer, "freeze": set_to_zero()},
+                           lambda params: pytree.tree_map(
+                               lambda m: "freeze" if m else "train", freeze_mask))
+
+
 def clip(max_delta: float) -> GradientTransformation:
     """Clip each update to [-max_delta, max_delta], as optax.clip.
 
@@ -79,6 +110,99 @@ def clip_by_block_rms(threshold: float) -> GradientTransformation:
     t = _number("clip_by_block_rms", "threshold", threshold)
     return _stateless("clip_by_block_rms", lambda leaves: [
         u / ops.maximum(1.0, ops.sqrt(ops.mean(u * u)) / t) for u in leaves])
+
+
+def _unitwise_norm(x, axis):
+    """The L2 norm of each unit of x, broadcast to x's shape, as optax's unitwise_norm: the
+    whole of a vector (or of what squeezes to one), axis 0 of a matrix or a rank-3 array,
+    axes (0, 1, 2) of a rank-4 one, (0, 1, 2, 3) of a rank-5 one; or `axis`."""
+    sq = ops.square(ops.abs(x)) if ops.iscomplexobj(x) else ops.square(x)
+    if axis is not None:
+        total = ops.sum(sq, axis=axis, keepdims=True)
+    elif sum(1 for n in x.shape if n != 1) <= 1:
+        total = ops.sum(sq, keepdims=True)
+    elif x.ndim in (2, 3):
+        total = ops.sum(sq, axis=0, keepdims=True)
+    elif x.ndim in (4, 5):
+        total = ops.sum(sq, axis=tuple(range(x.ndim - 1)), keepdims=True)
+    else:
+        raise ValueError(f"adaptive_grad_clip: a parameter of shape {tuple(x.shape)} has no "
+                         "default units (ranks 1 to 5 have); pass axis= to name the axes "
+                         "each unit's norm is taken over.")
+    return ops.broadcast_to(ops.sqrt(total), x.shape)
+
+
+def adaptive_grad_clip(clipping: float, eps: float = 1e-3,
+                       axis: int | tuple[int, ...] | None = None) -> GradientTransformation:
+    """Clip each unit's update to at most clipping * max(its parameter's norm, eps), as
+    optax.adaptive_grad_clip (NFNets' AGC): a unit is a vector, a matrix's column (axis 0
+    summed), a convolution kernel's output channel, or the slices `axis` names.
+
+    >>> w = sl.tensor([[3.0, 0.1], [4.0, 0.1]])
+    >>> sl.optim.adaptive_grad_clip(0.1).update(sl.tensor([[1.0, 1.0], [1.0, 1.0]]), (), w)[0]
+    """
+    who = "adaptive_grad_clip"
+    clipping, eps = _number(who, "clipping", clipping), _number(who, "eps", eps)
+
+    def apply(leaves, state, params, ctx, where):
+        if params is None:
+            raise TypeError(f"{ctx.who}: adaptive_grad_clip needs params (each unit is "
+                            "clipped relative to its parameter's norm); pass them: "
+                            "opt.update(grads, state, params).")
+        out = []
+        for g, p in zip(leaves, params.tensors):
+            g_norm, p_norm = _unitwise_norm(g, axis), _unitwise_norm(p, axis)
+            max_norm = clipping * ops.maximum(p_norm, eps)
+            clipped = g * (max_norm / ops.maximum(g_norm, 1e-6))
+            out.append(ops.where(g_norm < max_norm, g, clipped))
+        return out, state
+
+    return GradientTransformation(who, _empty_init, apply)
+
+
+def per_example_global_norm_clip(grads: PyTree, l2_norm_clip: float) -> tuple[PyTree, Tensor]:
+    """(the sum over examples of each example's gradients scaled to a global norm of at most
+    l2_norm_clip, how many examples were clipped), as optax.per_example_global_norm_clip
+    (DP-SGD's clipping): every leaf of grads has the examples on axis 0.
+
+    >>> g = {"w": sl.tensor([[3.0, 4.0], [0.3, 0.4]])}
+    >>> sl.optim.per_example_global_norm_clip(g, 1.0)
+    """
+    leaves, treedef = pytree.flatten(grads)
+    leaves = [ops.as_tensor(g) for g in leaves]
+    if not leaves or any(g.ndim == 0 for g in leaves) or len({g.shape[0] for g in leaves}) > 1:
+        raise ValueError("per_example_global_norm_clip expects every leaf of grads to have "
+                         "the examples on axis 0 (the same number in each), got shapes "
+                         f"{[tuple(g.shape) for g in leaves]}.")
+    total = None
+    for g in leaves:
+        s = ops.sum(ops.square(g), axis=tuple(range(1, g.ndim)))
+        total = s if total is None else total + s
+    with np.errstate(divide="ignore", invalid="ignore"):
+        multipliers = ops.nan_to_num(ops.minimum(l2_norm_clip / ops.sqrt(total), 1.0), nan=1.0)
+    num_clipped = ops.sum(multipliers < 1.0)
+    clipped = [ops.tensordot(multipliers, g, axes=1) for g in leaves]
+    return pytree.unflatten(treedef, clipped), num_clipped
+
+
+def scale_gradient(inputs: PyTree, scale: float) -> PyTree:
+    """inputs unchanged, their gradient multiplied by scale on the way back, as
+    optax.scale_gradient (scale 0 is stop_gradient, 1 the identity). Forward mode (jvp)
+    gives the tangent times scale too, where JAX refuses it (a custom_vjp there).
+
+    >>> x = sl.tensor(2.0)
+    >>> sl.grad(lambda x: sl.optim.scale_gradient(x, 0.5) ** 2)(x)
+    """
+    if isinstance(scale, Tensor) or not np.ndim(scale) == 0:
+        raise TypeError(f"scale_gradient: scale must be a number, got {type(scale).__name__}; "
+                        "a scale computed by the program is not supported.")
+    scale = float(scale)
+    if scale == 1.0:
+        return inputs
+    if scale == 0.0:
+        return pytree.tree_map(lambda x: ops.stop_gradient(ops.as_tensor(x)), inputs)
+    return pytree.tree_map(lambda x: _ew.scale_gradient_p(ops.as_tensor(x), scale=scale),
+                           inputs)
 
 
 def zero_nans() -> GradientTransformation:
@@ -270,6 +394,8 @@ def periodic_update(new_tensors: PyTree, old_tensors: PyTree, steps: Any, update
     return _select_tree(ops.as_tensor(steps) % update_period == 0, new_tensors, old_tensors)
 
 
-__all__ = ["identity", "set_to_zero", "clip", "clip_by_block_rms", "zero_nans", "ema",
-           "apply_every", "add_noise", "keep_params_nonnegative", "global_norm", "safe_norm",
-           "incremental_update", "periodic_update"]
+__all__ = ["identity", "set_to_zero", "freeze", "selective_transform", "clip",
+           "clip_by_block_rms", "adaptive_grad_clip", "zero_nans", "ema", "apply_every",
+           "add_noise", "keep_params_nonnegative",
+           "global_norm", "safe_norm", "incremental_update", "periodic_update",
+           "per_example_global_norm_clip", "scale_gradient"]

@@ -7,6 +7,7 @@ Imports tape, ops, optim.core and optim.wrappers (masked, for add_decayed_weight
 
 from __future__ import annotations
 
+import collections
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -73,6 +74,39 @@ def chain(*transforms: GradientTransformation) -> GradientTransformation:
                                                                 else "") + ")"
     opt = GradientTransformation(name, init, apply, outline)  # apply reads its name: sgd
     return opt
+
+
+def named_chain(*named: tuple[str, GradientTransformation]) -> GradientTransformation:
+    """chain with a name for each transformation, as optax.named_chain: the state is an
+    OrderedDict {name: that transformation's state}, in their order.
+
+    >>> opt = sl.optim.named_chain(("clip", sl.optim.clip(1.0)), ("sgd", sl.optim.sgd(0.1)))
+    >>> list(opt.init(sl.tensor([0.0])))
+    """
+    for i, pair in enumerate(named):
+        if not (isinstance(pair, tuple) and len(pair) == 2 and isinstance(pair[0], str)):
+            raise TypeError(f"named_chain: argument {i} must be a (name, transformation) "
+                            f"pair, got {_a(type(pair).__name__)}")
+    names = [n for n, _ in named]
+    if len(set(names)) != len(names):
+        raise ValueError(f"named_chain: the names must differ, got {names}")
+    inner = chain(*(t for _, t in named))
+    name = f"named_chain({', '.join(names)})"
+
+    def init(params):
+        return collections.OrderedDict(zip(names, inner._init(params)))
+
+    def apply(leaves, state, params, ctx, where):
+        if not isinstance(state, dict) or list(state) != names:
+            raise TypeError(f"{ctx.who}: {where} must be the dict {{{', '.join(names)}}} "
+                            f"that {name}.init returns, but got {_got(state)}. Pass the "
+                            "state that this optimiser's init made: state = opt.init(params).")
+        leaves, states = inner._apply(leaves, tuple(state[n] for n in names), params, ctx,
+                                      where)
+        return leaves, collections.OrderedDict(zip(names, states))
+
+    return GradientTransformation(name, init, apply, "{" + ", ".join(
+        f"{n!r}: {t.outline}" for n, t in named) + "}")
 
 
 _MADE_BY = {"ScaleByAdamState": "scale_by_adam (adam, adamw, nadam, radam, adamax, yogi)",

@@ -36,7 +36,7 @@ from . import native_nests as nests
 # Primitives whose result may be a view of an input: a carry (or an output) made by one is
 # copied, since numba gives a variable one array type and a caller's memory is not ours.
 VIEWS = ("getitem", "reshape", "transpose", "broadcast_to", "split", "unstack",
-         "stop_gradient", "copy", "checkpoint_name")
+         "stop_gradient", "copy", "checkpoint_name", "scale_gradient")
 
 
 class Unsupported(Exception):
@@ -213,7 +213,7 @@ def _elementwise_lines(name, out, args, code, expr, fuse=False):
     return [f"{name} = {expr(code)}"]
 
 
-@rule(ew.stop_gradient, ew.copy, ew.checkpoint_name_p)
+@rule(ew.stop_gradient, ew.copy, ew.checkpoint_name_p, ew.scale_gradient_p)
 def _identity(eqn, args, outs):
     return [f"{outs[0]} = {args[0].code}"]
 
