@@ -371,7 +371,8 @@ itself), and `jitted.cache_clear()` drops its traces.
 
 # Public submodules: a section each, with a ### entry for every name in their __all__.
 SUBMODULES = ("linalg", "random", "optim", "lax", "custom_derivatives", "ad_checkpoint",
-              "tree_util", "tree", "flatten_util", "scipy", "debug", "nn", "distributed")
+              "tree_util", "tree", "flatten_util", "scipy", "debug", "nn", "experimental",
+              "distributed")
 
 
 def submodule_markdown(name, module, level="##"):

@@ -26,7 +26,8 @@ from .tracing import make_graph
 from .jit import JitFallbackWarning, jit
 from . import numpy  # noqa: F401 - scanlib.numpy, jax.numpy's names (not in __all__)
 from . import lax  # jax.lax's names: `from scanlib import lax`
-from . import ad_checkpoint, custom_derivatives, debug, flatten_util, nn, scipy, tree, tree_util
+from . import (ad_checkpoint, custom_derivatives, debug, experimental, flatten_util, nn, scipy,
+               tree, tree_util)
 from . import typing
 from .runtime import *  # noqa: F403 - jax's top-level runtime names (config, Array, ...)
 from . import runtime
@@ -43,7 +44,7 @@ __all__ = [
     *transforms.__all__, *associative.__all__, *control.__all__, "vmap",
     "custom_vjp", "custom_jvp", "closure_convert", "custom_derivatives", "ad_checkpoint",
     "tree_util", "tree",
-    "flatten_util", "scipy", "debug", "nn",
+    "flatten_util", "scipy", "debug", "nn", "experimental",
     *runtime.__all__,
     "typing",
 ]

@@ -10,12 +10,12 @@ from . import (
     backends as backends, branching as branching, checkpoint_policies as checkpoint_policies,
     closure as closure, control as control, custom as custom,
     custom_derivatives as custom_derivatives, debug as debug, distributions as distributions,
-    flatten_util as flatten_util, generated as generated, implicit as implicit,
-    interpreters as interpreters, lax as lax, linalg as linalg, logs as logs, loops as loops,
-    nn as nn, numpy as numpy, ops as ops, optim as optim, pytree as pytree, random as random,
-    runtime as runtime, scipy as scipy, tape as tape, testing as testing, tracing as tracing,
-    transforms as transforms, tree as tree, tree_util as tree_util, typing as typing,
-    vectorizing as vectorizing, while_replay as while_replay,
+    experimental as experimental, flatten_util as flatten_util, generated as generated,
+    implicit as implicit, interpreters as interpreters, lax as lax, linalg as linalg, logs as logs,
+    loops as loops, nn as nn, numpy as numpy, ops as ops, optim as optim, pytree as pytree,
+    random as random, runtime as runtime, scipy as scipy, tape as tape, testing as testing,
+    tracing as tracing, transforms as transforms, tree as tree, tree_util as tree_util,
+    typing as typing, vectorizing as vectorizing, while_replay as while_replay,
 )
 from .associative import associative_scan as associative_scan
 from .autodiff import (
@@ -779,6 +779,7 @@ __all__ = [
     'scipy',
     'debug',
     'nn',
+    'experimental',
     'Array',
     'config',
     'block_until_ready',
