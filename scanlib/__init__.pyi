@@ -138,9 +138,10 @@ from .remat import checkpoint as checkpoint, checkpoint as remat, checkpoint_nam
 from .runtime import (
     ShapeDtypeStruct as ShapeDtypeStruct, block_until_ready as block_until_ready,
     clear_caches as clear_caches, config as config, default_backend as default_backend,
-    device_get as device_get, device_put as device_put, devices as devices,
-    enable_x64 as enable_x64, eval_shape as eval_shape, make_jaxpr as make_jaxpr,
-    named_call as named_call, named_scope as named_scope,
+    device_count as device_count, device_get as device_get, device_put as device_put,
+    devices as devices, enable_x64 as enable_x64, eval_shape as eval_shape,
+    local_device_count as local_device_count, make_jaxpr as make_jaxpr, named_call as named_call,
+    named_scope as named_scope, process_count as process_count, process_index as process_index,
 )
 from .scan.api import scan as scan, set_loop_compiler as set_loop_compiler
 from .scan.executor import NumbaFallbackWarning as NumbaFallbackWarning
@@ -796,5 +797,9 @@ __all__ = [
     'clear_caches',
     'enable_x64',
     'jacobian',
+    'device_count',
+    'local_device_count',
+    'process_count',
+    'process_index',
     'typing',
 ]

@@ -25,7 +25,8 @@ from .transforms import jacrev
 
 __all__ = ["Array", "config", "block_until_ready", "device_put", "device_get", "devices",
            "default_backend", "eval_shape", "ShapeDtypeStruct", "make_jaxpr", "disable_jit",
-           "named_scope", "named_call", "clear_caches", "enable_x64", "jacobian"]
+           "named_scope", "named_call", "clear_caches", "enable_x64", "jacobian",
+           "device_count", "local_device_count", "process_count", "process_index"]
 
 Array = Tensor  # jax.Array: the array type, for isinstance and annotations
 jacobian = jacrev  # jax.jacobian is jax.jacrev
@@ -156,6 +157,44 @@ def devices(backend: str | None = None) -> list[str]:
         return ["cpu"]
     raise RuntimeError(f"devices({backend!r}): no such backend here (CuPy with a GPU is "
                        f"{'' if backends.cuda_available() else 'not '}available)")
+
+
+def device_count(backend: str | None = None) -> int:
+    """How many devices the backend (the default one: default_backend()) has, as
+    jax.device_count: 1 on the CPU, the GPUs CuPy sees on "gpu".
+
+    >>> sl.device_count('cpu')
+    1
+    """
+    return len(devices(default_backend() if backend is None else backend))
+
+
+def local_device_count(backend: str | None = None) -> int:
+    """device_count: one process sees every device here, as a single-host JAX does.
+
+    >>> sl.local_device_count('cpu')
+    1
+    """
+    return device_count(backend)
+
+
+def process_count(backend: str | None = None) -> int:
+    """1, as jax.process_count without jax.distributed: scanlib's MPI data parallelism
+    (scanlib.distributed) has ranks of its own, which it does not report here.
+
+    >>> sl.process_count()
+    1
+    """
+    return 1
+
+
+def process_index(backend: str | None = None) -> int:
+    """0, as jax.process_index without jax.distributed (see process_count).
+
+    >>> sl.process_index()
+    0
+    """
+    return 0
 
 
 @dataclasses.dataclass(frozen=True)

@@ -124,3 +124,9 @@ def test_jit_accepts_jaxs_hints_and_they_change_nothing():
         sl.jit(lambda a: a, donate_argnums="a")
     with pytest.raises(TypeError, match="donate_argnames"):
         sl.jit(lambda a: a, donate_argnames=[0])
+
+
+def test_device_and_process_counts_are_a_single_hosts():
+    assert sl.device_count("cpu") == sl.local_device_count("cpu") == 1
+    assert sl.device_count() == len(sl.devices(sl.default_backend()))
+    assert (sl.process_count(), sl.process_index()) == (1, 0)
