@@ -29,6 +29,7 @@ from . import lax  # jax.lax's names: `from scanlib import lax`
 from . import (ad_checkpoint, custom_derivatives, debug, experimental, flatten_util, nn, scipy,
                tree, tree_util)
 from . import typing
+from .callbacks import pure_callback
 from .runtime import *  # noqa: F403 - jax's top-level runtime names (config, Array, ...)
 from . import runtime
 
@@ -44,7 +45,7 @@ __all__ = [
     *transforms.__all__, *associative.__all__, *control.__all__, "vmap",
     "custom_vjp", "custom_jvp", "closure_convert", "custom_derivatives", "ad_checkpoint",
     "tree_util", "tree",
-    "flatten_util", "scipy", "debug", "nn", "experimental",
+    "flatten_util", "scipy", "debug", "nn", "experimental", "pure_callback",
     *runtime.__all__,
     "typing",
 ]

@@ -20,7 +20,7 @@ RANKS = {"backends": 0, "logs": 0, "generated": 0, "tape": 1, "ops": 2, "pytree"
          "transforms": 5, "associative": 5, "control": 5, "loops": 5, "vmap": 5,
          "jit": 5, "while_replay": 5, "vectorizing": 5, "custom": 5, "closure": 5,
          "custom_derivatives": 5, "ad_checkpoint": 3, "branching": 5, "implicit": 5, "lax": 6,
-         "experimental": 6,
+         "experimental": 6, "callbacks": 3,
          "tree_util": 2, "tree": 2, "flatten_util": 3, "scipy": 3, "debug": 3, "nn": 3,
          "runtime": 6, "typing": 1,
          "": 6}
