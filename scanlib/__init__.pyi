@@ -7,21 +7,23 @@
 from .tape.types import ArrayLike, Axis
 from . import (
     ad_checkpoint as ad_checkpoint, associative as associative, autodiff as autodiff,
-    backends as backends, branching as branching, checkpoint_policies as checkpoint_policies,
-    closure as closure, control as control, custom as custom,
-    custom_derivatives as custom_derivatives, debug as debug, distributions as distributions,
-    experimental as experimental, flatten_util as flatten_util, generated as generated,
-    implicit as implicit, interpreters as interpreters, lax as lax, linalg as linalg, logs as logs,
-    loops as loops, nn as nn, numpy as numpy, ops as ops, optim as optim, pytree as pytree,
-    random as random, runtime as runtime, scipy as scipy, tape as tape, testing as testing,
-    tracing as tracing, transforms as transforms, tree as tree, tree_util as tree_util,
-    typing as typing, vectorizing as vectorizing, while_replay as while_replay,
+    backends as backends, branching as branching, callbacks as callbacks,
+    checkpoint_policies as checkpoint_policies, closure as closure, control as control,
+    custom as custom, custom_derivatives as custom_derivatives, debug as debug,
+    distributions as distributions, experimental as experimental, flatten_util as flatten_util,
+    generated as generated, implicit as implicit, interpreters as interpreters, lax as lax,
+    linalg as linalg, logs as logs, loops as loops, nn as nn, numpy as numpy, ops as ops,
+    optim as optim, pytree as pytree, random as random, runtime as runtime, scipy as scipy,
+    tape as tape, testing as testing, tracing as tracing, transforms as transforms, tree as tree,
+    tree_util as tree_util, typing as typing, vectorizing as vectorizing,
+    while_replay as while_replay,
 )
 from .associative import associative_scan as associative_scan
 from .autodiff import (
     grad as grad, stop_gradient as stop_gradient, value_and_grad as value_and_grad, vjp as vjp,
 )
 from .backends import cuda_available as cuda_available
+from .callbacks import pure_callback as pure_callback
 from .closure import closure_convert as closure_convert
 from .control import fori_loop as fori_loop, while_loop as while_loop
 from .custom import custom_jvp as custom_jvp, custom_vjp as custom_vjp
@@ -781,6 +783,7 @@ __all__ = [
     'debug',
     'nn',
     'experimental',
+    'pure_callback',
     'Array',
     'config',
     'block_until_ready',
