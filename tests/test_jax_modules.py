@@ -698,3 +698,55 @@ def test_scipy_linalg_solve_qr_svd_block_diag_toeplitz_match_jax():
         want = jax.grad(lambda c: (jsl.toeplitz(c) * W).sum())(jnp.asarray([1.0, 2.0, 3.0]))
         got = sl.grad(lambda c: sl.sum(S.toeplitz(c) * W))(sl.tensor([1.0, 2.0, 3.0]))
         np.testing.assert_array_equal(got.numpy(), np.asarray(want))
+
+
+def test_scipy_linalg_lu_factor_lu_solve_and_lu():
+    """lu_factor's (lu, piv) as SciPy's (getrf's pivots, 0-based, int32), lu_solve for each
+    trans and batched, lu's a = p @ l @ u; gradients by finite differences to second order;
+    and against JAX where installed, to third order through jit, vmap and jacfwd."""
+    S = sl.scipy.linalg
+    rng = np.random.default_rng(3)
+    A, B, bv = rng.standard_normal((5, 5)), rng.standard_normal((5, 2)), rng.standard_normal(5)
+    AB, BB = rng.standard_normal((2, 3, 5, 5)), rng.standard_normal((2, 3, 5, 2))
+    lu, piv = S.lu_factor(sl.tensor(A))
+    want_lu, want_piv = scipy.linalg.lu_factor(A)
+    np.testing.assert_allclose(lu.numpy(), want_lu, rtol=1e-13, atol=1e-14)
+    assert piv.dtype == np.int32 and (piv.numpy() == want_piv).all()
+    for trans in (0, 1, 2):
+        np.testing.assert_allclose(S.lu_solve((lu, piv), sl.tensor(B), trans=trans).numpy(),
+                                   scipy.linalg.lu_solve((want_lu, want_piv), B, trans=trans),
+                                   rtol=1e-12)
+    np.testing.assert_allclose(S.lu_solve((lu, piv), sl.tensor(bv)).numpy(),
+                               np.linalg.solve(A, bv), rtol=1e-12)
+    x = S.lu_solve(S.lu_factor(sl.tensor(AB)), sl.tensor(BB), trans=1).numpy()
+    np.testing.assert_allclose(np.swapaxes(AB, -1, -2) @ x, BB, atol=1e-12)
+    with pytest.raises(ValueError, match=r"b\[\.\.\., None\]"):
+        S.lu_solve(S.lu_factor(sl.tensor(AB)), sl.tensor(BB[..., 0]))
+    p, l, u = S.lu(sl.tensor(A))
+    np.testing.assert_allclose((p @ l @ u).numpy(), A, atol=1e-13)
+    for got, want in zip(S.lu(sl.tensor(A)), scipy.linalg.lu(A)):
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-12, atol=1e-14)
+    singular = S.lu_factor(sl.tensor(np.ones((3, 3))))[0].numpy()  # no error, as JAX
+    assert singular[1, 1] == singular[2, 2] == 0.0
+    W = rng.standard_normal((5, 5))
+    losses = [lambda a: sl.sum(S.lu_factor(a)[0] * W),
+              lambda a: sl.sum(S.lu_solve(S.lu_factor(a), B, trans=1) ** 2),
+              lambda a: sl.sum(S.lu(a)[1] * W) + sl.sum(sl.sin(S.lu(a)[2]))]
+    for loss in losses:
+        check_grads(loss, (A,), order=2)
+    jax = pytest.importorskip("jax")
+    J, jnp = jax.scipy.linalg, jax.numpy
+    theirs = [lambda a: jnp.sum(J.lu_factor(a)[0] * W),
+              lambda a: jnp.sum(J.lu_solve(J.lu_factor(a), B, trans=1) ** 2),
+              lambda a: jnp.sum(J.lu(a)[1] * W) + jnp.sum(jnp.sin(J.lu(a)[2]))]
+    with jax.enable_x64(True):
+        for ours, their in zip(losses, theirs):
+            for make in (lambda lib, f: lib.jit(lib.grad(f)), lambda lib, f: lib.jacfwd(f),
+                         lambda lib, f: lib.hessian(f),
+                         lambda lib, f: lib.grad(lambda a: lib.numpy.sum(lib.hessian(f)(a)))):
+                np.testing.assert_allclose(np.asarray(make(sl, ours)(A)),
+                                           np.asarray(make(jax, their)(A)), rtol=1e-9,
+                                           atol=1e-10)
+            np.testing.assert_allclose(sl.vmap(sl.grad(ours))(AB[0]).numpy(),
+                                       np.asarray(jax.vmap(jax.grad(their))(AB[0])),
+                                       rtol=1e-10, atol=1e-12)

@@ -22,6 +22,7 @@ from ..tape.state import STATE
 from . import batching
 from . import elementwise as ew
 from . import functions as F
+from .gathers import argsort, take_along_axis
 from .linalg import matmul_p
 from .matrices import constant, norm, tril, triu
 from .primitive import Primitive
@@ -413,6 +414,97 @@ def _qr_square_vjp(q, r, g_q, g_r):
 qr_p = Primitive("qr", _qr_impl, _qr_vjp, multiple_results=True,
                  batch=batching.elementwise_rule,
                  doc="qr(a, mode): [q, r] with a = q r, q orthonormal, r upper triangular.")
+
+
+# --- lu --------------------------------------------------------------------------------------
+def _lu_impl(a):
+    """[lu, pivots, permutation] of a [..., n, n]: Gaussian elimination with partial pivoting,
+    one column at a time over the whole batch, as LAPACK's getf2 (the row of the largest
+    |entry|, the first of equals; a zero pivot leaves its column unscaled). lu holds L's
+    multipliers below the diagonal (its unit diagonal implied) and U on and above it, with
+    a[permutation] = L U; pivots[j] is the row that step j swapped with row j (int32)."""
+    xp = _xp(a)
+    lu = xp.array(a, copy=True)
+    *batch, n, _ = lu.shape
+    pivots = xp.zeros((*batch, n), np.int32)
+    perm = xp.array(xp.broadcast_to(xp.arange(n, dtype=np.int32), (*batch, n)))
+    with np.errstate(all="ignore"):  # a NaN or inf in a spreads as LAPACK's would
+        for j in range(n):
+            p = j + xp.argmax(xp.abs(lu[..., j:, j]), axis=-1)
+            pivots[..., j] = p
+            rows = p[..., None, None]
+            row_j, row_p = lu[..., j, :].copy(), xp.take_along_axis(lu, rows, axis=-2)
+            lu[..., j, :] = row_p[..., 0, :]
+            xp.put_along_axis(lu, rows, row_j[..., None, :], axis=-2)
+            at_j = perm[..., j].copy()
+            perm[..., j] = xp.take_along_axis(perm, p[..., None], axis=-1)[..., 0]
+            xp.put_along_axis(perm, p[..., None], at_j[..., None], axis=-1)
+            pivot = lu[..., j, j][..., None]
+            nonzero = pivot != 0
+            below = lu[..., j + 1:, j]
+            lu[..., j + 1:, j] = xp.where(nonzero, below / xp.where(nonzero, pivot, 1), below)
+            lu[..., j + 1:, j + 1:] -= lu[..., j + 1:, j:j + 1] * lu[..., j:j + 1, j + 1:]
+    return [lu, pivots, perm]
+
+
+def _lu_factors(lu):
+    """(L, U) of a packed lu: L unit lower triangular, U upper."""
+    n = lu.shape[-1]
+    eye = constant(lu, lambda xp: xp.eye(n, dtype=lu.dtype))
+    return ew.add(tril(lu, -1), eye), triu(lu)
+
+
+def _rows(x, perm):
+    """x[..., perm, :]: the rows of each matrix in x in perm's order."""
+    return take_along_axis(x, ew.astype(perm, dtype=np.dtype(np.intp))[..., None], axis=-2)
+
+
+def _lu_vjp(cts, outs, a, _saved=None):
+    """For a[perm] = L U, dA reaches lu as L tril(X, -1) + triu(X) U with X = L^-1 dA[perm]
+    U^-1 (the tangent below); transposed: X's cotangent is tril(L^T g, -1) + triu(g U^T),
+    and a's is L^-T that U^-T, its rows put back where perm took them."""
+    g = cts[0]
+    if g is None:
+        return (None,)
+    if outs[0] is None or outs[2] is None:  # the tape holds outputs weakly: lu_factor
+        outs = lu_p(a)                       # keeps no permutation
+    lu, _, perm = outs
+    l, u = _lu_factors(lu)
+    x_bar = ew.add(tril(matmul_p(_mT(l), g), -1), triu(matmul_p(g, _mT(u))))
+    y = triangular_solve_p(_mT(lu), x_bar, lower=False, unit_diagonal=True)  # L^-T x_bar
+    z = _mT(triangular_solve_p(lu, _mT(y), lower=False, unit_diagonal=False))  # y U^-T
+    inverse = argsort(perm, axis=-1)
+    return (_rows(z, inverse),)
+
+
+def _lu_tangent(ts, outs, a):
+    """d lu = L tril(X, -1) + triu(X) U, X = L^-1 d a[perm] U^-1 (JAX's lu JVP)."""
+    lu, _, perm = outs
+    l, u = _lu_factors(lu)
+    la = triangular_solve_p(lu, _rows(ts[0], perm), lower=True, unit_diagonal=True)
+    x = _mT(triangular_solve_p(_mT(lu), _mT(la), lower=True, unit_diagonal=False))
+    return [ew.add(matmul_p(l, tril(x, -1)), matmul_p(triu(x), u)), None, None]
+
+
+lu_p = Primitive("lu", _lu_impl, _lu_vjp, multiple_results=True, tangent=_lu_tangent,
+                 batch=batching.elementwise_rule,
+                 doc="lu(a): [lu, pivots, permutation] of a [..., n, n], a[permutation] = L U.")
+
+
+def _pivots_impl(pivots, n):
+    xp = _xp(pivots)
+    perm = xp.array(xp.broadcast_to(xp.arange(n, dtype=np.int32), (*pivots.shape[:-1], n)))
+    for j in range(pivots.shape[-1]):
+        p = pivots[..., j:j + 1].astype(np.intp)
+        at_j = perm[..., j].copy()
+        perm[..., j] = xp.take_along_axis(perm, p, axis=-1)[..., 0]
+        xp.put_along_axis(perm, p, at_j[..., None], axis=-1)
+    return perm
+
+
+lu_pivots_to_permutation_p = Primitive(
+    "lu_pivots_to_permutation", _pivots_impl, batch=batching.elementwise_rule,
+    doc="lu_pivots_to_permutation(pivots, n): the row order the swaps in pivots make.")
 
 
 # --- the checked functions (public as scanlib.linalg) ----------------------------------------

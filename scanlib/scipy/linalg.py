@@ -2,10 +2,13 @@
 give the UPPER factor by default (lower=False), as SciPy and JAX do, where scanlib.linalg's
 cholesky (jax.numpy.linalg's) gives the lower one: a port keeps each meaning by keeping its
 module. solve_triangular, cho_solve, inv and det are scanlib.linalg's own; solve, qr and svd
-are scanlib.linalg's with SciPy's arguments; expm is the primitive of ops/expm.py.
+are scanlib.linalg's with SciPy's arguments; expm is the primitive of ops/expm.py, lu,
+lu_factor and lu_solve read ops/decompositions.py's lu.
 Imports linalg and ops."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 
@@ -13,10 +16,12 @@ from .. import linalg as _linalg
 from ..linalg import cho_solve, det, inv, solve_triangular
 
 from ..ops import elementwise as ew
-from ..ops.decompositions import cholesky_unsymmetrized_p
+from ..ops.decompositions import (cholesky_unsymmetrized_p, lu_p, lu_pivots_to_permutation_p,
+                                  triangular_solve_p)
 from ..ops.expm import expm_p
+from ..ops import eye, matmul, one_hot, tril, triu
 from ..ops.functions import as_tensor, concatenate, swapaxes, where
-from ..ops.gathers import take
+from ..ops.gathers import argsort, take, take_along_axis
 from ..ops.promotion import result_type
 from ..tape import Tensor
 
@@ -42,7 +47,7 @@ def _mT(a):
     return swapaxes(a, -1, -2)
 
 __all__ = ["cholesky", "cho_factor", "cho_solve", "solve_triangular", "expm", "inv", "det",
-           "solve", "qr", "svd", "block_diag", "toeplitz"]
+           "solve", "qr", "svd", "block_diag", "toeplitz", "lu", "lu_factor", "lu_solve"]
 
 
 def cholesky(a, lower: bool = False, overwrite_a: bool = False,
@@ -180,3 +185,81 @@ def toeplitz(c, r=None) -> Tensor:
     below = take(ew.astype(c, dtype=dtype), np.broadcast_to(np.maximum(i - j, 0), (m, n)))
     above = take(ew.astype(r, dtype=dtype), np.broadcast_to(np.maximum(j - i, 0), (m, n)))
     return where(np.asarray(i >= j), below, above)
+
+
+def lu_factor(a, overwrite_a: bool = False, check_finite: bool = True) -> tuple[Tensor, Tensor]:
+    """(lu, piv), the LU factorization with partial pivoting of a square a (or of each in a
+    stack [..., n, n]), as jax.scipy.linalg.lu_factor: lu holds L's multipliers below the
+    diagonal (L's diagonal is ones) and U on and above it; piv[j] (int32) is the row that
+    step j swapped with row j, as LAPACK's getrf (0-based). Differentiable through lu, with
+    JAX's rule. A singular a factors without an error, as in JAX (U has a zero on its
+    diagonal). The flags are accepted and ignored.
+
+    >>> lu, piv = sl.scipy.linalg.lu_factor(sl.tensor([[1.0, 2.0], [3.0, 4.0]]))
+    >>> lu, piv
+    """
+    lu_, pivots, _ = lu_p(_square_real(a, "scipy.linalg.lu_factor"))
+    return lu_, pivots
+
+
+def lu_solve(lu_and_piv: tuple[Any, Any], b, trans: int = 0, overwrite_b: bool = False,
+             check_finite: bool = True) -> Tensor:
+    """x with a @ x = b (trans=0), a.T @ x = b (1 or 2: a is real) from lu_factor(a)'s
+    (lu, piv), as jax.scipy.linalg.lu_solve. b is [n] or [n, k], or for a stack of
+    factorizations [..., n] (one vector each) or [..., n, k].
+
+    >>> a = sl.tensor([[1.0, 2.0], [3.0, 4.0]])
+    >>> sl.scipy.linalg.lu_solve(sl.scipy.linalg.lu_factor(a), sl.tensor([5.0, 6.0]))
+    """
+    who = "scipy.linalg.lu_solve"
+    lu_, piv = lu_and_piv
+    lu_ = _square_real(lu_, who)
+    piv = as_tensor(piv)
+    n = lu_.shape[-1]
+    if trans not in (0, 1, 2, "N", "T", "C"):
+        raise ValueError(f"{who}: trans must be 0, 1 or 2 ('N', 'T', 'C'), got {trans!r}")
+    b = as_tensor(b)
+    vector = b.ndim == 1
+    if b.ndim < 1 or (b.shape[-1] if vector else b.shape[-2]) != n:
+        raise ValueError(
+            f"{who}: lu is {tuple(lu_.shape)}, so b must be [{n}] or [..., {n}, k], got shape "
+            f"{tuple(b.shape)}. (A b of 2 or more axes is a stack of matrices, as in NumPy 2 "
+            f"and JAX's coming rule; for a stack of vectors write lu_solve(lu_and_piv, "
+            f"b[..., None])[..., 0].)")
+    if vector:
+        b = b[..., None]
+    dtype = result_type(lu_, b)
+    lu_, b = ew.astype(lu_, dtype=dtype), ew.astype(b, dtype=dtype)
+    perm = ew.astype(lu_pivots_to_permutation_p(piv, n=n), dtype=np.dtype(np.intp))
+    if trans in (0, "N"):
+        x = _take_rows(b, perm)
+        x = triangular_solve_p(lu_, x, lower=True, unit_diagonal=True)
+        x = triangular_solve_p(lu_, x, lower=False, unit_diagonal=False)
+    else:  # a[perm] = L U, so a.T = U.T L.T P: solve U.T, then L.T, then undo the rows
+        x = triangular_solve_p(_mT(lu_), b, lower=True, unit_diagonal=False)
+        x = triangular_solve_p(_mT(lu_), x, lower=False, unit_diagonal=True)
+        x = _take_rows(x, argsort(perm, axis=-1))
+    return x[..., 0] if vector else x
+
+
+def _take_rows(x, rows):
+    return take_along_axis(x, rows[..., None], axis=-2)
+
+
+def lu(a, permute_l: bool = False, overwrite_a: bool = False, check_finite: bool = True):
+    """(p, l, u) with a = p @ l @ u, p a permutation matrix, l unit lower triangular and u
+    upper triangular, for a square a (or each in a stack), as jax.scipy.linalg.lu; with
+    permute_l, (p @ l, u). Differentiable through l and u, with JAX's rule.
+
+    >>> p, l, u = sl.scipy.linalg.lu(sl.tensor([[1.0, 2.0], [3.0, 4.0]]))
+    >>> p, l, u
+    """
+    a = _square_real(a, "scipy.linalg.lu")
+    lu_, _, perm = lu_p(a)
+    n = a.shape[-1]
+    l = ew.add(tril(lu_, -1), eye(n, dtype=lu_.dtype))
+    u = triu(lu_)
+    p = _mT(one_hot(perm, n, dtype=lu_.dtype))  # p[perm[i], i] = 1: a = p (a[perm])
+    if permute_l:
+        return matmul(p, l), u
+    return p, l, u
