@@ -750,3 +750,23 @@ def test_scipy_linalg_lu_factor_lu_solve_and_lu():
             np.testing.assert_allclose(sl.vmap(sl.grad(ours))(AB[0]).numpy(),
                                        np.asarray(jax.vmap(jax.grad(their))(AB[0])),
                                        rtol=1e-10, atol=1e-12)
+
+
+def test_scipy_linalg_eigh_symmetrizes_as_jaxs():
+    a = np.random.default_rng(4).standard_normal((4, 4))  # not symmetric: JAX symmetrizes
+    S = sl.scipy.linalg
+    w, v = S.eigh(sl.tensor(a), lower=False)
+    np.testing.assert_allclose(w.numpy(), np.linalg.eigvalsh((a + a.T) / 2), rtol=1e-12)
+    np.testing.assert_allclose(S.eigh(sl.tensor(a), eigvals_only=True).numpy(), w.numpy())
+    with pytest.raises(NotImplementedError, match="b=None"):
+        S.eigh(sl.tensor(a), sl.tensor(a))
+    jax = pytest.importorskip("jax")
+    weights = np.arange(4.0)
+    with jax.enable_x64(True):
+        J, jnp = jax.scipy.linalg, jax.numpy
+        for lower in (True, False):
+            want = jax.grad(lambda a, lower=lower: jnp.sum(J.eigh(a, lower=lower)[0] ** 3)
+                            + jnp.sum(J.eigh(a, lower=lower)[1][:, 0] ** 2 * weights))(a)
+            got = sl.grad(lambda a, lower=lower: sl.sum(S.eigh(a, lower=lower)[0] ** 3)
+                          + sl.sum(S.eigh(a, lower=lower)[1][:, 0] ** 2 * weights))(a)
+            np.testing.assert_allclose(got.numpy(), np.asarray(want), rtol=1e-10, atol=1e-12)

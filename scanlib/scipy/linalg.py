@@ -47,7 +47,7 @@ def _mT(a):
     return swapaxes(a, -1, -2)
 
 __all__ = ["cholesky", "cho_factor", "cho_solve", "solve_triangular", "expm", "inv", "det",
-           "solve", "qr", "svd", "block_diag", "toeplitz", "lu", "lu_factor", "lu_solve"]
+           "solve", "qr", "svd", "block_diag", "toeplitz", "lu", "lu_factor", "lu_solve", "eigh"]
 
 
 def cholesky(a, lower: bool = False, overwrite_a: bool = False,
@@ -263,3 +263,27 @@ def lu(a, permute_l: bool = False, overwrite_a: bool = False, check_finite: bool
     if permute_l:
         return matmul(p, l), u
     return p, l, u
+
+
+def eigh(a, b=None, lower: bool = True, eigvals_only: bool = False, overwrite_a: bool = False,
+         overwrite_b: bool = False, turbo: bool = True, eigvals=None, type: int = 1,
+         check_finite: bool = True):
+    """(w, v): the ascending eigenvalues and the eigenvectors of a symmetric a (w alone with
+    eigvals_only), as jax.scipy.linalg.eigh: a symmetrized first, (a + a.T) / 2, as JAX's
+    lax.linalg.eigh does by default, so `lower` changes nothing and the gradient is
+    scanlib.linalg.eigh's. Only the standard problem: b, eigvals and type other than 1 raise
+    NotImplementedError, as in JAX. Real only.
+
+    >>> sl.scipy.linalg.eigh(sl.tensor([[2.0, 1.0], [1.0, 2.0]]), eigvals_only=True)
+    """
+    if b is not None:
+        raise NotImplementedError("scipy.linalg.eigh: only the b=None case is implemented, "
+                                  "as in JAX")
+    if type != 1:
+        raise NotImplementedError("scipy.linalg.eigh: only the type=1 case is implemented, "
+                                  "as in JAX")
+    if eigvals is not None:
+        raise NotImplementedError("scipy.linalg.eigh: only the eigvals=None case is "
+                                  "implemented, as in JAX")
+    w, v = _linalg.eigh(a, UPLO="L" if lower else "U")
+    return w if eigvals_only else (w, v)
