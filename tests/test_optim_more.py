@@ -70,6 +70,12 @@ def _make(lib, name):
                                                                        b1=0.8),
         "set_to_zero": lambda: lib.set_to_zero(),
         "identity": lambda: lib.identity(),
+        "adan": lambda: lib.adan(1e-2),
+        "adan_decay": lambda: lib.adan(1e-2, b1=0.9, eps_root=1e-8, weight_decay=0.1,
+                                       mask={"W": True, "b": False}),
+        "rprop": lambda: lib.rprop(1e-2),
+        "rprop_bounded": lambda: lib.rprop(1e-1, eta_minus=0.3, eta_plus=1.5, min_step_size=0.05,
+                                           max_step_size=0.2),
     }
     return table[name]()
 
@@ -81,7 +87,7 @@ NAMES = ["rmsprop", "rmsprop_centered", "rmsprop_corrected", "adagrad", "adamax"
          "adamw_decay_schedule", "adamw_mask", "ema", "ema_biased", "clip", "clip_by_block_rms",
          "apply_every", "zero_nans", "scale_by_schedule", "multi_transform", "masked",
          "apply_if_finite", "multi_steps", "multi_steps_sum", "inject_hyperparams",
-         "set_to_zero", "identity"]
+         "set_to_zero", "identity", "adan", "adan_decay", "rprop", "rprop_bounded"]
 # optax's schedules see its int32 count, so they compute in float32 even with x64 on (scanlib's
 # in float64): in float64 those trajectories agree to float32's rounding of the rate.
 SCHEDULED = {"fromage_schedule", "adamw_decay_schedule", "scale_by_schedule",

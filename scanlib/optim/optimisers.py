@@ -13,9 +13,9 @@ from typing import Any
 
 from .core import GradientTransformation, ScalarOrSchedule
 from .blockwise import scale_by_novograd, scale_by_sign, scale_by_sm3, scale_by_trust_ratio
-from .scaling import (scale_by_adadelta, scale_by_adamax, scale_by_amsgrad, scale_by_belief,
-                      scale_by_lion, scale_by_radam, scale_by_rms, scale_by_rss, scale_by_stddev,
-                      scale_by_yogi)
+from .scaling import (scale_by_adadelta, scale_by_adamax, scale_by_adan, scale_by_amsgrad,
+                      scale_by_belief, scale_by_lion, scale_by_radam, scale_by_rms,
+                      scale_by_rprop, scale_by_rss, scale_by_stddev, scale_by_yogi)
 from .stages import add_noise, identity
 from .transforms import (add_decayed_weights, chain, scale, scale_by_adam,
                          scale_by_learning_rate, trace)
@@ -371,3 +371,34 @@ def sm3(learning_rate: float, momentum: float = 0.9) -> GradientTransformation:
     >>> w
     """
     return _named("sm3", scale_by_sm3(momentum), scale(-learning_rate))
+
+
+def adan(learning_rate: ScalarOrSchedule, b1: float = 0.98, b2: float = 0.92, b3: float = 0.99,
+         eps: float = 1e-8, eps_root: float = 1e-8, weight_decay: float = 0.0,
+         mask: Any = None) -> GradientTransformation:
+    """Adan (Xie et al.), as optax.adan: scale_by_adan, then decoupled weight decay, then
+    the learning rate (eps_root 1e-8 here, 0 in scale_by_adan, as optax's defaults).
+
+    >>> opt = sl.optim.adan(1e-2)
+    >>> w = sl.tensor([1.0])
+    >>> w, state = opt.step(sl.tensor([1.0]), opt.init(w), w)
+    >>> w
+    """
+    return _named("adan", scale_by_adan(b1, b2, b3, eps, eps_root),
+                  add_decayed_weights(weight_decay, mask), scale_by_learning_rate(learning_rate))
+
+
+def rprop(learning_rate: float, eta_minus: float = 0.5, eta_plus: float = 1.2,
+          min_step_size: float = 1e-6, max_step_size: float = 50.0) -> GradientTransformation:
+    """Rprop (Riedmiller and Braun), as optax.rprop: scale_by_rprop's steps, downhill. As
+    optax's, each update is the step computed at the previous call (the first is zero).
+
+    >>> opt = sl.optim.rprop(0.1)
+    >>> w = sl.tensor([1.0])
+    >>> state = opt.init(w)
+    >>> for _ in range(3):
+    ...     w, state = opt.step(sl.tensor([1.0]), state, w)
+    >>> w
+    """
+    return _named("rprop", scale_by_rprop(learning_rate, eta_minus, eta_plus, min_step_size,
+                                          max_step_size), scale(-1.0))

@@ -19,6 +19,19 @@ from .core import GradientTransformation, _count_zero, _moments, _number, _rebui
 from .transforms import ScaleByAdamState, _check_state
 
 
+class ScaleByAdanState(NamedTuple):
+    m: Any  # the average of the gradients, shaped like params
+    v: Any  # the average of the gradients' differences
+    n: Any  # the average of the squared term
+    g: Any  # the previous step's gradients
+    t: Any  # 0-d int32: steps taken
+
+
+class ScaleByRpropState(NamedTuple):
+    step_sizes: Any  # each parameter's own step size
+    prev_updates: Any  # the step computed at the previous update
+
+
 class ScaleByRssState(NamedTuple):
     sum_of_squares: Any  # shaped like params
 
@@ -431,3 +444,72 @@ def scale_by_adadelta(rho: float = 0.9, eps: float = 1e-6) -> GradientTransforma
         return out, ScaleByAdaDeltaState(_rebuild(ctx.grads, e_g), _rebuild(ctx.grads, e_x))
 
     return GradientTransformation(who, init, apply, "ScaleByAdaDeltaState")
+
+
+def scale_by_adan(b1: float = 0.98, b2: float = 0.92, b3: float = 0.99, eps: float = 1e-8,
+                  eps_root: float = 0.0) -> GradientTransformation:
+    """Adan's direction (Xie et al.), as optax.scale_by_adan: averages of the gradients (m),
+    of their differences from the last step's (v) and of (g + (1 - b2) diff) ** 2 (n), each
+    bias-corrected; the update (m + (1 - b2) v) / (sqrt(n + eps_root) + eps).
+
+    >>> opt = sl.optim.scale_by_adan()
+    >>> updates, state = opt.update(sl.tensor([2.0]), opt.init(sl.tensor([0.0])))
+    >>> updates
+    """
+    who = "scale_by_adan"
+    b1, b2, b3, eps, eps_root = _numbers(who, b1=b1, b2=b2, b3=b3, eps=eps, eps_root=eps_root)
+
+    def init(params):
+        return ScaleByAdanState(*(_full(params, 0.0) for _ in range(4)), _count_zero(params))
+
+    def apply(leaves, state, params, ctx, where):
+        _check_state(ctx, state, where, ScaleByAdanState)
+        m, v, n, g_prev = (_moments(ctx.who, getattr(state, k), f"{where}.{k}", ctx.grads)
+                           for k in ("m", "v", "n", "g"))
+        first = state.t == 0
+        diff = [ops.where(first, ops.zeros_like(g), g - p) for g, p in zip(leaves, g_prev)]
+        m, v = _moment(leaves, m, b1, 1), _moment(diff, v, b2, 1)
+        n = _moment([g + (1 - b2) * d for g, d in zip(leaves, diff)], n, b3, 2)
+        t = state.t + 1
+        out = [(mh + (1 - b2) * vh) / (ops.sqrt(nh + eps_root) + eps) for mh, vh, nh in
+               zip(_debias(m, b1, t), _debias(v, b2, t), _debias(n, b3, t))]
+        return out, ScaleByAdanState(*(_rebuild(ctx.grads, x) for x in (m, v, n, leaves)), t)
+
+    return GradientTransformation(who, init, apply, "ScaleByAdanState")
+
+
+def scale_by_rprop(learning_rate: float, eta_minus: float = 0.5, eta_plus: float = 1.2,
+                   min_step_size: float = 1e-6,
+                   max_step_size: float = 50.0) -> GradientTransformation:
+    """Rprop's steps, as optax.scale_by_rprop: each parameter's step size grows by eta_plus
+    while its gradient keeps its sign and shrinks by eta_minus when it flips (clipped to
+    [min_step_size, max_step_size]), the step its size times the gradient's sign. As
+    optax's, the update returned is the step computed at the previous call (zero at the
+    first, and where the gradient's sign flipped).
+
+    >>> opt = sl.optim.scale_by_rprop(0.1)
+    >>> state = opt.init(sl.tensor([0.0]))
+    >>> updates, state = opt.update(sl.tensor([2.0]), state)
+    >>> opt.update(sl.tensor([2.0]), state)[0]
+    """
+    who = "scale_by_rprop"
+    lr, eta_minus, eta_plus, lo, hi = _numbers(
+        who, learning_rate=learning_rate, eta_minus=eta_minus, eta_plus=eta_plus,
+        min_step_size=min_step_size, max_step_size=max_step_size)
+
+    def init(params):
+        return ScaleByRpropState(_full(params, lr), _full(params, 0.0))
+
+    def apply(leaves, state, params, ctx, where):
+        _check_state(ctx, state, where, ScaleByRpropState)
+        sizes = _moments(ctx.who, state.step_sizes, f"{where}.step_sizes", ctx.grads)
+        prev = _moments(ctx.who, state.prev_updates, f"{where}.prev_updates", ctx.grads)
+        signs = [g * p for g, p in zip(leaves, prev)]
+        sizes = [ops.where(s == 0, size, ops.clip(size * ops.where(s > 0, eta_plus, eta_minus),
+                                                  lo, hi)) for s, size in zip(signs, sizes)]
+        steps = [ops.where(s < 0, ops.zeros_like(g), size * ops.sign(g))
+                 for s, g, size in zip(signs, leaves, sizes)]
+        out = [ops.where(s < 0, ops.zeros_like(p), p) for s, p in zip(signs, prev)]
+        return out, ScaleByRpropState(_rebuild(ctx.grads, sizes), _rebuild(ctx.grads, steps))
+
+    return GradientTransformation(who, init, apply, "ScaleByRpropState")
