@@ -541,14 +541,15 @@ def _cond_reach(params, out_flags):
     return [False] + ops + consts
 
 
-def _differentiated_cond(params, in_flags):
+def _differentiated_cond(params, in_flags, settle=False):
     """Each branch with its custom calls as differentiated where the flagged operands and
     its constants carry a derivative (the index never does)."""
     branches = params["branches"]
     n = len(branches[0].invars)
     ops, start, found = list(in_flags[1:n + 1]), n + 1, []
     for graph, m in zip(branches, params["num_consts"]):
-        found.append(differentiated_graph(graph, ops + list(in_flags[start:start + m])))
+        found.append(differentiated_graph(graph, ops + list(in_flags[start:start + m]),
+                                          settle=settle))
         start += m
     if all(a is b for a, b in zip(found, branches)):
         return None

@@ -99,7 +99,7 @@ def _no_vjp(cts, outs, *values, _saved=None, fn, avals, vmap_method):
     raise TypeError(_NO_DERIVATIVE.format(name=fn.__name__))
 
 
-def _no_tangent(tangents, outs, *values, fn, avals, vmap_method):
+def _no_jvp(primals, tangents, *, fn, avals, vmap_method):
     raise TypeError(_NO_DERIVATIVE.format(name=fn.__name__))
 
 
@@ -123,5 +123,5 @@ def _vmap(values, batched, B, *, fn, avals, vmap_method):
 
 
 pure_callback_p = Primitive(
-    "pure_callback", _impl, _no_vjp, multiple_results=True, tangent=_no_tangent, vmap=_vmap,
+    "pure_callback", _impl, _no_vjp, multiple_results=True, jvp=_no_jvp, vmap=_vmap,
     doc="pure_callback(*arrays, fn, avals, vmap_method): fn's arrays, each time it runs.")

@@ -427,7 +427,7 @@ def _sharing_inputs(fun, rule, rule_consts):
     return both_fun, both_rule, rule_consts
 
 
-def _differentiated_call(params, in_flags):
+def _differentiated_call(params, in_flags, settle=False):
     """A custom call's `differentiated` rule: where its inputs carry a derivative, it computes
     fwd's output (custom_vjp) or its jvp rule's primal output (custom_jvp), as JAX's: the
     graph traced beside fun."""

@@ -668,12 +668,12 @@ def _grad_vmap(values, batched, B, *, body, num_carry, num_cts, given, lanes=Fal
     return outs, [True] * len(outs)
 
 
-def _differentiated_while(params, in_flags):
+def _differentiated_while(params, in_flags, settle=False):
     """The body with its custom calls as differentiated where the flagged inputs (init,
     cond's constants, the body's) carry a derivative. Not cond: as JAX's, it reads the
     primal values, computed as where nothing differentiates them."""
     nc, nq = params["num_carry"], params["num_cond_consts"]
-    body = differentiated_graph(params["body"], in_flags[:nc] + in_flags[nc + nq:], nc)
+    body = differentiated_graph(params["body"], in_flags[:nc] + in_flags[nc + nq:], nc, settle)
     return None if body is params["body"] else dict(params, body=body)
 
 

@@ -343,10 +343,10 @@ def replay(graph, args, consts, reuse=None):
     return [read(v) for v in graph.outvars]
 
 
-def _differentiated_checkpoint(params, in_flags):
+def _differentiated_checkpoint(params, in_flags, settle=False):
     """The graph with its custom calls as differentiated where the flagged inputs carry a
     derivative."""
-    graph = differentiated_graph(params["graph"], in_flags)
+    graph = differentiated_graph(params["graph"], in_flags, settle=settle)
     return None if graph is params["graph"] else dict(params, graph=graph)
 
 

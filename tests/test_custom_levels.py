@@ -323,19 +323,30 @@ def test_a_custom_jvp_in_the_linear_code_of_another_rule_is_transposed_through_i
 
 
 # --- a level that begins and ends inside a trace ----------------------------------------------
-def _inner_levels(lib, jnp, lax, checkpoint):
-    """Functions h -> value whose value comes from a grad, vjp or jvp taken on h inside
-    them: the custom call belongs to that inner level, so a derivative of h's function from
-    outside differentiates its rule's primal operations (fwd's), never its rule."""
+def _python_scan(f, init, xs, length):
+    carry = init
+    for _ in range(length):
+        carry, _ = f(carry, None)
+    return carry, None
+
+
+def _inner_levels(lib, jnp, lax, checkpoint, scan=None):
+    """Functions h -> value whose value comes from a grad, vjp or jvp taken inside them: a
+    custom call that level differentiates belongs to it, so a derivative of h's function
+    from outside differentiates its rule's primal operations (fwd's), never its rule; a call
+    of h alone inside it (none of that level's inputs reach it) keeps its rule for the
+    derivative from outside, and computes its function. `scan`: lax.scan, or the Python
+    loop (the oracle, eagerly)."""
+    scan = scan or (lambda f, init, xs, length: lax.scan(f, init, xs, length=length))
     cj = lib.custom_jvp(lambda z: jnp.sin(z))
     cj.defjvp(lambda p, t: (jnp.sin(p[0]), 2.0 * p[0] * t[0]))  # not sin's derivative
     cv = lib.custom_vjp(lambda z: jnp.sin(z))
-    cv.defvjp(lambda z: (jnp.sin(z), z), lambda z, g: (3.0 * z * g,))  # nor this
-    v = jnp.asarray([0.5, 1.5])
+    cv.defvjp(lambda z: (1.5 * jnp.sin(z), z), lambda z, g: (3.0 * z * g,))  # nor fwd fun
+    v, x0 = jnp.asarray([0.5, 1.5]), jnp.asarray([0.3, -0.8])
     tangent_of = lambda f: lambda h: lib.jvp(f, (h,), (v,))  # noqa: E731
 
     def scanned(step):
-        return lambda z: lax.scan(lambda c, _: (step(c), None), z, None, length=2)[0]
+        return lambda z: scan(lambda c, _: (step(c), None), z, None, 2)[0]
 
     def value(f):
         return lambda h: lib.value_and_grad(lambda z: jnp.sum(f(z) ** 2))(h)[0] * h
@@ -352,6 +363,12 @@ def _inner_levels(lib, jnp, lax, checkpoint):
         "jvp of a grad": lambda h: tangent_of(lib.grad(lambda z: jnp.sum(cj(z) ** 2)))(h)[0],
         "value_and_grad": value(cv),
         "value_and_grad of a scan": value(scanned(cv)),
+        "grad of a scan reading h's call": lambda h: lib.grad(lambda x: jnp.sum(
+            scanned(lambda s: s * cv(h) + s * s)(x)))(x0),
+        "jvp of a scan reading h's call": lambda h: lib.jvp(
+            scanned(lambda s: s * cj(h) + s * s), (x0,), (v,))[1],
+        "the value of a scan reading h's call": lambda h: lib.value_and_grad(lambda x: jnp.sum(
+            scanned(lambda s: s * cv(h) + s * s)(x)))(x0)[0] * h,
     }
 
 
@@ -362,9 +379,10 @@ _INNER = list(_inner_levels(sl, sl.numpy, sl.lax, sl.checkpoint))
 @pytest.mark.parametrize("name", _INNER)
 def test_a_level_inside_a_trace_leaves_its_calls_to_the_levels_around(name, where):
     """The gradient through a value that a jvp or value_and_grad inside a scan body (vmap,
-    checkpoint) computed from a custom call: its eager Python loop's (which is JAX's, below),
-    not the custom rule's, which that inner level alone may use."""
+    checkpoint) computed with custom calls: the Python loop's (which is JAX's, below),
+    where the inner level's rule was applied by that level alone."""
     o = _inner_levels(sl, sl.numpy, sl.lax, sl.checkpoint)[name]
+    oracle = _inner_levels(sl, sl.numpy, sl.lax, sl.checkpoint, scan=_python_scan)[name]
     loss = lambda h: sl.numpy.sum(h ** 2)  # noqa: E731
     wrapped = {
         "scan body": lambda h: sl.scan(lambda c, _: (o(c), None), h, None, length=1)[0],
@@ -374,7 +392,8 @@ def test_a_level_inside_a_trace_leaves_its_calls_to_the_levels_around(name, wher
                                                 length=1)[0],
     }[where]
     x = sl.tensor([0.7, -0.3])
-    close(sl.grad(lambda h: loss(wrapped(h)))(x), sl.grad(lambda h: loss(o(h)))(x), 1e-12)
+    close(wrapped(x), oracle(x), 1e-12)
+    close(sl.grad(lambda h: loss(wrapped(h)))(x), sl.grad(lambda h: loss(oracle(h)))(x), 1e-12)
 
 
 def test_a_level_inside_a_trace_against_jax():

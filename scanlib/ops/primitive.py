@@ -95,11 +95,14 @@ class Primitive:
     result zeros as its stand-in instead of running the impl on stand-ins (ops/shapes.py).
     Elementwise primitives default to NumPy broadcasting.
 
-    `differentiated(params, in_flags) -> params | None`: the equation's params where the
-    inputs flagged carry a derivative, when it computes otherwise there: a custom call
-    computes its rule's primal output (fwd's), as JAX's; a loop, cond or checkpoint, its
+    `differentiated(params, in_flags, settle=False) -> params | None`: the equation's params
+    where the inputs flagged carry a derivative, when it computes otherwise there: a custom
+    call computes its rule's primal output (fwd's), as JAX's; a loop, cond or checkpoint, its
     graphs with those calls so (graph.differentiated_graph). bind applies it to an
-    equation recorded on the tape, forward mode to one with tangents. `depends(params,
+    equation recorded on the tape, forward mode to one with tangents. With settle (the
+    level that differentiated it has ended inside the trace holding it, tape/levels.py
+    `settle`), the calls so reached in the graphs become their functions' equations, and a
+    scan drops what only that level's walk reads (`_lin`). `depends(params,
     in_flags) -> out_flags`: which outputs depend on the flagged inputs along the graphs' own
     paths (a loop's; without it, all), for graph.dependent_values.
     `keep_residuals(params, traced) -> (key, params, extra outputs) | None`: the equation
@@ -108,9 +111,6 @@ class Primitive:
     its residuals, so that the forward saves them and its VJP does not run its forward
     again. The extra outputs are (shape, dtype, hint); `key` is the object they follow from
     (scan's linearization), held by the new params: the same key, the same outputs.
-    `settled(params) -> params`: an equation whose graphs have just been rewritten because
-    the level that differentiated it ended inside the trace holding it (tape/levels.py
-    `settle`), without what only that level's walk reads (scan's `_lin`).
     `effect`: the primitive is run for what it does, not for its result (debug printing):
     dead-code elimination keeps its equations (graph.used_vars), and a loop runs them at every
     step, never once for all steps; so too an equation with one in a graph among its params
@@ -127,7 +127,7 @@ class Primitive:
                  linear=False, tangent=None, jvp=None, vmap=None, vmap_flags=None,
                  bind_recorded=None, rebinding=None, effect=False, promote=None,
                  inexact=False, keeps_weak=True, shape_of=None, own_level=None,
-                 differentiated=None, depends=None, keep_residuals=None, settled=None):
+                 differentiated=None, depends=None, keep_residuals=None):
         self.name = self.__name__ = self.__qualname__ = name
         if doc:
             self.__doc__ = doc
@@ -161,7 +161,6 @@ class Primitive:
         # out_flags: see the class docstring.
         self.differentiated, self.depends = differentiated, depends
         self.keep_residuals = keep_residuals
-        self.settled = settled
 
     def __call__(self, *args, **params):
         return bind(self, *args, **params)

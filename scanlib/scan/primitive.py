@@ -324,14 +324,17 @@ def _reach_scan(params, out_flags):
     return loop_reach(body, nc, out_flags)
 
 
-def _differentiated_scan(params, in_flags):
+def _differentiated_scan(params, in_flags, settle=False):
     """The body with its custom calls as differentiated where the flagged inputs (carries,
     xs, constants) carry a derivative. A scan bound with its residuals (`_lin`) runs its
-    linearization's body, made from such a body already."""
-    if params.get("_lin") is not None:
+    linearization's body, made from such a body for the inputs its level differentiated;
+    where other inputs reach other calls (a level around it: the custom call of an outer
+    carry inside a gradient taken in a scan body), or where settled, it becomes a plain scan
+    of that body (its residuals more ys), which the levels around linearize afresh."""
+    body = differentiated_graph(params["body"], in_flags, params["num_carry"], settle)
+    if body is params["body"]:
         return None
-    body = differentiated_graph(params["body"], in_flags, params["num_carry"])
-    return None if body is params["body"] else dict(params, body=body)
+    return {**{k: v for k, v in params.items() if k != "_lin"}, "body": body}
 
 
 def _depends_scan(params, in_flags):
@@ -388,19 +391,12 @@ def _rebinding(params):
     return (id(params["body"]), loop), extends
 
 
-def _settled_scan(params):
-    """A scan bound with its residuals for a level that has ended (tape/levels.py settle):
-    a plain scan of the same body, its residuals more ys, which the levels around
-    linearize afresh, their custom calls now their functions' operations."""
-    return {k: v for k, v in params.items() if k != "_lin"}
-
-
 scan_p = Primitive("scan", _scan_impl, _scan_vjp, multiple_results=True, prune=_prune_scan,
                    reach=_reach_scan, differentiated=_differentiated_scan,
                    depends=_depends_scan, keep_residuals=_bound_with_residuals,
                    jvp=jvp.scan_jvp, vmap=batching.scan_vmap,
                    vmap_flags=batching.scan_vmap_flags, bind_recorded=_bind_recorded,
-                   rebinding=_rebinding, settled=_settled_scan)
+                   rebinding=_rebinding)
 
 
 def _mode(interpret, sum_carries=(), compiler="numpy"):

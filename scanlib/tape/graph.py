@@ -439,34 +439,63 @@ def reached_inputs(graph: Graph, out_flags, num_carry=0, carries=None):
     raise AssertionError("reached_inputs: fixpoint not reached")
 
 
-def differentiated_graph(graph: Graph, in_flags, num_carry=0) -> Graph:
+def differentiated_graph(graph: Graph, in_flags, num_carry=0, settle=False) -> Graph:
     """graph as it computes where the inputs flagged in `in_flags` (invars, then constvars)
     carry a derivative: an equation reading one (see dependent_values) takes its
     primitive's `differentiated` params, as the Python loop's custom_jvp call takes its
     rule's primal output where an input requires grad. With num_carry, graph is a loop body
-    (see dependent_values). Returns graph itself where nothing changes."""
-    key = (tuple(in_flags), num_carry)
+    (see dependent_values). With settle, a custom call so reached becomes its function's
+    equations (`settled_call`), at every depth: the level that differentiated it has ended
+    (tape/levels.py settle); the calls not reached stay calls, with their rules. Returns
+    graph itself where nothing changes."""
+    key = (tuple(in_flags), num_carry, settle)
     memo = graph.__dict__.setdefault("_differentiated", {})
     if key not in memo:
-        memo[key] = _differentiated_graph(graph, in_flags, num_carry)
+        memo[key] = _differentiated_graph(graph, in_flags, num_carry, settle)
     return memo[key]
 
 
-def _differentiated_graph(graph, in_flags, num_carry):
+def _differentiated_graph(graph, in_flags, num_carry, settle):
     reached = dependent_values(graph, in_flags, num_carry)[1]
-    eqns, changed = [], False
+    eqns, renamed, changed = [], {}, False
     for eqn in graph.eqns:
+        invars = [renamed.get(v, v) for v in eqn.invars]
         params = None
-        if eqn.prim.differentiated is not None:
-            eqn_flags = [isinstance(v, Var) and v in reached for v in eqn.invars]
-            if any(eqn_flags):
-                params = eqn.prim.differentiated(eqn.params, eqn_flags)
-        changed |= params is not None
-        eqns.append(eqn if params is None else Eqn(eqn.prim, eqn.invars, params, eqn.outvars))
+        eqn_flags = [isinstance(v, Var) and v in reached for v in eqn.invars]
+        if eqn.prim.differentiated is not None and any(eqn_flags):
+            params = eqn.prim.differentiated(eqn.params, eqn_flags, settle=settle)
+            if settle:
+                found = settled_call(eqn.prim, params or eqn.params, invars)
+                if found is not None:
+                    eqns += found[0]
+                    renamed.update(zip(eqn.outvars, found[1]))
+                    changed = True
+                    continue
+        if params is None and invars == eqn.invars:
+            eqns.append(eqn)
+        else:
+            changed = True
+            eqns.append(Eqn(eqn.prim, invars, params or eqn.params, eqn.outvars))
     if not changed:
         return graph
-    return Graph(graph.invars, graph.constvars, graph.consts, eqns, graph.outvars, graph.name,
-                 graph.device)
+    return Graph(graph.invars, graph.constvars, graph.consts, eqns,
+                 [renamed.get(v, v) for v in graph.outvars], graph.name, graph.device)
+
+
+def settled_call(prim, params, invars):
+    """A custom call (custom_vjp, custom_jvp; not an `exact` one, whose rule holds at every
+    level) whose level has ended, as its function's equations on invars with fresh Vars:
+    (the equations, the Vars of its outputs); None for any other equation."""
+    if prim.own_level not in ("vjp", "jvp") or getattr(params.get("rules"), "exact", False):
+        return None
+    fun = params["fun"]
+    env = dict(zip(fun.invars + fun.constvars, invars, strict=True))
+    eqns = []
+    for e in fun.eqns:
+        outs = [Var(v.shape, v.dtype, v.hint) for v in e.outvars]
+        env.update(zip(e.outvars, outs))
+        eqns.append(Eqn(e.prim, [env.get(v, v) for v in e.invars], e.params, outs))
+    return eqns, [env.get(v, v) for v in fun.outvars]
 
 
 def dependent_values(graph: Graph, in_flags, num_carry=0):

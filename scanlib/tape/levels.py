@@ -29,7 +29,7 @@ import contextlib
 import weakref
 
 from . import state
-from .graph import Eqn, Graph, Var
+from .graph import Eqn, Var, settled_call
 from .tensor import Tensor
 
 
@@ -132,65 +132,34 @@ def settle(builder, outs):
     builder's): its level began inside that trace, since a trace's own values require grad
     only through a grad, vjp or jvp running in it, so it ends there too. Every later
     differentiation of the trace's graph (a scan body's, vmap's) is of a level around it,
-    which must differentiate the computation the rule's level ran, as JAX's: a custom call
-    becomes its differentiated function's operations (the jvp rule's primal output, fwd's),
-    and a loop, checkpoint or cond the same throughout its graphs. The node keeps its rule
-    for its own level's walk. A call in a custom_jvp rule's linear code (a transpose level)
-    is left as it is."""
+    which must differentiate what that level's rule differentiated as operations, as JAX's:
+    a custom call reached from the inputs that require grad becomes its differentiated
+    function's equations (the jvp rule's primal output, fwd's), and so do those of a loop,
+    checkpoint or cond, at every depth (graph.differentiated_graph with settle); a call no
+    such input reaches keeps its rule. The node keeps its own params for its level's walk.
+    Not for a node of several levels (MIXED: the walk raises), nor a call in a custom_jvp
+    rule's linear code (a transpose level)."""
     node, st = outs[0]._node, state.STATE
     if (node is None or node.level is None or node.level.transpose or node in OUTER
-            or st.walking is not None or st.rule_level is not None
+            or node in MIXED or st.walking is not None or st.rule_level is not None
             or builder.process_primitive is not None or builder.whole_call
             or not builder.eqns or builder.eqns[-1].outvars[0] is not outs[0]._var):
         return
-    eqns, renamed = _settled(builder.eqns[-1:])
+    eqn, prim = builder.eqns[-1], node.prim
+    flags = [type(x) is Tensor and x.requires_grad for x in node.inputs]
+    params = prim.differentiated(eqn.params, flags, settle=True) if prim.differentiated else None
+    found = settled_call(prim, params or eqn.params, eqn.invars)
+    if found is None:
+        if params is not None:
+            builder.eqns[-1] = Eqn(prim, eqn.invars, params, eqn.outvars)
+        return
+    eqns, outvars = found
+    if not all(isinstance(v, Var) for v in outvars):
+        return  # a constant output: the call stays as it was
     builder.eqns[-1:] = eqns
+    renamed = dict(zip(eqn.outvars, outvars))
     for t in outs:
         t._var = renamed.get(t._var, t._var)
-
-
-def _settled(eqns):
-    """eqns with each call whose rule holds for one level replaced by what it computes where
-    differentiated (see settle); (the new equations, {old Var: the Var now holding it})."""
-    renamed, out = {}, []
-    for e in eqns:
-        ins = [renamed.get(v, v) for v in e.invars]
-        own = e.prim.own_level
-        if own in ("vjp", "jvp") and holds(e.prim, e.params):
-            differentiated = e.prim.differentiated
-            found = differentiated(e.params, [True] * len(ins)) if differentiated else None
-            fun = (found or e.params)["fun"]
-            inner = dict(zip(fun.invars + fun.constvars, ins, strict=True))
-            for f in fun.eqns:
-                outvars = [Var(v.shape, v.dtype, v.hint) for v in f.outvars]
-                inner.update(zip(f.outvars, outvars))
-                out.append(Eqn(f.prim, [inner.get(v, v) for v in f.invars], f.params, outvars))
-            renamed.update(zip(e.outvars, [inner.get(v, v) for v in fun.outvars]))
-        elif own == "graphs" and holds(e.prim, e.params):
-            params = _settled_params(e.params)
-            if e.prim.settled is not None:
-                params = e.prim.settled(params)
-            out.append(Eqn(e.prim, ins, params, e.outvars))
-        else:
-            out.append(e if ins == e.invars else Eqn(e.prim, ins, e.params, e.outvars))
-    return out, renamed
-
-
-def _settled_graph(g):
-    eqns, renamed = _settled(g.eqns)
-    return Graph(g.invars, g.constvars, g.consts, eqns, [renamed.get(v, v) for v in g.outvars],
-                 g.name, g.device)
-
-
-def _settled_params(params):
-    found = {}
-    for k, v in params.items():
-        if hasattr(v, "eqns"):
-            v = _settled_graph(v)
-        elif isinstance(v, (tuple, list)) and any(hasattr(g, "eqns") for g in v):
-            v = type(v)(_settled_graph(g) if hasattr(g, "eqns") else g for g in v)
-        found[k] = v
-    return found
 
 
 def level_of(inputs):
