@@ -20,7 +20,7 @@ enclosing levels (`at_enclosing_levels`). Inside a loop body every call takes th
 level; where that cannot be JAX's (MIXED, and a custom call made by another's rule there),
 the walk raises NotImplementedError rather than give another number.
 
-Imports tape.state and tape.tensor.
+Imports tape.state, tape.graph and tape.tensor.
 """
 
 from __future__ import annotations
