@@ -8,6 +8,8 @@ Imports backends, tape, ops and scan.primitive (the layers below scanlib/__init_
 
 from __future__ import annotations
 
+import contextlib
+
 import time
 import warnings
 
@@ -286,7 +288,7 @@ def _while_vjp(cts, outs, *inputs, _saved, cond, body, num_carry, num_cond_const
     given = tuple(c is not None for c in cts[:nc])
     ct = [_ct_or_zeros(c, v, inputs) for c, v in zip(cts[:nc], body.outvars[:nc])]
     primals = list(inputs[:nc]) + list(inputs[nc + nq:]) + [n]
-    g = _scan_grads(ct, primals, body, nc, (nc,), (given,))
+    g = _scan_grads(ct, primals, body, nc, (nc,), (given,), wrt=_differentiated_inputs(primals))
     # Inputs no path from a present cotangent reaches get none (the derivative gives zeros).
     reached = _reached_in_n_steps(body, nc, list(given), count)
     g = [x if r else None for x, r in zip(g[:-1], reached)]
@@ -329,16 +331,27 @@ def _ct_or_zeros(ct, like, inputs):
     return ct if ct is not None else zeros(like.shape, like.dtype, device)
 
 
-def _scan_grads(ct, primals, body, nc, num_cts, given, lanes=False):
+def _scan_grads(ct, primals, body, nc, num_cts, given, lanes=False, wrt=None):
     """Bind the derivative primitive on (ct, primals); one cotangent per primal (None for an
     integer one). given[k][i]: whether the i-th cotangent of level k is present. `lanes`:
-    every input has a batch axis first and n holds each lane's trip count (vmap's)."""
+    every input has a batch axis first and n holds each lane's trip count (vmap's). `wrt`:
+    see _derivative."""
+    extra = ({"lanes": True} if lanes else {}) | ({"wrt": wrt} if wrt is not None else {})
     found = iter(while_grad_p(*ct, *primals, body=body, num_carry=nc, num_cts=num_cts,
-                              given=given, **({"lanes": True} if lanes else {})))
+                              given=given, **extra))
     return [next(found) if is_differentiable_dtype(x.dtype) else None for x in primals]
 
 
-def _grad_impl(*values, body, num_carry, num_cts, given, lanes=False):
+def _differentiated_inputs(primals):
+    """The first level's `wrt` (see _derivative): which primals its walk differentiates (a
+    trace's values require grad only for a derivative taken in that trace), or None where
+    that is all the float ones."""
+    flags = tuple(isinstance(x, Tensor) and x.requires_grad for x in primals)
+    floats = tuple(is_differentiable_dtype(x.dtype) for x in primals)
+    return None if flags == floats or not any(flags) else (flags,)
+
+
+def _grad_impl(*values, body, num_carry, num_cts, given, lanes=False, wrt=None):
     """D_k(values), k = len(num_cts): D_0(init, consts, n) is the carry after n steps of
     body, and D_k(ct, x) = vjp(D_(k-1), x)(ct), where ct has num_cts[0] entries."""
     primals = values[num_cts[0]:]
@@ -348,12 +361,15 @@ def _grad_impl(*values, body, num_carry, num_cts, given, lanes=False):
     xs = [Tensor(v, is_differentiable_dtype(v.dtype)) for v in values]
     with enable_grad(), own_levels():
         return [g._value for g in _derivative(xs, body, num_carry, num_cts, given, False,
-                                              lanes)]
+                                              lanes, wrt)]
 
 
-def _derivative(xs, body, nc, num_cts, given, create_graph, lanes=False):
+def _derivative(xs, body, nc, num_cts, given, create_graph, lanes=False, wrt=None):
     """D_k(xs) on Tensors (see _grad_impl), differentiable when create_graph; an absent
-    cotangent (given False) seeds nothing."""
+    cotangent (given False) seeds nothing. wrt[j], where given: the primals the walk of
+    level j differentiates (the others are constants to it, as to JAX's inner trace: a
+    custom call of them alone is left to the levels around, which apply its rule); None
+    (or no wrt): all."""
     if not num_cts:
         init, consts, n = xs[:nc], xs[nc:-1], xs[-1]
         if lanes:
@@ -362,10 +378,20 @@ def _derivative(xs, body, nc, num_cts, given, create_graph, lanes=False):
         return apply_scan(body, init, [], consts, n, False,
                           compiler=default_compiler()) if n else list(init)
     ct, primals = xs[:num_cts[0]], xs[num_cts[0]:]
+    own = wrt[0] if wrt else None
     # each D_k is a level of its own: a custom_vjp in the body is differentiated by its bwd
-    # in D_1's walk only, and through fwd in the walks of the D_k around it (tape.levels)
-    with watching("while_loop_vjp", primals) as level:
-        outs = _derivative(primals, body, nc, num_cts[1:], given[1:], True, lanes)
+    # in D_1's walk only, and through fwd in the walks of the D_k around it (tape.levels).
+    # The primals outside `own` belong to the levels around: in the outermost walk, where
+    # none is running, a level of their own stands for those (so a call of them alone is
+    # not this walk's to apply its rule to); inside, the walk around holds them already.
+    others = [x for x, w in zip(primals, own) if not w] if own is not None else []
+    with contextlib.ExitStack() as stack:
+        if others and not create_graph:
+            stack.enter_context(watching("while_loop_constants", others))
+        watched = primals if own is None else [x for x, w in zip(primals, own) if w]
+        level = stack.enter_context(watching("while_loop_vjp", watched))
+        outs = _derivative(primals, body, nc, num_cts[1:], given[1:], True, lanes,
+                           wrt[1:] if wrt else None)
     targets = [x for x in primals if is_differentiable_dtype(x.dtype)]
     return walk_back(outs, ct, given[0], targets, create_graph, level)
 
@@ -384,13 +410,16 @@ def walk_back(outs, ct, given, targets, create_graph=False, level=None):
             for g, x in zip(found, targets)]
 
 
-def _grad_vjp(cts, outs, *xs, _saved, body, num_carry, num_cts, given, lanes=False):
+def _grad_vjp(cts, outs, *xs, _saved, body, num_carry, num_cts, given, lanes=False, wrt=None):
     if all(c is None for c in cts):
         return [None] * len(xs)
     diff = [x for x in xs[num_cts[0]:] if is_differentiable_dtype(x.dtype)]
     ct = [c if c is not None else zeros(x.shape, x.dtype, x.device) for c, x in zip(cts, diff)]
+    new = _differentiated_inputs(list(xs))
+    if new is not None or wrt is not None:
+        new = (new[0] if new else None,) + (tuple(wrt) if wrt else (None,) * len(num_cts))
     g = _scan_grads(ct, list(xs), body, num_carry, (len(diff),) + tuple(num_cts),
-                    (tuple(c is not None for c in cts),) + tuple(given), lanes)
+                    (tuple(c is not None for c in cts),) + tuple(given), lanes, new)
     # Inputs no present cotangent reaches get none: the derivative's zeros for them would
     # reach the loop's partials as present cotangents (0 * inf at second order).
     reached = _reach_grad(dict(body=body, num_carry=num_carry, num_cts=num_cts, given=given),
@@ -573,8 +602,9 @@ def _lanes_vjp(cts, outs, *inputs, _saved, cond, body, num_carry, num_cond_const
     k_lanes = [x if f else broadcast_batch(x, size) for x, f in zip(k, k_b)]
     given = tuple(c is not None for c in cts[:nc])
     ct = [_ct_or_zeros(c, o, inputs) for c, o in zip(cts[:nc], inputs[:nc])]
-    g = _scan_grads(ct, list(inputs[:nc]) + k_lanes + [counts], body, nc, (nc,), (given,),
-                    lanes=True)[:-1]
+    primals = list(inputs[:nc]) + k_lanes + [counts]
+    g = _scan_grads(ct, primals, body, nc, (nc,), (given,), lanes=True,
+                    wrt=_differentiated_inputs(primals))[:-1]
     g = g[:nc] + [x if f or x is None else ops.sum(x, axis=0) for x, f in zip(g[nc:], k_b)]
     reached = _reached_in_n_steps(body, nc, list(given))
     g = [x if r else None for x, r in zip(g, reached)]
@@ -647,7 +677,8 @@ def _copies_cost_more(values, batched):
     return shared > _SHARED_PER_OWN * max(own, 1)
 
 
-def _grad_vmap(values, batched, B, *, body, num_carry, num_cts, given, lanes=False):
+def _grad_vmap(values, batched, B, *, body, num_carry, num_cts, given, lanes=False,
+               wrt=None):
     """vmap of a while_loop's derivative: each example's own, every input given the batch
     axis (a gradient per example, also of what the examples share) and n each lane's trip
     count, computed by replaying the lanes (replay_lanes); or once per example, where the
@@ -658,13 +689,13 @@ def _grad_vmap(values, batched, B, *, body, num_carry, num_cts, given, lanes=Fal
         size = next(x.shape[1] if b else x.shape[0] for x, b in zip(values, batched))
         merged = [_merge_lanes(x, b, True, B, size) for x, b in zip(values, batched)]
         outs = while_grad_p(*merged, body=body, num_carry=num_carry, num_cts=num_cts,
-                            given=given, lanes=True)
+                            given=given, lanes=True, **({"wrt": wrt} if wrt else {}))
         return [_split_lanes(x, B, size) for x in outs], [True] * len(outs)
     if _copies_cost_more(values, batched):
         return None  # once per example: the lanes' copies of shared values would cost more
     values = [x if b else broadcast_batch(x, B) for x, b in zip(values, batched)]
     outs = while_grad_p(*values, body=body, num_carry=num_carry, num_cts=num_cts, given=given,
-                        lanes=True)
+                        lanes=True, **({"wrt": wrt} if wrt else {}))
     return outs, [True] * len(outs)
 
 

@@ -94,11 +94,11 @@ def _loop_keeping_tape(*values, cond, body, num_carry, num_cond_consts, max_step
             + [(inputs, outs)])
 
 
-def _vjp_from_tape(*values, body, num_carry, num_cts, given):
+def _vjp_from_tape(*values, body, num_carry, num_cts, given, wrt=None):
     """while_grad_p's first-order outputs (one cotangent per differentiable primal, zeros
     where none arrives, None where nothing reads it), walking back through the tape
     _loop_keeping_tape kept."""
-    del body, num_cts
+    del body, num_cts, wrt  # the loop's tape marks what requires grad (`wanted`)
     inputs, outs = values[-1]
     cts = [Tensor(c) for c in values[:num_carry]]
     with enable_grad(), own_levels():

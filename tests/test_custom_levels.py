@@ -408,3 +408,34 @@ def test_a_level_inside_a_trace_against_jax():
             got = sl.grad(lambda h, f=o: sl.numpy.sum(
                 sl.scan(lambda c, _: (f(c), None), h, None, length=1)[0] ** 2))(sl.tensor(x))
             close(got, want, 1e-12)
+
+
+@pytest.mark.parametrize("outer", ["grad", "jacfwd"])
+def test_a_while_loops_derivative_leaves_a_call_of_an_outer_value_to_the_outer_level(outer):
+    """A jvp of a while_loop whose body calls a custom function of an outer value, under
+    vmap, differentiated from outside: the while_loop's derivative watches only what its
+    own level differentiates, so the outer level applies the call's rule (as JAX, and the
+    Python loop). In a scan body, where the body's level would have to be told apart, it
+    raises, as outside any trace."""
+    cj = sl.custom_jvp(lambda z: sl.sin(z))
+    cj.defjvp(lambda p, t: (sl.sin(p[0]), 2.0 * p[0] * t[0]))  # not sin's derivative
+    x0, v = sl.tensor([0.3, -0.8]), sl.tensor([0.5, 1.5])
+
+    def inner(h, loop):
+        return sl.jvp(lambda x: loop(lambda c: c * cj(h) + c * c, x), (x0,), (v,))[1]
+
+    def while_loop(f, x):
+        return sl.while_loop(lambda c: c[1] < 2, lambda c: (f(c[0]), c[1] + 1), (x, 0))[0]
+
+    def python_loop(f, x):
+        return f(f(x))
+
+    transform = getattr(sl, outer)
+    x = sl.tensor([0.7, -0.3])
+    want = transform(lambda h: sl.sum(inner(h, python_loop) ** 2))(x)
+    close(want, [3.37599134, 19.35170492], 1e-8)  # JAX's
+    got = transform(lambda h: sl.sum(sl.vmap(lambda h: inner(h, while_loop))(h[None])[0] ** 2))(x)
+    close(got, want, 1e-12)
+    with pytest.raises(NotImplementedError, match="two nested derivatives"):
+        transform(lambda h: sl.sum(sl.scan(lambda c, _: (inner(c, while_loop), None), h, None,
+                                           length=1)[0] ** 2))(x)
