@@ -454,8 +454,8 @@ def _lu_factors(lu):
     return ew.add(tril(lu, -1), eye), triu(lu)
 
 
-def _rows(x, perm):
-    """x[..., perm, :]: the rows of each matrix in x in perm's order."""
+def take_rows(x, perm):
+    """x[..., perm, :]: the rows of each matrix in x in perm's order (also lu_solve's)."""
     return take_along_axis(x, ew.astype(perm, dtype=np.dtype(np.intp))[..., None], axis=-2)
 
 
@@ -474,14 +474,14 @@ def _lu_vjp(cts, outs, a, _saved=None):
     y = triangular_solve_p(_mT(lu), x_bar, lower=False, unit_diagonal=True)  # L^-T x_bar
     z = _mT(triangular_solve_p(lu, _mT(y), lower=False, unit_diagonal=False))  # y U^-T
     inverse = argsort(perm, axis=-1)
-    return (_rows(z, inverse),)
+    return (take_rows(z, inverse),)
 
 
 def _lu_tangent(ts, outs, a):
     """d lu = L tril(X, -1) + triu(X) U, X = L^-1 d a[perm] U^-1 (JAX's lu JVP)."""
     lu, _, perm = outs
     l, u = _lu_factors(lu)
-    la = triangular_solve_p(lu, _rows(ts[0], perm), lower=True, unit_diagonal=True)
+    la = triangular_solve_p(lu, take_rows(ts[0], perm), lower=True, unit_diagonal=True)
     x = _mT(triangular_solve_p(_mT(lu), _mT(la), lower=True, unit_diagonal=False))
     return [ew.add(matmul_p(l, tril(x, -1)), matmul_p(triu(x), u)), None, None]
 

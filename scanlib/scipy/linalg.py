@@ -17,11 +17,11 @@ from ..linalg import cho_solve, det, inv, solve_triangular
 
 from ..ops import elementwise as ew
 from ..ops.decompositions import (cholesky_unsymmetrized_p, lu_p, lu_pivots_to_permutation_p,
-                                  triangular_solve_p)
+                                  take_rows, triangular_solve_p)
 from ..ops.expm import expm_p
 from ..ops import eye, matmul, one_hot, tril, triu
 from ..ops.functions import as_tensor, concatenate, swapaxes, where
-from ..ops.gathers import argsort, take, take_along_axis
+from ..ops.gathers import argsort, take
 from ..ops.promotion import result_type
 from ..tape import Tensor
 
@@ -230,20 +230,16 @@ def lu_solve(lu_and_piv: tuple[Any, Any], b, trans: int = 0, overwrite_b: bool =
         b = b[..., None]
     dtype = result_type(lu_, b)
     lu_, b = ew.astype(lu_, dtype=dtype), ew.astype(b, dtype=dtype)
-    perm = ew.astype(lu_pivots_to_permutation_p(piv, n=n), dtype=np.dtype(np.intp))
+    perm = lu_pivots_to_permutation_p(piv, n=n)
     if trans in (0, "N"):
-        x = _take_rows(b, perm)
+        x = take_rows(b, perm)
         x = triangular_solve_p(lu_, x, lower=True, unit_diagonal=True)
         x = triangular_solve_p(lu_, x, lower=False, unit_diagonal=False)
     else:  # a[perm] = L U, so a.T = U.T L.T P: solve U.T, then L.T, then undo the rows
         x = triangular_solve_p(_mT(lu_), b, lower=True, unit_diagonal=False)
         x = triangular_solve_p(_mT(lu_), x, lower=False, unit_diagonal=True)
-        x = _take_rows(x, argsort(perm, axis=-1))
+        x = take_rows(x, argsort(perm, axis=-1))
     return x[..., 0] if vector else x
-
-
-def _take_rows(x, rows):
-    return take_along_axis(x, rows[..., None], axis=-2)
 
 
 def lu(a, permute_l: bool = False, overwrite_a: bool = False, check_finite: bool = True):
