@@ -669,6 +669,36 @@ def test_sigmoid_out_impl_is_its_impl_even_into_its_input(backend):
         np.testing.assert_array_equal(backend.numpy(x), backend.numpy(want), str(dtype))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_sigmoid_short_path_gives_the_bits_of_the_general_one(dtype):
+    """float32 and float64 NumPy arrays take a shorter path (sign(x) for the numerator's
+    choice): the same bits as the arithmetic every other dtype and backend runs, at every
+    edge (signed zeros, infinities, NaNs, subnormals, the largest finite values), through a
+    view, and written into its own input."""
+    ew = sl.ops.elementwise
+    fi = np.finfo(dtype)
+    edge = [0.0, -0.0, np.inf, -np.inf, np.nan, -np.nan, fi.tiny, -fi.tiny,
+            fi.smallest_subnormal, -fi.smallest_subnormal, fi.max, -fi.max, 1e-8, -1e-8]
+    rng = np.random.default_rng(5)
+    x = np.concatenate([np.array(edge, dtype)] + [
+        (rng.standard_normal(2000) * s).astype(dtype) for s in (1e-6, 1.0, 30.0, 1e3)])
+    bits = np.uint32 if dtype == np.float32 else np.uint64
+
+    def general(x):
+        xp, e, nonnegative = ew._sigmoid_parts(x, x.dtype)
+        out = np.maximum(e, nonnegative)
+        e += 1
+        return np.divide(out, e, out=out)
+
+    with np.errstate(all="ignore"):
+        for v in (x, x.reshape(-1, 2)[:, 1]):
+            want = general(v).view(bits)
+            np.testing.assert_array_equal(ew._sigmoid_impl(v).view(bits), want)
+            np.testing.assert_array_equal(ew._sigmoid_out(v, np.empty_like(v)).view(bits), want)
+            own = v.copy()
+            np.testing.assert_array_equal(ew._sigmoid_out(own, own).view(bits), want)
+
+
 def test_sigmoid_and_silu_match_jax(backend):
     jax, jnp = _jax()
     xs = np.linspace(-100.0, 100.0, 4001)

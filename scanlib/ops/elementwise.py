@@ -178,12 +178,33 @@ def _sigmoid_parts(x, dtype):
     return xp, e, x >= 0
 
 
+# The real floats whose sigmoid takes the short path below: NumPy arrays, out of x's dtype.
+_SIGMOID_FAST = frozenset(map(np.dtype, ("float32", "float64")))
+
+
+def _sigmoid_fast(x, out):
+    """The arithmetic of _sigmoid_out on a float32 or float64 NumPy array, with less Python
+    around it (an LSTM step calls sigmoid three times; on its [32, 128] gates this is 11 us a
+    call, not 13). The numerator is maximum(e, sign(x)), the same values as maximum(e, x >= 0)
+    without a bool array cast in the loop: sign is 1 (x > 0), -1 (x < 0, where e >= 0 wins),
+    0 at x = 0 (where e = 1 wins) and NaN at NaN."""
+    sign = np.sign(x)  # read before out is written: out may be x's buffer
+    e = np.absolute(x)
+    np.negative(e, out=e)
+    np.exp(e, out=e)
+    np.maximum(e, sign, out=out)
+    e += 1
+    return np.divide(out, e, out=out)
+
+
 def _sigmoid_dtype(x):
     return np.result_type(x.dtype, 1.0)  # NumPy 2: float32 stays float32, ints -> float64
 
 
 def _sigmoid_out(x, out):
     """sigmoid written into out, the same arithmetic as its impl."""
+    if type(x) is np.ndarray and x.dtype in _SIGMOID_FAST and out.dtype == x.dtype:
+        return _sigmoid_fast(x, out)
     if _is_complex(x):  # complex: the tanh form (the branches on x < 0 mean nothing there)
         xp = _xp(x)
         xp.multiply(x, 0.5, out=out)
@@ -199,14 +220,16 @@ def _sigmoid_out(x, out):
 
 
 def _sigmoid_impl(x):
-    if _is_complex(x):
-        return (_xp(x).tanh(x * 0.5) + 1) * 0.5
+    if type(x) is np.ndarray and x.ndim and x.dtype in _SIGMOID_FAST:
+        return _sigmoid_fast(x, np.empty(x.shape, x.dtype))
     if type(x) is np.ndarray and x.ndim == 0 and x.dtype.kind == "f":
         # A scalar model's parameter: the same operations on a NumPy scalar of x's dtype
         # (the same ufunc loops, so the same bits), without the buffers: 1 us, not 8.
         v = x[()]
         e = np.exp(-abs(v))
         return np.asarray((e if v < 0 else v.dtype.type(1)) / (e + 1))
+    if _is_complex(x):
+        return (_xp(x).tanh(x * 0.5) + 1) * 0.5
     return _sigmoid_out(x, _xp(x).empty(x.shape, _sigmoid_dtype(x)))
 
 

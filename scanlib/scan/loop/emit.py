@@ -128,6 +128,8 @@ class LoopWriter:
         template = prim.inline_for(eqn.params)
         if template is not None:
             return f"{lhs} = {template.format(*args)}"
+        if prim.ufunc and prim.out_impl is None and not eqn.params:  # impl is this call
+            return f"{lhs} = xp.{prim.ufunc}({', '.join(args)})"
         self.env[f"_f{n}"] = prim.impl
         parts = [*args, f"**_p{n}"] if eqn.params else list(args)  # no inputs: debug_print
         return f"{lhs} = _f{n}({', '.join(parts)})  # {name}"
