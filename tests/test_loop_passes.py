@@ -104,6 +104,16 @@ def lstm(c, x):
 
 
 E6 = sl.tensor(rng0.normal(0, 0.5, (6, 4)))
+U16 = sl.tensor(rng0.normal(0, 0.4, (3, 16)))
+
+
+def lstm_split(c, x):
+    """The LSTM as research code writes it: one product, split into its four gates (the
+    generated code slices them in place of split's call; its backward concatenates)."""
+    h, cell = c
+    i, f, g, o = sl.split(x @ U16 + h @ Wg, 4, axis=-1)
+    cell = sl.sigmoid(f) * cell + sl.sigmoid(i) * sl.tanh(g)
+    return (sl.sigmoid(o) * sl.tanh(cell), cell), o
 
 
 def buffer_rnn(c, x):
@@ -123,6 +133,7 @@ CORPUS = {
     "rnn": (lambda h, x: (sl.tanh(h @ W + x @ U),) * 2, H, X),
     "rnn_readout": (lambda h, x: (sl.tanh(h @ W + x @ U), sl.tanh(h @ W) @ W), H, X),
     "lstm": (lstm, (H, H), X),
+    "lstm_split": (lstm_split, (H, H), X),
     "cumsum": (lambda c, x: (c + x,) * 2, 0.0, np.arange(6.0)),
     "linrec": (lambda h, x: (x[0] * h + x[1], h), np.zeros(3), (np.ones((6, 3)) * 0.5,
                                                                 np.ones((6, 3)))),
@@ -148,8 +159,8 @@ def test_every_stage_means_the_body(name, reverse):
     check_stages(body, nc, reverse)
 
 
-@pytest.mark.parametrize("name", ["rnn", "rnn_readout", "lstm", "acc_sum_h", "linrec",
-                                  "buffer_set", "buffer_read_add", "step_index"])
+@pytest.mark.parametrize("name", ["rnn", "rnn_readout", "lstm", "lstm_split", "acc_sum_h",
+                                  "linrec", "buffer_set", "buffer_read_add", "step_index"])
 def test_every_stage_of_the_backward_body_means_it(name):
     f, init, xs = CORPUS[name]
     bwd, nc, sums = backward_of(f, init, xs)

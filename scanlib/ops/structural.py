@@ -295,6 +295,19 @@ def _split_impl(x, sizes, axis):
     return parts
 
 
+def _inline_split(params):
+    """split as the generated code writes it, `({0}[:, 0:4], {0}[:, 4:8], )`: the views
+    _split_impl makes, without its call (2.7 us a step on an LSTM's gates)."""
+    sizes, axis = params["sizes"], params["axis"]
+    if type(axis) is not int or axis < 0 or not all(type(s) is int for s in sizes):
+        return None
+    parts, start = [], 0
+    for size in sizes:
+        parts.append("{0}[%s%d:%d], " % (":, " * axis, start, start + size))
+        start += size
+    return "(" + "".join(parts) + ")"
+
+
 def _unstack_impl(x, axis):
     lead = (slice(None),) * axis
     return [x[lead + (i,)] for i in range(x.shape[axis])]
@@ -309,7 +322,7 @@ split_p = Primitive(
     "split", _split_impl,
     lambda cts, outs, x, sizes, axis, _saved=None: (
         concatenate_p(*_filled(cts, outs_or_shapes(outs, x, sizes, axis)), axis=axis),),
-    multiple_results=True, batch=batching.axis_rule, linear=True)
+    multiple_results=True, batch=batching.axis_rule, linear=True, inline=_inline_split)
 
 
 def _stack_impl(*xs, axis):
