@@ -74,6 +74,16 @@ def _make(lib, name):
         "adan_decay": lambda: lib.adan(1e-2, b1=0.9, eps_root=1e-8, weight_decay=0.1,
                                        mask={"W": True, "b": False}),
         "rprop": lambda: lib.rprop(1e-2),
+        "adafactor": lambda: lib.adafactor(1e-2),
+        "adafactor_factored": lambda: lib.adafactor(sched, min_dim_size_to_factor=3,
+                                                    decay_offset=2),
+        "adafactor_momentum": lambda: lib.adafactor(
+            1e-2, min_dim_size_to_factor=3, momentum=0.9, dtype_momentum=None,
+            weight_decay_rate=0.1, weight_decay_mask={"W": True, "b": False}),
+        "adafactor_plain": lambda: lib.adafactor(multiply_by_parameter_scale=False,
+                                                 clipping_threshold=None, factored=False),
+        "factored_rms_decay_fn": lambda: lib.scale_by_factored_rms(
+            min_dim_size_to_factor=3, decay_rate_fn=lambda t, d: 0.5 + 0 * t),
         "rprop_bounded": lambda: lib.rprop(1e-1, eta_minus=0.3, eta_plus=1.5, min_step_size=0.05,
                                            max_step_size=0.2),
     }
@@ -87,11 +97,12 @@ NAMES = ["rmsprop", "rmsprop_centered", "rmsprop_corrected", "adagrad", "adamax"
          "adamw_decay_schedule", "adamw_mask", "ema", "ema_biased", "clip", "clip_by_block_rms",
          "apply_every", "zero_nans", "scale_by_schedule", "multi_transform", "masked",
          "apply_if_finite", "multi_steps", "multi_steps_sum", "inject_hyperparams",
-         "set_to_zero", "identity", "adan", "adan_decay", "rprop", "rprop_bounded"]
+         "set_to_zero", "identity", "adan", "adan_decay", "rprop", "rprop_bounded", "adafactor",
+         "adafactor_factored", "adafactor_momentum", "adafactor_plain", "factored_rms_decay_fn"]
 # optax's schedules see its int32 count, so they compute in float32 even with x64 on (scanlib's
 # in float64): in float64 those trajectories agree to float32's rounding of the rate.
 SCHEDULED = {"fromage_schedule", "adamw_decay_schedule", "scale_by_schedule",
-             "inject_hyperparams"}
+             "inject_hyperparams", "adafactor_factored"}
 
 
 def _problem(rng, dtype):

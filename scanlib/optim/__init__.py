@@ -60,12 +60,13 @@ from . import losses, schedules, stages, tree_utils, wrappers
 from .core import GradientTransformation, apply_updates, grads_of
 from .losses import *  # noqa: F403
 from .blockwise import (  # noqa: F401
-    ScaleByNovogradState, ScaleBySM3State, ScaleByTrustRatioState, scale_by_novograd,
-    scale_by_schedule, scale_by_sign, scale_by_sm3, scale_by_trust_ratio)
+    FactoredState, ScaleByNovogradState, ScaleBySM3State, ScaleByTrustRatioState,
+    scale_by_factored_rms, scale_by_novograd, scale_by_param_block_rms, scale_by_schedule,
+    scale_by_sign, scale_by_sm3, scale_by_trust_ratio)
 from .optimisers import (  # noqa: F401
     adabelief, adadelta, adagrad, adam, adamax, adamaxw, adamw, amsgrad, fromage, lamb, lars,
     lion, momentum, nadam, nadamw, noisy_sgd, novograd, radam, rmsprop, sgd, sign_sgd, sm3, yogi,
-    adan, rprop)
+    adan, rprop, adafactor)
 from .scaling import (  # noqa: F401
     ScaleByAdaDeltaState, ScaleByAdanState, ScaleByAmsgradState, ScaleByBeliefState,
     ScaleByLionState, ScaleByRpropState,

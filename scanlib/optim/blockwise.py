@@ -1,6 +1,7 @@
 """optax's stages that work on each parameter as a whole (its norm, or one accumulator per
-axis), with their state classes: scale_by_novograd, scale_by_sm3, scale_by_trust_ratio; and
-the two that only scale, scale_by_sign and scale_by_schedule.
+axis), with their state classes: scale_by_novograd, scale_by_sm3, scale_by_trust_ratio,
+scale_by_factored_rms (Adafactor's), scale_by_param_block_rms; and the two that only scale,
+scale_by_sign and scale_by_schedule.
 
 Imports tape, ops, optim.core, optim.transforms and optim.scaling.
 """
@@ -8,6 +9,8 @@ Imports tape, ops, optim.core, optim.transforms and optim.scaling.
 from __future__ import annotations
 
 from typing import Any, Callable, NamedTuple
+
+import numpy as np
 
 from .. import ops
 from .core import (_FIX_STATE, GradientTransformation, _count_zero, _flatten, _moments,
@@ -29,6 +32,13 @@ class ScaleBySM3State(NamedTuple):
 
 
 ScaleByTrustRatioState = tuple  # optax's is an EmptyState; scanlib's empty state is ()
+
+
+class FactoredState(NamedTuple):
+    count: Any  # 0-d int32: steps taken
+    v_row: Any  # per parameter: its second moment averaged over one axis, or a (1,) zero
+    v_col: Any  # ... over the other axis, or a (1,) zero
+    v: Any  # per parameter not factored: its second moment, else a (1,) zero
 
 
 def scale_by_novograd(b1: float = 0.9, b2: float = 0.25, eps: float = 1e-8,
@@ -135,6 +145,131 @@ def scale_by_sm3(b1: float = 0.9, b2: float = 1.0, eps: float = 1e-8) -> Gradien
         return out, ScaleBySM3State(_rebuild(ctx.grads, new_mu), _rebuild(ctx.grads, out))
 
     return GradientTransformation(who, init, apply, "ScaleBySM3State")
+
+
+def _factored_dims(shape, factored: bool, min_dim_size_to_factor: int):
+    """The two largest axes of a parameter to average its second moment over, as optax's
+    (np.argsort's order between equal sizes included), or None: not factored."""
+    if not factored or len(shape) < 2:
+        return None
+    order = np.argsort(shape)
+    if shape[order[-2]] < min_dim_size_to_factor:
+        return None
+    return int(order[-2]), int(order[-1])
+
+
+def scale_by_factored_rms(factored: bool = True, decay_rate: float = 0.8,
+                          step_offset: int = 0, min_dim_size_to_factor: int = 128,
+                          epsilon: float = 1e-30,
+                          decay_rate_fn: Callable | None = None) -> GradientTransformation:
+    """Adafactor's scaling, as optax.scale_by_factored_rms: a parameter with two axes of at
+    least min_dim_size_to_factor keeps its second moment as a row and a column average (over
+    its two largest axes), any other one whole; the update is g / sqrt(that estimate). The
+    decay at step t is decay_rate_fn(t - step_offset, decay_rate), by default
+    1 - (t + 1) ** -decay_rate in float32, as optax's.
+
+    >>> opt = sl.optim.scale_by_factored_rms(min_dim_size_to_factor=2)
+    >>> w = sl.tensor([[1.0, 2.0], [3.0, 4.0]])
+    >>> updates, state = opt.update(w, opt.init(w), w)
+    >>> state.v_row
+    """
+    who = "scale_by_factored_rms"
+    decay_rate, epsilon = _numbers(who, decay_rate=decay_rate, epsilon=epsilon)
+    for name, value in (("step_offset", step_offset),
+                        ("min_dim_size_to_factor", min_dim_size_to_factor)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+            raise TypeError(f"{who}: {name} must be an int, got {value!r}")
+
+    def decay_at(count):
+        if decay_rate_fn is not None:
+            return decay_rate_fn(count - step_offset, decay_rate)
+        t = (count - step_offset + 1).astype(np.float32)
+        return 1.0 - t ** (-decay_rate)
+
+    def empty(p):
+        return ops.zeros((1,), dtype=p.dtype, device=p.device)
+
+    def init(params):
+        rows, cols, whole = [], [], []
+        for p in params.tensors:
+            dims = _factored_dims(p.shape, factored, min_dim_size_to_factor)
+            if dims is None:
+                rows.append(empty(p)), cols.append(empty(p)), whole.append(ops.zeros_like(p))
+                continue
+            d1, d0 = dims
+            rows.append(ops.zeros(p.shape[:d0] + p.shape[d0 + 1:], dtype=p.dtype,
+                                  device=p.device))
+            cols.append(ops.zeros(p.shape[:d1] + p.shape[d1 + 1:], dtype=p.dtype,
+                                  device=p.device))
+            whole.append(empty(p))
+        return FactoredState(_count_zero(params), _rebuild(params, rows),
+                             _rebuild(params, cols), _rebuild(params, whole))
+
+    def apply(leaves, state, params, ctx, where):
+        _check_state(ctx, state, where, FactoredState)
+        if params is None:
+            raise TypeError(f"{ctx.who}: scale_by_factored_rms needs params (it reads their "
+                            "shapes): call update(grads, state, params).")
+        rows = _flatten(state.v_row, f"{where}.v_row", ctx.who).tensors
+        cols = _flatten(state.v_col, f"{where}.v_col", ctx.who).tensors
+        whole = _flatten(state.v, f"{where}.v", ctx.who).tensors
+        decay = decay_at(state.count)
+        out, new_rows, new_cols, new_whole = [], [], [], []
+        for i, (g, p) in enumerate(zip(leaves, params.tensors)):
+            dims = _factored_dims(p.shape, factored, min_dim_size_to_factor)
+            row, col, v = rows[i], cols[i], whole[i]
+            want = ((p.shape[:dims[1]] + p.shape[dims[1] + 1:],
+                     p.shape[:dims[0]] + p.shape[dims[0] + 1:], (1,)) if dims is not None
+                    else ((1,), (1,), p.shape))
+            if (row.shape, col.shape, v.shape) != want:
+                raise TypeError(f"{ctx.who}: {where} holds shapes {row.shape}, {col.shape}, "
+                                f"{v.shape} for {ctx.grads.path(i)} ({_type(p)}), which needs "
+                                f"{want[0]}, {want[1]}, {want[2]}. {_FIX_STATE}")
+            sq = g * g + epsilon
+            if dims is None:
+                v = (decay * v + (1.0 - decay) * sq).astype(p.dtype)
+                out.append(g * v ** -0.5)
+                new_rows.append(row), new_cols.append(col), new_whole.append(v)
+                continue
+            d1, d0 = dims
+            row = (decay * row + (1.0 - decay) * ops.mean(sq, axis=d0)).astype(p.dtype)
+            col = (decay * col + (1.0 - decay) * ops.mean(sq, axis=d1)).astype(p.dtype)
+            reduced_d1 = d1 - 1 if d1 > d0 else d1
+            row_factor = (row / ops.mean(row, axis=reduced_d1, keepdims=True)) ** -0.5
+            out.append(g * ops.expand_dims(row_factor, d0)
+                       * ops.expand_dims(col ** -0.5, d1))
+            new_rows.append(row), new_cols.append(col), new_whole.append(v)
+        return out, FactoredState(state.count + 1, _rebuild(ctx.grads, new_rows),
+                                  _rebuild(ctx.grads, new_cols), _rebuild(ctx.grads, new_whole))
+
+    return GradientTransformation(who, init, apply, "FactoredState")
+
+
+def _safe_rms(x, min_rms: float):
+    """max(sqrt(mean(x ** 2)), min_rms), as optax.safe_root_mean_squares (its gradient 0 at
+    x = 0: the rms is taken of ones there)."""
+    rms = ops.sqrt(ops.mean(x * x))
+    x = ops.where(rms <= min_rms, ops.ones_like(x), x)
+    return ops.where(rms <= min_rms, min_rms, ops.sqrt(ops.mean(x * x)))
+
+
+def scale_by_param_block_rms(min_scale: float = 1e-3) -> GradientTransformation:
+    """Scale each parameter's update by the parameter's root mean square (at least
+    min_scale), as optax.scale_by_param_block_rms; it needs params.
+
+    >>> w = sl.tensor([3.0, -4.0])
+    >>> sl.optim.scale_by_param_block_rms().update(sl.tensor([1.0, 1.0]), (), w)[0]
+    """
+    who = "scale_by_param_block_rms"
+    min_scale = _numbers(who, min_scale=min_scale)[0]
+
+    def apply(leaves, state, params, ctx, where):
+        if params is None:
+            raise TypeError(f"{ctx.who}: scale_by_param_block_rms needs params: call "
+                            "update(grads, state, params).")
+        return [u * _safe_rms(p, min_scale) for u, p in zip(leaves, params.tensors)], state
+
+    return GradientTransformation(who, _empty_init, apply)
 
 
 # --- stateless and schedule stages -------------------------------------------------------------

@@ -1,7 +1,8 @@
 """The optimisers of scanlib.optim, optax's aliases (sgd, momentum, adam, adamw, nadam(w),
 adamax(w), amsgrad, radam, rmsprop, adagrad, adadelta, adabelief, yogi, lion, lamb, lars,
-novograd, fromage, sign_sgd, noisy_sgd, sm3): chains of the stages in optim.transforms,
-optim.scaling, optim.blockwise and optim.stages, in optax's order, named after the optimiser.
+novograd, fromage, sign_sgd, noisy_sgd, sm3, adan, rprop, adafactor): chains of the stages in
+optim.transforms, optim.scaling, optim.blockwise and optim.stages, in optax's order, named
+after the optimiser.
 
 Imports optim.core, optim.transforms, optim.scaling, optim.blockwise, optim.stages and
 optim.wrappers.
@@ -11,12 +12,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from .core import GradientTransformation, ScalarOrSchedule
-from .blockwise import scale_by_novograd, scale_by_sign, scale_by_sm3, scale_by_trust_ratio
+from .blockwise import (scale_by_factored_rms, scale_by_novograd, scale_by_param_block_rms,
+                        scale_by_sign, scale_by_sm3, scale_by_trust_ratio)
 from .scaling import (scale_by_adadelta, scale_by_adamax, scale_by_adan, scale_by_amsgrad,
                       scale_by_belief, scale_by_lion, scale_by_radam, scale_by_rms,
                       scale_by_rprop, scale_by_rss, scale_by_stddev, scale_by_yogi)
-from .stages import add_noise, identity
+from .stages import add_noise, clip_by_block_rms, ema, identity
 from .transforms import (add_decayed_weights, chain, scale, scale_by_adam,
                          scale_by_learning_rate, trace)
 from .wrappers import masked
@@ -402,3 +406,56 @@ def rprop(learning_rate: float, eta_minus: float = 0.5, eta_plus: float = 1.2,
     """
     return _named("rprop", scale_by_rprop(learning_rate, eta_minus, eta_plus, min_step_size,
                                           max_step_size), scale(-1.0))
+
+
+def adafactor(learning_rate: ScalarOrSchedule | None = None, min_dim_size_to_factor: int = 128,
+              decay_rate: float = 0.8, decay_offset: int = 0,
+              multiply_by_parameter_scale: bool = True, clipping_threshold: float | None = 1.0,
+              momentum: float | None = None, dtype_momentum: Any = "float32",
+              weight_decay_rate: ScalarOrSchedule | None = None, eps: float = 1e-30,
+              factored: bool = True, weight_decay_mask: Any = None) -> GradientTransformation:
+    """Adafactor (Shazeer and Stern), as optax.adafactor: scale_by_factored_rms, then (each
+    unless turned off) clip_by_block_rms(clipping_threshold), the learning rate (not
+    negated), scale_by_param_block_rms, an ema of momentum (not debiased), decayed weights,
+    and scale(-1). With momentum, the average keeps the parameters' dtype, which must be
+    dtype_momentum unless that is None (optax would keep float64 parameters' momentum in
+    float32: pass dtype_momentum="float64" or None for them).
+
+    >>> opt = sl.optim.adafactor(1e-2)
+    >>> w = sl.tensor([1.0, 2.0, 3.0])
+    >>> w, state = opt.step(sl.tensor([2.0, 4.0, 6.0]), opt.init(w), w)
+    >>> w
+    """
+    stages = [scale_by_factored_rms(factored, decay_rate, decay_offset, min_dim_size_to_factor,
+                                    eps)]
+    if clipping_threshold is not None:
+        stages.append(clip_by_block_rms(clipping_threshold))
+    if learning_rate is not None:
+        stages.append(scale_by_learning_rate(learning_rate, flip_sign=False))
+    if multiply_by_parameter_scale:
+        stages.append(scale_by_param_block_rms())
+    if momentum is not None:
+        average = ema(momentum, debias=False)
+        stages.append(average if dtype_momentum is None
+                      else _momentum_of_dtype(average, dtype_momentum))
+    if weight_decay_rate is not None:
+        stages.append(add_decayed_weights(weight_decay_rate, weight_decay_mask))
+    stages.append(scale(-1.0))
+    return _named("adafactor", *stages)
+
+
+def _momentum_of_dtype(average: GradientTransformation, dtype) -> GradientTransformation:
+    """adafactor's ema, refusing parameters whose dtype is not dtype_momentum (optax would
+    keep their average in dtype_momentum; scanlib keeps the parameters' dtype)."""
+    want = np.dtype(getattr(dtype, "dtype", dtype))
+
+    def init(params):
+        for i, p in enumerate(params.tensors):
+            if np.dtype(p.dtype) != want:
+                raise TypeError(
+                    f"adafactor.init: {params.path(i)} is {p.dtype} but dtype_momentum is "
+                    f"{want}: the momentum keeps the parameters' dtype here (optax would keep "
+                    f"it in {want}). Pass dtype_momentum={str(p.dtype)!r}.")
+        return average._init(params)
+
+    return GradientTransformation(average.name, init, average._apply, average.outline)
