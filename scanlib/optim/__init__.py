@@ -66,7 +66,7 @@ from .blockwise import (  # noqa: F401
 from .optimisers import (  # noqa: F401
     adabelief, adadelta, adagrad, adam, adamax, adamaxw, adamw, amsgrad, fromage, lamb, lars,
     lion, momentum, nadam, nadamw, noisy_sgd, novograd, radam, rmsprop, sgd, sign_sgd, sm3, yogi,
-    adan, rprop, adafactor)
+    adan, rprop, adafactor, polyak_sgd)
 from .scaling import (  # noqa: F401
     ScaleByAdaDeltaState, ScaleByAdanState, ScaleByAmsgradState, ScaleByBeliefState,
     ScaleByLionState, ScaleByRpropState,
@@ -89,14 +89,15 @@ from .wrappers import (  # noqa: F401
 _OPTIMISERS = ["sgd", "momentum", "adam", "adamw", "nadam", "nadamw", "adamax", "adamaxw",
                "amsgrad", "radam", "rmsprop", "adagrad", "adadelta", "adabelief", "yogi",
                "lion", "lamb", "lars", "novograd", "fromage", "sign_sgd", "noisy_sgd", "sm3",
-               "adan", "rprop"]
+               "adan", "rprop", "adafactor", "polyak_sgd"]
 _STAGES = ["chain", "named_chain", "scale", "scale_by_learning_rate", "scale_by_schedule",
            "trace",
            "add_decayed_weights", "clip_by_global_norm", "scale_by_adam", "scale_by_adamax",
            "scale_by_amsgrad", "scale_by_rms", "scale_by_stddev", "scale_by_rss",
            "scale_by_lion", "scale_by_radam", "scale_by_belief", "scale_by_yogi",
            "scale_by_adan", "scale_by_rprop", "scale_by_adadelta", "scale_by_novograd",
-           "scale_by_sm3", "scale_by_trust_ratio", "scale_by_sign"]
+           "scale_by_sm3", "scale_by_trust_ratio", "scale_by_sign", "scale_by_factored_rms",
+           "scale_by_param_block_rms"]
 __all__ = [
     # optax's state classes (ScaleByAdamState, MaskedNode, ...) are attributes, not listed
     "GradientTransformation", "apply_updates", "grads_of", "tree_utils", *_OPTIMISERS,

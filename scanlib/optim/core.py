@@ -8,6 +8,7 @@ Imports backends, tape, ops and pytree.
 from __future__ import annotations
 
 import contextlib
+from types import MappingProxyType
 from typing import Any, Callable, NamedTuple, Union
 
 import numpy as np
@@ -156,10 +157,13 @@ def _count_zero(params: _Flat) -> Tensor:
 
 # --- the transformation object -------------------------------------------------------------------
 class _Context(NamedTuple):
-    """What a stage needs besides the leaves: who is asking (for errors) and the grads."""
+    """What a stage needs besides the leaves: who is asking (for errors), the grads, and the
+    keyword arguments update was given besides them (optax's extra args: value=, grad=,
+    value_fn=, which the linesearches and scale_by_polyak read and the others ignore)."""
 
     who: str
     grads: _Flat
+    extra: Any = MappingProxyType({})
 
 
 class GradientTransformation:
@@ -202,18 +206,22 @@ class GradientTransformation:
         with no_grad():
             return self._init(_flatten(params, "params", f"{self.name}.init"))
 
-    def update(self, grads: PyTree, state: PyTree,
-               params: PyTree | None = None) -> tuple[PyTree, PyTree]:
+    def update(self, grads: PyTree, state: PyTree, params: PyTree | None = None,
+               **extra_args) -> tuple[PyTree, PyTree]:
         """`(updates, new_state)` from gradients, as optax's `update`: the updates are what
         `apply_updates(params, updates)` adds to the parameters (-lr * g for sgd). params is
-        needed by the stages that read them (add_decayed_weights, so adamw). Inside
-        sl.grad/vjp the updates are differentiable (module docstring)."""
-        ctx, p = self._checked(grads, params, "update")
+        needed by the stages that read them (add_decayed_weights, so adamw). Keyword
+        arguments reach every stage, as optax's extra args (`value=loss` for polyak_sgd,
+        `value=`, `grad=`, `value_fn=` for lbfgs' linesearch); a stage that does not read
+        them ignores them. Inside sl.grad/vjp the updates are differentiable (module
+        docstring)."""
+        ctx, p = self._checked(grads, params, "update", extra_args)
         with _recording(_differentiating()):
             leaves, state = self._apply(ctx.grads.tensors, state, p, ctx, "state")
         return _rebuild(ctx.grads, leaves), state
 
-    def step(self, grads: PyTree, state: PyTree, params: PyTree) -> tuple[PyTree, PyTree]:
+    def step(self, grads: PyTree, state: PyTree, params: PyTree,
+             **extra_args) -> tuple[PyTree, PyTree]:
         """One step in one call: `(new_params, new_state)`, that is `update` then
         `apply_updates`. New parameters have the old ones' dtype; in the training loop also
         their kind (Tensor or array) and requires_grad, as fresh leaves with `.grad` None.
@@ -221,20 +229,20 @@ class GradientTransformation:
         if params is None:
             raise TypeError(f"{self.name}.step needs params (it returns the updated ones); "
                             "use update(grads, state) for the updates alone.")
-        ctx, p = self._checked(grads, params, "step")
+        ctx, p = self._checked(grads, params, "step", extra_args)
         differentiable = _differentiating()
         with _recording(differentiable):
             leaves, state = self._apply(ctx.grads.tensors, state, p, ctx, "state")
             return _rebuild(p, _added(p, leaves, differentiable)), state
 
-    def _checked(self, grads, params, method):
+    def _checked(self, grads, params, method, extra_args):
         who = f"{self.name}.{method}"
         g = _flatten(grads, "grads", who)
         p = None
         if params is not None:
             p = _flatten(params, "params", who)
             _check_like(who, g, p, _FIX_GRADS)
-        return _Context(who, g), p
+        return _Context(who, g, MappingProxyType(extra_args)), p
 
 
 def _added(params: _Flat, updates, differentiable: bool) -> list:

@@ -1,8 +1,8 @@
 """The optimisers of scanlib.optim, optax's aliases (sgd, momentum, adam, adamw, nadam(w),
 adamax(w), amsgrad, radam, rmsprop, adagrad, adadelta, adabelief, yogi, lion, lamb, lars,
-novograd, fromage, sign_sgd, noisy_sgd, sm3, adan, rprop, adafactor): chains of the stages in
-optim.transforms, optim.scaling, optim.blockwise and optim.stages, in optax's order, named
-after the optimiser.
+novograd, fromage, sign_sgd, noisy_sgd, sm3, adan, rprop, adafactor, polyak_sgd): chains of
+the stages in optim.transforms, optim.scaling, optim.blockwise and optim.stages, in optax's
+order, named after the optimiser.
 
 Imports optim.core, optim.transforms, optim.scaling, optim.blockwise, optim.stages and
 optim.wrappers.
@@ -20,7 +20,7 @@ from .blockwise import (scale_by_factored_rms, scale_by_novograd, scale_by_param
 from .scaling import (scale_by_adadelta, scale_by_adamax, scale_by_adan, scale_by_amsgrad,
                       scale_by_belief, scale_by_lion, scale_by_radam, scale_by_rms,
                       scale_by_rprop, scale_by_rss, scale_by_stddev, scale_by_yogi)
-from .stages import add_noise, clip_by_block_rms, ema, identity
+from .stages import add_noise, clip_by_block_rms, ema, identity, scale_by_polyak
 from .transforms import (add_decayed_weights, chain, scale, scale_by_adam,
                          scale_by_learning_rate, trace)
 from .wrappers import masked
@@ -459,3 +459,20 @@ def _momentum_of_dtype(average: GradientTransformation, dtype) -> GradientTransf
         return average._init(params)
 
     return GradientTransformation(average.name, init, average._apply, average.outline)
+
+
+def polyak_sgd(max_learning_rate: float = 1.0, scaling: ScalarOrSchedule = 1.0,
+               f_min: float = 0.0, eps: float = 0.0,
+               variant: str = "sps") -> GradientTransformation:
+    """SGD with the Polyak step size (Loizou et al.), as optax.polyak_sgd: sgd(scaling), then
+    scale_by_polyak. Each update needs the loss: `opt.update(grads, state, params,
+    value=loss)`.
+
+    >>> opt = sl.optim.polyak_sgd()
+    >>> w = sl.tensor([1.0, 2.0])
+    >>> loss, g = sl.value_and_grad(lambda w: (w * w).sum())(w)
+    >>> w, state = opt.step(g, opt.init(w), w, value=loss)
+    >>> w
+    """
+    return _named("polyak_sgd", sgd(scaling),
+                  scale_by_polyak(f_min, max_learning_rate, eps, variant))

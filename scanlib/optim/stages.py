@@ -1,7 +1,7 @@
 """optax's smaller stages and helpers, with its state classes: identity, set_to_zero, clip,
 clip_by_block_rms, adaptive_grad_clip, zero_nans, ema, apply_every, add_noise,
-keep_params_nonnegative; and the functions global_norm, safe_norm, incremental_update,
-periodic_update, per_example_global_norm_clip and scale_gradient.
+keep_params_nonnegative, scale_by_polyak; and the functions global_norm, safe_norm,
+incremental_update, periodic_update, per_example_global_norm_clip and scale_gradient.
 
 Imports tape, ops, linalg, random, pytree, optim.core, optim.transforms and optim.scaling.
 """
@@ -328,6 +328,48 @@ def add_noise(eta: float, gamma: float, key: Any = None, *, seed: int | None = N
 
 
 # --- functions on trees ------------------------------------------------------------------------
+def _extra(ctx, who: str, name: str, fix: str):
+    """An extra argument of update (optax's `update(..., value=loss)`), or a clear error."""
+    if name not in ctx.extra:
+        raise TypeError(f"{ctx.who}: {who} needs {name}= in update(grads, state, params, "
+                        f"{name}=...): {fix}")
+    return ctx.extra[name]
+
+
+def scale_by_polyak(f_min: float = 0.0, max_learning_rate: float = 1.0, eps: float = 0.0,
+                    variant: str = "sps") -> GradientTransformation:
+    """The Polyak step size, as optax.scale_by_polyak: the updates times
+    min((value - f_min) / (|u|^2 + eps), max_learning_rate), or 0 where |u|^2 + eps is below
+    float64's epsilon; "sps+" clips value - f_min at 0. It reads the loss at the current
+    parameters from update's `value=`.
+
+    >>> opt = sl.optim.scale_by_polyak()
+    >>> opt.update(sl.tensor([1.0, 1.0]), (), value=sl.tensor(0.5))[0]
+    """
+    who = "scale_by_polyak"
+    f_min, max_lr, eps = (_number(who, k, v) for k, v in (
+        ("f_min", f_min), ("max_learning_rate", max_learning_rate), ("eps", eps)))
+    if variant not in ("sps", "sps+"):
+        raise ValueError(f"{who}: variant must be 'sps' or 'sps+', got {variant!r}")
+
+    def apply(leaves, state, params, ctx, where):
+        value = _extra(ctx, who, "value", "the loss at the current parameters.")
+        if not leaves:
+            return leaves, state
+        total = None
+        for u in leaves:
+            sq = ops.sum(u * u)
+            total = sq if total is None else total + sq
+        gap = (ops.as_tensor(value) - f_min).astype(total.dtype)
+        if variant == "sps+":
+            gap = ops.maximum(gap, 0.0)
+        step = ops.where(total + eps <= np.finfo(float).eps, ops.zeros_like(total),
+                         ops.minimum(gap / (total + eps), max_lr))
+        return [u * step for u in leaves], state
+
+    return GradientTransformation(who, _empty_init, apply)
+
+
 def keep_params_nonnegative() -> GradientTransformation:
     """Updates that would take a parameter below 0 replaced by -param (to land on 0), as
     optax.keep_params_nonnegative; it needs params.
@@ -396,6 +438,6 @@ def periodic_update(new_tensors: PyTree, old_tensors: PyTree, steps: Any, update
 
 __all__ = ["identity", "set_to_zero", "freeze", "selective_transform", "clip",
            "clip_by_block_rms", "adaptive_grad_clip", "zero_nans", "ema", "apply_every",
-           "add_noise", "keep_params_nonnegative",
+           "add_noise", "keep_params_nonnegative", "scale_by_polyak",
            "global_norm", "safe_norm", "incremental_update", "periodic_update",
            "per_example_global_norm_clip", "scale_gradient"]

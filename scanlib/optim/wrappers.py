@@ -15,7 +15,7 @@ import numpy as np
 from .. import ops, pytree
 from ..tape import Tensor
 from ..tape.types import PyTree
-from .core import (GradientTransformation, _a, _Context, _count_zero, _Flat, _flatten, _moments,
+from .core import (GradientTransformation, _a, _count_zero, _Flat, _flatten, _moments,
                    _rebuild, _select_tree)
 
 
@@ -136,7 +136,7 @@ def masked(inner: GradientTransformation, mask: Any) -> GradientTransformation:
         sub_params = None if params is None else _masked_flat(params, params.tensors, flags,
                                                               params.root, ctx.who)
         new, inner_state = inner._apply(sub.tensors, state.inner_state, sub_params,
-                                        _Context(ctx.who, sub), f"{where}.inner_state")
+                                        ctx._replace(grads=sub), f"{where}.inner_state")
         new = iter(new)
         return [next(new) if f else g for g, f in zip(leaves, flags)], MaskedState(inner_state)
 
