@@ -12,10 +12,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1] / "scanlib"
 
-# A module may import scanlib modules of its own rank or lower.
+# A module may import scanlib modules of its own rank or lower. optim is 5: its linesearch
+# loops with while_loop and cond (control, branching).
 RANKS = {"backends": 0, "logs": 0, "generated": 0, "tape": 1, "ops": 2, "pytree": 2,
          "autodiff": 3, "tracing": 3,
-         "testing": 3, "linalg": 3, "random": 3, "distributions": 3, "optim": 3, "remat": 3,
+         "testing": 3, "linalg": 3, "random": 3, "distributions": 3, "optim": 5, "remat": 3,
          "checkpoint_policies": 3, "interpreters": 3, "numpy": 6, "distributed": 3, "scan": 4,
          "transforms": 5, "associative": 5, "control": 5, "loops": 5, "vmap": 5,
          "jit": 5, "while_replay": 5, "vectorizing": 5, "custom": 5, "closure": 5,
@@ -248,15 +249,19 @@ PRIVATE_USES_ALLOWED = {
         ({"_check_state", "_empty_init", "_scaled", "_schedule_value"},
          "optim's stage helpers, shared by its stage modules"),
     ("scanlib.optim.stages", "scanlib.optim.core"):
-        ({"_count_zero", "_moments", "_number", "_rebuild", "_select_tree"},
+        ({"_count_zero", "_extra", "_moments", "_number", "_rebuild", "_select_tree"},
          "optim's stage helpers (checked flat leaves), shared by its stage modules"),
     ("scanlib.optim.stages", "scanlib.optim.scaling"):
         ({"_debias"}, "optax's bias correction, written once for ema and the scale_by_* stages"),
     ("scanlib.optim.stages", "scanlib.optim.transforms"):
         ({"_check_state", "_empty_init"}, "optim's stage helpers, shared by its stage modules"),
+    ("scanlib.optim.linesearch", "scanlib.optim.core"):
+        ({"_FIX_STATE", "_count_zero", "_extra", "_flatten", "_moments", "_number", "_rebuild"},
+         "optim's stage helpers (checked flat leaves), shared by its stage modules"),
+    ("scanlib.optim.linesearch", "scanlib.optim.transforms"):
+        ({"_check_state"}, "optim's stage helpers, shared by its stage modules"),
     ("scanlib.optim.wrappers", "scanlib.optim.core"):
-        ({"_Context", "_Flat", "_a", "_count_zero", "_flatten", "_moments", "_rebuild",
-          "_select_tree"},
+        ({"_Flat", "_a", "_count_zero", "_flatten", "_moments", "_rebuild", "_select_tree"},
          "a wrapper runs its inner stages on checked flat leaves, core's own form"),
     ("scanlib.scan.api", "scanlib.scan.primitive"):
         ({"_needs_grad"}, "scan_p's own test of what needs a gradient, to become its rule"),

@@ -61,3 +61,140 @@ def test_every_stage_takes_extra_args_and_a_missing_one_is_named():
     opt = sl.optim.polyak_sgd()
     with pytest.raises(TypeError, match=r"scale_by_polyak needs value= in update"):
         opt.update(sl.tensor([1.0, 1.0]), opt.init(w), w)
+
+
+# --- lbfgs, scale_by_lbfgs, scale_by_zoom_linesearch, value_and_grad_from_state ---------------
+def _rosenbrock(w):
+    x = w["x"]
+    return (100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2).sum() + \
+        0.5 * (w["y"] ** 2).sum()
+
+
+R0 = {"x": np.array([-1.2, 1.0, 0.5, -0.3]), "y": np.array([[0.3, -1.0], [2.0, 0.7]])}
+
+LINESEARCH = {
+    "lbfgs": lambda lib: lib.lbfgs(),
+    "lbfgs_memory_3_unscaled": lambda lib: lib.lbfgs(memory_size=3, scale_init_precond=False),
+    "lbfgs_rate_no_linesearch": lambda lib: lib.lbfgs(learning_rate=1e-3, linesearch=None),
+    "sgd_zoom_keep": lambda lib: lib.chain(lib.sgd(1.0), lib.scale_by_zoom_linesearch(15)),
+    "sgd_zoom_options": lambda lib: lib.chain(lib.sgd(1e-3), lib.scale_by_zoom_linesearch(
+        10, max_learning_rate=50.0, approx_dec_rtol=None, curv_rtol=float("inf"),
+        increase_factor=3.0)),
+}
+
+
+def _descend(lib, opt, w, steps, value_and_grad_from_state, apply, jit=None):
+    state = opt.init(w)
+    vg = value_and_grad_from_state(_rosenbrock)
+
+    def one(w, state):
+        value, grad = vg(w, state=state)
+        updates, state = opt.update(grad, state, w, value=value, grad=grad,
+                                    value_fn=_rosenbrock)
+        return apply(w, updates), state
+
+    one = jit(one) if jit else one
+    path = []
+    for _ in range(steps):
+        w, state = one(w, state)
+        path.append({k: np.asarray(v.numpy() if hasattr(v, "numpy") else v)
+                     for k, v in w.items()})
+    return path, state
+
+
+def _optax_path(name, dtype, steps):
+    optax = pytest.importorskip("optax")
+    jax = pytest.importorskip("jax")
+    with jax.enable_x64(dtype == np.float64):
+        w = {k: jax.numpy.asarray(v.astype(dtype)) for k, v in R0.items()}
+        opt = LINESEARCH[name](optax)
+        vg_state = optax.value_and_grad_from_state
+        if name == "lbfgs_rate_no_linesearch":  # no value in its state: plain value_and_grad
+            def vg_state(f):
+                return lambda w, state: jax.value_and_grad(f)(w)
+        path, state = _descend(jax.numpy, opt, w, steps, vg_state, optax.apply_updates)
+        return path, [np.asarray(x) for x in jax.tree.leaves(state)]
+
+
+def _ours(name, dtype, steps, jit=None):
+    opt = LINESEARCH[name](sl.optim)
+    vg_state = sl.optim.value_and_grad_from_state
+    if name == "lbfgs_rate_no_linesearch":
+        def vg_state(f):
+            return lambda w, state: sl.value_and_grad(f)(w)
+    w = {k: sl.tensor(v.astype(dtype)) for k, v in R0.items()}
+    path, state = _descend(sl, opt, w, steps, vg_state, sl.optim.apply_updates, jit)
+    return path, [np.asarray(sl.tensor(x).numpy()) for x in sl.pytree.leaves(state)]
+
+
+@pytest.mark.parametrize("name", sorted(LINESEARCH))
+def test_linesearch_and_lbfgs_follow_optax_in_float64(name):
+    """25 steps on a 4-d Rosenbrock plus a quadratic: the same path as optax's to 1e-8 (the
+    linesearch's branches taken alike at every step), and the same final state."""
+    want, want_state = _optax_path(name, np.float64, 25)
+    got, got_state = _ours(name, np.float64, 25)
+    for step, (g, w) in enumerate(zip(got, want)):
+        for k in R0:
+            assert g[k].dtype == np.float64
+            np.testing.assert_allclose(g[k], w[k], rtol=1e-8, atol=1e-10,
+                                       err_msg=f"step {step}, {k}")
+    assert len(got_state) == len(want_state)
+    for a, b in zip(got_state, want_state):
+        assert a.shape == b.shape
+        np.testing.assert_allclose(a, b, rtol=1e-7, atol=1e-9)
+
+
+@pytest.mark.parametrize("name", ["lbfgs", "sgd_zoom_keep"])
+def test_linesearch_and_lbfgs_follow_optax_in_float32_and_under_jit(name):
+    """float32: 8 steps, within float32's rounding of optax's path (NumPy and XLA sum the
+    objective in other orders, a few ulps at the start, amplified along a Rosenbrock valley);
+    under jit the loop and the branches trace once and give the eager path."""
+    want, _ = _optax_path(name, np.float32, 8)
+    got, _ = _ours(name, np.float32, 8)
+    for g, w in zip(got, want):
+        for k in R0:
+            assert g[k].dtype == np.float32
+            np.testing.assert_allclose(g[k], w[k], rtol=0, atol=1e-3)
+    eager, _ = _ours(name, np.float64, 10)
+    jitted, _ = _ours(name, np.float64, 10, jit=sl.jit)
+    for e, j in zip(eager, jitted):
+        for k in R0:
+            np.testing.assert_allclose(j[k], e[k], rtol=1e-12, atol=1e-14)
+
+
+def test_value_and_grad_from_state_reuses_the_linesearchs_values():
+    calls = []
+
+    def f(w, scale=1.0):
+        calls.append(1)
+        return scale * ((w - 3.0) ** 2).sum()
+
+    opt = sl.optim.lbfgs()
+    w = sl.tensor([1.0, 2.0])
+    state = opt.init(w)
+    vg = sl.optim.value_and_grad_from_state(f)
+    value, grad = vg(w, state=state, scale=2.0)  # the state holds no finite value yet
+    assert len(calls) == 1 and float(value) == 10.0
+    updates, state = opt.update(grad, state, w, value=value, grad=grad, value_fn=f, scale=2.0)
+    w = sl.optim.apply_updates(w, updates)
+    before = len(calls)
+    value, grad = vg(w, state=state, scale=2.0)  # the linesearch's, at the new parameters
+    assert len(calls) == before
+    np.testing.assert_allclose(float(value), float(f(w, 2.0)))
+    with pytest.raises(ValueError, match="one field called value"):
+        sl.optim.value_and_grad_from_state(f)(w, state=sl.optim.adam(0.1).init(w))
+
+
+def test_linesearch_errors_name_what_is_missing():
+    f = lambda w: (w * w).sum()  # noqa: E731
+    opt = sl.optim.lbfgs()
+    w = sl.tensor([1.0, 2.0])
+    value, grad = sl.value_and_grad(f)(w)
+    with pytest.raises(TypeError, match="needs value_fn= in update"):
+        opt.update(grad, opt.init(w), w, value=value, grad=grad)
+    with pytest.raises(TypeError, match=r"not arguments of value_fn: \['data'\]"):
+        opt.update(grad, opt.init(w), w, value=value, grad=grad, value_fn=f, data=1.0)
+    with pytest.raises(ValueError, match="memory_size must be an int >= 1"):
+        sl.optim.scale_by_lbfgs(0)
+    with pytest.raises(ValueError, match="initial_guess_strategy"):
+        sl.optim.scale_by_zoom_linesearch(5, initial_guess_strategy="best")

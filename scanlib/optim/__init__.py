@@ -52,11 +52,19 @@ in a scan carry. The package: core (checked flat trees, GradientTransformation,
 apply_updates, grads_of), transforms (chain and the first stages), scaling and blockwise
 (the other scale_by_* stages), stages (the small ones: clip, ema, add_noise, ...), wrappers (masked,
 multi_transform, apply_if_finite, MultiSteps, inject_hyperparams), optimisers (optax's
-aliases), schedules, losses and tree_utils; it imports backends, tape, ops, random and
-pytree.
+aliases), linesearch (lbfgs, scale_by_lbfgs, scale_by_zoom_linesearch,
+value_and_grad_from_state), schedules, losses and tree_utils; it imports backends, tape, ops,
+random, pytree, autodiff, and control and branching (the linesearch's loop).
+
+optax's extra arguments are accepted by every `update` and `step`: `opt.update(grads, state,
+params, value=loss)` for polyak_sgd, and for lbfgs
+
+    value_and_grad = sl.optim.value_and_grad_from_state(f)
+    value, grad = value_and_grad(params, state=state)
+    updates, state = opt.update(grad, state, params, value=value, grad=grad, value_fn=f)
 """
 
-from . import losses, schedules, stages, tree_utils, wrappers
+from . import linesearch, losses, schedules, stages, tree_utils, wrappers
 from .core import GradientTransformation, apply_updates, grads_of
 from .losses import *  # noqa: F403
 from .blockwise import (  # noqa: F401
@@ -74,6 +82,9 @@ from .scaling import (  # noqa: F401
     ScaleByRStdDevWithCountState, scale_by_adadelta, scale_by_adamax, scale_by_amsgrad,
     scale_by_belief, scale_by_lion, scale_by_radam, scale_by_rms, scale_by_rss, scale_by_stddev,
     scale_by_yogi, scale_by_adan, scale_by_rprop)
+from .linesearch import *  # noqa: F403
+from .linesearch import (  # noqa: F401
+    ScaleByLBFGSState, ScaleByZoomLinesearchState, ZoomLinesearchInfo)
 from .schedules import *  # noqa: F403
 from .stages import *  # noqa: F403
 from .stages import AddNoiseState, ApplyEvery, EmaState, ZeroNansState  # noqa: F401
@@ -101,6 +112,6 @@ _STAGES = ["chain", "named_chain", "scale", "scale_by_learning_rate", "scale_by_
 __all__ = [
     # optax's state classes (ScaleByAdamState, MaskedNode, ...) are attributes, not listed
     "GradientTransformation", "apply_updates", "grads_of", "tree_utils", *_OPTIMISERS,
-    *_STAGES, *stages.__all__, *wrappers.__all__, *schedules.__all__,
+    *_STAGES, *stages.__all__, *wrappers.__all__, *schedules.__all__, *linesearch.__all__,
     *losses.__all__,
 ]

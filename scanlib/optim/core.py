@@ -150,6 +150,14 @@ def _select_tree(cond: Tensor, a, b):
                                       for x, y in zip(leaves_a, leaves_b)])
 
 
+def _extra(ctx, who: str, name: str, fix: str):
+    """An extra argument of update (optax's `update(..., value=loss)`), or a clear error."""
+    if name not in ctx.extra:
+        raise TypeError(f"{ctx.who}: {who} needs {name}= in update(grads, state, params, "
+                        f"{name}=...): {fix}")
+    return ctx.extra[name]
+
+
 def _count_zero(params: _Flat) -> Tensor:
     device = params.tensors[0].device if params.tensors else None
     return ops.zeros((), dtype=np.int32, device=device)

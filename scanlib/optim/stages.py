@@ -17,7 +17,8 @@ from ..ops import elementwise as _ew
 from .. import random as _random
 from ..tape import Tensor
 from ..tape.types import PyTree
-from .core import GradientTransformation, _count_zero, _moments, _number, _rebuild, _select_tree
+from .core import (GradientTransformation, _count_zero, _extra, _moments, _number, _rebuild,
+                   _select_tree)
 from .scaling import _debias
 from .transforms import _check_state, _empty_init
 from .wrappers import masked, multi_transform
@@ -328,14 +329,6 @@ def add_noise(eta: float, gamma: float, key: Any = None, *, seed: int | None = N
 
 
 # --- functions on trees ------------------------------------------------------------------------
-def _extra(ctx, who: str, name: str, fix: str):
-    """An extra argument of update (optax's `update(..., value=loss)`), or a clear error."""
-    if name not in ctx.extra:
-        raise TypeError(f"{ctx.who}: {who} needs {name}= in update(grads, state, params, "
-                        f"{name}=...): {fix}")
-    return ctx.extra[name]
-
-
 def scale_by_polyak(f_min: float = 0.0, max_learning_rate: float = 1.0, eps: float = 0.0,
                     variant: str = "sps") -> GradientTransformation:
     """The Polyak step size, as optax.scale_by_polyak: the updates times
