@@ -80,7 +80,14 @@ LINESEARCH = {
     "sgd_zoom_options": lambda lib: lib.chain(lib.sgd(1e-3), lib.scale_by_zoom_linesearch(
         10, max_learning_rate=50.0, approx_dec_rtol=None, curv_rtol=float("inf"),
         increase_factor=3.0)),
+    "sgd_backtracking": lambda lib: lib.chain(lib.sgd(1.0), lib.scale_by_backtracking_linesearch(
+        15, store_grad=True, decrease_factor=0.5, increase_factor=2.0, max_learning_rate=3.0)),
+    "sgd_backtracking_no_grad": lambda lib: lib.chain(
+        lib.sgd(1e-2), lib.scale_by_backtracking_linesearch(8, atol=1e-3)),
+    "lbfgs_backtracking": lambda lib: lib.lbfgs(linesearch=lib.scale_by_backtracking_linesearch(
+        20, store_grad=True, rtol=1e-3)),
 }
+NO_VALUE_IN_STATE = {"lbfgs_rate_no_linesearch", "sgd_backtracking_no_grad"}
 
 
 def _descend(lib, opt, w, steps, value_and_grad_from_state, apply, jit=None):
@@ -109,7 +116,7 @@ def _optax_path(name, dtype, steps):
         w = {k: jax.numpy.asarray(v.astype(dtype)) for k, v in R0.items()}
         opt = LINESEARCH[name](optax)
         vg_state = optax.value_and_grad_from_state
-        if name == "lbfgs_rate_no_linesearch":  # no value in its state: plain value_and_grad
+        if name in NO_VALUE_IN_STATE:  # no value or grad in its state: plain value_and_grad
             def vg_state(f):
                 return lambda w, state: jax.value_and_grad(f)(w)
         path, state = _descend(jax.numpy, opt, w, steps, vg_state, optax.apply_updates)
@@ -119,7 +126,7 @@ def _optax_path(name, dtype, steps):
 def _ours(name, dtype, steps, jit=None):
     opt = LINESEARCH[name](sl.optim)
     vg_state = sl.optim.value_and_grad_from_state
-    if name == "lbfgs_rate_no_linesearch":
+    if name in NO_VALUE_IN_STATE:
         def vg_state(f):
             return lambda w, state: sl.value_and_grad(f)(w)
     w = {k: sl.tensor(v.astype(dtype)) for k, v in R0.items()}
@@ -144,7 +151,7 @@ def test_linesearch_and_lbfgs_follow_optax_in_float64(name):
         np.testing.assert_allclose(a, b, rtol=1e-7, atol=1e-9)
 
 
-@pytest.mark.parametrize("name", ["lbfgs", "sgd_zoom_keep"])
+@pytest.mark.parametrize("name", ["lbfgs", "sgd_zoom_keep", "lbfgs_backtracking"])
 def test_linesearch_and_lbfgs_follow_optax_in_float32_and_under_jit(name):
     """float32: 8 steps, within float32's rounding of optax's path (NumPy and XLA sum the
     objective in other orders, a few ulps at the start, amplified along a Rosenbrock valley);

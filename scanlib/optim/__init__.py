@@ -84,7 +84,8 @@ from .scaling import (  # noqa: F401
     scale_by_yogi, scale_by_adan, scale_by_rprop)
 from .linesearch import *  # noqa: F403
 from .linesearch import (  # noqa: F401
-    ScaleByLBFGSState, ScaleByZoomLinesearchState, ZoomLinesearchInfo)
+    BacktrackingLinesearchInfo, ScaleByBacktrackingLinesearchState, ScaleByLBFGSState,
+    ScaleByZoomLinesearchState, ZoomLinesearchInfo)
 from .schedules import *  # noqa: F403
 from .stages import *  # noqa: F403
 from .stages import AddNoiseState, ApplyEvery, EmaState, ZeroNansState  # noqa: F401

@@ -215,7 +215,7 @@ class GradientTransformation:
             return self._init(_flatten(params, "params", f"{self.name}.init"))
 
     def update(self, grads: PyTree, state: PyTree, params: PyTree | None = None,
-               **extra_args) -> tuple[PyTree, PyTree]:
+               **extra_args: Any) -> tuple[PyTree, PyTree]:
         """`(updates, new_state)` from gradients, as optax's `update`: the updates are what
         `apply_updates(params, updates)` adds to the parameters (-lr * g for sgd). params is
         needed by the stages that read them (add_decayed_weights, so adamw). Keyword
@@ -229,7 +229,7 @@ class GradientTransformation:
         return _rebuild(ctx.grads, leaves), state
 
     def step(self, grads: PyTree, state: PyTree, params: PyTree,
-             **extra_args) -> tuple[PyTree, PyTree]:
+             **extra_args: Any) -> tuple[PyTree, PyTree]:
         """One step in one call: `(new_params, new_state)`, that is `update` then
         `apply_updates`. New parameters have the old ones' dtype; in the training loop also
         their kind (Tensor or array) and requires_grad, as fresh leaves with `.grad` None.

@@ -1,7 +1,8 @@
-"""L-BFGS and its linesearch, as optax's: scale_by_lbfgs (the direction), scale_by_zoom_linesearch
-(a step size with sufficient decrease and small curvature, Nocedal and Wright's algorithms 3.5
-and 3.6 with Hager and Zhang's approximate decrease), value_and_grad_from_state (the value and
-gradient the linesearch found, reused at the next step) and the optimiser lbfgs.
+"""L-BFGS and the linesearches, as optax's: scale_by_lbfgs (the direction),
+scale_by_zoom_linesearch (a step size with sufficient decrease and small curvature, Nocedal and
+Wright's algorithms 3.5 and 3.6 with Hager and Zhang's approximate decrease),
+scale_by_backtracking_linesearch (sufficient decrease), value_and_grad_from_state (the value and
+gradient a linesearch found, reused at the next step) and the optimiser lbfgs.
 
 The linesearch reads update's extra arguments: `value=` and `grad=` at the current parameters
 and `value_fn=`, the objective (further keyword arguments go to value_fn). Its loop is a
@@ -18,7 +19,7 @@ from typing import Any, Callable, NamedTuple
 import numpy as np
 
 from .. import ops
-from ..autodiff import value_and_grad
+from ..autodiff import grad as grad_of, value_and_grad
 from ..branching import cond
 from ..control import while_loop
 from ..tape import Tensor
@@ -440,6 +441,123 @@ def _value_dtype(leaves):
     return np.real(np.empty(0, leaves[0].dtype)).dtype
 
 
+# --- scale_by_backtracking_linesearch ----------------------------------------------------------
+class BacktrackingLinesearchInfo(NamedTuple):
+    num_linesearch_steps: Any  # 0-d int32
+    decrease_error: Any  # how far the step is from sufficient decrease (0: satisfied)
+
+
+class ScaleByBacktrackingLinesearchState(NamedTuple):
+    learning_rate: Any  # the step size found at the last update
+    value: Any  # the objective's value there
+    grad: Any  # its gradient there (store_grad), else None
+    info: Any  # BacktrackingLinesearchInfo
+
+
+class _Backtrack(NamedTuple):
+    learning_rate: Any
+    value: Any
+    grad: Any  # a list of leaves
+    decrease_error: Any
+    count: Any
+
+
+def scale_by_backtracking_linesearch(max_backtracking_steps: int, slope_rtol: float = 1e-4,
+                                     decrease_factor: float = 0.8,
+                                     increase_factor: float = 1.5,
+                                     max_learning_rate: float = 1.0, atol: float = 0.0,
+                                     rtol: float = 0.0, store_grad: bool = False,
+                                     verbose: bool = False) -> GradientTransformation:
+    """A step size with sufficient decrease (Armijo), as
+    optax.scale_by_backtracking_linesearch: start from min(increase_factor * the last step
+    size, max_learning_rate) and multiply by decrease_factor until f(w + s u) <= (1 + rtol)
+    f(w) + s slope_rtol <g, u> + atol, at most max_backtracking_steps times (a step whose
+    value is not finite is 0); the updates are scaled by it. Each update needs `value=` and
+    `grad=` at the current parameters and `value_fn=`; store_grad keeps the gradient at the
+    step taken for value_and_grad_from_state.
+
+    >>> opt = sl.optim.chain(sl.optim.sgd(1.0), sl.optim.scale_by_backtracking_linesearch(
+    ...     max_backtracking_steps=15, store_grad=True))
+    >>> f = lambda w: (w * w).sum()
+    >>> w = sl.tensor([1.0, 2.0])
+    >>> value, grad = sl.value_and_grad(f)(w)
+    >>> updates, state = opt.update(grad, opt.init(w), w, value=value, grad=grad, value_fn=f)
+    >>> sl.optim.apply_updates(w, updates)
+    """
+    who = "scale_by_backtracking_linesearch"
+    if isinstance(max_backtracking_steps, bool) or not isinstance(
+            max_backtracking_steps, (int, np.integer)) or max_backtracking_steps < 0:
+        raise ValueError(f"{who}: max_backtracking_steps must be an int >= 0, got "
+                         f"{max_backtracking_steps!r}")
+    if verbose:
+        raise NotImplementedError(f"{who}: verbose=True (optax's printed diagnostics) is not "
+                                  "supported; read state.info instead.")
+    steps = int(max_backtracking_steps)
+    slope_rtol, decrease_factor, increase_factor, max_lr, atol, rtol = (
+        _number(who, k, v) for k, v in (
+            ("slope_rtol", slope_rtol), ("decrease_factor", decrease_factor),
+            ("increase_factor", increase_factor), ("max_learning_rate", max_learning_rate),
+            ("atol", atol), ("rtol", rtol)))
+
+    def init(params):
+        dtype = _value_dtype(params.tensors)
+        device = params.tensors[0].device if params.tensors else None
+        inf = ops.full((), np.inf, dtype=dtype, device=device)
+        grad = (_rebuild(params, [ops.zeros_like(p) for p in params.tensors]) if store_grad
+                else None)
+        return ScaleByBacktrackingLinesearchState(
+            ops.ones((), dtype=dtype, device=device), inf, grad,
+            BacktrackingLinesearchInfo(_count_zero(params), inf))
+
+    def apply(leaves, state, params, ctx, where):
+        _check_state(ctx, state, where, ScaleByBacktrackingLinesearchState)
+        if params is None:
+            raise TypeError(f"{ctx.who}: {who} needs params: call update(grads, state, "
+                            "params, value=..., grad=..., value_fn=...).")
+        value_fn = _extra(ctx, who, "value_fn", "the objective, a function of params.")
+        value = _extra(ctx, who, "value", "the objective at the current parameters.")
+        grad = _extra(ctx, who, "grad", "the gradient at the current parameters.")
+        fn_kwargs = _value_fn_kwargs(ctx, who, value_fn)
+        grad = _moments(ctx.who, grad, "grad", ctx.grads)
+        dtype = _value_dtype(params.tensors)
+        ws, us = list(params.tensors), list(leaves)
+        value = ops.as_tensor(value).astype(dtype)
+        slope = _vdot(us, [ops.conj(g) for g in grad]).astype(dtype)
+        gradient = (grad_of(value_fn) if store_grad else None)
+
+        def body(s):
+            lr = ops.where(s.count > 0, decrease_factor * s.learning_rate, s.learning_rate)
+            tree = _rebuild(params, _add_scale(ws, lr, us))
+            new_value = ops.as_tensor(value_fn(tree, **fn_kwargs)).astype(dtype)
+            err = new_value - (1.0 + rtol) * value - lr * slope_rtol * slope
+            err = ops.maximum(ops.where(ops.isnan(err), np.inf, err), 0.0)
+            new_grad = s.grad
+            if store_grad:
+                def at_step(t):
+                    g = _flatten(gradient(t, **fn_kwargs), "the gradient of value_fn",
+                                 ctx.who).tensors
+                    return [x.astype(w.dtype) for x, w in zip(g, ws)]
+                new_grad = cond((err <= atol) | (s.count == steps), at_step,
+                                lambda t: s.grad, tree)
+            return _Backtrack(lr, new_value, new_grad, err, s.count + 1)
+
+        start = _Backtrack(
+            ops.minimum(increase_factor * ops.as_tensor(state.learning_rate).astype(dtype),
+                        max_lr),
+            value, [ops.zeros_like(w) for w in ws], ops.full((), np.inf, dtype=dtype),
+            ops.zeros((), dtype=np.int32))
+        final = while_loop(lambda s: ~(s.decrease_error <= atol) & (s.count <= steps), body,
+                           start)
+        lr = ops.where(ops.isinf(final.decrease_error), ops.zeros_like(final.learning_rate),
+                       final.learning_rate)
+        out = [(u * lr).astype(u.dtype) for u in us]
+        return out, ScaleByBacktrackingLinesearchState(
+            lr, final.value, _rebuild(ctx.grads, final.grad) if store_grad else None,
+            BacktrackingLinesearchInfo(final.count, final.decrease_error))
+
+    return GradientTransformation(who, init, apply, "ScaleByBacktrackingLinesearchState")
+
+
 # --- value_and_grad_from_state and lbfgs --------------------------------------------------------
 def _fields(tree, name, found):
     """Every NamedTuple field called name in tree (optax.tree.get's search)."""
@@ -524,4 +642,5 @@ def lbfgs(learning_rate: Any = None, memory_size: int = 10, scale_init_precond: 
     return opt
 
 
-__all__ = ["scale_by_lbfgs", "scale_by_zoom_linesearch", "value_and_grad_from_state", "lbfgs"]
+__all__ = ["scale_by_lbfgs", "scale_by_zoom_linesearch", "scale_by_backtracking_linesearch",
+           "value_and_grad_from_state", "lbfgs"]
