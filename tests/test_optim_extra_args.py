@@ -188,7 +188,7 @@ def test_value_and_grad_from_state_reuses_the_linesearchs_values():
     value, grad = vg(w, state=state, scale=2.0)  # the linesearch's, at the new parameters
     assert len(calls) == before
     np.testing.assert_allclose(float(value), float(f(w, 2.0)))
-    with pytest.raises(ValueError, match="one field called value"):
+    with pytest.raises(ValueError, match="no value or no gradient in the state"):
         sl.optim.value_and_grad_from_state(f)(w, state=sl.optim.adam(0.1).init(w))
 
 

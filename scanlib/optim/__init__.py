@@ -52,8 +52,8 @@ in a scan carry. The package: core (checked flat trees, GradientTransformation,
 apply_updates, grads_of), transforms (chain and the first stages), scaling and blockwise
 (the other scale_by_* stages), stages (the small ones: clip, ema, add_noise, ...), wrappers (masked,
 multi_transform, apply_if_finite, MultiSteps, inject_hyperparams), optimisers (optax's
-aliases), linesearch (lbfgs, scale_by_lbfgs, scale_by_zoom_linesearch,
-value_and_grad_from_state), schedules, losses and tree_utils; it imports backends, tape, ops,
+aliases), linesearch (lbfgs, scale_by_lbfgs, the linesearches, value_and_grad_from_state),
+schedules, losses, tree_utils and tree (optax.tree's names); it imports backends, tape, ops,
 random, pytree, autodiff, and control and branching (the linesearch's loop).
 
 optax's extra arguments are accepted by every `update` and `step`: `opt.update(grads, state,
@@ -64,7 +64,7 @@ params, value=loss)` for polyak_sgd, and for lbfgs
     updates, state = opt.update(grad, state, params, value=value, grad=grad, value_fn=f)
 """
 
-from . import linesearch, losses, schedules, stages, tree_utils, wrappers
+from . import linesearch, losses, schedules, stages, tree, tree_utils, wrappers
 from .core import GradientTransformation, apply_updates, grads_of
 from .losses import *  # noqa: F403
 from .blockwise import (  # noqa: F401
@@ -112,7 +112,7 @@ _STAGES = ["chain", "named_chain", "scale", "scale_by_learning_rate", "scale_by_
            "scale_by_param_block_rms"]
 __all__ = [
     # optax's state classes (ScaleByAdamState, MaskedNode, ...) are attributes, not listed
-    "GradientTransformation", "apply_updates", "grads_of", "tree_utils", *_OPTIMISERS,
+    "GradientTransformation", "apply_updates", "grads_of", "tree", "tree_utils", *_OPTIMISERS,
     *_STAGES, *stages.__all__, *wrappers.__all__, *schedules.__all__, *linesearch.__all__,
     *losses.__all__,
 ]

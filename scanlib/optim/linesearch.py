@@ -8,7 +8,7 @@ The linesearch reads update's extra arguments: `value=` and `grad=` at the curre
 and `value_fn=`, the objective (further keyword arguments go to value_fn). Its loop is a
 while_loop and its two phases a cond, so an update under `jit` or in a scan body traces once.
 
-Imports ops, autodiff, control, branching, optim.core and optim.transforms.
+Imports ops, autodiff, control, branching, optim.core, optim.transforms and optim.tree.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from ..autodiff import grad as grad_of, value_and_grad
 from ..branching import cond
 from ..control import while_loop
 from ..tape import Tensor
+from . import tree
 from .core import (_FIX_STATE, GradientTransformation, _count_zero, _extra, _flatten, _moments,
                    _number, _rebuild)
 from .transforms import _check_state, chain, scale, scale_by_learning_rate
@@ -559,22 +560,6 @@ def scale_by_backtracking_linesearch(max_backtracking_steps: int, slope_rtol: fl
 
 
 # --- value_and_grad_from_state and lbfgs --------------------------------------------------------
-def _fields(tree, name, found):
-    """Every NamedTuple field called name in tree (optax.tree.get's search)."""
-    if isinstance(tree, tuple) and hasattr(tree, "_fields"):
-        if name in tree._fields:
-            found.append(getattr(tree, name))
-        for x in tree:
-            _fields(x, name, found)
-    elif isinstance(tree, (tuple, list)):
-        for x in tree:
-            _fields(x, name, found)
-    elif isinstance(tree, dict):
-        for x in tree.values():
-            _fields(x, name, found)
-    return found
-
-
 def value_and_grad_from_state(value_fn: Callable) -> Callable:
     """A function like value_and_grad(value_fn) with a keyword `state=`: it returns the value
     and gradient a linesearch stored in the optimiser's state (computed at the parameters it
@@ -592,13 +577,13 @@ def value_and_grad_from_state(value_fn: Callable) -> Callable:
     computed = value_and_grad(value_fn)
 
     def from_state(params, *args, state, **kwargs):
-        values, grads = _fields(state, "value", []), _fields(state, "grad", [])
-        if len(values) != 1 or len(grads) != 1:
+        value, grad = tree.get(state, "value"), tree.get(state, "grad")
+        if value is None or grad is None:
             raise ValueError(
-                "value_and_grad_from_state: the state must hold one field called value and "
-                f"one called grad (found {len(values)} and {len(grads)}); use an optimiser "
-                "with a linesearch that stores them (lbfgs, scale_by_zoom_linesearch).")
-        value, grad = ops.as_tensor(values[0]), grads[0]
+                "value_and_grad_from_state: no value or no gradient in the state; use an "
+                "optimiser with a linesearch that stores them (lbfgs, "
+                "scale_by_zoom_linesearch, scale_by_backtracking_linesearch(store_grad=True)).")
+        value = ops.as_tensor(value)
         finite = ~ops.isinf(value) & ~ops.isnan(value)
         if not isinstance(finite, Tensor) or finite._trace is None:
             return (value, grad) if bool(finite) else computed(params, *args, **kwargs)
