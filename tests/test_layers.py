@@ -261,7 +261,8 @@ PRIVATE_USES_ALLOWED = {
     ("scanlib.optim.linesearch", "scanlib.optim.transforms"):
         ({"_check_state"}, "optim's stage helpers, shared by its stage modules"),
     ("scanlib.optim.wrappers", "scanlib.optim.core"):
-        ({"_Flat", "_a", "_count_zero", "_flatten", "_moments", "_rebuild", "_select_tree"},
+        ({"_Flat", "_a", "_count_zero", "_differentiating", "_flatten", "_moments", "_number",
+          "_recording", "_rebuild", "_select_tree"},
          "a wrapper runs its inner stages on checked flat leaves, core's own form"),
     ("scanlib.scan.api", "scanlib.scan.primitive"):
         ({"_needs_grad"}, "scan_p's own test of what needs a gradient, to become its rule"),

@@ -95,7 +95,8 @@ from .transforms import (  # noqa: F401
                          named_chain, scale, scale_by_adam, scale_by_learning_rate, trace)
 from .wrappers import *  # noqa: F403
 from .wrappers import (  # noqa: F401
-    ApplyIfFiniteState, InjectHyperparamsState, InjectStatefulHyperparamsState, MaskedNode,
+    ApplyIfFiniteState, InjectHyperparamsState, InjectStatefulHyperparamsState, LookaheadState,
+    MaskedNode,
     MaskedState, MultiStepsState, MultiTransformState, PartitionState, WrappedScheduleState)
 
 _OPTIMISERS = ["sgd", "momentum", "adam", "adamw", "nadam", "nadamw", "adamax", "adamaxw",

@@ -1,6 +1,6 @@
 """optax's wrappers of other transformations, with its state classes: masked (and MaskedNode),
 multi_transform (optax's partition), apply_if_finite, MultiSteps (with skip_not_finite and
-skip_large_updates), inject_hyperparams.
+skip_large_updates), inject_hyperparams, lookahead (and LookaheadParams).
 
 Imports tape, ops, pytree and optim.core.
 """
@@ -13,9 +13,10 @@ from typing import Any, Callable, Mapping, NamedTuple
 import numpy as np
 
 from .. import ops, pytree
-from ..tape import Tensor
+from ..tape import Tensor, no_grad
 from ..tape.types import PyTree
-from .core import (GradientTransformation, _a, _count_zero, _Flat, _flatten, _moments,
+from .core import (GradientTransformation, _a, _count_zero, _differentiating, _Flat, _flatten,
+                   _moments, _number, _recording, apply_updates,
                    _rebuild, _select_tree)
 
 
@@ -456,5 +457,121 @@ def inject_hyperparams(inner_factory: Callable[..., GradientTransformation],
     return wrapped
 
 
+# --- lookahead ------------------------------------------------------------------------------------
+class LookaheadParams(NamedTuple):
+    """The parameters lookahead steps: the fast ones (the inner optimiser's) and the slow
+    ones, as optax.LookaheadParams.
+
+    >>> sl.optim.LookaheadParams.init_synced({"w": sl.tensor([1.0])})
+    """
+
+    fast: Any
+    slow: Any
+
+    @classmethod
+    def init_synced(cls, params: PyTree) -> "LookaheadParams":
+        """Fast and slow parameters both equal to params."""
+        return cls(fast=params, slow=params)
+
+
+class LookaheadState(NamedTuple):
+    fast_state: Any  # the inner optimiser's state
+    steps_since_sync: Any  # 0-d int32
+
+
+class _Lookahead(GradientTransformation):
+    """lookahead's transformation: its updates are LookaheadParams (fast and slow), not
+    shaped like the gradients (of the fast parameters), so it is no stage of a chain."""
+
+    __slots__ = ("fast_optimizer", "sync_period", "slow_step_size", "reset_state")
+
+    def __init__(self, fast_optimizer, sync_period, slow_step_size, reset_state):
+        name = f"lookahead({fast_optimizer.name})"
+
+        def as_stage(*args):  # what chain and the wrappers call: lookahead is none of theirs
+            raise TypeError(f"{name} wraps an optimiser and cannot be a stage of chain or of "
+                            "another wrapper: chain the fast optimiser's stages, then wrap "
+                            "the chain with lookahead.")
+
+        super().__init__(name, as_stage, as_stage, "LookaheadState")
+        self.fast_optimizer, self.sync_period = fast_optimizer, sync_period
+        self.slow_step_size, self.reset_state = slow_step_size, reset_state
+
+    def init(self, params: PyTree) -> PyTree:
+        """The state for LookaheadParams (or, as optax warns and allows, the fast params
+        alone)."""
+        fast = params.fast if isinstance(params, LookaheadParams) else params
+        with no_grad():
+            return LookaheadState(self.fast_optimizer.init(fast),
+                                  ops.zeros((), dtype=np.int32))
+
+    def update(self, grads: PyTree, state: PyTree, params: PyTree | None = None,
+               **extra_args: Any) -> tuple[PyTree, PyTree]:
+        """(LookaheadParams of updates, new state): the fast optimiser's step on the fast
+        params, and every sync_period-th call the slow params moved slow_step_size of the
+        way to the fast ones, the fast reset to them."""
+        who = f"{self.name}.update"
+        if not isinstance(params, LookaheadParams):
+            raise TypeError(f"{who}: params must be LookaheadParams(fast, slow) (start with "
+                            "sl.optim.LookaheadParams.init_synced(params)), got "
+                            f"{type(params).__name__}.")
+        if not isinstance(state, LookaheadState):
+            raise TypeError(f"{who}: state must be a LookaheadState, got "
+                            f"{type(state).__name__}; call opt.init(params) again.")
+        updates, fast_state = self.fast_optimizer.update(grads, state.fast_state, params.fast,
+                                                         **extra_args)
+        with _recording(_differentiating()):
+            steps = ops.as_tensor(state.steps_since_sync)
+            sync = steps == self.sync_period - 1
+            rate = self.slow_step_size
+
+            def diff(f, u, s):  # where the fast parameters land, less the slow ones
+                return ops.as_tensor(f) + u - s
+
+            slow = pytree.tree_map(
+                lambda f, u, s: rate * sync.astype(u.dtype) * diff(f, u, s),
+                params.fast, updates, params.slow)
+            fast = pytree.tree_map(
+                lambda f, u, s: u - sync.astype(u.dtype) * (1 - rate) * diff(f, u, s),
+                params.fast, updates, params.slow)
+            if self.reset_state:
+                initial = self.fast_optimizer.init(params.fast)
+                fast_state = pytree.tree_map(
+                    lambda now, first: ((1 - sync.astype(now.dtype)) * now
+                                        + sync.astype(now.dtype) * first).astype(now.dtype),
+                    fast_state, initial)
+            steps = (steps + 1) % self.sync_period
+        return LookaheadParams(fast=fast, slow=slow), LookaheadState(fast_state, steps)
+
+    def step(self, grads: PyTree, state: PyTree, params: PyTree,
+             **extra_args: Any) -> tuple[PyTree, PyTree]:
+        """update, then apply_updates: (new LookaheadParams, new state)."""
+        updates, state = self.update(grads, state, params, **extra_args)
+        return apply_updates(params, updates), state
+
+
+def lookahead(fast_optimizer: GradientTransformation, sync_period: int, slow_step_size: float,
+              reset_state: bool = False) -> GradientTransformation:
+    """Lookahead (Zhang et al.), as optax.lookahead: the fast optimiser steps the fast
+    parameters; every sync_period steps the slow ones move slow_step_size of the way to the
+    fast ones and the fast ones restart from there (reset_state: the fast optimiser's state
+    too). params and updates are LookaheadParams(fast, slow); the gradients are the fast
+    parameters'. Evaluate the model at params.slow.
+
+    >>> opt = sl.optim.lookahead(sl.optim.sgd(0.1), sync_period=2, slow_step_size=0.5)
+    >>> params = sl.optim.LookaheadParams.init_synced(sl.tensor([1.0]))
+    >>> state = opt.init(params)
+    >>> for _ in range(2):
+    ...     params, state = opt.step(sl.tensor([1.0]), state, params)
+    >>> params.slow
+    """
+    if isinstance(sync_period, bool) or not isinstance(sync_period, (int, np.integer)) \
+            or sync_period < 1:
+        raise ValueError(f"lookahead: sync_period must be an int >= 1, got {sync_period!r}")
+    rate = _number("lookahead", "slow_step_size", slow_step_size)
+    return _Lookahead(fast_optimizer, int(sync_period), rate, bool(reset_state))
+
+
 __all__ = ["masked", "multi_transform", "partition", "apply_if_finite", "skip_not_finite",
-           "skip_large_updates", "MultiSteps", "inject_hyperparams"]
+           "skip_large_updates", "MultiSteps", "inject_hyperparams", "lookahead",
+           "LookaheadParams"]
