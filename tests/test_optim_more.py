@@ -758,6 +758,27 @@ def test_per_example_global_norm_clip_is_optaxs():
     assert got[1].item() == int(want[1])
 
 
+@pytest.mark.parametrize("uniform", [True, False])
+def test_per_example_layer_norm_clip_is_optaxs(uniform):
+    """Each leaf clipped on its own to C / sqrt(K) (uniform) or C * sqrt(D_i / D)."""
+    optax = pytest.importorskip("optax")
+    jax = pytest.importorskip("jax")
+    rng = np.random.default_rng(4)
+    grads = {"a": rng.standard_normal((5, 3)), "b": rng.standard_normal((5, 2, 2)),
+             "c": rng.standard_normal(5)}
+    grads["a"][1] = 0.0  # a zero example of one layer: its multiplier is 1, not NaN
+    for clip in (0.0, 0.7, np.inf):
+        with jax.enable_x64(True):
+            want = optax.per_example_layer_norm_clip(grads, clip, uniform)
+        got = optim.per_example_layer_norm_clip(grads, clip, uniform)
+        for k in grads:
+            np.testing.assert_allclose(got[0][k].numpy(), np.asarray(want[0][k]), rtol=1e-14,
+                                       atol=1e-15)
+            assert got[1][k].item() == int(want[1][k])
+    with pytest.raises(ValueError, match="examples on axis 0"):
+        optim.per_example_layer_norm_clip({"w": sl.ones((3, 2)), "b": sl.ones(2)}, 1.0)
+
+
 @pytest.mark.parametrize("scale", [0.0, 0.5, 1.0, -3.0])
 def test_scale_gradient_scales_the_gradient_only(scale):
     """The value unchanged, the gradient times scale, at every order and through a scan

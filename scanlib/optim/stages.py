@@ -1,7 +1,8 @@
 """optax's smaller stages and helpers, with its state classes: identity, set_to_zero, clip,
 clip_by_block_rms, adaptive_grad_clip, zero_nans, ema, apply_every, add_noise,
 keep_params_nonnegative, scale_by_polyak; and the functions global_norm, safe_norm,
-incremental_update, periodic_update, per_example_global_norm_clip and scale_gradient.
+incremental_update, periodic_update, per_example_global_norm_clip,
+per_example_layer_norm_clip and scale_gradient.
 
 Imports tape, ops, linalg, random, pytree, optim.core, optim.transforms and optim.scaling.
 """
@@ -184,6 +185,32 @@ def per_example_global_norm_clip(grads: PyTree, l2_norm_clip: float) -> tuple[Py
     num_clipped = ops.sum(multipliers < 1.0)
     clipped = [ops.tensordot(multipliers, g, axes=1) for g in leaves]
     return pytree.unflatten(treedef, clipped), num_clipped
+
+
+def per_example_layer_norm_clip(grads: PyTree, global_l2_norm_clip: float,
+                                uniform: bool = True) -> tuple[PyTree, PyTree]:
+    """per_example_global_norm_clip for each leaf of grads on its own (a layer), its clip
+    norm C / sqrt(K) for K leaves (uniform), or C * sqrt(D_i / D) with D_i the leaf's
+    parameters per example and D all of them; (the clipped sums, the numbers clipped), each
+    a tree shaped like grads, as optax.per_example_layer_norm_clip.
+
+    >>> g = [sl.tensor([[3.0, 4.0], [0.3, 0.4]]), sl.tensor([[1.0], [2.0]])]
+    >>> sl.optim.per_example_layer_norm_clip(g, 1.0)
+    """
+    leaves, treedef = pytree.flatten(grads)
+    leaves = [ops.as_tensor(g) for g in leaves]
+    if not leaves or any(g.ndim == 0 for g in leaves) or len({g.shape[0] for g in leaves}) > 1:
+        raise ValueError("per_example_layer_norm_clip expects every leaf of grads to have the "
+                         "examples on axis 0 (the same number in each), got shapes "
+                         f"{[tuple(g.shape) for g in leaves]}.")
+    if uniform:
+        clips = [global_l2_norm_clip * (1.0 / len(leaves)) ** 0.5 for _ in leaves]
+    else:
+        sizes = [int(np.prod(g.shape[1:])) for g in leaves]
+        clips = [global_l2_norm_clip * (n / sum(sizes)) ** 0.5 for n in sizes]
+    done = [per_example_global_norm_clip(g, c) for g, c in zip(leaves, clips)]
+    return (pytree.unflatten(treedef, [d[0] for d in done]),
+            pytree.unflatten(treedef, [d[1] for d in done]))
 
 
 def scale_gradient(inputs: PyTree, scale: float) -> PyTree:
@@ -433,4 +460,4 @@ __all__ = ["identity", "set_to_zero", "freeze", "selective_transform", "clip",
            "clip_by_block_rms", "adaptive_grad_clip", "zero_nans", "ema", "apply_every",
            "add_noise", "keep_params_nonnegative", "scale_by_polyak",
            "global_norm", "safe_norm", "incremental_update", "periodic_update",
-           "per_example_global_norm_clip", "scale_gradient"]
+           "per_example_global_norm_clip", "per_example_layer_norm_clip", "scale_gradient"]
