@@ -95,11 +95,62 @@ def test_dtype_and_errors():
         x.at[0].set(1j)
     with pytest.raises(IndexError):
         x.at[5].set(1.0)
-    with pytest.raises(NotImplementedError, match="mode='clip'"):
-        x.at[5].get(mode="clip")
+    with pytest.raises(NotImplementedError, match="mode='drop'"):
+        x.at[5].set(1.0, mode="drop")
+    with pytest.raises(ValueError, match="fill_value applies to mode='fill' only"):
+        x.at[5].get(mode="clip", fill_value=1.0)
     with pytest.raises(TypeError, match="unexpected keyword"):
         x.at[0].set(1.0, sorted=True)
     assert x.at[0].set(1.0, unique_indices=True).numpy()[0] == 1.0  # a hint: accepted
+
+
+GET_INDICES = [
+    (np.array([0, 3, 4, -1, -4, -5, 7]),),
+    (np.array([[0, 9], [-6, 2]]), slice(None), 1),
+    (slice(1, 3), np.array([5, -1, 0, -6])),
+    (Ellipsis, np.array([2, 3, -3, -4])),
+    (np.array([1, 8]), np.array([[0], [4], [5]])),
+    (np.array([0, 2]), slice(None), np.array([3, 1])),
+    (6,), (-5,), (None, 2, np.array([9, 1])), (1, 2, 5),
+]
+
+
+@pytest.mark.parametrize("index", GET_INDICES, ids=range(len(GET_INDICES)))
+@pytest.mark.parametrize("options", [{"mode": "fill"}, {"mode": "fill", "fill_value": -7.5},
+                                     {"mode": "clip"}])
+def test_get_out_of_range_fills_or_clips_as_jax(index, options):
+    """x.at[i].get(mode="fill" | "clip"): JAX's values (NaN or fill_value past either end,
+    the nearest entry) for integer and array indices beside slices, None and Ellipsis, and
+    JAX's gradient (the fill values get none)."""
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((4, 5, 3))
+    with jax.enable_x64(True):
+        want = np.asarray(jnp.asarray(x).at[index].get(**options))
+        weights = rng.standard_normal(want.shape)
+
+        def loss(lib, x):
+            y = x.at[index].get(**options)
+            return lib.sum(lib.where(lib.isnan(y), 0.0, y) * weights)
+
+        want_grad = np.asarray(jax.grad(lambda x: loss(jnp, x))(jnp.asarray(x)))
+    got = sl.tensor(x).at[index].get(**options).numpy()
+    assert got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(sl.grad(lambda x: loss(sl, x))(sl.tensor(x)).numpy(),
+                                  want_grad)
+
+
+def test_get_fill_defaults_and_traced_indices():
+    xi = sl.tensor(np.arange(10, dtype=np.int32))
+    got = xi.at[np.array([1, 12, -11])].get(mode="fill").numpy()
+    np.testing.assert_array_equal(got, [1, np.iinfo(np.int32).min, np.iinfo(np.int32).min])
+    xu = sl.tensor(np.arange(3, dtype=np.uint8))
+    assert xu.at[np.array([3])].get(mode="fill").numpy()[0] == 255
+    x = sl.tensor([1.0, 2.0, 3.0])
+    f = sl.jit(lambda x, i: x.at[i].get(mode="fill", fill_value=0.0))
+    np.testing.assert_array_equal(f(x, sl.tensor(np.array([0, 9, -2]))).numpy(), [1.0, 0.0, 2.0])
 
 
 def test_a_step_indexed_buffer_in_a_scan_carry_matches_the_loop(backend):

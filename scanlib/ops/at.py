@@ -14,8 +14,8 @@ import numpy as np
 from .. import backends
 from ..tape import Tensor
 from . import elementwise as ew
-from .structural import (fill_index, getitem_p, last_writers_p, may_repeat, scatter_add_p,
-                         scatter_set_p, split_index)
+from .structural import (Slot, concatenate_p, fill_index, getitem_p, last_writers_p,
+                         may_repeat, scatter_add_p, scatter_set_p, split_index)
 
 if TYPE_CHECKING:
     from ..tape.types import ArrayLike
@@ -48,6 +48,38 @@ def _check_options(who, mode, fill_value, hints):
             f"x.at[...].{who}(mode={mode!r}): scanlib indexes as NumPy does (an index out of "
             "range raises IndexError, negative indices count from the end); clip the indices "
             "yourself, or read with scanlib.take(x, i, mode='clip').")
+
+
+def _axes_of(template, ndim):
+    """The axis of x each entry of an index template reads (None for None, a bool and
+    Ellipsis, which read no single axis)."""
+    consuming = sum(1 for e in template if not (e is None or type(e) is bool or e is Ellipsis))
+    axes, axis = [], 0
+    for e in template:
+        if e is None or type(e) is bool:
+            axes.append(None)
+        elif e is Ellipsis:
+            axes.append(None)
+            axis += ndim - consuming
+        else:
+            axes.append(axis)
+            axis += 1
+    return axes
+
+
+def _fill_value(dtype, fill_value):
+    """JAX's default fill for mode="fill": NaN, the most negative or the largest integer,
+    True."""
+    dtype = np.dtype(dtype)
+    if fill_value is not None:
+        return fill_value
+    if dtype.kind in "fc":
+        return np.nan
+    if dtype.kind == "i":
+        return np.iinfo(dtype).min
+    if dtype.kind == "u":
+        return np.iinfo(dtype).max
+    return True
 
 
 class IndexedUpdate:
@@ -117,10 +149,60 @@ class IndexedUpdate:
 
     def get(self, *, mode: str | None = None, fill_value: Any = None,
             **hints: Any) -> Tensor:
-        """x[index]."""
-        _check_options("get", mode, fill_value, hints)
+        """x[index]. mode="fill" gives fill_value (by default NaN for floats, the most
+        negative integer, the largest unsigned one, True) where an index is out of range,
+        mode="clip" reads the nearest entry, as JAX's; by default (and "promise_in_bounds")
+        an index out of range raises IndexError, as NumPy's."""
+        if mode in ("fill", "clip"):
+            unknown = set(hints) - set(_HINTS)
+            if unknown:
+                raise TypeError(f"x.at[...].get() got unexpected keyword(s) {sorted(unknown)}")
+            if fill_value is not None and mode != "fill":
+                raise ValueError("x.at[...].get(mode='clip'): fill_value applies to "
+                                 "mode='fill' only.")
+            return self._get_out_of_range(mode, fill_value)
+        _check_options("get", None if mode == "promise_in_bounds" else mode, fill_value, hints)
         template, arrays = self._parts()
         return getitem_p(self.x, *arrays, index=template)
+
+    def _get_out_of_range(self, mode, fill_value):
+        """get's fill and clip modes. Each index into an axis (an int or an integer array) is
+        made non-negative; clip clamps it into the axis, fill points it past the axis' end,
+        where one entry of fill_value is appended (so NumPy's gather puts the fill values
+        wherever the result's axes go, and the gradient reaches x through the append)."""
+        template, arrays = self._parts()
+        x, arrays, entries = self.x, list(arrays), []
+        padded = []
+        for entry, axis in zip(template, _axes_of(template, x.ndim)):
+            if axis is None or isinstance(entry, slice):
+                entries.append(entry)
+                continue
+            n = x.shape[axis]
+            if isinstance(entry, Slot):
+                i = arrays[entry.i]
+                i = i if isinstance(i, Tensor) else Tensor(i)
+                inside = ew.logical_and(ew.greater_equal(i, -n), ew.less(i, n))
+                i = ew.where(ew.less(i, 0), i + n, i)
+                if mode == "clip":
+                    i = ew.minimum(ew.maximum(i, 0), max(n - 1, 0))
+                else:
+                    i = ew.where(inside, i, n)
+                    padded.append(axis)
+                arrays[entry.i] = i
+                entries.append(entry)
+                continue
+            i = entry + n if -n <= entry < 0 else entry  # a static int
+            if not 0 <= i < n:
+                i = min(max(i, 0), n - 1) if mode == "clip" else n
+                if mode == "fill":
+                    padded.append(axis)
+            entries.append(i)
+        for axis in sorted(set(padded)):
+            shape = list(x.shape)
+            shape[axis] = 1
+            block = np.full(shape, _fill_value(x.dtype, fill_value), dtype=x.dtype)
+            x = concatenate_p(x, Tensor(backends.asarray_on(block, x.device)), axis=axis)
+        return getitem_p(x, *arrays, index=tuple(entries))
 
     def set(self, v: ArrayLike, *, mode: str | None = None, **hints: Any) -> Tensor:
         """x with x[index] replaced by v (broadcast to x[index]'s shape)."""
