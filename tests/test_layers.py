@@ -256,7 +256,8 @@ PRIVATE_USES_ALLOWED = {
     ("scanlib.optim.stages", "scanlib.optim.transforms"):
         ({"_check_state", "_empty_init"}, "optim's stage helpers, shared by its stage modules"),
     ("scanlib.optim.linesearch", "scanlib.optim.core"):
-        ({"_FIX_STATE", "_count_zero", "_extra", "_flatten", "_moments", "_number", "_rebuild"},
+        ({"_FIX_STATE", "_check_like", "_count_zero", "_extra", "_flatten", "_moments",
+          "_number", "_rebuild"},
          "optim's stage helpers (checked flat leaves), shared by its stage modules"),
     ("scanlib.optim.linesearch", "scanlib.optim.transforms"):
         ({"_check_state"}, "optim's stage helpers, shared by its stage modules"),

@@ -205,3 +205,80 @@ def test_linesearch_errors_name_what_is_missing():
         sl.optim.scale_by_lbfgs(0)
     with pytest.raises(ValueError, match="initial_guess_strategy"):
         sl.optim.scale_by_zoom_linesearch(5, initial_guess_strategy="best")
+
+
+def test_the_gradient_through_a_zoom_is_forward_modes_and_finite_differences():
+    """Reverse mode through an update whose linesearch zooms (the cubic's first reference
+    point is its low end, a zero radical): forward mode's and central differences' numbers,
+    not NaN."""
+    def f(w):
+        return ((w - sl.tensor([1.0, -2.0, 0.5])) ** 4).sum() + (w * w).sum()
+
+    def one_step(w):
+        opt = sl.optim.chain(sl.optim.sgd(0.3), sl.optim.scale_by_zoom_linesearch(10))
+        value, grad = sl.value_and_grad(f)(w)
+        updates, state = opt.update(grad, opt.init(w), w, value=value, grad=grad, value_fn=f)
+        assert int(state[1].info.num_linesearch_steps) >= 2 or state[1].info \
+            .num_linesearch_steps._trace is not None
+        return sl.optim.apply_updates(w, updates).sum()
+
+    w = sl.tensor([0.3, 0.7, -1.1])
+    reverse = sl.grad(one_step)(w).numpy()
+    forward = sl.jacfwd(one_step)(w).numpy()
+    eps, fd = 1e-6, []
+    for i in range(3):
+        e = np.zeros(3)
+        e[i] = eps
+        fd.append((float(one_step(sl.tensor(w.numpy() + e)))
+                   - float(one_step(sl.tensor(w.numpy() - e)))) / (2 * eps))
+    np.testing.assert_allclose(reverse, forward, rtol=1e-10)
+    np.testing.assert_allclose(reverse, fd, rtol=1e-6)
+
+
+def test_linesearch_edges_as_optax():
+    """An objective infinite outside its domain (no warning: the interpolations do no inf
+    arithmetic), a zero gradient for polyak, max_linesearch_steps=0 (one step, as optax),
+    and value_fn's keyword arguments by name only (a **kwargs catch-all is refused, as
+    optax refuses it)."""
+    import warnings
+
+    def f(w):
+        inside = w.sum() < 1.0
+        return sl.where(inside, ((w - 0.4) ** 2).sum(), np.inf)
+
+    w = sl.tensor([0.1, 0.2, 0.3])
+    value, grad = sl.value_and_grad(f)(w)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for steps in (0, 15):
+            opt = sl.optim.chain(sl.optim.sgd(1.0), sl.optim.scale_by_zoom_linesearch(steps))
+            updates, _ = opt.update(grad, opt.init(w), w, value=value, grad=grad, value_fn=f)
+            assert np.isfinite(updates.numpy()).all()
+        polyak = sl.optim.polyak_sgd()
+        zero, _ = polyak.update(sl.zeros(3), polyak.init(w), w, value=1.0)
+        np.testing.assert_array_equal(zero.numpy(), 0.0)
+
+    def g(w, **data):
+        return (w * w).sum()
+
+    opt = sl.optim.lbfgs()
+    with pytest.raises(TypeError, match=r"not arguments of value_fn: \['scale'\]"):
+        opt.update(grad, opt.init(w), w, value=value, grad=grad, value_fn=g, scale=2.0)
+
+
+def test_lbfgs_under_inject_hyperparams_and_adafactors_momentum_dtype():
+    jnp = pytest.importorskip("jax.numpy")
+    opt = sl.optim.inject_hyperparams(sl.optim.lbfgs)(learning_rate=0.5)
+    w = sl.tensor([1.0, 2.0])
+    state = opt.init(w)
+    updates, state = opt.update(sl.tensor([0.5, 1.0]), state, w, value=1.0,
+                                grad=sl.tensor([0.5, 1.0]), value_fn=lambda w: (w * w).sum())
+    assert updates.shape == (2,)
+    for dtype in (np.float32, "float32", jnp.float32):
+        sl.optim.adafactor(momentum=0.9, dtype_momentum=dtype).init(sl.ones(2, dtype="float32"))
+    masked = sl.optim.masked(sl.optim.lbfgs(), {"a": True, "b": False})
+    params = {"a": sl.ones(2), "b": sl.ones(1)}
+    grads = {"a": sl.ones(2), "b": sl.ones(1)}
+    with pytest.raises(TypeError, match="grad= must be shaped like the gradients this stage"):
+        masked.update(grads, masked.init(params), params, value=1.0, grad=grads,
+                      value_fn=lambda p: (p["a"] ** 2).sum())

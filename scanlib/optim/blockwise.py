@@ -267,7 +267,8 @@ def scale_by_param_block_rms(min_scale: float = 1e-3) -> GradientTransformation:
         if params is None:
             raise TypeError(f"{ctx.who}: scale_by_param_block_rms needs params: call "
                             "update(grads, state, params).")
-        return [u * _safe_rms(p, min_scale) for u, p in zip(leaves, params.tensors)], state
+        return [u if p.size == 0 else u * _safe_rms(p, min_scale)  # empty: nothing to scale
+                for u, p in zip(leaves, params.tensors)], state
 
     return GradientTransformation(who, _empty_init, apply)
 

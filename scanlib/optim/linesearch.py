@@ -24,8 +24,8 @@ from ..branching import cond
 from ..control import while_loop
 from ..tape import Tensor
 from . import tree
-from .core import (_FIX_STATE, GradientTransformation, _count_zero, _extra, _flatten, _moments,
-                   _number, _rebuild)
+from .core import (_FIX_STATE, GradientTransformation, _check_like, _count_zero, _extra, _flatten,
+                   _moments, _number, _rebuild)
 from .transforms import _check_state, chain, scale, scale_by_learning_rate
 
 
@@ -46,6 +46,19 @@ def _add_scale(xs, s, ys):
 
 def _where(c, xs, ys):
     return [ops.where(c, x, y) for x, y in zip(xs, ys)]
+
+
+def _static_int(who: str, name: str, value, least: int) -> int:
+    """An int argument that sizes arrays or loops: a Python or NumPy int, or a concrete 0-d
+    integer Tensor (what inject_hyperparams makes of it), at least `least`."""
+    if isinstance(value, Tensor) and value.ndim == 0 and np.dtype(value.dtype).kind in "iu":
+        if value._trace is not None:
+            raise TypeError(f"{who}: {name} sizes the optimiser's arrays, so it cannot be "
+                            "traced; with inject_hyperparams, name it in static_args.")
+        value = int(value.item())
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
+        raise ValueError(f"{who}: {name} must be an int >= {least}, got {value!r}")
+    return int(value)
 
 
 # --- scale_by_lbfgs ----------------------------------------------------------------------------
@@ -77,10 +90,7 @@ def scale_by_lbfgs(memory_size: int = 10, scale_init_precond: bool = True
     >>> opt.update(sl.tensor([2.0, 4.0]), opt.init(w), w)[0]
     """
     who = "scale_by_lbfgs"
-    if isinstance(memory_size, bool) or not isinstance(memory_size, (int, np.integer)) \
-            or memory_size < 1:
-        raise ValueError(f"{who}: memory_size must be an int >= 1, got {memory_size!r}")
-    m = int(memory_size)
+    m = _static_int(who, "memory_size", memory_size, 1)
 
     def stacked(p):
         return ops.zeros((m,) + tuple(p.shape), dtype=p.dtype, device=p.device)
@@ -211,11 +221,24 @@ class _Search(NamedTuple):
     safe_grad: Any  # a list of leaves
 
 
+def _finite(*values):
+    """The values with each non-finite one replaced by 0, and whether all were finite: the
+    interpolations below then do no inf or NaN arithmetic (no warning, no NaN gradient) and
+    give NaN where an input was not finite, as their arithmetic would."""
+    ok = None
+    for v in values:
+        f = ops.isfinite(v)
+        ok = f if ok is None else ok & f
+    return [ops.where(ok, v, 0.0) for v in values], ok
+
+
 def _cubicmin(a, fa, fpa, b, fb, c, fc):
     """The critical point of the cubic through (a, fa), (b, fb), (c, fc) with slope fpa at a,
-    as scipy's and optax's; NaN where there is none (a zero divisor or a negative radical:
-    optax's arithmetic then gives NaN or a point at an end of the interval, which the zoom
-    rejects alike), computed without dividing by zero."""
+    as scipy's and optax's; NaN where there is none (a zero divisor, a negative radical, an
+    input that is not finite: optax's arithmetic then gives NaN or a point at an end of the
+    interval, which the zoom rejects alike), computed without dividing by zero or taking
+    the square root of 0 (whose derivative, infinite, would make the gradient NaN)."""
+    (a, fa, fpa, b, fb, c, fc), finite = _finite(a, fa, fpa, b, fb, c, fc)
     db, dc = b - a, c - a
     denom = (db * dc) ** 2 * (db - dc)
     rb, rc = fb - fa - fpa * db, fc - fa - fpa * dc
@@ -223,8 +246,9 @@ def _cubicmin(a, fa, fpa, b, fb, c, fc):
     big_a = (dc ** 2 * rb - db ** 2 * rc) / safe
     big_b = (-(dc ** 3) * rb + db ** 3 * rc) / safe
     radical = big_b * big_b - 3.0 * big_a * fpa
-    ok = (denom != 0) & (radical >= 0) & (big_a != 0)
-    root = ops.sqrt(ops.where(radical >= 0, radical, 0.0))
+    ok = finite & (denom != 0) & (radical >= 0) & (big_a != 0)
+    positive = radical > 0
+    root = ops.where(positive, ops.sqrt(ops.where(positive, radical, 1.0)), 0.0)
     x = a + (-big_b + root) / ops.where(big_a != 0, 3.0 * big_a, 1.0)
     return ops.where(ok, x, np.nan)
 
@@ -232,22 +256,32 @@ def _cubicmin(a, fa, fpa, b, fb, c, fc):
 def _quadmin(a, fa, fpa, b, fb):
     """The critical point of the quadratic through (a, fa), (b, fb) with slope fpa at a; NaN
     where there is none (as _cubicmin)."""
+    (a, fa, fpa, b, fb), finite = _finite(a, fa, fpa, b, fb)
     db = b - a
     curvature = (fb - fa - fpa * db) / ops.where(db == 0, 1.0, db ** 2)
-    ok = (db != 0) & (curvature != 0)
+    ok = finite & (db != 0) & (curvature != 0)
     return ops.where(ok, a - fpa / ops.where(ok, 2.0 * curvature, 1.0), np.nan)
+
+
+def _extra_like_grads(ctx, grad):
+    """update's grad= as leaves, checked to be shaped like the gradients the stage sees."""
+    flat = _flatten(grad, "grad", ctx.who)
+    _check_like(ctx.who, flat, ctx.grads,
+                "grad= must be shaped like the gradients this stage is given (inside masked or "
+                "multi_transform, the parameters the linesearch sees, not all of them).")
+    return flat.tensors
 
 
 def _value_fn_kwargs(ctx, who, value_fn):
     """The extra arguments value_fn takes (optax feeds it those its signature names); any
     other one besides value, grad and value_fn is an error."""
     others = {k: v for k, v in ctx.extra.items() if k not in ("value", "grad", "value_fn")}
-    try:
-        names = inspect.signature(value_fn).parameters
+    try:  # as optax: the names value_fn's signature lists (not a **kwargs catch-all)
+        names = {k for k, p in inspect.signature(value_fn).parameters.items()
+                 if p.kind is not p.VAR_KEYWORD}
     except (TypeError, ValueError):
-        names = {}
-    takes_any = any(p.kind is p.VAR_KEYWORD for p in names.values())
-    left = sorted(k for k in others if k not in names and not takes_any)
+        names = set()
+    left = sorted(k for k in others if k not in names)
     if left:
         raise TypeError(f"{ctx.who}: {who}: these keyword arguments of update are not "
                         f"arguments of value_fn: {left}. Pass only value=, grad=, value_fn= "
@@ -280,10 +314,7 @@ def scale_by_zoom_linesearch(max_linesearch_steps: int, max_learning_rate: float
     >>> sl.optim.apply_updates(w, updates)
     """
     who = "scale_by_zoom_linesearch"
-    if isinstance(max_linesearch_steps, bool) or not isinstance(
-            max_linesearch_steps, (int, np.integer)) or max_linesearch_steps < 1:
-        raise ValueError(f"{who}: max_linesearch_steps must be an int >= 1, got "
-                         f"{max_linesearch_steps!r}")
+    max_linesearch_steps = _static_int(who, "max_linesearch_steps", max_linesearch_steps, 0)
     if initial_guess_strategy not in ("one", "keep"):
         raise ValueError(f"{who}: initial_guess_strategy must be 'one' or 'keep', got "
                          f"{initial_guess_strategy!r}")
@@ -331,7 +362,7 @@ def scale_by_zoom_linesearch(max_linesearch_steps: int, max_learning_rate: float
         value0 = _extra(ctx, who, "value", "the objective at the current parameters.")
         grad0 = _extra(ctx, who, "grad", "the gradient at the current parameters.")
         fn_kwargs = _value_fn_kwargs(ctx, who, value_fn)
-        grad0 = _moments(ctx.who, grad0, "grad", ctx.grads)
+        grad0 = _extra_like_grads(ctx, grad0)
         dtype = _value_dtype(params.tensors)
         ws, us = list(params.tensors), list(leaves)
         vg = value_and_grad(value_fn)
@@ -486,10 +517,8 @@ def scale_by_backtracking_linesearch(max_backtracking_steps: int, slope_rtol: fl
     >>> sl.optim.apply_updates(w, updates)
     """
     who = "scale_by_backtracking_linesearch"
-    if isinstance(max_backtracking_steps, bool) or not isinstance(
-            max_backtracking_steps, (int, np.integer)) or max_backtracking_steps < 0:
-        raise ValueError(f"{who}: max_backtracking_steps must be an int >= 0, got "
-                         f"{max_backtracking_steps!r}")
+    max_backtracking_steps = _static_int(who, "max_backtracking_steps",
+                                         max_backtracking_steps, 0)
     if verbose:
         raise NotImplementedError(f"{who}: verbose=True (optax's printed diagnostics) is not "
                                   "supported; read state.info instead.")
@@ -519,7 +548,7 @@ def scale_by_backtracking_linesearch(max_backtracking_steps: int, slope_rtol: fl
         value = _extra(ctx, who, "value", "the objective at the current parameters.")
         grad = _extra(ctx, who, "grad", "the gradient at the current parameters.")
         fn_kwargs = _value_fn_kwargs(ctx, who, value_fn)
-        grad = _moments(ctx.who, grad, "grad", ctx.grads)
+        grad = _extra_like_grads(ctx, grad)
         dtype = _value_dtype(params.tensors)
         ws, us = list(params.tensors), list(leaves)
         value = ops.as_tensor(value).astype(dtype)

@@ -447,7 +447,10 @@ def adafactor(learning_rate: ScalarOrSchedule | None = None, min_dim_size_to_fac
 def _momentum_of_dtype(average: GradientTransformation, dtype) -> GradientTransformation:
     """adafactor's ema, refusing parameters whose dtype is not dtype_momentum (optax would
     keep their average in dtype_momentum; scanlib keeps the parameters' dtype)."""
-    want = np.dtype(getattr(dtype, "dtype", dtype))
+    try:  # a dtype, its name, a NumPy scalar type (np.float32) or JAX's (jnp.float32)
+        want = np.dtype(dtype)
+    except TypeError:
+        want = np.dtype(dtype.dtype)
 
     def init(params):
         for i, p in enumerate(params.tensors):

@@ -383,8 +383,9 @@ def scale_by_polyak(f_min: float = 0.0, max_learning_rate: float = 1.0, eps: flo
         gap = (ops.as_tensor(value) - f_min).astype(total.dtype)
         if variant == "sps+":
             gap = ops.maximum(gap, 0.0)
-        step = ops.where(total + eps <= np.finfo(float).eps, ops.zeros_like(total),
-                         ops.minimum(gap / (total + eps), max_lr))
+        tiny = total + eps <= np.finfo(float).eps  # no step (and no division by 0)
+        step = ops.where(tiny, ops.zeros_like(total),
+                         ops.minimum(gap / ops.where(tiny, 1.0, total + eps), max_lr))
         return [u * step for u in leaves], state
 
     return GradientTransformation(who, _empty_init, apply)
