@@ -181,6 +181,8 @@ class IndexedUpdate:
             if isinstance(entry, Slot):
                 i = arrays[entry.i]
                 i = i if isinstance(i, Tensor) else Tensor(i)
+                if i.dtype != np.int64:  # i + n must not wrap (int8 indices, n = 200)
+                    i = ew.astype(i, dtype=np.int64)
                 inside = ew.logical_and(ew.greater_equal(i, -n), ew.less(i, n))
                 i = ew.where(ew.less(i, 0), i + n, i)
                 if mode == "clip":
