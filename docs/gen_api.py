@@ -50,6 +50,14 @@ FALLBACK = {
                            "jax.tree_util.PyTreeDef.",
                            "isinstance(sl.tree_util.tree_structure((1.0, [2.0])), "
                            "sl.tree_util.PyTreeDef)"),
+    "tree_util.KeyPath": ("KeyPath", "The type of a key path (a tuple of key entries), as "
+                          "jax.tree_util.KeyPath, for annotations.",
+                          "path, _ = sl.tree_util.tree_flatten_with_path({'a': 1.0})[0][0]\n"
+                          "isinstance(path, sl.tree_util.KeyPath)"),
+    "tree_util.KeyEntry": ("KeyEntry", "The type of one step of a key path (SequenceKey, "
+                           "DictKey, GetAttrKey, FlattenedIndexKey), as "
+                           "jax.tree_util.KeyEntry, for annotations.",
+                           "sl.tree_util.KeyEntry"),
     "lax.add": ("add(x, y)", "x + y elementwise (lax.add).", "sl.lax.add(sl.ones(2), 2.0)"),
     "lax.sub": ("sub(x, y)", "x - y elementwise (lax.sub).", "sl.lax.sub(sl.ones(2), 2.0)"),
     "lax.mul": ("mul(x, y)", "x * y elementwise (lax.mul).", "sl.lax.mul(sl.ones(2), 2.0)"),

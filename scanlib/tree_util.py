@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from typing import Any, Union
 
 import optree
 
@@ -34,9 +35,12 @@ __all__ = ["tree_map", "tree_leaves", "tree_flatten", "tree_unflatten", "tree_st
            "keystr", "SequenceKey", "DictKey", "GetAttrKey", "FlattenedIndexKey",
            "register_dataclass", "register_pytree_with_keys", "register_pytree_with_keys_class",
            "register_static", "all_leaves", "tree_transpose", "tree_broadcast",
-           "treedef_children", "treedef_is_leaf", "treedef_tuple", "PyTreeDef"]
+           "treedef_children", "treedef_is_leaf", "treedef_tuple", "PyTreeDef", "KeyEntry",
+           "KeyPath"]
 
 PyTreeDef = optree.PyTreeSpec  # what tree_structure returns (optree's treespec)
+KeyEntry = Union[SequenceKey, DictKey, GetAttrKey, FlattenedIndexKey, Any]  # one step of a path
+KeyPath = tuple  # a path: a tuple of KeyEntry, as tree_flatten_with_path gives (jax's alias)
 
 
 def tree_all(tree, is_leaf=None) -> bool:
