@@ -154,7 +154,7 @@ from .tape.tensor import Tensor as Array, Tensor as Tensor
 from .tracing import make_graph as make_graph
 from .transforms import (
     hessian as hessian, jacfwd as jacfwd, jacrev as jacobian, jacrev as jacrev, jvp as jvp,
-    linearize as linearize,
+    linear_transpose as linear_transpose, linearize as linearize,
 )
 from .vmap import vmap as vmap
 
@@ -764,6 +764,7 @@ __all__ = [
     'jit',
     'jvp',
     'linearize',
+    'linear_transpose',
     'jacfwd',
     'jacrev',
     'hessian',

@@ -22,13 +22,15 @@ from . import autodiff, backends, pytree
 from .ops import concatenate, moveaxis, reshape, stack, zeros
 from .interpreters.forward import forward_jvp, leaf_info
 from .tape import Tensor
+from .tape.graph import Var
 from .tape.state import STATE, current_builder, grad_enabled
+from .tracing import make_graph
 from .vmap import vmap
 
 if TYPE_CHECKING:
     from .tape.types import PyTree
 
-__all__ = ["jvp", "linearize", "jacfwd", "jacrev", "hessian"]
+__all__ = ["jvp", "linearize", "linear_transpose", "jacfwd", "jacrev", "hessian"]
 
 
 # --- leaves: shape, dtype, device, checks -----------------------------------------------------
@@ -194,6 +196,82 @@ def linearize(f: Callable[..., Any], *primals: PyTree) -> tuple[PyTree, Callable
         return push(_check_tangents("linearize", primals, tangents))
 
     return out, f_jvp
+
+
+# --- linear_transpose ---------------------------------------------------------------------------
+def _nonlinear_step(graph):
+    """The first equation of graph that is not linear in the graph's inputs (an operation
+    on values that depend on them other than a sum, a difference, a product by a value that
+    does not, a division of one by a value that does not, a move or copy), or None."""
+    dependent = set(graph.invars)
+    for eqn in graph.eqns:
+        reads = [isinstance(v, Var) and v in dependent for v in eqn.invars]
+        if not any(reads):
+            continue
+        prim = eqn.prim
+        linear = prim.linear
+        if not (linear is True
+                or (isinstance(linear, tuple)
+                    and all(i in linear for i, r in enumerate(reads) if r))
+                or (prim.multilinear and sum(reads) == 1)
+                or (prim.name == "div" and reads == [True, False])):
+            return eqn
+        dependent.update(eqn.outvars)
+    return None
+
+
+def linear_transpose(fun: Callable[..., Any], *primals: PyTree,
+                     reduce_axes: tuple = ()) -> Callable[[PyTree], tuple]:
+    """The transpose of the linear function fun, as jax.linear_transpose: primals give its
+    inputs' shapes and dtypes (arrays, Tensors or ShapeDtypeStructs; their values are not
+    used), and `fun_t = linear_transpose(fun, *primals)` maps a cotangent shaped like fun's
+    output to a tuple shaped like primals. fun must be linear in them: each operation on
+    values that depend on them a sum, a difference, a product by (or division of one by) a
+    value that does not, or a move (reshape, transpose, indexing, concatenation, ...);
+    anything else raises, as in JAX (loops and conds in fun are not transposed yet).
+
+    >>> fun_t = sl.linear_transpose(lambda x: 2.0 * x[::-1], sl.zeros(3))
+    >>> fun_t(sl.tensor([1.0, 2.0, 3.0]))
+    (tensor([6., 4., 2.], dtype=float64),)
+    """
+    if reduce_axes:
+        raise NotImplementedError("linear_transpose: reduce_axes (JAX's named axes) is not "
+                                  "supported.")
+    leaves, tree = pytree.flatten(primals)
+    for i, x in enumerate(leaves):
+        if not hasattr(x, "shape") or not hasattr(x, "dtype"):
+            raise TypeError(f"linear_transpose: primal leaf {i} is {type(x).__name__}; pass "
+                            "arrays, Tensors or ShapeDtypeStructs (their shapes and dtypes "
+                            "are what is used).")
+        if np.dtype(x.dtype).kind not in "fc":
+            raise TypeError(f"linear_transpose: primal leaf {i} is {np.dtype(x.dtype)}; a "
+                            "linear function's inputs are floating or complex, as in JAX.")
+    examples = pytree.unflatten(tree, [zeros(tuple(x.shape), dtype=np.dtype(x.dtype))
+                                       for x in leaves])
+    graph = make_graph(fun)(*examples)
+    eqn = _nonlinear_step(graph)
+    if eqn is not None:
+        raise TypeError(f"linear_transpose: fun is not linear in its inputs: it applies "
+                        f"{eqn.prim.name} to values that depend on them. Transpose a linear "
+                        "function (for a derivative's transpose, use vjp).")
+    out, pullback = autodiff.vjp(fun, *examples)
+    out_leaves, out_tree = pytree.flatten(out)
+
+    def transposed(out_cotangent):
+        ct_leaves, ct_tree = pytree.flatten(out_cotangent)
+        if ct_tree != out_tree:
+            raise TypeError(f"linear_transpose: the cotangent must have fun's output "
+                            f"structure {pytree.structure_str(out_tree)}, got "
+                            f"{pytree.structure_str(ct_tree)}.")
+        for i, (c, o) in enumerate(zip(ct_leaves, out_leaves)):
+            c_shape, c_dtype = tuple(np.shape(c)), np.dtype(getattr(c, "dtype", type(c)))
+            if c_shape != tuple(o.shape) or c_dtype != np.dtype(o.dtype):
+                raise TypeError(f"linear_transpose: cotangent leaf {i} is {c_dtype}"
+                                f"{list(c_shape)}, but fun's output there is "
+                                f"{np.dtype(o.dtype)}{list(o.shape)}.")
+        return tuple(pullback(out_cotangent))
+
+    return transposed
 
 
 # --- Jacobians --------------------------------------------------------------------------------

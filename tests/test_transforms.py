@@ -701,3 +701,51 @@ def test_forward_mode_in_a_trace_prints_as_jax(capsys, rng):
 def _printed(v):
     sl.debug.print("PRINT {}", v[0])
     return v
+
+
+# --- linear_transpose ---------------------------------------------------------------------------
+_RNG_LT = np.random.default_rng(11)
+_A_LT = _RNG_LT.standard_normal((3, 4))
+_B_LT = _RNG_LT.standard_normal((4, 2))
+LINEAR = {
+    "matvec": (lambda lib: (lambda x: _A_LT @ x), [np.zeros(4)], _RNG_LT.standard_normal(3)),
+    "two_inputs": (lambda lib: (lambda x, y: (2.0 * x[::-1] - y[:4] / 3.0, lib.sum(x) * 0.5)),
+                   [np.zeros(4), np.zeros(6)], (_RNG_LT.standard_normal(4), np.array(1.5))),
+    "reshape_transpose": (lambda lib: (lambda x: (x.reshape(2, 6).T @ _B_LT[:2]).sum(0)),
+                          [np.zeros(12)], _RNG_LT.standard_normal(2)),
+    "dict": (lambda lib: (lambda d: {"o": d["a"] * 3.0 + lib.concatenate([d["b"], d["b"]])}),
+             [{"a": np.zeros(4), "b": np.zeros(2)}], {"o": _RNG_LT.standard_normal(4)}),
+    "affine": (lambda lib: (lambda x: x + 1.0), [np.zeros(3)], _RNG_LT.standard_normal(3)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LINEAR))
+def test_linear_transpose_is_jaxs(name):
+    """The transpose of linear functions (products by constants, indexing, reshapes,
+    sums, several inputs, pytrees), and of an affine one (its linear part, as JAX's)."""
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    make, primals, ct = LINEAR[name]
+    with jax.enable_x64(True):
+        want = jax.linear_transpose(make(jnp), *jax.tree.map(jnp.asarray, primals))(
+            jax.tree.map(jnp.asarray, ct))
+        want = [np.asarray(x) for x in jax.tree.leaves(want)]
+    got = sl.linear_transpose(make(sl), *primals)(ct)
+    assert isinstance(got, tuple) and len(got) == len(primals)
+    got = [x.numpy() for x in sl.pytree.leaves(got)]
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-14, atol=1e-15)
+
+
+def test_linear_transpose_refuses_what_is_not_linear():
+    for fun, prim in ((lambda x: sl.sin(x), "sin"), (lambda x: x * x, "mul"),
+                      (lambda x: 1.0 / x, "div")):
+        with pytest.raises(TypeError, match=f"it applies {prim} to values that depend"):
+            sl.linear_transpose(fun, np.zeros(2))
+    with pytest.raises(TypeError, match="floating or complex"):
+        sl.linear_transpose(lambda x: x, np.zeros(2, np.int32))
+    fun_t = sl.linear_transpose(lambda x: 2.0 * x, sl.ShapeDtypeStruct((2,), np.float32))
+    with pytest.raises(TypeError, match=r"cotangent leaf 0 is float64\[2\], but fun's output"):
+        fun_t(np.ones(2))
+    assert fun_t(np.ones(2, np.float32))[0].dtype == np.float32
