@@ -263,6 +263,19 @@ def _quadmin(a, fa, fpa, b, fb):
     return ops.where(ok, a - fpa / ops.where(ok, 2.0 * curvature, 1.0), np.nan)
 
 
+def _linesearch_inputs(ctx, who, params):
+    """What a linesearch reads besides the updates: (value_fn, value, grad leaves, value_fn's
+    keyword arguments, the dtype of its scalars), each checked."""
+    if params is None:
+        raise TypeError(f"{ctx.who}: {who} needs params: call update(grads, state, params, "
+                        "value=..., grad=..., value_fn=...).")
+    value_fn = _extra(ctx, who, "value_fn", "the objective, a function of params.")
+    value = _extra(ctx, who, "value", "the objective at the current parameters.")
+    grad = _extra(ctx, who, "grad", "the gradient at the current parameters.")
+    return (value_fn, value, _extra_like_grads(ctx, grad), _value_fn_kwargs(ctx, who, value_fn),
+            _value_dtype(params.tensors))
+
+
 def _extra_like_grads(ctx, grad):
     """update's grad= as leaves, checked to be shaped like the gradients the stage sees."""
     flat = _flatten(grad, "grad", ctx.who)
@@ -355,15 +368,7 @@ def scale_by_zoom_linesearch(max_linesearch_steps: int, max_learning_rate: float
 
     def apply(leaves, state, params, ctx, where):
         _check_state(ctx, state, where, ScaleByZoomLinesearchState)
-        if params is None:
-            raise TypeError(f"{ctx.who}: {who} needs params: call update(grads, state, "
-                            "params, value=..., grad=..., value_fn=...).")
-        value_fn = _extra(ctx, who, "value_fn", "the objective, a function of params.")
-        value0 = _extra(ctx, who, "value", "the objective at the current parameters.")
-        grad0 = _extra(ctx, who, "grad", "the gradient at the current parameters.")
-        fn_kwargs = _value_fn_kwargs(ctx, who, value_fn)
-        grad0 = _extra_like_grads(ctx, grad0)
-        dtype = _value_dtype(params.tensors)
+        value_fn, value0, grad0, fn_kwargs, dtype = _linesearch_inputs(ctx, who, params)
         ws, us = list(params.tensors), list(leaves)
         vg = value_and_grad(value_fn)
 
@@ -541,15 +546,7 @@ def scale_by_backtracking_linesearch(max_backtracking_steps: int, slope_rtol: fl
 
     def apply(leaves, state, params, ctx, where):
         _check_state(ctx, state, where, ScaleByBacktrackingLinesearchState)
-        if params is None:
-            raise TypeError(f"{ctx.who}: {who} needs params: call update(grads, state, "
-                            "params, value=..., grad=..., value_fn=...).")
-        value_fn = _extra(ctx, who, "value_fn", "the objective, a function of params.")
-        value = _extra(ctx, who, "value", "the objective at the current parameters.")
-        grad = _extra(ctx, who, "grad", "the gradient at the current parameters.")
-        fn_kwargs = _value_fn_kwargs(ctx, who, value_fn)
-        grad = _extra_like_grads(ctx, grad)
-        dtype = _value_dtype(params.tensors)
+        value_fn, value, grad, fn_kwargs, dtype = _linesearch_inputs(ctx, who, params)
         ws, us = list(params.tensors), list(leaves)
         value = ops.as_tensor(value).astype(dtype)
         slope = _vdot(us, [ops.conj(g) for g in grad]).astype(dtype)

@@ -162,6 +162,17 @@ def adaptive_grad_clip(clipping: float, eps: float = 1e-3,
     return GradientTransformation(who, _empty_init, apply)
 
 
+def _per_example_leaves(who: str, grads: PyTree):
+    """grads' leaves as Tensors and its treedef, each leaf with the examples on axis 0."""
+    leaves, treedef = pytree.flatten(grads)
+    leaves = [ops.as_tensor(g) for g in leaves]
+    if not leaves or any(g.ndim == 0 for g in leaves) or len({g.shape[0] for g in leaves}) > 1:
+        raise ValueError(f"{who} expects every leaf of grads to have the examples on axis 0 "
+                         "(the same number in each), got shapes "
+                         f"{[tuple(g.shape) for g in leaves]}.")
+    return leaves, treedef
+
+
 def per_example_global_norm_clip(grads: PyTree, l2_norm_clip: float) -> tuple[PyTree, Tensor]:
     """(the sum over examples of each example's gradients scaled to a global norm of at most
     l2_norm_clip, how many examples were clipped), as optax.per_example_global_norm_clip
@@ -170,12 +181,7 @@ def per_example_global_norm_clip(grads: PyTree, l2_norm_clip: float) -> tuple[Py
     >>> g = {"w": sl.tensor([[3.0, 4.0], [0.3, 0.4]])}
     >>> sl.optim.per_example_global_norm_clip(g, 1.0)
     """
-    leaves, treedef = pytree.flatten(grads)
-    leaves = [ops.as_tensor(g) for g in leaves]
-    if not leaves or any(g.ndim == 0 for g in leaves) or len({g.shape[0] for g in leaves}) > 1:
-        raise ValueError("per_example_global_norm_clip expects every leaf of grads to have "
-                         "the examples on axis 0 (the same number in each), got shapes "
-                         f"{[tuple(g.shape) for g in leaves]}.")
+    leaves, treedef = _per_example_leaves("per_example_global_norm_clip", grads)
     total = None
     for g in leaves:
         s = ops.sum(ops.square(g), axis=tuple(range(1, g.ndim)))
@@ -197,12 +203,7 @@ def per_example_layer_norm_clip(grads: PyTree, global_l2_norm_clip: float,
     >>> g = [sl.tensor([[3.0, 4.0], [0.3, 0.4]]), sl.tensor([[1.0], [2.0]])]
     >>> sl.optim.per_example_layer_norm_clip(g, 1.0)
     """
-    leaves, treedef = pytree.flatten(grads)
-    leaves = [ops.as_tensor(g) for g in leaves]
-    if not leaves or any(g.ndim == 0 for g in leaves) or len({g.shape[0] for g in leaves}) > 1:
-        raise ValueError("per_example_layer_norm_clip expects every leaf of grads to have the "
-                         "examples on axis 0 (the same number in each), got shapes "
-                         f"{[tuple(g.shape) for g in leaves]}.")
+    leaves, treedef = _per_example_leaves("per_example_layer_norm_clip", grads)
     if uniform:
         clips = [global_l2_norm_clip * (1.0 / len(leaves)) ** 0.5 for _ in leaves]
     else:
