@@ -8,6 +8,7 @@ vmap, jit and grad of grad.
 from __future__ import annotations
 
 import collections
+import functools
 import warnings
 
 import numpy as np
@@ -770,3 +771,42 @@ def test_scipy_linalg_eigh_symmetrizes_as_jaxs():
             got = sl.grad(lambda a, lower=lower: sl.sum(S.eigh(a, lower=lower)[0] ** 3)
                           + sl.sum(S.eigh(a, lower=lower)[1][:, 0] ** 2 * weights))(a)
             np.testing.assert_allclose(got.numpy(), np.asarray(want), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("shape, side", [((3, 3), "right"), ((5, 3), "right"), ((3, 5), "left"),
+                                         ((2, 4, 4), "right"), ((4, 4), "left")])
+def test_scipy_linalg_polar_matches_jax(shape, side):
+    """polar's factors, and derivatives of a loss of both to second order, as JAX's (its
+    "svd" method, which reverse mode goes through: "qdwh" refuses it)."""
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    rng = np.random.default_rng(8)
+    a = rng.standard_normal(shape)
+    with jax.enable_x64(True):
+        want_u, want_p = jax.scipy.linalg.polar(jnp.asarray(a), side=side, method="svd")
+        w1 = rng.standard_normal(want_u.shape)
+        w2 = rng.standard_normal(want_p.shape)
+
+        def loss(lib, polar, a):
+            u, p = polar(a, side=side)
+            return (u * w1).sum() + (lib.sin(p) * w2).sum()
+
+        jpolar = functools.partial(jax.scipy.linalg.polar, method="svd")
+        want_grad = np.asarray(jax.grad(lambda a: loss(jnp, jpolar, a))(jnp.asarray(a)))
+        want_hess = np.asarray(jax.hessian(lambda a: loss(jnp, jpolar, a))(jnp.asarray(a)))
+    u, p = sl.scipy.linalg.polar(a, side=side)
+    np.testing.assert_allclose(u.numpy(), np.asarray(want_u), atol=1e-13)
+    np.testing.assert_allclose(p.numpy(), np.asarray(want_p), atol=1e-13)
+    ours = functools.partial(loss, sl, sl.scipy.linalg.polar)
+    np.testing.assert_allclose(sl.grad(ours)(sl.tensor(a)).numpy(), want_grad, atol=1e-12)
+    np.testing.assert_allclose(sl.jacfwd(ours)(sl.tensor(a)).numpy(), want_grad, atol=1e-12)
+    np.testing.assert_allclose(sl.hessian(ours)(sl.tensor(a)).numpy(), want_hess, atol=1e-11)
+
+
+def test_scipy_linalg_polar_refuses_what_it_cannot_do():
+    with pytest.raises(ValueError, match="side='right' needs m >= n"):
+        sl.scipy.linalg.polar(np.ones((2, 3)))
+    with pytest.raises(ValueError, match="side='left' needs m <= n"):
+        sl.scipy.linalg.polar(np.ones((3, 2)), side="left")
+    with pytest.raises(TypeError, match="complex input"):
+        sl.scipy.linalg.polar(np.ones((2, 2), complex))

@@ -171,6 +171,7 @@ CASES.update({
                    {"lower": True, "unit_diagonal": False})],
     dc.cholesky_p: [lambda r: ([_spd(r, 3)], {})],
     dc.lu_p: [lambda r: ([_square(r, 2, 3, 3)], {}), lambda r: ([_square(r, 4, 4)], {})],
+    dc.polar_p: [lambda r: ([_square(r, 3, 3)], {}), lambda r: ([_r(r, 2, 4, 3)], {})],
     dc.slogdet_p: [lambda r: ([_square(r, 2, 3, 3)], {}),
                    lambda r: ([_square(r, 3, 3, complex_=True)], {})],
     dc.det_p: [lambda r: ([_square(r, 2, 3, 3)], {}),

@@ -507,6 +507,74 @@ lu_pivots_to_permutation_p = Primitive(
     doc="lu_pivots_to_permutation(pivots, n): the row order the swaps in pivots make.")
 
 
+# --- polar ---------------------------------------------------------------------------------
+def _polar_impl(a):
+    """[u, p] of a real [..., m, n], m >= n: a = u p, u with orthonormal columns, p symmetric
+    positive semidefinite, from the thin SVD a = W diag(s) V^T: u = W V^T, p = V diag(s) V^T
+    (symmetrized)."""
+    xp = _xp(a)
+    w, s, vt = xp.linalg.svd(a, full_matrices=False)
+    v = xp.swapaxes(vt, -1, -2)
+    p = (v * s[..., None, :]) @ vt
+    return [w @ vt, (p + xp.swapaxes(p, -1, -2)) / 2]
+
+
+def _polar_parts(p):
+    """(V, 1 / (s_i + s_j), 1 / s) of p = V diag(s) V^T, the eigenbasis the rules solve the
+    Sylvester equation p X + X p = C in: X = V ((V^T C V) / (s_i + s_j)) V^T."""
+    s, v = eigh_p(p, UPLO="L")
+    n = s.shape[-1]
+    sums = ew.add(reshape_p(s, shape=s.shape + (1,)), reshape_p(s, shape=s.shape[:-1] + (1, n)))
+    return v, ew.div(1.0, sums), ew.div(1.0, s)
+
+
+def _sylvester(v, k, c):
+    """X with p X + X p = c (p = V diag(s) V^T, k = 1 / (s_i + s_j))."""
+    return matmul_p(matmul_p(v, ew.mul(matmul_p(matmul_p(_mT(v), c), v), k)), _mT(v))
+
+
+def _times_p_inverse(x, v, s_inv):
+    """x p^-1 = x V diag(1 / s) V^T."""
+    return matmul_p(ew.mul(matmul_p(x, v), reshape_p(s_inv, shape=s_inv.shape[:-1] + (1,)
+                                                          + s_inv.shape[-1:])), _mT(v))
+
+
+def _polar_tangent(ts, outs, a):
+    """From p^2 = a^T a: p dp + dp p = da^T a + a^T da, and du = (da - u dp) p^-1."""
+    u, p = outs
+    v, k, s_inv = _polar_parts(p)
+    da = ts[0]
+    dp = _sylvester(v, k, ew.add(matmul_p(_mT(da), a), matmul_p(_mT(a), da)))
+    return [_times_p_inverse(ew.sub(da, matmul_p(u, dp)), v, s_inv), dp]
+
+
+def _polar_vjp(cts, outs, a, _saved=None):
+    """The tangent rule transposed: with G = sym(g_p - u^T g_u p^-1) and H its Sylvester
+    solution, a's cotangent is g_u p^-1 + 2 a H."""
+    g_u, g_p = cts
+    if outs[0] is None or outs[1] is None:
+        outs = polar_p(a)
+    u, p = outs
+    v, k, s_inv = _polar_parts(p)
+    g = None if g_p is None else g_p
+    if g_u is not None:
+        pulled = _times_p_inverse(matmul_p(_mT(u), g_u), v, s_inv)
+        g = ew.neg(pulled) if g is None else ew.sub(g, pulled)
+    out = None
+    if g is not None:
+        h = _sylvester(v, k, ew.mul(ew.add(g, _mT(g)), 0.5))
+        out = ew.mul(matmul_p(a, h), 2.0)
+    if g_u is not None:
+        direct = _times_p_inverse(g_u, v, s_inv)
+        out = direct if out is None else ew.add(out, direct)
+    return (out,)
+
+
+polar_p = Primitive("polar", _polar_impl, _polar_vjp, multiple_results=True,
+                    tangent=_polar_tangent, batch=batching.elementwise_rule,
+                    doc="polar(a): [u, p], a = u p for a real [..., m, n], m >= n.")
+
+
 # --- the checked functions (public as scanlib.linalg) ----------------------------------------
 def _floating(a, who, complex_ok=True):
     """a as a float or complex tensor: integers become JAX's float for them (`as_inexact`)."""

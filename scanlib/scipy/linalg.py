@@ -17,7 +17,7 @@ from ..linalg import cho_solve, det, inv, solve_triangular
 
 from ..ops import elementwise as ew
 from ..ops.decompositions import (cholesky_unsymmetrized_p, lu_p, lu_pivots_to_permutation_p,
-                                  take_rows, triangular_solve_p)
+                                  polar_p, take_rows, triangular_solve_p)
 from ..ops.expm import expm_p
 from ..ops import eye, matmul, one_hot, tril, triu
 from ..ops.functions import as_tensor, concatenate, swapaxes, where
@@ -47,7 +47,8 @@ def _mT(a):
     return swapaxes(a, -1, -2)
 
 __all__ = ["cholesky", "cho_factor", "cho_solve", "solve_triangular", "expm", "inv", "det",
-           "solve", "qr", "svd", "block_diag", "toeplitz", "lu", "lu_factor", "lu_solve", "eigh"]
+           "solve", "qr", "svd", "block_diag", "toeplitz", "lu", "lu_factor", "lu_solve", "eigh",
+           "polar"]
 
 
 def cholesky(a, lower: bool = False, overwrite_a: bool = False,
@@ -283,3 +284,40 @@ def eigh(a, b=None, lower: bool = True, eigvals_only: bool = False, overwrite_a:
                                   "implemented, as in JAX")
     w, v = _linalg.eigh(a, UPLO="L" if lower else "U")
     return w if eigvals_only else (w, v)
+
+
+def polar(a, side: str = "right", *, method: str = "qdwh", eps: Any = None,
+          max_iterations: Any = None) -> tuple[Tensor, Tensor]:
+    """The polar decomposition, as jax.scipy.linalg.polar: (u, p) with a = u p (side
+    "right", m >= n: u [m, n] with orthonormal columns, p [n, n] symmetric positive
+    semidefinite) or a = p u (side "left", m <= n: p [m, m]). Computed from the SVD whatever
+    the method (JAX's "qdwh" and "svd" give the same factors); the derivative solves
+    p dp + dp p = d(a^T a) in p's eigenbasis, defined where a has full rank. Real only.
+
+    >>> u, p = sl.scipy.linalg.polar(sl.tensor([[2.0, 1.0], [0.0, 3.0]]))
+    >>> u @ p
+    """
+    if side not in ("right", "left"):
+        raise ValueError(f"polar: side must be 'right' or 'left', got {side!r}")
+    if method not in ("qdwh", "svd"):
+        raise ValueError(f"polar: method must be 'qdwh' or 'svd', got {method!r}")
+    a = as_tensor(a)
+    if a.ndim < 2:
+        raise ValueError(f"polar: a must be a matrix or a stack of them, got shape {a.shape}")
+    if np.dtype(a.dtype).kind == "c":
+        raise TypeError(f"polar: complex input ({a.dtype}) is not supported; scanlib's polar "
+                        "is real.")
+    if np.dtype(a.dtype).kind != "f":
+        a = a.astype(result_type(a, 1.0))
+    m, n = a.shape[-2:]
+    if side == "right":
+        if m < n:
+            raise ValueError(f"polar: side='right' needs m >= n, got a of shape {a.shape}; "
+                             "use side='left' for a wide matrix.")
+        u, p = polar_p(a)
+        return u, p
+    if m > n:
+        raise ValueError(f"polar: side='left' needs m <= n, got a of shape {a.shape}; use "
+                         "side='right' for a tall matrix.")
+    u, p = polar_p(_mT(a))
+    return _mT(u), p
