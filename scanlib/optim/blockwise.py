@@ -194,7 +194,9 @@ def scale_by_factored_rms(factored: bool = True, decay_rate: float = 0.8,
         for p in params.tensors:
             dims = _factored_dims(p.shape, factored, min_dim_size_to_factor)
             if dims is None:
-                rows.append(empty(p)), cols.append(empty(p)), whole.append(ops.zeros_like(p))
+                rows.append(empty(p))
+                cols.append(empty(p))
+                whole.append(ops.zeros_like(p))
                 continue
             d1, d0 = dims
             rows.append(ops.zeros(p.shape[:d0] + p.shape[d0 + 1:], dtype=p.dtype,
@@ -229,16 +231,17 @@ def scale_by_factored_rms(factored: bool = True, decay_rate: float = 0.8,
             if dims is None:
                 v = (decay * v + (1.0 - decay) * sq).astype(p.dtype)
                 out.append(g * v ** -0.5)
-                new_rows.append(row), new_cols.append(col), new_whole.append(v)
-                continue
-            d1, d0 = dims
-            row = (decay * row + (1.0 - decay) * ops.mean(sq, axis=d0)).astype(p.dtype)
-            col = (decay * col + (1.0 - decay) * ops.mean(sq, axis=d1)).astype(p.dtype)
-            reduced_d1 = d1 - 1 if d1 > d0 else d1
-            row_factor = (row / ops.mean(row, axis=reduced_d1, keepdims=True)) ** -0.5
-            out.append(g * ops.expand_dims(row_factor, d0)
-                       * ops.expand_dims(col ** -0.5, d1))
-            new_rows.append(row), new_cols.append(col), new_whole.append(v)
+            else:
+                d1, d0 = dims
+                row = (decay * row + (1.0 - decay) * ops.mean(sq, axis=d0)).astype(p.dtype)
+                col = (decay * col + (1.0 - decay) * ops.mean(sq, axis=d1)).astype(p.dtype)
+                reduced_d1 = d1 - 1 if d1 > d0 else d1
+                row_factor = (row / ops.mean(row, axis=reduced_d1, keepdims=True)) ** -0.5
+                out.append(g * ops.expand_dims(row_factor, d0)
+                           * ops.expand_dims(col ** -0.5, d1))
+            new_rows.append(row)
+            new_cols.append(col)
+            new_whole.append(v)
         return out, FactoredState(state.count + 1, _rebuild(ctx.grads, new_rows),
                                   _rebuild(ctx.grads, new_cols), _rebuild(ctx.grads, new_whole))
 
