@@ -254,13 +254,15 @@ PRIVATE_USES_ALLOWED = {
     ("scanlib.optim.stages", "scanlib.optim.scaling"):
         ({"_debias"}, "optax's bias correction, written once for ema and the scale_by_* stages"),
     ("scanlib.optim.stages", "scanlib.optim.transforms"):
-        ({"_check_state", "_empty_init"}, "optim's stage helpers, shared by its stage modules"),
+        ({"_check_state", "_empty_init", "_sum_of_squares"},
+         "optim's stage helpers, shared by its stage modules"),
     ("scanlib.optim.linesearch", "scanlib.optim.core"):
         ({"_FIX_STATE", "_check_like", "_count_zero", "_extra", "_flatten", "_moments",
           "_number", "_rebuild"},
          "optim's stage helpers (checked flat leaves), shared by its stage modules"),
     ("scanlib.optim.linesearch", "scanlib.optim.transforms"):
-        ({"_check_state"}, "optim's stage helpers, shared by its stage modules"),
+        ({"_check_state", "_sum_of_squares"}, "optim's stage helpers, shared by its stage "
+         "modules"),
     ("scanlib.optim.wrappers", "scanlib.optim.core"):
         ({"_Flat", "_a", "_count_zero", "_differentiating", "_flatten", "_moments", "_number",
           "_recording", "_rebuild", "_select_tree"},

@@ -26,7 +26,7 @@ from ..tape import Tensor
 from . import tree
 from .core import (_FIX_STATE, GradientTransformation, _check_like, _count_zero, _extra, _flatten,
                    _moments, _number, _rebuild)
-from .transforms import _check_state, chain, scale, scale_by_learning_rate
+from .transforms import _check_state, _sum_of_squares, chain, scale, scale_by_learning_rate
 
 
 # --- tree arithmetic on flat lists of leaves ----------------------------------------------------
@@ -142,10 +142,10 @@ def scale_by_lbfgs(memory_size: int = 10, scale_init_precond: bool = True
         # 2. gamma, the scale of the initial inverse Hessian
         if scale_init_precond:
             numerator = _vdot(du, dw)
-            denominator = _squared_norm(du)
+            denominator = _sum_of_squares(du)
             positive = denominator > 0.0
             gamma = ops.where(positive, numerator / ops.where(positive, denominator, 1.0), 1.0)
-            norm = ops.sqrt(_squared_norm([ops.stop_gradient(u) for u in leaves]))
+            norm = ops.sqrt(_sum_of_squares([ops.stop_gradient(u) for u in leaves]))
             # min(1, 1 / |g|): 1 where |g| is 0, as 1 / 0 = inf would give
             first = ops.where(norm > 0.0, ops.minimum(1.0, 1.0 / ops.where(norm > 0.0, norm,
                                                                             1.0)), 1.0)
@@ -170,14 +170,6 @@ def scale_by_lbfgs(memory_size: int = 10, scale_init_precond: bool = True
         return vec, new
 
     return GradientTransformation(who, init, apply, "ScaleByLBFGSState")
-
-
-def _squared_norm(xs):
-    total = None
-    for x in xs:
-        s = ops.sum(ops.real(x * ops.conj(x)))
-        total = s if total is None else total + s
-    return total
 
 
 # --- scale_by_zoom_linesearch -------------------------------------------------------------------

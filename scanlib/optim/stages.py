@@ -21,7 +21,7 @@ from ..tape.types import PyTree
 from .core import (GradientTransformation, _count_zero, _extra, _moments, _number, _rebuild,
                    _select_tree)
 from .scaling import _debias
-from .transforms import _check_state, _empty_init
+from .transforms import _check_state, _empty_init, _sum_of_squares
 from .wrappers import masked, multi_transform
 
 
@@ -377,10 +377,7 @@ def scale_by_polyak(f_min: float = 0.0, max_learning_rate: float = 1.0, eps: flo
         value = _extra(ctx, who, "value", "the loss at the current parameters.")
         if not leaves:
             return leaves, state
-        total = None
-        for u in leaves:
-            sq = ops.sum(u * u)
-            total = sq if total is None else total + sq
+        total = _sum_of_squares(leaves)
         gap = (ops.as_tensor(value) - f_min).astype(total.dtype)
         if variant == "sps+":
             gap = ops.maximum(gap, 0.0)
@@ -431,10 +428,7 @@ def global_norm(updates: PyTree) -> Tensor:
 
     >>> sl.optim.global_norm({"a": sl.tensor([3.0]), "b": sl.tensor([4.0])})
     """
-    total = None
-    for leaf in pytree.leaves(updates):
-        s = ops.sum(ops.square(ops.as_tensor(leaf)))
-        total = s if total is None else total + s
+    total = _sum_of_squares([ops.as_tensor(leaf) for leaf in pytree.leaves(updates)])
     return ops.sqrt(total if total is not None else ops.asarray(0.0))
 
 

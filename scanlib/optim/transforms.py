@@ -355,6 +355,16 @@ def add_decayed_weights(weight_decay: ScalarOrSchedule = 0.0,
     return masked(opt, mask)
 
 
+def _sum_of_squares(leaves):
+    """The sum over leaves of sum(x * x), the squared global norm (optax.tree.norm squared;
+    optim's leaves are real)."""
+    total = None
+    for x in leaves:
+        s = ops.sum(x * x)
+        total = s if total is None else total + s
+    return total
+
+
 def clip_by_global_norm(max_norm: float) -> GradientTransformation:
     """Scale all updates by max_norm / norm when their joint L2 norm is at least max_norm
     (below it they pass untouched), as optax.clip_by_global_norm.
@@ -372,11 +382,7 @@ def clip_by_global_norm(max_norm: float) -> GradientTransformation:
     def apply(leaves, state, params, ctx, where):
         if not leaves:
             return leaves, state
-        total = None
-        for g in leaves:
-            s = ops.sum(g * g)
-            total = s if total is None else total + s
-        norm = ops.sqrt(total)
+        norm = ops.sqrt(_sum_of_squares(leaves))
         below = norm < max_norm
         if below._trace is None:  # concrete: decide here, and leave the updates untouched
             if bool(below):
